@@ -1,0 +1,118 @@
+//! De-duplication of deliveries and the generation gate, before normalization.
+//!
+//! `(generation, emitter_seq)` identifies one hook invocation: a row seen twice (HTTP timed
+//! out after the collector appended, then the fallback appended too) is dropped the second
+//! time. Rows of a generation older than the newest seen are stale and dropped.
+
+use std::collections::{HashSet, VecDeque};
+
+use crate::diagnostics::Diag;
+use crate::row::RowMeta;
+
+/// How many recent delivery keys are remembered. Duplicates arrive close together (a
+/// timed-out HTTP post and its fallback append); a bounded window keeps memory flat on
+/// endless streams.
+pub const DEDUP_WINDOW: usize = 65_536;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    Fresh,
+    /// Fresh, but its emitter_seq is below one already seen in its generation.
+    FreshOutOfOrder,
+    Duplicate,
+    StaleGeneration { current: u64 },
+}
+
+impl Admission {
+    pub fn diag(self) -> Option<Diag> {
+        match self {
+            Admission::Fresh => None,
+            Admission::FreshOutOfOrder => Some(Diag::OutOfOrderRow),
+            Admission::Duplicate => Some(Diag::DuplicateDelivery),
+            Admission::StaleGeneration { .. } => Some(Diag::StaleGeneration),
+        }
+    }
+
+    pub fn admitted(self) -> bool {
+        matches!(self, Admission::Fresh | Admission::FreshOutOfOrder)
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct DeliveryFilter {
+    generation: Option<u64>,
+    max_seq: Option<u64>,
+    seen: HashSet<(u64, u64)>,
+    order: VecDeque<(u64, u64)>,
+}
+
+impl DeliveryFilter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn admit(&mut self, meta: &RowMeta) -> Admission {
+        let Some(generation) = meta.generation else {
+            // A bare or capture line: nothing to de-duplicate on.
+            return Admission::Fresh;
+        };
+        match self.generation {
+            Some(current) if generation < current => {
+                return Admission::StaleGeneration { current };
+            }
+            Some(current) if generation == current => {}
+            _ => {
+                self.generation = Some(generation);
+                self.max_seq = None;
+            }
+        }
+        let Some(seq) = meta.emitter_seq else {
+            return Admission::Fresh;
+        };
+        let key = (generation, seq);
+        if !self.seen.insert(key) {
+            return Admission::Duplicate;
+        }
+        self.order.push_back(key);
+        if self.order.len() > DEDUP_WINDOW {
+            if let Some(old) = self.order.pop_front() {
+                self.seen.remove(&old);
+            }
+        }
+        match self.max_seq {
+            Some(max) if seq < max => Admission::FreshOutOfOrder,
+            _ => {
+                self.max_seq = Some(seq);
+                Admission::Fresh
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::row::Via;
+
+    fn meta(generation: u64, seq: u64) -> RowMeta {
+        RowMeta {
+            generation: Some(generation),
+            emitter_seq: Some(seq),
+            sequence: None,
+            via: Via::Http,
+            at: None,
+        }
+    }
+
+    #[test]
+    fn drops_duplicates_and_stale_generations() {
+        let mut f = DeliveryFilter::new();
+        assert_eq!(f.admit(&meta(1, 1)), Admission::Fresh);
+        assert_eq!(f.admit(&meta(1, 3)), Admission::Fresh);
+        assert_eq!(f.admit(&meta(1, 2)), Admission::FreshOutOfOrder);
+        assert_eq!(f.admit(&meta(1, 3)), Admission::Duplicate);
+        assert_eq!(f.admit(&meta(2, 1)), Admission::Fresh);
+        assert_eq!(f.admit(&meta(1, 9)), Admission::StaleGeneration { current: 2 });
+        assert_eq!(f.admit(&meta(2, 1)), Admission::Duplicate);
+    }
+}

@@ -1,0 +1,234 @@
+//! Named counters: every line skipped and every guess the tracker makes leaves one.
+//!
+//! The list below is the single source of the names, descriptions and order used by
+//! the JSON output and by `docs/posture.md`.
+
+use std::fmt;
+
+use indexmap::IndexMap;
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+
+macro_rules! diagnostics {
+    ($($variant:ident => $name:literal, $about:literal;)*) => {
+        /// One kind of skipped line or guess. `name()` is the stable counter name.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Diag {
+            $(#[doc = $about] $variant,)*
+        }
+
+        impl Diag {
+            /// Every diagnostic, in the order counters are reported.
+            pub const ALL: &'static [Diag] = &[$(Diag::$variant,)*];
+
+            pub const fn name(self) -> &'static str {
+                match self { $(Diag::$variant => $name,)* }
+            }
+
+            pub const fn about(self) -> &'static str {
+                match self { $(Diag::$variant => $about,)* }
+            }
+        }
+    };
+}
+
+diagnostics! {
+    // Lines the reader skips.
+    LineNotUtf8 => "line_not_utf8", "a line that is not valid UTF-8 (skipped)";
+    LineNotJson => "line_not_json", "a line that is not JSON (skipped)";
+    LineNotObject => "line_not_object", "a line that is JSON but not an object (skipped)";
+    LineBadField => "line_bad_field", "a JSON object whose envelope or payload field has the wrong type (skipped)";
+    LineNoEventName => "line_no_event_name", "an object with neither `payload.hook_event_name`, `hook_event_name` nor `event` (skipped)";
+    LineOversized => "line_oversized", "a line over the 1 MiB limit (skipped without being held in memory)";
+    LineTruncated => "line_truncated", "a last line with no newline: cut off or still being written (skipped)";
+    // Deliveries.
+    DuplicateDelivery => "duplicate_delivery", "a row whose (generation, emitter_seq) was already seen: delivered twice (skipped)";
+    StaleGeneration => "stale_generation", "a row of a generation older than the current one (ignored)";
+    OutOfOrderRow => "out_of_order_row", "a row whose emitter_seq is below one already seen in its generation (processed in file order)";
+    EventNameMismatch => "event_name_mismatch", "the envelope's `event` differs from the payload's `hook_event_name` (the payload wins)";
+    ProviderAssumed => "provider_assumed", "no row identified the provider; the Kimi Code mapping was assumed";
+    // Normalization.
+    UnknownEvent => "unknown_event", "an event name the provider mapping does not know (kept as Unknown, counted by name)";
+    FieldMissing => "field_missing", "a known event without a field it should carry (e.g. a tool event without its call id)";
+    // Sessions and generations.
+    PresenceImplied => "presence_implied", "events arrived with no SessionStart before them: presence inferred";
+    SessionRestartWithoutEnd => "session_restart_without_end", "a SessionStart while the previous session had not ended";
+    SessionEndWhileAbsent => "session_end_while_absent", "a SessionEnd when no session was present (duplicate or late)";
+    EventAfterSessionEnd => "event_after_session_end", "an event after SessionEnd that is not a new session (late fire-and-forget delivery)";
+    TerminalGapSessionEnd => "terminal_gap_session_end", "a turn was open at SessionEnd: it ended and nobody knows how";
+    TerminalGapNewSession => "terminal_gap_new_session", "a turn was open when a new session or generation began";
+    // Epochs and turns.
+    EpochAbandoned => "epoch_abandoned", "an armed prompt never started a turn (blocked by a hook) and was superseded";
+    TurnSuperseded => "turn_superseded", "a new prompt arrived while a turn was still open: the open turn is a terminal gap";
+    TurnStartedWithoutPrompt => "turn_started_without_prompt", "TurnStarted(user) with no armed prompt: an epoch was opened for it";
+    TurnStartImplied => "turn_start_implied", "turn evidence (a tool call, Stop, ...) after a prompt with no TurnStarted: the turn was taken as started";
+    TurnIdMismatch => "turn_id_mismatch", "an event's turn_id differs from the bound turn it was attributed to";
+    UnannouncedTurn => "unannounced_turn", "a Stop with no open turn, from a provider that runs follow-up turns without a prompt: recorded as a turn";
+    StopWithoutTurn => "stop_without_turn", "a Stop, StopFailure or Interrupt with no open turn (ignored)";
+    StopHookContinuation => "stop_hook_continuation", "a Stop with stop_hook_active = true: not terminal, the agent continues";
+    SteerPrompt => "steer_prompt", "a UserPromptSubmit with is_steer = true: folded into the running turn as queue evidence";
+    // Tools and permissions.
+    ToolCallIdMissing => "tool_call_id_missing", "a tool event without a call id: it cannot be paired";
+    ToolStartDuplicate => "tool_start_duplicate", "a second start for a call id that is still open";
+    ToolFinishWithoutStart => "tool_finish_without_start", "a tool finish whose call id was never started (orphan)";
+    ToolFinishLate => "tool_finish_late", "a tool finish that arrived after its turn had ended";
+    ToolWithoutTurn => "tool_without_turn", "a tool call started while no turn was open";
+    ToolOpenAtTurnEnd => "tool_open_at_turn_end", "a tool call still open when its turn ended";
+    PermissionDuplicate => "permission_duplicate", "a second PermissionRequest for a call already waiting";
+    PermissionResultWithoutRequest => "permission_result_without_request", "a PermissionResult with no matching request";
+    PermissionOpenAtTurnEnd => "permission_open_at_turn_end", "a permission request still pending when its turn ended";
+    // Scopes, compaction.
+    SubagentStopWithoutStart => "subagent_stop_without_start", "a SubagentStop with no open subagent scope";
+    NestedTurnImplied => "nested_turn_implied", "a Stop inside a nested scope with no nested turn started: a nested turn was recorded for it";
+    NestedTurnUnended => "nested_turn_unended", "a nested turn still open when its scope closed (a terminal gap)";
+    ScopeOpenAtTurnEnd => "scope_open_at_turn_end", "a nested scope still open when the parent turn ended";
+    InterruptScopeAmbiguous => "interrupt_scope_ambiguous", "an Interrupt while a nested turn was open and turn ids could not tell which: the innermost turn was taken";
+    CompactionStartWhileOpen => "compaction_start_while_open", "a PreCompact while a compaction window was already open";
+    CompactionEndWithoutStart => "compaction_end_without_start", "a PostCompact with no open compaction window";
+    CompactionOpenAtSessionEnd => "compaction_open_at_session_end", "a compaction window still open when the session ended";
+    StateLimitReached => "state_limit_reached", "more open tool calls or permissions than the tracker keeps: the oldest was dropped";
+}
+
+impl fmt::Display for Diag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// At most this many distinct unknown event names are counted by name; the rest are
+/// counted under `UNKNOWN_OTHER` so a hostile file cannot grow the map without bound.
+pub const UNKNOWN_NAME_LIMIT: usize = 64;
+pub const UNKNOWN_OTHER: &str = "(other names)";
+
+/// The counters. Serializes as `{"counters": {name: n, ...}, "unknown_events": {name: n}}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Diagnostics {
+    counts: Vec<u64>,
+    unknown_events: IndexMap<String, u64>,
+}
+
+impl Diagnostics {
+    pub fn new() -> Self {
+        Self {
+            counts: vec![0; Diag::ALL.len()],
+            unknown_events: IndexMap::new(),
+        }
+    }
+
+    pub fn bump(&mut self, diag: Diag) {
+        if self.counts.is_empty() {
+            self.counts = vec![0; Diag::ALL.len()];
+        }
+        self.counts[diag as usize] += 1;
+    }
+
+    pub fn count(&self, diag: Diag) -> u64 {
+        self.counts.get(diag as usize).copied().unwrap_or(0)
+    }
+
+    /// Counts an unknown event by name (the `unknown_event` counter itself is bumped by
+    /// its note, like every other diagnostic).
+    pub fn count_unknown_name(&mut self, name: &str) {
+        if let Some(n) = self.unknown_events.get_mut(name) {
+            *n += 1;
+        } else if self.unknown_events.len() < UNKNOWN_NAME_LIMIT {
+            self.unknown_events.insert(name.to_owned(), 1);
+        } else {
+            *self
+                .unknown_events
+                .entry(UNKNOWN_OTHER.to_owned())
+                .or_insert(0) += 1;
+        }
+    }
+
+    pub fn unknown_events(&self) -> &IndexMap<String, u64> {
+        &self.unknown_events
+    }
+
+    /// The counters that are not zero, in declaration order.
+    pub fn nonzero(&self) -> impl Iterator<Item = (Diag, u64)> + '_ {
+        Diag::ALL
+            .iter()
+            .map(|d| (*d, self.count(*d)))
+            .filter(|(_, n)| *n > 0)
+    }
+
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+}
+
+struct Counters<'a>(&'a Diagnostics);
+
+impl Serialize for Counters<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(Diag::ALL.len()))?;
+        for diag in Diag::ALL {
+            map.serialize_entry(diag.name(), &self.0.count(*diag))?;
+        }
+        map.end()
+    }
+}
+
+impl Serialize for Diagnostics {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("counters", &Counters(self))?;
+        map.serialize_entry("unknown_events", &self.unknown_events)?;
+        map.end()
+    }
+}
+
+/// A diagnostic attached to one line or event, for the timeline.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Note {
+    pub diag: Diag,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl Note {
+    pub fn new(diag: Diag, detail: Option<String>) -> Self {
+        Self { diag, detail }
+    }
+}
+
+impl Serialize for Diag {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl fmt::Display for Note {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.detail {
+            Some(d) => write!(f, "{} ({d})", self.diag),
+            None => f.write_str(self.diag.name()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<_> = Diag::ALL.iter().map(|d| d.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Diag::ALL.len());
+    }
+
+    #[test]
+    fn unknown_names_are_bounded() {
+        let mut d = Diagnostics::new();
+        for i in 0..(UNKNOWN_NAME_LIMIT + 10) {
+            d.bump(Diag::UnknownEvent);
+            d.count_unknown_name(&format!("E{i}"));
+        }
+        assert_eq!(d.unknown_events().len(), UNKNOWN_NAME_LIMIT + 1);
+        assert_eq!(d.unknown_events()[UNKNOWN_OTHER], 10);
+        assert_eq!(d.count(Diag::UnknownEvent), (UNKNOWN_NAME_LIMIT + 10) as u64);
+    }
+}

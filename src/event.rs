@@ -1,0 +1,175 @@
+//! The canonical event vocabulary every provider maps into (contract section 3).
+//!
+//! Events borrow from the line they were parsed from; the correlator copies only what it
+//! must keep (open call ids, bound turn ids).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Serialize;
+
+/// A turn identifier: an integer in Kimi Code, a string in Codex.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(untagged)]
+pub enum TurnId {
+    Int(i64),
+    Text(String),
+}
+
+impl fmt::Display for TurnId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TurnId::Int(n) => write!(f, "{n}"),
+            TurnId::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Who started a turn (`TurnStarted.origin_kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OriginKind {
+    User,
+    SystemTrigger,
+    Other,
+}
+
+/// How a permission request was answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Approved,
+    Rejected,
+    Cancelled,
+    Error,
+    Other,
+}
+
+impl Decision {
+    pub fn parse(text: &str) -> Self {
+        match text {
+            "approved" | "approve" | "allow" => Decision::Approved,
+            "rejected" | "reject" | "deny" | "denied" => Decision::Rejected,
+            "cancelled" | "canceled" => Decision::Cancelled,
+            "error" => Decision::Error,
+            _ => Decision::Other,
+        }
+    }
+}
+
+/// A tool call as the payload names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolRef<'a> {
+    pub call_id: Option<Cow<'a, str>>,
+    pub name: Option<Cow<'a, str>>,
+}
+
+/// One canonical event. Variants follow the Kimi Code event set, the reference mapping.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event<'a> {
+    SessionStarted {
+        source: Option<Cow<'a, str>>,
+    },
+    SessionEnded {
+        reason: Option<Cow<'a, str>>,
+    },
+    /// Presence only; never work evidence.
+    Heartbeat,
+    PromptSubmitted {
+        text: Cow<'a, str>,
+        steer: bool,
+    },
+    /// Queue evidence only.
+    PromptQueued {
+        prompt_id: Option<Cow<'a, str>>,
+        queue_length: Option<u64>,
+    },
+    TurnStarted {
+        turn_id: Option<TurnId>,
+        origin: OriginKind,
+        origin_name: Option<Cow<'a, str>>,
+    },
+    ToolStarted {
+        tool: ToolRef<'a>,
+    },
+    ToolFinished {
+        tool: ToolRef<'a>,
+    },
+    ToolFailed {
+        tool: ToolRef<'a>,
+        error: Option<Cow<'a, str>>,
+    },
+    PermissionRequested {
+        tool: ToolRef<'a>,
+        approval_id: Option<Cow<'a, str>>,
+        turn_id: Option<TurnId>,
+    },
+    PermissionResolved {
+        tool: ToolRef<'a>,
+        approval_id: Option<Cow<'a, str>>,
+        decision: Decision,
+    },
+    Stopped {
+        stop_hook_active: bool,
+    },
+    StopFailed {
+        error_type: Option<Cow<'a, str>>,
+        message: Option<Cow<'a, str>>,
+    },
+    Interrupted {
+        turn_id: Option<TurnId>,
+        reason: Option<Cow<'a, str>>,
+    },
+    SubagentStarted {
+        name: Option<Cow<'a, str>>,
+    },
+    SubagentStopped {
+        name: Option<Cow<'a, str>>,
+    },
+    TaskStarted {
+        task_id: Option<Cow<'a, str>>,
+        kind: Option<Cow<'a, str>>,
+    },
+    CompactionStarted {
+        trigger: Option<Cow<'a, str>>,
+    },
+    CompactionFinished {
+        trigger: Option<Cow<'a, str>>,
+    },
+    Notification {
+        kind: Option<Cow<'a, str>>,
+        severity: Option<Cow<'a, str>>,
+    },
+    /// An event name the provider mapping does not know. Counted, never an error.
+    Unknown {
+        name: Cow<'a, str>,
+    },
+}
+
+impl Event<'_> {
+    /// The canonical name, used in outputs and docs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::SessionStarted { .. } => "session_started",
+            Event::SessionEnded { .. } => "session_ended",
+            Event::Heartbeat => "heartbeat",
+            Event::PromptSubmitted { .. } => "prompt_submitted",
+            Event::PromptQueued { .. } => "prompt_queued",
+            Event::TurnStarted { .. } => "turn_started",
+            Event::ToolStarted { .. } => "tool_started",
+            Event::ToolFinished { .. } => "tool_finished",
+            Event::ToolFailed { .. } => "tool_failed",
+            Event::PermissionRequested { .. } => "permission_requested",
+            Event::PermissionResolved { .. } => "permission_resolved",
+            Event::Stopped { .. } => "stopped",
+            Event::StopFailed { .. } => "stop_failed",
+            Event::Interrupted { .. } => "interrupted",
+            Event::SubagentStarted { .. } => "subagent_started",
+            Event::SubagentStopped { .. } => "subagent_stopped",
+            Event::TaskStarted { .. } => "task_started",
+            Event::CompactionStarted { .. } => "compaction_started",
+            Event::CompactionFinished { .. } => "compaction_finished",
+            Event::Notification { .. } => "notification",
+            Event::Unknown { .. } => "unknown",
+        }
+    }
+}

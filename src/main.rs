@@ -1,0 +1,121 @@
+//! The `hooktrack` command line. Only dispatch and error reporting live here.
+
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use hooktrack::output::{self, Format};
+use hooktrack::provider::ProviderChoice;
+
+/// Turn AI coding agents' hook events into trustworthy turn state.
+#[derive(Parser)]
+#[command(name = "hooktrack", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Replay a hook-event log and show, after every event, what the agent was doing.
+    ///
+    /// Reads `events.ndjson` rows (the collector's envelope), bare hook payload lines, or
+    /// capture lines (`{"recv_ts", "cli", "payload"}`). Bad lines are skipped and named;
+    /// duplicate deliveries and rows of an older generation are dropped and counted.
+    Replay {
+        /// The log to replay; `-` reads standard input.
+        file: PathBuf,
+        /// Output: a readable timeline, one JSON document, or one JSON line per event.
+        #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+        format: FormatArg,
+        /// Which agent CLI wrote the log: detected from the rows by default.
+        #[arg(long, value_enum, default_value_t = ProviderArg::Auto)]
+        provider: ProviderArg,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    /// Timeline, then the turn ledger and the diagnostics.
+    Text,
+    /// `{"provider", "turns", "final", "diagnostics", "lines", "events"}`.
+    Json,
+    /// One JSON object per line with the posture after it, then an `"end"` line.
+    Ndjson,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ProviderArg {
+    /// Detect from the envelope's `provider` or the payload's shape.
+    Auto,
+    /// Kimi (Code 2.x or CLI 1.x, told apart by the payload).
+    Kimi,
+    /// Kimi Code 2.x.
+    KimiCode,
+    /// Kimi CLI 1.x (the Python CLI).
+    KimiCli,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Replay {
+            file,
+            format,
+            provider,
+        } => replay(&file, format, provider),
+    }
+}
+
+fn replay(file: &PathBuf, format: FormatArg, provider: ProviderArg) -> ExitCode {
+    let format = match format {
+        FormatArg::Text => Format::Text,
+        FormatArg::Json => Format::Json,
+        FormatArg::Ndjson => Format::Ndjson,
+    };
+    let choice = match provider {
+        ProviderArg::Auto => ProviderChoice::Auto,
+        ProviderArg::Kimi => ProviderChoice::Kimi,
+        ProviderArg::KimiCode => ProviderChoice::Exactly(hooktrack::Provider::KimiCode),
+        ProviderArg::KimiCli => ProviderChoice::Exactly(hooktrack::Provider::KimiCli),
+    };
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let result = if file.as_os_str() == "-" {
+        let stdin = io::stdin();
+        output::replay(stdin.lock(), "standard input", choice, format, &mut out)
+    } else {
+        let name = file.display().to_string();
+        match File::open(file) {
+            Ok(f) => output::replay(BufReader::with_capacity(1 << 16, f), &name, choice, format, &mut out),
+            Err(e) => return fail(&format!("cannot open {name}: {e}")),
+        }
+    };
+    match result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = out.flush();
+            fail(&error_chain(&e))
+        }
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("hooktrack: error: {message}");
+    ExitCode::FAILURE
+}

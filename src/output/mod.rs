@@ -1,0 +1,204 @@
+//! `hooktrack replay`'s three output formats, written to any `io::Write`.
+//!
+//! - `text`: a timeline (one line per input line), then the turn ledger and diagnostics;
+//! - `json`: one document `{"provider", "turns", "final", "diagnostics"}`;
+//! - `ndjson`: one line per input line with the posture after it, then one `end` line.
+
+mod timeline;
+
+use std::io::{self, BufRead, Write};
+
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::correlate::TurnRecord;
+use crate::diagnostics::{Diagnostics, Note};
+use crate::pipeline::{Fed, Pipeline};
+use crate::posture::Posture;
+use crate::provider::{Detection, ProviderChoice};
+use crate::read::LineReader;
+use crate::time::Timestamp;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+    Ndjson,
+}
+
+/// Errors of a replay: reading its input or writing its output.
+#[derive(Debug, Error)]
+pub enum ReplayError {
+    #[error("cannot read {source_name} after line {line}")]
+    Read {
+        source_name: String,
+        line: u64,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot write the output")]
+    Write {
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl ReplayError {
+    /// True when the output was closed early (`hooktrack replay f | head`): not a failure.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, ReplayError::Write { source } if source.kind() == io::ErrorKind::BrokenPipe)
+    }
+}
+
+/// What a replay found, for the caller.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub provider: Option<Detection>,
+    pub turns: Vec<TurnRecord>,
+    #[serde(rename = "final")]
+    pub final_posture: Posture,
+    pub diagnostics: Diagnostics,
+    pub lines: u64,
+    pub events: u64,
+}
+
+/// Replays `input` and writes it in `format` to `out`. `source_name` names the input in
+/// errors. Returns the report (turns are collected for `text` and `json` only; `ndjson`
+/// streams them and keeps memory flat).
+pub fn replay<R: BufRead, W: Write>(
+    input: R,
+    source_name: &str,
+    choice: ProviderChoice,
+    format: Format,
+    out: &mut W,
+) -> Result<Report, ReplayError> {
+    let mut reader = LineReader::new(input);
+    let mut pipeline = Pipeline::new(choice);
+    let mut turns = Vec::new();
+    let mut lines = 0;
+    let mut previous = pipeline.posture();
+    let write = |source| ReplayError::Write { source };
+    loop {
+        let line = match reader.next_line() {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(source) => {
+                return Err(ReplayError::Read {
+                    source_name: source_name.to_owned(),
+                    line: lines,
+                    source,
+                });
+            }
+        };
+        lines = line.number();
+        let fed = pipeline.feed(line);
+        match format {
+            Format::Text => {
+                let posture = pipeline.posture();
+                timeline::write_line(out, &fed, &previous, &posture).map_err(write)?;
+                previous = posture;
+            }
+            Format::Ndjson => {
+                write_ndjson_line(out, &fed, &pipeline).map_err(write)?;
+            }
+            Format::Json => {}
+        }
+        if let (Fed::Event(step), Format::Text | Format::Json) = (&fed, format) {
+            turns.extend(step.outcome.closed.iter().cloned());
+        }
+    }
+    let open = pipeline.open_turns();
+    turns.extend(open.iter().cloned());
+    turns.sort_by_key(|t| t.id);
+    let report = Report {
+        provider: pipeline.detection().cloned(),
+        turns,
+        final_posture: pipeline.posture(),
+        diagnostics: pipeline.diagnostics().clone(),
+        lines,
+        events: pipeline.events(),
+    };
+    match format {
+        Format::Text => timeline::write_summary(out, &report).map_err(write)?,
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, &report)
+                .map_err(|e| write(io::Error::other(e)))?;
+            writeln!(out).map_err(write)?;
+        }
+        Format::Ndjson => {
+            let end = EndLine {
+                end: true,
+                provider: report.provider.as_ref(),
+                open_turns: &open,
+                final_posture: &report.final_posture,
+                diagnostics: &report.diagnostics,
+                lines,
+                events: report.events,
+            };
+            serde_json::to_writer(&mut *out, &end).map_err(|e| write(io::Error::other(e)))?;
+            writeln!(out).map_err(write)?;
+        }
+    }
+    out.flush().map_err(write)?;
+    Ok(report)
+}
+
+#[derive(Serialize)]
+struct EventLine<'a> {
+    line: u64,
+    at: Option<Timestamp>,
+    event: &'a str,
+    kind: &'static str,
+    #[serde(skip_serializing_if = "<[Note]>::is_empty")]
+    notes: &'a [Note],
+    #[serde(skip_serializing_if = "<[TurnRecord]>::is_empty")]
+    closed: &'a [TurnRecord],
+    posture: &'a Posture,
+}
+
+#[derive(Serialize)]
+struct SkipLine<'a> {
+    line: u64,
+    skipped: &'static str,
+    detail: &'a str,
+}
+
+#[derive(Serialize)]
+struct EndLine<'a> {
+    end: bool,
+    provider: Option<&'a Detection>,
+    open_turns: &'a [TurnRecord],
+    #[serde(rename = "final")]
+    final_posture: &'a Posture,
+    diagnostics: &'a Diagnostics,
+    lines: u64,
+    events: u64,
+}
+
+fn write_ndjson_line<W: Write>(out: &mut W, fed: &Fed<'_>, pipeline: &Pipeline) -> io::Result<()> {
+    let result = match fed {
+        Fed::Skipped(skip) => serde_json::to_writer(
+            &mut *out,
+            &SkipLine {
+                line: skip.line,
+                skipped: skip.diag.name(),
+                detail: &skip.detail,
+            },
+        ),
+        Fed::Event(step) => serde_json::to_writer(
+            &mut *out,
+            &EventLine {
+                line: step.line,
+                at: step.at,
+                event: &step.name,
+                kind: step.event.kind(),
+                notes: &step.outcome.notes,
+                closed: &step.outcome.closed,
+                posture: &pipeline.posture(),
+            },
+        ),
+    };
+    result.map_err(io::Error::other)?;
+    writeln!(out)
+}

@@ -1,0 +1,197 @@
+//! The human-readable timeline of `hooktrack replay`.
+
+use std::io::{self, Write};
+
+use crate::correlate::TurnRecord;
+use crate::event::{Event, OriginKind};
+use crate::pipeline::Fed;
+use crate::posture::Posture;
+
+use super::Report;
+
+const PROMPT_EXCERPT: usize = 40;
+
+pub(super) fn write_line<W: Write>(
+    out: &mut W,
+    fed: &Fed<'_>,
+    before: &Posture,
+    after: &Posture,
+) -> io::Result<()> {
+    match fed {
+        Fed::Skipped(skip) => writeln!(
+            out,
+            "{:>5}  {:<12}  skipped: {}: {}",
+            skip.line, "", skip.diag, skip.detail
+        ),
+        Fed::Event(step) => {
+            let time = step.at.map_or_else(|| "-".to_owned(), |t| t.clock());
+            let what = format!("{} {}", step.name, describe(&step.event));
+            writeln!(
+                out,
+                "{:>5}  {:<12}  {:<44}  {}",
+                step.line,
+                time,
+                what.trim_end(),
+                changes(before, after)
+            )?;
+            for note in &step.outcome.notes {
+                writeln!(out, "{:>5}  {:<12}    note: {note}", "", "")?;
+            }
+            for turn in &step.outcome.closed {
+                writeln!(out, "{:>5}  {:<12}    turn ended: {}", "", "", turn_line(turn))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn changes(before: &Posture, after: &Posture) -> String {
+    let changed: Vec<String> = before
+        .fields()
+        .into_iter()
+        .zip(after.fields())
+        .filter(|(b, a)| b.1 != a.1)
+        .map(|((name, b), (_, a))| format!("{name} {b}→{a}"))
+        .collect();
+    if changed.is_empty() {
+        "·".to_owned()
+    } else {
+        changed.join(", ")
+    }
+}
+
+fn describe(event: &Event<'_>) -> String {
+    let opt = |v: &Option<std::borrow::Cow<'_, str>>| v.as_deref().unwrap_or("?").to_owned();
+    match event {
+        Event::SessionStarted { source } => opt(source),
+        Event::SessionEnded { reason } => opt(reason),
+        Event::PromptSubmitted { text, steer } => {
+            let mut excerpt: String = text.chars().take(PROMPT_EXCERPT).collect();
+            if text.chars().count() > PROMPT_EXCERPT {
+                excerpt.push('…');
+            }
+            let excerpt = excerpt.replace(['\n', '\r'], " ");
+            if *steer {
+                format!("{excerpt:?} (steer)")
+            } else {
+                format!("{excerpt:?}")
+            }
+        }
+        Event::PromptQueued { queue_length, .. } => {
+            queue_length.map_or_else(String::new, |n| format!("queue {n}"))
+        }
+        Event::TurnStarted {
+            turn_id,
+            origin,
+            origin_name,
+        } => {
+            let id = turn_id.as_ref().map_or_else(|| "?".to_owned(), |t| t.to_string());
+            match origin {
+                OriginKind::User => format!("{id} user"),
+                OriginKind::SystemTrigger => format!("{id} system_trigger:{}", opt(origin_name)),
+                OriginKind::Other => format!("{id} other"),
+            }
+        }
+        Event::ToolStarted { tool } | Event::ToolFinished { tool } => {
+            format!("{} {}", opt(&tool.name), opt(&tool.call_id))
+        }
+        Event::ToolFailed { tool, .. } => format!("{} {}", opt(&tool.name), opt(&tool.call_id)),
+        Event::PermissionRequested { tool, .. } => {
+            format!("{} {}", opt(&tool.name), opt(&tool.call_id))
+        }
+        Event::PermissionResolved { tool, decision, .. } => {
+            let decision = serde_json::to_value(decision)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            format!("{} {decision}", opt(&tool.call_id))
+        }
+        Event::Stopped { stop_hook_active } => {
+            if *stop_hook_active {
+                "stop_hook_active".to_owned()
+            } else {
+                String::new()
+            }
+        }
+        Event::StopFailed { error_type, .. } => opt(error_type),
+        Event::Interrupted { turn_id, .. } => turn_id
+            .as_ref()
+            .map_or_else(String::new, |t| format!("turn {t}")),
+        Event::SubagentStarted { name } | Event::SubagentStopped { name } => opt(name),
+        Event::TaskStarted { kind, .. } => opt(kind),
+        Event::CompactionStarted { trigger } | Event::CompactionFinished { trigger } => {
+            opt(trigger)
+        }
+        Event::Notification { kind, .. } => opt(kind),
+        Event::Heartbeat => String::new(),
+        Event::Unknown { .. } => "(unknown event)".to_owned(),
+    }
+}
+
+fn turn_line(t: &TurnRecord) -> String {
+    let id = t.turn_id.as_ref().map_or_else(|| "-".to_owned(), |t| t.to_string());
+    format!(
+        "#{} {} epoch {} turn {} ({}) → {}, lines {}–{}, {} tool call{}",
+        t.id,
+        t.scope,
+        t.epoch,
+        id,
+        t.origin,
+        t.result.name(),
+        t.first_row,
+        t.last_row,
+        t.tool_calls,
+        if t.tool_calls == 1 { "" } else { "s" }
+    )
+}
+
+pub(super) fn write_summary<W: Write>(out: &mut W, report: &Report) -> io::Result<()> {
+    writeln!(out)?;
+    match &report.provider {
+        Some(d) => writeln!(
+            out,
+            "provider: {} ({}{})",
+            d.provider,
+            d.reason,
+            d.line.map_or_else(String::new, |l| format!(", line {l}"))
+        )?,
+        None => writeln!(out, "provider: not identified")?,
+    }
+    writeln!(out, "lines: {}, events: {}", report.lines, report.events)?;
+    writeln!(out)?;
+    writeln!(out, "turns ({}):", report.turns.len())?;
+    for t in &report.turns {
+        writeln!(out, "  {}", turn_line(t))?;
+    }
+    let p = &report.final_posture;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "final: presence {}, phase {}, last result {}",
+        field(p, "presence"),
+        field(p, "phase"),
+        p.last_turn.result.name()
+    )?;
+    writeln!(out)?;
+    let nonzero: Vec<_> = report.diagnostics.nonzero().collect();
+    if nonzero.is_empty() {
+        writeln!(out, "diagnostics: none")?;
+    } else {
+        writeln!(out, "diagnostics:")?;
+        for (diag, n) in nonzero {
+            writeln!(out, "  {:<34} {n}", diag.name())?;
+        }
+        for (name, n) in report.diagnostics.unknown_events() {
+            writeln!(out, "  unknown event {name:<20} {n}")?;
+        }
+    }
+    Ok(())
+}
+
+fn field(p: &Posture, name: &str) -> String {
+    p.fields()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v)
+        .unwrap_or_default()
+}

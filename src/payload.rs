@@ -1,0 +1,271 @@
+//! A typed, borrowed view of the hook payload fields hooktrack reads, across providers.
+//!
+//! One struct for every provider keeps parsing to a single pass over the line: fields a
+//! provider does not send stay `None`, fields hooktrack does not read are skipped.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::event::TurnId;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct Payload<'a> {
+    #[serde(borrow)]
+    pub hook_event_name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub session_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub client_type: Option<Cow<'a, str>>,
+    pub transcript_path: Option<IgnoredAny>,
+    #[serde(borrow)]
+    pub timestamp: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub source: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub reason: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub prompt: Option<PromptText<'a>>,
+    pub is_steer: Option<bool>,
+    #[serde(borrow)]
+    pub prompt_id: Option<Cow<'a, str>>,
+    pub queue_length: Option<u64>,
+    pub turn_id: Option<TurnIdField>,
+    #[serde(borrow)]
+    pub origin_kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub origin_name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub tool_name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub tool_call_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub tool_use_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub agent_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub agent_name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub decision: Option<Cow<'a, str>>,
+    pub stop_hook_active: Option<bool>,
+    #[serde(borrow)]
+    pub error_type: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub error_message: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub task_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub trigger: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub notification_type: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub severity: Option<Cow<'a, str>>,
+}
+
+/// `turn_id`: an integer (Kimi Code) or a string (Codex).
+#[derive(Debug)]
+pub struct TurnIdField(pub TurnId);
+
+impl<'de> Deserialize<'de> for TurnIdField {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = TurnIdField;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an integer or string turn id")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(TurnIdField(TurnId::Int(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                match i64::try_from(v) {
+                    Ok(n) => Ok(TurnIdField(TurnId::Int(n))),
+                    Err(_) => Ok(TurnIdField(TurnId::Text(v.to_string()))),
+                }
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(TurnIdField(TurnId::Text(v.to_owned())))
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+/// A prompt: a string, or a content-part array flattened to the text of its text parts
+/// (joined with a newline).
+#[derive(Debug)]
+pub struct PromptText<'a>(pub Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for PromptText<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = PromptText<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a prompt string or an array of content parts")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(PromptText(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(PromptText(Cow::Owned(v.to_owned())))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(PromptText(Cow::Borrowed("")))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut text: Option<Cow<'de, str>> = None;
+                while let Some(part) = seq.next_element::<ContentPart<'de>>()? {
+                    let Some(piece) = part.text else { continue };
+                    text = Some(match text {
+                        None => piece,
+                        Some(mut acc) => {
+                            let s = acc.to_mut();
+                            s.push('\n');
+                            s.push_str(&piece);
+                            acc
+                        }
+                    });
+                }
+                Ok(PromptText(text.unwrap_or(Cow::Borrowed(""))))
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+/// One element of a content-part prompt. Only `{"type": "text", "text": ...}` carries
+/// text; other parts (images, files) are skipped.
+struct ContentPart<'a> {
+    text: Option<Cow<'a, str>>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ContentPart<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ContentPart<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a content part")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(ContentPart {
+                    text: Some(Cow::Borrowed(v)),
+                })
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(ContentPart {
+                    text: Some(Cow::Owned(v.to_owned())),
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut is_text = true;
+                let mut text = None;
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    match key.as_ref() {
+                        "type" => {
+                            let kind: Cow<'de, str> = map.next_value()?;
+                            is_text = kind == "text";
+                        }
+                        "text" => text = Some(map.next_value::<Cow<'de, str>>()?),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ContentPart {
+                    text: if is_text { text } else { None },
+                })
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(ContentPart { text: None })
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(ContentPart { text: None })
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(ContentPart { text: None })
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(ContentPart { text: None })
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(ContentPart { text: None })
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(ContentPart { text: None })
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+impl Payload<'_> {
+    /// A short text for a payload `error` (a string, or an object with `message`).
+    pub fn error_summary(&self) -> Option<Cow<'_, str>> {
+        let raw = self.error?;
+        if let Ok(text) = serde_json::from_str::<Cow<'_, str>>(raw.get()) {
+            return Some(text);
+        }
+        #[derive(Deserialize)]
+        struct WithMessage<'b> {
+            #[serde(borrow)]
+            message: Option<Cow<'b, str>>,
+        }
+        match serde_json::from_str::<WithMessage<'_>>(raw.get()) {
+            Ok(WithMessage { message: Some(m) }) => Some(m),
+            _ => Some(Cow::Borrowed(raw.get())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> Payload<'_> {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn flattens_content_parts() {
+        let p = parse(
+            r#"{"prompt":[{"type":"text","text":"a"},{"type":"image","url":"x"},{"type":"text","text":"b"}]}"#,
+        );
+        assert_eq!(p.prompt.unwrap().0, "a\nb");
+    }
+
+    #[test]
+    fn string_and_escaped_prompts() {
+        assert_eq!(parse(r#"{"prompt":"hi"}"#).prompt.unwrap().0, "hi");
+        assert_eq!(parse(r#"{"prompt":"caf\u00e9"}"#).prompt.unwrap().0, "café");
+        assert_eq!(parse(r#"{"prompt":[]}"#).prompt.unwrap().0, "");
+    }
+
+    #[test]
+    fn turn_ids_of_both_kinds() {
+        assert_eq!(parse(r#"{"turn_id":3}"#).turn_id.unwrap().0, TurnId::Int(3));
+        assert_eq!(
+            parse(r#"{"turn_id":"t-1"}"#).turn_id.unwrap().0,
+            TurnId::Text("t-1".into())
+        );
+    }
+
+    #[test]
+    fn error_summaries() {
+        let p = parse(r#"{"error":{"code":"internal","message":"ENOENT","retryable":false}}"#);
+        assert_eq!(p.error_summary().unwrap(), "ENOENT");
+        let p = parse(r#"{"error":"boom"}"#);
+        assert_eq!(p.error_summary().unwrap(), "boom");
+    }
+}

@@ -1,0 +1,215 @@
+//! Line → row → delivery filter → normalizer → correlator, one line at a time.
+//!
+//! The pipeline owns the diagnostics counters. It does no I/O: the caller reads lines
+//! (from a file, a pipe, a tailer) and feeds them in.
+
+use std::borrow::Cow;
+
+use crate::correlate::{Correlator, Observation, Outcome, TurnRecord};
+use crate::deliveries::{Admission, DeliveryFilter};
+use crate::diagnostics::{Diag, Diagnostics, Note};
+use crate::event::Event;
+use crate::posture::{ChannelState, Posture};
+use crate::provider::{Detection, Detector, Provider, ProviderChoice};
+use crate::read::ReadLine;
+use crate::row::{parse_line, LineError, Row};
+use crate::time::Timestamp;
+
+/// A line that did not become an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skip {
+    pub line: u64,
+    pub diag: Diag,
+    pub detail: String,
+}
+
+/// An event and what it did.
+#[derive(Debug)]
+pub struct Step<'a> {
+    pub line: u64,
+    pub at: Option<Timestamp>,
+    /// The provider's own event name.
+    pub name: Cow<'a, str>,
+    pub event: Event<'a>,
+    pub provider: Provider,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug)]
+pub enum Fed<'a> {
+    Skipped(Skip),
+    Event(Step<'a>),
+}
+
+#[derive(Debug)]
+pub struct Pipeline {
+    detector: Detector,
+    filter: DeliveryFilter,
+    correlator: Option<Correlator>,
+    diagnostics: Diagnostics,
+    events: u64,
+    assumed_noted: bool,
+}
+
+impl Pipeline {
+    pub fn new(choice: ProviderChoice) -> Self {
+        Self {
+            detector: Detector::new(choice),
+            filter: DeliveryFilter::new(),
+            correlator: None,
+            diagnostics: Diagnostics::new(),
+            events: 0,
+            assumed_noted: false,
+        }
+    }
+
+    /// Feeds one line as read by [`LineReader`](crate::read::LineReader).
+    pub fn feed<'a>(&mut self, line: ReadLine<'a>) -> Fed<'a> {
+        match line {
+            ReadLine::Line { number, bytes } => self.feed_line(number, bytes),
+            ReadLine::Oversized { number, len } => {
+                self.skip(number, &LineError::Oversized { len })
+            }
+            ReadLine::Truncated { number, .. } => self.skip(number, &LineError::Truncated),
+        }
+    }
+
+    /// Feeds one whole line (without its newline). `number` is its 1-based line number.
+    pub fn feed_line<'a>(&mut self, number: u64, bytes: &'a [u8]) -> Fed<'a> {
+        let row = match parse_line(bytes) {
+            Ok(row) => row,
+            Err(e) => return self.skip(number, &e),
+        };
+        let mut notes = Vec::new();
+        match self.filter.admit(&row.meta) {
+            Admission::Duplicate => {
+                return self.skip_diag(
+                    number,
+                    Diag::DuplicateDelivery,
+                    format!(
+                        "{} delivery of generation {}, emitter_seq {} already seen",
+                        row.event_name,
+                        opt(row.meta.generation),
+                        opt(row.meta.emitter_seq)
+                    ),
+                );
+            }
+            Admission::StaleGeneration { current } => {
+                return self.skip_diag(
+                    number,
+                    Diag::StaleGeneration,
+                    format!(
+                        "{} of generation {} after generation {current}",
+                        row.event_name,
+                        opt(row.meta.generation)
+                    ),
+                );
+            }
+            Admission::FreshOutOfOrder => notes.push(Note::new(
+                Diag::OutOfOrderRow,
+                row.meta.emitter_seq.map(|s| format!("emitter_seq {s}")),
+            )),
+            Admission::Fresh => {}
+        }
+        if row.name_mismatch {
+            notes.push(Note::new(Diag::EventNameMismatch, None));
+        }
+        let (provider, assumed) = self.detector.provider_for(number, &row);
+        if assumed && !self.assumed_noted {
+            self.assumed_noted = true;
+            notes.push(Note::new(Diag::ProviderAssumed, None));
+        }
+        let Row {
+            meta,
+            event_name,
+            payload,
+            ..
+        } = row;
+        let event = provider.normalize(&event_name, payload);
+        if let Event::Unknown { name } = &event {
+            self.diagnostics.count_unknown_name(name);
+            notes.push(Note::new(Diag::UnknownEvent, Some(name.to_string())));
+        }
+        let correlator = self
+            .correlator
+            .get_or_insert_with(|| Correlator::new(provider.capabilities()));
+        let mut outcome = correlator.observe(
+            Observation {
+                line: number,
+                generation: meta.generation,
+                event: &event,
+            },
+            meta.at,
+        );
+        if !notes.is_empty() {
+            notes.append(&mut outcome.notes);
+            outcome.notes = notes;
+        }
+        for note in &outcome.notes {
+            self.diagnostics.bump(note.diag);
+        }
+        self.events += 1;
+        Fed::Event(Step {
+            line: number,
+            at: meta.at,
+            name: event_name,
+            event,
+            provider,
+            outcome,
+        })
+    }
+
+    fn skip<'a>(&mut self, line: u64, error: &LineError) -> Fed<'a> {
+        self.skip_diag(line, error.diag(), error.to_string())
+    }
+
+    fn skip_diag<'a>(&mut self, line: u64, diag: Diag, detail: String) -> Fed<'a> {
+        self.diagnostics.bump(diag);
+        Fed::Skipped(Skip { line, diag, detail })
+    }
+
+    /// The posture after the last line. In a replay the channel is `active` once an event
+    /// arrived and `unavailable` before.
+    pub fn posture(&self) -> Posture {
+        let state = if self.events > 0 {
+            ChannelState::Active
+        } else {
+            ChannelState::Unavailable
+        };
+        self.hook_posture().with_channel(state)
+    }
+
+    /// The posture as the hooks alone see it, before any channel state is applied.
+    pub fn hook_posture(&self) -> Posture {
+        self.correlator
+            .as_ref()
+            .map(Correlator::posture)
+            .unwrap_or_default()
+    }
+
+    pub fn diagnostics(&self) -> &Diagnostics {
+        &self.diagnostics
+    }
+
+    /// Turns still open now.
+    pub fn open_turns(&self) -> Vec<TurnRecord> {
+        self.correlator
+            .as_ref()
+            .map(Correlator::open_turns)
+            .unwrap_or_default()
+    }
+
+    /// Which provider the stream was decided to be, and why.
+    pub fn detection(&self) -> Option<&Detection> {
+        self.detector.decided()
+    }
+
+    /// Events fed so far (lines that became events).
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+}
+
+fn opt(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}

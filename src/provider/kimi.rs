@@ -1,0 +1,102 @@
+//! Kimi Code 2.x and Kimi CLI 1.x: the same event names (the 1.x set is a subset of the
+//! 2.x set), the same field names. They differ in how turns are delimited, which is a
+//! [`Capabilities`](super::Capabilities) matter, not a mapping one.
+
+use std::borrow::Cow;
+
+use crate::event::{Decision, Event, OriginKind, ToolRef};
+use crate::payload::Payload;
+
+pub fn normalize<'a>(name: &Cow<'a, str>, mut p: Payload<'a>) -> Event<'a> {
+    let error = match name.as_ref() {
+        "PostToolUseFailure" => p.error_summary().map(|e| Cow::Owned(e.into_owned())),
+        _ => None,
+    };
+    let mut tool = || ToolRef {
+        call_id: p.tool_call_id.take(),
+        name: p.tool_name.take(),
+    };
+    let turn_id = p.turn_id.take().map(|t| t.0);
+    match name.as_ref() {
+        "SessionStart" => Event::SessionStarted {
+            source: p.source.take(),
+        },
+        "SessionEnd" => Event::SessionEnded {
+            reason: p.reason.take(),
+        },
+        "SessionHeartbeat" => Event::Heartbeat,
+        "UserPromptSubmit" => Event::PromptSubmitted {
+            text: p
+                .prompt
+                .take()
+                .map(|t| t.0)
+                .unwrap_or(Cow::Borrowed("")),
+            steer: p.is_steer.unwrap_or(false),
+        },
+        "UserPromptQueued" => Event::PromptQueued {
+            prompt_id: p.prompt_id.take(),
+            queue_length: p.queue_length,
+        },
+        "TurnStarted" => Event::TurnStarted {
+            turn_id,
+            origin: match p.origin_kind.as_deref() {
+                Some("user") | None => OriginKind::User,
+                Some("system_trigger") => OriginKind::SystemTrigger,
+                Some(_) => OriginKind::Other,
+            },
+            origin_name: p.origin_name.take(),
+        },
+        "PreToolUse" => Event::ToolStarted { tool: tool() },
+        "PostToolUse" => Event::ToolFinished { tool: tool() },
+        "PostToolUseFailure" => Event::ToolFailed {
+            tool: tool(),
+            error,
+        },
+        "PermissionRequest" => Event::PermissionRequested {
+            tool: tool(),
+            approval_id: p.id.take(),
+            turn_id,
+        },
+        "PermissionResult" => Event::PermissionResolved {
+            tool: tool(),
+            approval_id: p.id.take(),
+            decision: p
+                .decision
+                .as_deref()
+                .map(Decision::parse)
+                .unwrap_or(Decision::Other),
+        },
+        "Stop" => Event::Stopped {
+            stop_hook_active: p.stop_hook_active.unwrap_or(false),
+        },
+        "StopFailure" => Event::StopFailed {
+            error_type: p.error_type.take(),
+            message: p.error_message.take(),
+        },
+        "Interrupt" => Event::Interrupted {
+            turn_id,
+            reason: p.reason.take(),
+        },
+        "SubagentStart" => Event::SubagentStarted {
+            name: p.agent_name.take(),
+        },
+        "SubagentStop" => Event::SubagentStopped {
+            name: p.agent_name.take(),
+        },
+        "TaskStarted" => Event::TaskStarted {
+            task_id: p.task_id.take(),
+            kind: p.kind.take(),
+        },
+        "PreCompact" => Event::CompactionStarted {
+            trigger: p.trigger.take(),
+        },
+        "PostCompact" => Event::CompactionFinished {
+            trigger: p.trigger.take(),
+        },
+        "Notification" => Event::Notification {
+            kind: p.notification_type.take(),
+            severity: p.severity.take(),
+        },
+        _ => Event::Unknown { name: name.clone() },
+    }
+}

@@ -1,0 +1,184 @@
+//! Payload → canonical event, one file per agent CLI, plus detection.
+//!
+//! An adapter is a plain function of one row: it keeps no state across events. What
+//! differs between providers in how turns are delimited is declared in
+//! [`Capabilities`], which the correlator consults.
+
+mod kimi;
+
+use std::borrow::Cow;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::event::Event;
+use crate::payload::Payload;
+use crate::row::Row;
+
+/// An agent CLI whose hook payloads hooktrack understands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Provider {
+    /// Kimi Code 2.x, the TypeScript CLI with 20 hook events (the reference mapping).
+    KimiCode,
+    /// Kimi CLI 1.x, the legacy Python CLI with 13 hook events.
+    KimiCli,
+}
+
+impl Provider {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Provider::KimiCode => "kimi-code",
+            Provider::KimiCli => "kimi-cli",
+        }
+    }
+
+    pub fn capabilities(self) -> Capabilities {
+        match self {
+            Provider::KimiCode => Capabilities {
+                prompt_starts_turn: false,
+                unannounced_turns: false,
+                stop_hook_active_continues: true,
+            },
+            Provider::KimiCli => Capabilities {
+                prompt_starts_turn: true,
+                unannounced_turns: true,
+                stop_hook_active_continues: true,
+            },
+        }
+    }
+
+    /// Maps one payload, delivered under the event `name`, into the canonical vocabulary.
+    pub fn normalize<'a>(self, name: &Cow<'a, str>, payload: Payload<'a>) -> Event<'a> {
+        match self {
+            Provider::KimiCode | Provider::KimiCli => kimi::normalize(name, payload),
+        }
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How a provider delimits turns: the facts the correlator needs that payloads do not say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Capabilities {
+    /// No `TurnStarted`: a main-scope `UserPromptSubmit` both arms and starts the turn.
+    pub prompt_starts_turn: bool,
+    /// The provider runs follow-up turns with no prompt (Kimi CLI after a background task):
+    /// a `Stop` with no open turn is a turn that ran unannounced.
+    pub unannounced_turns: bool,
+    /// `Stop` with `stop_hook_active = true` means "a stop hook blocked, the agent goes on".
+    pub stop_hook_active_continues: bool,
+}
+
+/// What the user asked for with `--provider`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ProviderChoice {
+    /// Detect from the envelope and the payload.
+    #[default]
+    Auto,
+    /// Kimi, either generation: told apart by the payload.
+    Kimi,
+    Exactly(Provider),
+}
+
+impl FromStr for ProviderChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(ProviderChoice::Auto),
+            "kimi" => Ok(ProviderChoice::Kimi),
+            "kimi-code" => Ok(ProviderChoice::Exactly(Provider::KimiCode)),
+            "kimi-cli" => Ok(ProviderChoice::Exactly(Provider::KimiCli)),
+            other => Err(format!(
+                "unknown provider `{other}` (expected auto, kimi, kimi-code or kimi-cli)"
+            )),
+        }
+    }
+}
+
+/// How a provider was decided, for the report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Detection {
+    pub provider: Provider,
+    /// The line whose row decided it (`None` when chosen on the command line or assumed).
+    pub line: Option<u64>,
+    pub reason: &'static str,
+}
+
+/// Recognises the provider from one row, if the row says enough.
+pub fn detect(row: &Row<'_>) -> Option<(Provider, &'static str)> {
+    let p = &row.payload;
+    if p.client_type.as_deref() == Some("kimi_code_cli") {
+        return Some((Provider::KimiCode, "payload client_type is kimi_code_cli"));
+    }
+    match row.provider_hint.as_deref() {
+        Some("kimi-cli") => return Some((Provider::KimiCli, "capture line names kimi-cli")),
+        Some("kimi-code") => return Some((Provider::KimiCode, "row names kimi-code")),
+        _ => {}
+    }
+    let session = p.session_id.as_deref()?;
+    if session.starts_with("session_") {
+        return Some((Provider::KimiCode, "session_id has the session_ prefix of Kimi Code"));
+    }
+    let kimi_family = matches!(row.provider_hint.as_deref(), Some("kimi"));
+    let plain_uuid = session.len() == 36 && session.bytes().filter(|b| *b == b'-').count() == 4;
+    if plain_uuid && p.transcript_path.is_none() && p.client_type.is_none() {
+        return Some((
+            Provider::KimiCli,
+            if kimi_family {
+                "kimi row with a plain-uuid session_id and no client_type"
+            } else {
+                "plain-uuid session_id, no client_type, no transcript_path (Kimi CLI 1.x)"
+            },
+        ));
+    }
+    None
+}
+
+/// The stream-level decision: the first row that identifies the provider fixes it.
+#[derive(Debug)]
+pub struct Detector {
+    choice: ProviderChoice,
+    decided: Option<Detection>,
+}
+
+impl Detector {
+    pub fn new(choice: ProviderChoice) -> Self {
+        let decided = match choice {
+            ProviderChoice::Exactly(provider) => Some(Detection {
+                provider,
+                line: None,
+                reason: "chosen with --provider",
+            }),
+            _ => None,
+        };
+        Self { choice, decided }
+    }
+
+    pub fn decided(&self) -> Option<&Detection> {
+        self.decided.as_ref()
+    }
+
+    /// The provider for this row. The bool is true when it had to be assumed (nothing
+    /// identified the provider yet).
+    pub fn provider_for(&mut self, line: u64, row: &Row<'_>) -> (Provider, bool) {
+        if let Some(d) = &self.decided {
+            return (d.provider, false);
+        }
+        if let Some((provider, reason)) = detect(row) {
+            self.decided = Some(Detection {
+                provider,
+                line: Some(line),
+                reason,
+            });
+            return (provider, false);
+        }
+        let _ = self.choice;
+        (Provider::KimiCode, true)
+    }
+}

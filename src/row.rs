@@ -1,0 +1,236 @@
+//! One line of `events.ndjson` → a [`Row`]. No I/O: the caller hands in the bytes.
+//!
+//! Three line shapes are accepted:
+//! - an envelope row (contract section 2): `{"v":1,"provider":..,"generation":..,"payload":{..}}`;
+//! - a capture line: `{"recv_ts":..,"cli":..,"payload":{..}}`;
+//! - a bare payload line: the hook's stdin JSON itself.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use thiserror::Error;
+
+use crate::diagnostics::Diag;
+use crate::payload::Payload;
+use crate::time::Timestamp;
+
+/// The longest line hooktrack reads: longer lines are skipped.
+pub const MAX_LINE_BYTES: usize = 1024 * 1024;
+
+/// Why a line was skipped.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum LineError {
+    #[error("not valid UTF-8 (first bad byte at column {column})")]
+    NotUtf8 { column: usize },
+    #[error("not JSON: {reason}")]
+    NotJson { reason: String },
+    #[error("JSON but not an object")]
+    NotObject,
+    #[error("a field has the wrong type: {reason}")]
+    BadField { reason: String },
+    #[error("no event name (neither payload.hook_event_name, hook_event_name nor event)")]
+    NoEventName,
+    #[error("line of {len} bytes is over the {MAX_LINE_BYTES}-byte limit")]
+    Oversized { len: u64 },
+    #[error("last line has no newline (cut off or still being written)")]
+    Truncated,
+}
+
+impl LineError {
+    pub fn diag(&self) -> Diag {
+        match self {
+            LineError::NotUtf8 { .. } => Diag::LineNotUtf8,
+            LineError::NotJson { .. } => Diag::LineNotJson,
+            LineError::NotObject => Diag::LineNotObject,
+            LineError::BadField { .. } => Diag::LineBadField,
+            LineError::NoEventName => Diag::LineNoEventName,
+            LineError::Oversized { .. } => Diag::LineOversized,
+            LineError::Truncated => Diag::LineTruncated,
+        }
+    }
+}
+
+/// Which path delivered a row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    Http,
+    CommandFallback,
+    /// A bare payload or capture line, or an envelope with an unknown `via`.
+    Unknown,
+}
+
+/// Delivery facts of a row, from its envelope. All optional: a bare payload line has none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowMeta {
+    pub generation: Option<u64>,
+    pub emitter_seq: Option<u64>,
+    pub sequence: Option<u64>,
+    pub via: Via,
+    /// When the row was received (envelope `received_at`, capture `recv_ts`, or the
+    /// payload's own `timestamp`).
+    pub at: Option<Timestamp>,
+}
+
+/// A parsed row, borrowing from its line.
+#[derive(Debug)]
+pub struct Row<'a> {
+    pub meta: RowMeta,
+    /// The envelope's `provider` (`kimi`, `claude`, ...) or a capture line's `cli`.
+    pub provider_hint: Option<Cow<'a, str>>,
+    /// The provider's event name (`payload.hook_event_name`, else the envelope's `event`).
+    pub event_name: Cow<'a, str>,
+    /// True when the envelope's `event` and the payload's `hook_event_name` disagree.
+    pub name_mismatch: bool,
+    pub payload: Payload<'a>,
+}
+
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(borrow)]
+    provider: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    cli: Option<Cow<'a, str>>,
+    generation: Option<u64>,
+    #[serde(borrow)]
+    via: Option<Cow<'a, str>>,
+    sequence: Option<u64>,
+    emitter_seq: Option<u64>,
+    #[serde(borrow)]
+    received_at: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    recv_ts: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    event: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    hook_event_name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    payload: Option<Payload<'a>>,
+}
+
+/// Parses one line (without its newline). Never panics.
+pub fn parse_line(bytes: &[u8]) -> Result<Row<'_>, LineError> {
+    if bytes.len() > MAX_LINE_BYTES {
+        return Err(LineError::Oversized {
+            len: bytes.len() as u64,
+        });
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| LineError::NotUtf8 {
+        column: e.valid_up_to() + 1,
+    })?;
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    let first = text.trim_start().as_bytes().first().copied();
+    if first != Some(b'{') {
+        return Err(match serde_json::from_str::<IgnoredAny>(text) {
+            Ok(_) => LineError::NotObject,
+            Err(e) => LineError::NotJson {
+                reason: e.to_string(),
+            },
+        });
+    }
+    let line: Line<'_> = serde_json::from_str(text).map_err(classify)?;
+    let bare = line.payload.is_none() && line.hook_event_name.is_some();
+    let payload = match line.payload {
+        Some(p) => p,
+        // A bare payload line: the whole line is the payload.
+        None if bare => serde_json::from_str(text).map_err(classify)?,
+        None => Payload::default(),
+    };
+    let (event_name, name_mismatch) = match (&payload.hook_event_name, line.event) {
+        (Some(p), Some(e)) => {
+            let mismatch = *p != e;
+            (p.clone(), mismatch)
+        }
+        (Some(p), None) => (p.clone(), false),
+        (None, Some(e)) => (e, false),
+        (None, None) => return Err(LineError::NoEventName),
+    };
+    if event_name.is_empty() {
+        return Err(LineError::NoEventName);
+    }
+    let stamp = line
+        .received_at
+        .as_deref()
+        .or(line.recv_ts.as_deref())
+        .or(payload.timestamp.as_deref());
+    let via = match line.via.as_deref() {
+        Some("http") => Via::Http,
+        Some("command_fallback") => Via::CommandFallback,
+        _ => Via::Unknown,
+    };
+    Ok(Row {
+        meta: RowMeta {
+            generation: line.generation,
+            emitter_seq: line.emitter_seq,
+            sequence: line.sequence,
+            via,
+            at: stamp.and_then(Timestamp::parse_rfc3339),
+        },
+        provider_hint: line.provider.or(line.cli),
+        event_name,
+        name_mismatch,
+        payload,
+    })
+}
+
+fn classify(e: serde_json::Error) -> LineError {
+    match e.classify() {
+        serde_json::error::Category::Data => LineError::BadField {
+            reason: e.to_string(),
+        },
+        _ => LineError::NotJson {
+            reason: e.to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_row() {
+        let row = parse_line(br#"{"v":1,"provider":"kimi","generation":2,"via":"http","sequence":41,"emitter_seq":57,"received_at":"2026-10-20T09:14:03.512Z","event":"PreToolUse","payload":{"hook_event_name":"PreToolUse","tool_call_id":"call_1","extra":{"x":[1,2]}}}"#).unwrap();
+        assert_eq!(row.event_name, "PreToolUse");
+        assert_eq!(row.meta.generation, Some(2));
+        assert_eq!(row.meta.emitter_seq, Some(57));
+        assert_eq!(row.meta.via, Via::Http);
+        assert_eq!(row.meta.at.unwrap().to_string(), "2026-10-20T09:14:03.512Z");
+        assert_eq!(row.payload.tool_call_id.as_deref(), Some("call_1"));
+        assert!(!row.name_mismatch);
+    }
+
+    #[test]
+    fn bare_payload_line() {
+        let row = parse_line(br#"{"hook_event_name": "Stop", "session_id": "u", "stop_hook_active": false}"#).unwrap();
+        assert_eq!(row.event_name, "Stop");
+        assert_eq!(row.payload.stop_hook_active, Some(false));
+        assert_eq!(row.meta.at, None);
+    }
+
+    #[test]
+    fn capture_line() {
+        let row = parse_line(br#"{"recv_ts": "2026-11-29T22:33:36.728Z", "cli": "kimi-cli", "event": "SessionStart", "hook_env": {}, "payload": {"hook_event_name": "SessionStart", "source": "startup"}}"#).unwrap();
+        assert_eq!(row.provider_hint.as_deref(), Some("kimi-cli"));
+        assert_eq!(row.payload.source.as_deref(), Some("startup"));
+        assert!(row.meta.at.is_some());
+    }
+
+    #[test]
+    fn bad_lines_name_their_cause() {
+        assert!(matches!(parse_line(b"hello"), Err(LineError::NotJson { .. })));
+        assert!(matches!(parse_line(b"[1,2]"), Err(LineError::NotObject)));
+        assert!(matches!(parse_line(b"{\"a\":\xff}"), Err(LineError::NotUtf8 { column: 6 })));
+        assert!(matches!(parse_line(b"{\"a\":1}"), Err(LineError::NoEventName)));
+        assert!(matches!(parse_line(b"{\"event\":\"Stop\",\"generation\":\"x\"}"), Err(LineError::BadField { .. })));
+        assert!(matches!(parse_line(b"{\"event\":\"Stop\""), Err(LineError::NotJson { .. })));
+        assert!(matches!(parse_line(b"{\"event\":\"\"}"), Err(LineError::NoEventName)));
+    }
+
+    #[test]
+    fn mismatched_names_prefer_the_payload() {
+        let row = parse_line(br#"{"event":"Stop","payload":{"hook_event_name":"StopFailure"}}"#).unwrap();
+        assert_eq!(row.event_name, "StopFailure");
+        assert!(row.name_mismatch);
+    }
+}
