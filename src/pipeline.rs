@@ -28,6 +28,8 @@ pub struct Skip {
 pub struct Step<'a> {
     pub line: u64,
     pub at: Option<Timestamp>,
+    /// The envelope's generation, if the row had one.
+    pub generation: Option<u64>,
     /// The provider's own event name.
     pub name: Cow<'a, str>,
     pub event: Event<'a>,
@@ -152,6 +154,7 @@ impl Pipeline {
         Fed::Event(Step {
             line: number,
             at: meta.at,
+            generation: meta.generation,
             name: event_name,
             event,
             provider,

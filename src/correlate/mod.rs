@@ -469,9 +469,7 @@ impl Correlator {
         for key in pending {
             self.note(Diag::PermissionOpenAtTurnEnd, Some(key));
         }
-        rec.result = result;
-        rec.last_row = self.line;
-        rec.ended_at = self.now;
+        self.latch(&mut rec, result);
         self.last_turn = LastTurn {
             result,
             epoch: Some(rec.epoch),
@@ -601,10 +599,20 @@ impl Correlator {
             self.remember_closed(id);
         }
         self.permissions.retain(|_, o| *o != owner);
-        rec.result = result;
-        rec.last_row = self.line;
-        rec.ended_at = self.now;
+        self.latch(&mut rec, result);
         self.out.closed.push(rec);
+    }
+
+    /// Sets a turn's one result. The ending event is part of the turn unless the turn
+    /// ended unseen: a terminal gap keeps its last evidence row, and its end time is when
+    /// the gap was detected.
+    fn latch(&self, rec: &mut TurnRecord, result: TurnResult) {
+        debug_assert_eq!(rec.result, TurnResult::Open, "a turn result is latched once");
+        rec.result = result;
+        if result != TurnResult::TerminalGap {
+            rec.last_row = self.line;
+        }
+        rec.ended_at = self.now;
     }
 
     fn subagent_stopped(&mut self, name: Option<&str>) {
@@ -655,7 +663,8 @@ impl Correlator {
                     self.finish_main(rec, result);
                 }
             }
-            Main::Idle if self.caps.unannounced_turns => {
+            // A late Stop after SessionEnd is not a turn that ran: the process is gone.
+            Main::Idle if self.caps.unannounced_turns && self.presence == Presence::Present => {
                 self.note(Diag::UnannouncedTurn, None);
                 self.epoch += 1;
                 let rec = self.new_record(self.epoch, "main".into(), "unannounced".into(), None);

@@ -1,0 +1,195 @@
+//! One test per contract case that is easy to get wrong, named after the case.
+
+use hooktrack::output::{Format, Report};
+
+use crate::support::{kimi, kimi_cli, lines, replay_bytes, turn_results};
+
+fn replay(rows: &[String]) -> Report {
+    replay_bytes(&lines(rows), Format::Json).0
+}
+
+fn counter(report: &Report, name: &str) -> u64 {
+    report
+        .diagnostics
+        .nonzero()
+        .find(|(d, _)| d.name() == name)
+        .map_or(0, |(_, n)| n)
+}
+
+fn envelope(generation: u64, seq: u64, via: &str, payload: &str) -> String {
+    let sequence = if via == "http" { seq.to_string() } else { "null".into() };
+    let event = serde_json::from_str::<serde_json::Value>(payload).expect("payload")["hook_event_name"]
+        .as_str()
+        .expect("name")
+        .to_owned();
+    format!(
+        r#"{{"v":1,"provider":"kimi","generation":{generation},"via":"{via}","sequence":{sequence},"emitter_seq":{seq},"received_at":"2026-10-20T09:14:{:02}.000Z","event":"{event}","payload":{payload}}}"#,
+        seq % 60
+    )
+}
+
+#[test]
+fn stop_hook_active_is_not_terminal() {
+    let r = replay(&[
+        kimi("UserPromptSubmit", r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#),
+        kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
+        kimi("Stop", r#""stop_hook_active":true"#),
+    ]);
+    assert_eq!(turn_results(&r), ["main open"]);
+    assert_eq!(counter(&r, "stop_hook_continuation"), 1);
+}
+
+#[test]
+fn interrupt_naming_the_parent_closes_the_nested_scope_too() {
+    let r = replay(&[
+        kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#),
+        kimi("TurnStarted", r#""turn_id":4,"origin_kind":"user""#),
+        kimi("SubagentStart", r#""agent_name":"coder""#),
+        kimi("TurnStarted", r#""turn_id":1,"origin_kind":"system_trigger","origin_name":"subagent""#),
+        kimi("Interrupt", r#""turn_id":4,"reason":"cancelled""#),
+    ]);
+    assert_eq!(turn_results(&r), ["main interrupted", "nested interrupted"]);
+    assert_eq!(r.final_posture.last_turn.result.name(), "interrupted");
+}
+
+#[test]
+fn interrupt_with_colliding_ids_takes_the_innermost_turn_and_says_so() {
+    let r = replay(&[
+        kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#),
+        kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
+        kimi("SubagentStart", r#""agent_name":"coder""#),
+        kimi("TurnStarted", r#""turn_id":1,"origin_kind":"system_trigger","origin_name":"subagent""#),
+        kimi("Interrupt", r#""turn_id":1,"reason":"cancelled""#),
+        kimi("Interrupt", r#""turn_id":1,"reason":"cancelled""#),
+    ]);
+    assert_eq!(turn_results(&r), ["main interrupted", "nested interrupted"]);
+    assert_eq!(counter(&r, "interrupt_scope_ambiguous"), 1);
+}
+
+#[test]
+fn permission_request_blocks_and_result_unblocks() {
+    let rows = [
+        kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#),
+        kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
+        kimi("PreToolUse", r#""tool_name":"Bash","tool_call_id":"c1""#),
+        kimi("PermissionRequest", r#""id":"a1","agent_id":"main","turn_id":1,"tool_call_id":"c1","tool_name":"Bash""#),
+    ];
+    let blocked = replay(&rows);
+    assert_eq!(blocked.final_posture.turn.phase.to_owned(), hooktrack::Phase::Blocked);
+    let mut rows = rows.to_vec();
+    rows.push(kimi("PermissionResult", r#""id":"a1","agent_id":"main","turn_id":1,"tool_call_id":"c1","decision":"approved""#));
+    let answered = replay(&rows);
+    assert_eq!(answered.final_posture.turn.phase, hooktrack::Phase::Active);
+}
+
+#[test]
+fn session_end_mid_turn_is_a_terminal_gap_never_success() {
+    let r = replay(&[
+        kimi_cli("SessionStart", r#""source": "startup""#),
+        kimi_cli("UserPromptSubmit", r#""prompt": "slow""#),
+        kimi_cli("PreToolUse", r#""tool_name": "Shell", "tool_call_id": "c""#),
+        kimi_cli("SessionEnd", r#""reason": "exit""#),
+        kimi_cli("Stop", r#""stop_hook_active": false"#),
+    ]);
+    assert_eq!(turn_results(&r), ["main terminal_gap"]);
+    assert_eq!(r.final_posture.last_turn.result.name(), "terminal_gap");
+    assert_eq!(counter(&r, "event_after_session_end"), 1);
+}
+
+#[test]
+fn kimi_code_stop_with_no_open_turn_is_counted_not_invented() {
+    let r = replay(&[kimi("SessionStart", r#""source":"startup""#), kimi("Stop", r#""stop_hook_active":false"#)]);
+    assert!(r.turns.is_empty());
+    assert_eq!(counter(&r, "stop_without_turn"), 1);
+    assert_eq!(r.final_posture.last_turn.result.name(), "none");
+}
+
+#[test]
+fn missing_turn_started_is_implied_by_a_tool_call() {
+    let r = replay(&[
+        kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#),
+        kimi("PreToolUse", r#""tool_name":"Bash","tool_call_id":"c1""#),
+        kimi("Stop", r#""stop_hook_active":false"#),
+    ]);
+    assert_eq!(turn_results(&r), ["main success"]);
+    assert_eq!(counter(&r, "turn_start_implied"), 1);
+    assert_eq!(r.turns[0].tool_calls, 1);
+}
+
+#[test]
+fn steer_prompt_does_not_open_an_epoch() {
+    let r = replay(&[
+        kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#),
+        kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
+        kimi("UserPromptSubmit", r#""prompt":[{"type":"text","text":"also"}],"is_steer":true"#),
+        kimi("Stop", r#""stop_hook_active":false"#),
+    ]);
+    assert_eq!(turn_results(&r), ["main success"]);
+    assert_eq!(r.final_posture.turn.epoch, 1);
+}
+
+#[test]
+fn fallback_duplicate_of_an_http_row_is_dropped() {
+    let start = kimi("SessionStart", r#""source":"startup""#);
+    let prompt = kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#);
+    let r = replay(&[
+        envelope(1, 1, "http", &start),
+        envelope(1, 2, "http", &prompt),
+        envelope(1, 2, "command_fallback", &prompt),
+    ]);
+    assert_eq!(counter(&r, "duplicate_delivery"), 1);
+    assert_eq!(r.final_posture.turn.epoch, 1);
+    assert_eq!(counter(&r, "epoch_abandoned"), 0);
+}
+
+#[test]
+fn rows_of_an_older_generation_are_ignored() {
+    let stop = kimi("Stop", r#""stop_hook_active":false"#);
+    let r = replay(&[
+        envelope(2, 1, "http", &kimi("SessionStart", r#""source":"resume""#)),
+        envelope(2, 2, "http", &kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#)),
+        envelope(1, 9, "command_fallback", &stop),
+    ]);
+    assert_eq!(counter(&r, "stale_generation"), 1);
+    assert_eq!(r.final_posture.turn.phase, hooktrack::Phase::Active);
+}
+
+#[test]
+fn a_new_generation_ends_the_open_turn_as_a_gap() {
+    let r = replay(&[
+        envelope(1, 1, "http", &kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#)),
+        envelope(1, 2, "http", &kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#)),
+        envelope(2, 1, "http", &kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#)),
+    ]);
+    assert_eq!(turn_results(&r), ["main terminal_gap"]);
+    assert_eq!(counter(&r, "terminal_gap_new_session"), 1);
+}
+
+#[test]
+fn kimi_cli_subagent_prompts_are_nested_and_do_not_end_the_parent() {
+    let r = replay(&[
+        kimi_cli("UserPromptSubmit", r#""prompt": "delegate""#),
+        kimi_cli("SubagentStart", r#""agent_name": "coder", "prompt": "x""#),
+        kimi_cli("UserPromptSubmit", r#""prompt": "x""#),
+        kimi_cli("Stop", r#""stop_hook_active": false"#),
+        kimi_cli("SubagentStop", r#""agent_name": "coder", "response": "ok""#),
+    ]);
+    assert_eq!(turn_results(&r), ["main open", "nested success"]);
+    assert_eq!(r.final_posture.turn.phase, hooktrack::Phase::Active);
+}
+
+#[test]
+fn unknown_events_are_counted_by_name() {
+    let r = replay(&[kimi("FutureEvent", ""), kimi("FutureEvent", ""), kimi("OtherEvent", "")]);
+    assert_eq!(counter(&r, "unknown_event"), 3);
+    assert_eq!(r.diagnostics.unknown_events()["FutureEvent"], 2);
+    assert_eq!(r.diagnostics.unknown_events()["OtherEvent"], 1);
+}
+
+#[test]
+fn crlf_line_endings_are_accepted() {
+    let text = format!("{}\r\n{}\r\n", kimi("SessionStart", r#""source":"startup""#), kimi("SessionHeartbeat", ""));
+    let (r, _) = replay_bytes(text.as_bytes(), Format::Json);
+    assert_eq!(r.events, 2);
+    assert_eq!(r.diagnostics.total(), 0);
+}

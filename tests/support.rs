@@ -1,0 +1,87 @@
+//! Helpers shared by the test modules.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use hooktrack::output::{self, Format, Report};
+use hooktrack::provider::ProviderChoice;
+
+pub fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus")
+}
+
+/// Every campaign in the corpus, sorted.
+pub fn campaigns() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for dir in std::fs::read_dir(corpus_dir()).expect("corpus/ is readable") {
+        let dir = dir.expect("corpus entry").path();
+        if !dir.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(&dir).expect("corpus subdir is readable") {
+            let file = file.expect("corpus file").path();
+            if file.extension().is_some_and(|e| e == "ndjson") {
+                found.push(file);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+pub fn replay_bytes(bytes: &[u8], format: Format) -> (Report, String) {
+    let mut out = Vec::new();
+    let report = output::replay(bytes, "test input", ProviderChoice::Auto, format, &mut out)
+        .expect("replaying from memory cannot fail");
+    (report, String::from_utf8(out).expect("output is UTF-8"))
+}
+
+pub fn replay_file(path: &Path, format: Format) -> (Report, String) {
+    let file = File::open(path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    let mut out = Vec::new();
+    let report = output::replay(
+        BufReader::new(file),
+        &path.display().to_string(),
+        ProviderChoice::Auto,
+        format,
+        &mut out,
+    )
+    .expect("replay");
+    (report, String::from_utf8(out).expect("output is UTF-8"))
+}
+
+/// Builds a Kimi Code bare-payload line.
+pub fn kimi(event: &str, fields: &str) -> String {
+    let sep = if fields.is_empty() { "" } else { "," };
+    format!(
+        r#"{{"hook_event_name":"{event}","session_id":"session_t","cwd":"/p","client_type":"kimi_code_cli"{sep}{fields}}}"#
+    )
+}
+
+/// Builds a Kimi CLI 1.x bare-payload line.
+pub fn kimi_cli(event: &str, fields: &str) -> String {
+    let sep = if fields.is_empty() { "" } else { ", " };
+    format!(
+        r#"{{"hook_event_name": "{event}", "session_id": "495571c6-adb5-491a-99ad-7e10e4e3d92e", "cwd": "/p"{sep}{fields}}}"#
+    )
+}
+
+pub fn lines(lines: &[String]) -> Vec<u8> {
+    let mut out = lines.join("\n").into_bytes();
+    out.push(b'\n');
+    out
+}
+
+/// The ledger as "<scope> <result>" in order of first row.
+pub fn turn_results(report: &Report) -> Vec<String> {
+    let mut turns = report.turns.clone();
+    turns.sort_by_key(|t| (t.first_row, t.id));
+    turns
+        .iter()
+        .map(|t| {
+            let scope = if t.is_main() { "main" } else { "nested" };
+            format!("{scope} {}", t.result.name())
+        })
+        .collect()
+}
