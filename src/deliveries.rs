@@ -20,7 +20,9 @@ pub enum Admission {
     /// Fresh, but its emitter_seq is below one already seen in its generation.
     FreshOutOfOrder,
     Duplicate,
-    StaleGeneration { current: u64 },
+    StaleGeneration {
+        current: u64,
+    },
 }
 
 impl Admission {
@@ -74,10 +76,10 @@ impl DeliveryFilter {
             return Admission::Duplicate;
         }
         self.order.push_back(key);
-        if self.order.len() > DEDUP_WINDOW {
-            if let Some(old) = self.order.pop_front() {
-                self.seen.remove(&old);
-            }
+        if self.order.len() > DEDUP_WINDOW
+            && let Some(old) = self.order.pop_front()
+        {
+            self.seen.remove(&old);
         }
         match self.max_seq {
             Some(max) if seq < max => Admission::FreshOutOfOrder,
@@ -112,7 +114,10 @@ mod tests {
         assert_eq!(f.admit(&meta(1, 2)), Admission::FreshOutOfOrder);
         assert_eq!(f.admit(&meta(1, 3)), Admission::Duplicate);
         assert_eq!(f.admit(&meta(2, 1)), Admission::Fresh);
-        assert_eq!(f.admit(&meta(1, 9)), Admission::StaleGeneration { current: 2 });
+        assert_eq!(
+            f.admit(&meta(1, 9)),
+            Admission::StaleGeneration { current: 2 }
+        );
         assert_eq!(f.admit(&meta(2, 1)), Admission::Duplicate);
     }
 }

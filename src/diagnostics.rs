@@ -6,8 +6,8 @@
 use std::fmt;
 
 use indexmap::IndexMap;
-use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 
 macro_rules! diagnostics {
     ($($variant:ident => $name:literal, $about:literal;)*) => {
@@ -229,6 +229,9 @@ mod tests {
         }
         assert_eq!(d.unknown_events().len(), UNKNOWN_NAME_LIMIT + 1);
         assert_eq!(d.unknown_events()[UNKNOWN_OTHER], 10);
-        assert_eq!(d.count(Diag::UnknownEvent), (UNKNOWN_NAME_LIMIT + 10) as u64);
+        assert_eq!(
+            d.count(Diag::UnknownEvent),
+            (UNKNOWN_NAME_LIMIT + 10) as u64
+        );
     }
 }

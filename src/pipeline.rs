@@ -12,7 +12,7 @@ use crate::event::Event;
 use crate::posture::{ChannelState, Posture};
 use crate::provider::{Detection, Detector, Provider, ProviderChoice};
 use crate::read::ReadLine;
-use crate::row::{parse_line, LineError, Row};
+use crate::row::{LineError, Row, parse_line};
 use crate::time::Timestamp;
 
 /// A line that did not become an event.
@@ -69,9 +69,7 @@ impl Pipeline {
     pub fn feed<'a>(&mut self, line: ReadLine<'a>) -> Fed<'a> {
         match line {
             ReadLine::Line { number, bytes } => self.feed_line(number, bytes),
-            ReadLine::Oversized { number, len } => {
-                self.skip(number, &LineError::Oversized { len })
-            }
+            ReadLine::Oversized { number, len } => self.skip(number, &LineError::Oversized { len }),
             ReadLine::Truncated { number, .. } => self.skip(number, &LineError::Truncated),
         }
     }

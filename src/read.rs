@@ -132,7 +132,10 @@ mod tests {
 
     #[test]
     fn splits_lines_across_small_buffers() {
-        assert_eq!(collect(b"abc\n\ndefghijkl\nx"), ["1:abc", "2:", "3:defghijkl", "4:truncated x"]);
+        assert_eq!(
+            collect(b"abc\n\ndefghijkl\nx"),
+            ["1:abc", "2:", "3:defghijkl", "4:truncated x"]
+        );
     }
 
     #[test]
@@ -140,6 +143,12 @@ mod tests {
         let mut data = vec![b'a'; MAX_LINE_BYTES + 5];
         data.extend_from_slice(b"\nok\n");
         let lines = collect(&data);
-        assert_eq!(lines, [format!("1:oversized {}", MAX_LINE_BYTES + 5), "2:ok".to_string()]);
+        assert_eq!(
+            lines,
+            [
+                format!("1:oversized {}", MAX_LINE_BYTES + 5),
+                "2:ok".to_string()
+            ]
+        );
     }
 }

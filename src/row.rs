@@ -202,7 +202,10 @@ mod tests {
 
     #[test]
     fn bare_payload_line() {
-        let row = parse_line(br#"{"hook_event_name": "Stop", "session_id": "u", "stop_hook_active": false}"#).unwrap();
+        let row = parse_line(
+            br#"{"hook_event_name": "Stop", "session_id": "u", "stop_hook_active": false}"#,
+        )
+        .unwrap();
         assert_eq!(row.event_name, "Stop");
         assert_eq!(row.payload.stop_hook_active, Some(false));
         assert_eq!(row.meta.at, None);
@@ -218,18 +221,37 @@ mod tests {
 
     #[test]
     fn bad_lines_name_their_cause() {
-        assert!(matches!(parse_line(b"hello"), Err(LineError::NotJson { .. })));
+        assert!(matches!(
+            parse_line(b"hello"),
+            Err(LineError::NotJson { .. })
+        ));
         assert!(matches!(parse_line(b"[1,2]"), Err(LineError::NotObject)));
-        assert!(matches!(parse_line(b"{\"a\":\xff}"), Err(LineError::NotUtf8 { column: 6 })));
-        assert!(matches!(parse_line(b"{\"a\":1}"), Err(LineError::NoEventName)));
-        assert!(matches!(parse_line(b"{\"event\":\"Stop\",\"generation\":\"x\"}"), Err(LineError::BadField { .. })));
-        assert!(matches!(parse_line(b"{\"event\":\"Stop\""), Err(LineError::NotJson { .. })));
-        assert!(matches!(parse_line(b"{\"event\":\"\"}"), Err(LineError::NoEventName)));
+        assert!(matches!(
+            parse_line(b"{\"a\":\xff}"),
+            Err(LineError::NotUtf8 { column: 6 })
+        ));
+        assert!(matches!(
+            parse_line(b"{\"a\":1}"),
+            Err(LineError::NoEventName)
+        ));
+        assert!(matches!(
+            parse_line(b"{\"event\":\"Stop\",\"generation\":\"x\"}"),
+            Err(LineError::BadField { .. })
+        ));
+        assert!(matches!(
+            parse_line(b"{\"event\":\"Stop\""),
+            Err(LineError::NotJson { .. })
+        ));
+        assert!(matches!(
+            parse_line(b"{\"event\":\"\"}"),
+            Err(LineError::NoEventName)
+        ));
     }
 
     #[test]
     fn mismatched_names_prefer_the_payload() {
-        let row = parse_line(br#"{"event":"Stop","payload":{"hook_event_name":"StopFailure"}}"#).unwrap();
+        let row =
+            parse_line(br#"{"event":"Stop","payload":{"hook_event_name":"StopFailure"}}"#).unwrap();
         assert_eq!(row.event_name, "StopFailure");
         assert!(row.name_mismatch);
     }

@@ -11,7 +11,10 @@ fn hooktrack() -> Command {
 
 #[test]
 fn missing_file_is_one_clear_line_and_nonzero_exit() {
-    let out = hooktrack().args(["replay", "no/such/campaign.ndjson"]).output().expect("run");
+    let out = hooktrack()
+        .args(["replay", "no/such/campaign.ndjson"])
+        .output()
+        .expect("run");
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -22,20 +25,36 @@ fn missing_file_is_one_clear_line_and_nonzero_exit() {
 
 #[test]
 fn a_directory_is_an_unreadable_file() {
-    let out = hooktrack().args(["replay", "corpus"]).current_dir(env!("CARGO_MANIFEST_DIR")).output().expect("run");
+    let out = hooktrack()
+        .args(["replay", "corpus"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run");
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.starts_with("hooktrack: error: cannot read corpus"), "{stderr}");
+    assert!(
+        stderr.starts_with("hooktrack: error: cannot read corpus"),
+        "{stderr}"
+    );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
 
 #[test]
 fn json_format_is_one_document_with_turns_final_and_diagnostics() {
     let file = corpus_dir().join("kimi-code/escape-interrupt.ndjson");
-    let out = hooktrack().args(["replay", "--format", "json"]).arg(&file).output().expect("run");
+    let out = hooktrack()
+        .args(["replay", "--format", "json"])
+        .arg(&file)
+        .output()
+        .expect("run");
     assert!(out.status.success());
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
-    let results: Vec<&str> = doc["turns"].as_array().expect("turns").iter().map(|t| t["result"].as_str().unwrap_or("?")).collect();
+    let results: Vec<&str> = doc["turns"]
+        .as_array()
+        .expect("turns")
+        .iter()
+        .map(|t| t["result"].as_str().unwrap_or("?"))
+        .collect();
     assert_eq!(results, ["interrupted", "success"]);
     assert_eq!(doc["final"]["last_turn"]["result"], "success");
     assert_eq!(doc["diagnostics"]["counters"]["line_not_json"], 0);
@@ -52,11 +71,19 @@ fn ndjson_from_stdin_has_a_line_per_input_line_and_an_end_line() {
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn");
-    child.stdin.take().expect("stdin").write_all(&input).expect("write stdin");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&input)
+        .expect("write stdin");
     let out = child.wait_with_output().expect("wait");
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).expect("utf-8");
-    let rows: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("json line")).collect();
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
     assert_eq!(rows.len(), 6 + 1);
     assert_eq!(rows[2]["event"], "Stop");
     assert_eq!(rows[2]["posture"]["last_turn"]["result"], "success");
@@ -67,7 +94,10 @@ fn ndjson_from_stdin_has_a_line_per_input_line_and_an_end_line() {
 
 #[test]
 fn help_explains_replay() {
-    let out = hooktrack().args(["replay", "--help"]).output().expect("run");
+    let out = hooktrack()
+        .args(["replay", "--help"])
+        .output()
+        .expect("run");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("--format"), "{text}");
     assert!(text.contains("--provider"), "{text}");
@@ -76,6 +106,9 @@ fn help_explains_replay() {
 
 #[test]
 fn unknown_provider_is_a_usage_error() {
-    let out = hooktrack().args(["replay", "--provider", "nope", "x"]).output().expect("run");
+    let out = hooktrack()
+        .args(["replay", "--provider", "nope", "x"])
+        .output()
+        .expect("run");
     assert_eq!(out.status.code(), Some(2));
 }

@@ -29,25 +29,48 @@ fn check(path: &Path) -> Result<(), String> {
     let last = report.final_posture.last_turn.result.name().to_owned();
     let mut problems = Vec::new();
     if actual_turns != expected.turns {
-        problems.push(format!("turns: expected {:?}, got {:?}", expected.turns, actual_turns));
+        problems.push(format!(
+            "turns: expected {:?}, got {:?}",
+            expected.turns, actual_turns
+        ));
     }
     if phase != expected.final_phase {
-        problems.push(format!("final_phase: expected {}, got {phase}", expected.final_phase));
+        problems.push(format!(
+            "final_phase: expected {}, got {phase}",
+            expected.final_phase
+        ));
     }
     if last != expected.last_result {
-        problems.push(format!("last_result: expected {}, got {last}", expected.last_result));
+        problems.push(format!(
+            "last_result: expected {}, got {last}",
+            expected.last_result
+        ));
     }
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(format!("{}:\n    {}", path.display(), problems.join("\n    ")))
+        Err(format!(
+            "{}:\n    {}",
+            path.display(),
+            problems.join("\n    ")
+        ))
     }
 }
 
 #[test]
 fn every_campaign_meets_its_expectation() {
     let campaigns = campaigns();
-    assert!(campaigns.len() >= 25, "corpus has {} campaigns", campaigns.len());
+    assert!(
+        campaigns.len() >= 25,
+        "corpus has {} campaigns",
+        campaigns.len()
+    );
     let failures: Vec<String> = campaigns.iter().filter_map(|p| check(p).err()).collect();
-    assert!(failures.is_empty(), "{} of {} campaigns differ:\n  {}", failures.len(), campaigns.len(), failures.join("\n  "));
+    assert!(
+        failures.is_empty(),
+        "{} of {} campaigns differ:\n  {}",
+        failures.len(),
+        campaigns.len(),
+        failures.join("\n  ")
+    );
 }

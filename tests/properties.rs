@@ -31,7 +31,10 @@ fn perturbation() -> impl Strategy<Value = Perturbation> {
 }
 
 fn perturb(original: &[u8], changes: &[Perturbation]) -> Vec<u8> {
-    let mut lines: Vec<Vec<u8>> = original.split(|b| *b == b'\n').map(<[u8]>::to_vec).collect();
+    let mut lines: Vec<Vec<u8>> = original
+        .split(|b| *b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect();
     let mut cut = None;
     for change in changes {
         let n = lines.len();
@@ -67,18 +70,27 @@ fn check_invariants(bytes: &[u8]) -> Result<(), TestCaseError> {
     let mut seen_permission_request = false;
     let mut last_result = pipeline.posture().last_turn.result;
     let mut generation = None;
-    while let Some(line) = reader.next_line().map_err(|e| TestCaseError::fail(e.to_string()))? {
+    while let Some(line) = reader
+        .next_line()
+        .map_err(|e| TestCaseError::fail(e.to_string()))?
+    {
         let fed = pipeline.feed(line);
         let Fed::Event(step) = fed else { continue };
         if matches!(step.event, Event::PermissionRequested { .. }) {
             seen_permission_request = true;
         }
-        let new_generation = step.generation.is_some_and(|g| generation.is_some_and(|c| g > c));
+        let new_generation = step
+            .generation
+            .is_some_and(|g| generation.is_some_and(|c| g > c));
         generation = step.generation.or(generation).max(generation);
         let new_session = new_generation || matches!(step.event, Event::SessionStarted { .. });
         let mut main_closed = false;
         for turn in &step.outcome.closed {
-            prop_assert!(closed_ids.insert(turn.id), "turn #{} latched twice", turn.id);
+            prop_assert!(
+                closed_ids.insert(turn.id),
+                "turn #{} latched twice",
+                turn.id
+            );
             prop_assert!(turn.result != TurnResult::Open && turn.result != TurnResult::None);
             if turn.result == TurnResult::Success {
                 prop_assert!(
@@ -91,13 +103,21 @@ fn check_invariants(bytes: &[u8]) -> Result<(), TestCaseError> {
             if turn.is_main() {
                 main_closed = true;
                 let previous = main_results_by_epoch.insert(turn.epoch, turn.result);
-                prop_assert!(previous.is_none(), "epoch {} has two terminal outcomes", turn.epoch);
+                prop_assert!(
+                    previous.is_none(),
+                    "epoch {} has two terminal outcomes",
+                    turn.epoch
+                );
             }
             prop_assert!(turn.first_row <= turn.last_row);
         }
         let posture = pipeline.posture();
         if posture.turn.phase == Phase::Blocked {
-            prop_assert!(seen_permission_request, "blocked with no PermissionRequest, line {}", step.line);
+            prop_assert!(
+                seen_permission_request,
+                "blocked with no PermissionRequest, line {}",
+                step.line
+            );
         }
         // The latched result moves only when a main turn ends, or back to none when a
         // session (or a new generation) begins.
@@ -113,7 +133,11 @@ fn check_invariants(bytes: &[u8]) -> Result<(), TestCaseError> {
         last_result = posture.last_turn.result;
     }
     for open in pipeline.open_turns() {
-        prop_assert!(!closed_ids.contains(&open.id), "turn #{} is both closed and open", open.id);
+        prop_assert!(
+            !closed_ids.contains(&open.id),
+            "turn #{} is both closed and open",
+            open.id
+        );
         prop_assert_eq!(open.result, TurnResult::Open);
     }
     Ok(())

@@ -17,11 +17,16 @@ fn counter(report: &Report, name: &str) -> u64 {
 }
 
 fn envelope(generation: u64, seq: u64, via: &str, payload: &str) -> String {
-    let sequence = if via == "http" { seq.to_string() } else { "null".into() };
-    let event = serde_json::from_str::<serde_json::Value>(payload).expect("payload")["hook_event_name"]
-        .as_str()
-        .expect("name")
-        .to_owned();
+    let sequence = if via == "http" {
+        seq.to_string()
+    } else {
+        "null".into()
+    };
+    let event =
+        serde_json::from_str::<serde_json::Value>(payload).expect("payload")["hook_event_name"]
+            .as_str()
+            .expect("name")
+            .to_owned();
     format!(
         r#"{{"v":1,"provider":"kimi","generation":{generation},"via":"{via}","sequence":{sequence},"emitter_seq":{seq},"received_at":"2026-10-20T09:14:{:02}.000Z","event":"{event}","payload":{payload}}}"#,
         seq % 60
@@ -31,7 +36,10 @@ fn envelope(generation: u64, seq: u64, via: &str, payload: &str) -> String {
 #[test]
 fn stop_hook_active_is_not_terminal() {
     let r = replay(&[
-        kimi("UserPromptSubmit", r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#),
+        kimi(
+            "UserPromptSubmit",
+            r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#,
+        ),
         kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
         kimi("Stop", r#""stop_hook_active":true"#),
     ]);
@@ -45,7 +53,10 @@ fn interrupt_naming_the_parent_closes_the_nested_scope_too() {
         kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#),
         kimi("TurnStarted", r#""turn_id":4,"origin_kind":"user""#),
         kimi("SubagentStart", r#""agent_name":"coder""#),
-        kimi("TurnStarted", r#""turn_id":1,"origin_kind":"system_trigger","origin_name":"subagent""#),
+        kimi(
+            "TurnStarted",
+            r#""turn_id":1,"origin_kind":"system_trigger","origin_name":"subagent""#,
+        ),
         kimi("Interrupt", r#""turn_id":4,"reason":"cancelled""#),
     ]);
     assert_eq!(turn_results(&r), ["main interrupted", "nested interrupted"]);
@@ -58,7 +69,10 @@ fn interrupt_with_colliding_ids_takes_the_innermost_turn_and_says_so() {
         kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#),
         kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
         kimi("SubagentStart", r#""agent_name":"coder""#),
-        kimi("TurnStarted", r#""turn_id":1,"origin_kind":"system_trigger","origin_name":"subagent""#),
+        kimi(
+            "TurnStarted",
+            r#""turn_id":1,"origin_kind":"system_trigger","origin_name":"subagent""#,
+        ),
         kimi("Interrupt", r#""turn_id":1,"reason":"cancelled""#),
         kimi("Interrupt", r#""turn_id":1,"reason":"cancelled""#),
     ]);
@@ -72,12 +86,21 @@ fn permission_request_blocks_and_result_unblocks() {
         kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#),
         kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
         kimi("PreToolUse", r#""tool_name":"Bash","tool_call_id":"c1""#),
-        kimi("PermissionRequest", r#""id":"a1","agent_id":"main","turn_id":1,"tool_call_id":"c1","tool_name":"Bash""#),
+        kimi(
+            "PermissionRequest",
+            r#""id":"a1","agent_id":"main","turn_id":1,"tool_call_id":"c1","tool_name":"Bash""#,
+        ),
     ];
     let blocked = replay(&rows);
-    assert_eq!(blocked.final_posture.turn.phase.to_owned(), hooktrack::Phase::Blocked);
+    assert_eq!(
+        blocked.final_posture.turn.phase.to_owned(),
+        hooktrack::Phase::Blocked
+    );
     let mut rows = rows.to_vec();
-    rows.push(kimi("PermissionResult", r#""id":"a1","agent_id":"main","turn_id":1,"tool_call_id":"c1","decision":"approved""#));
+    rows.push(kimi(
+        "PermissionResult",
+        r#""id":"a1","agent_id":"main","turn_id":1,"tool_call_id":"c1","decision":"approved""#,
+    ));
     let answered = replay(&rows);
     assert_eq!(answered.final_posture.turn.phase, hooktrack::Phase::Active);
 }
@@ -98,7 +121,10 @@ fn session_end_mid_turn_is_a_terminal_gap_never_success() {
 
 #[test]
 fn kimi_code_stop_with_no_open_turn_is_counted_not_invented() {
-    let r = replay(&[kimi("SessionStart", r#""source":"startup""#), kimi("Stop", r#""stop_hook_active":false"#)]);
+    let r = replay(&[
+        kimi("SessionStart", r#""source":"startup""#),
+        kimi("Stop", r#""stop_hook_active":false"#),
+    ]);
     assert!(r.turns.is_empty());
     assert_eq!(counter(&r, "stop_without_turn"), 1);
     assert_eq!(r.final_posture.last_turn.result.name(), "none");
@@ -121,7 +147,10 @@ fn steer_prompt_does_not_open_an_epoch() {
     let r = replay(&[
         kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#),
         kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
-        kimi("UserPromptSubmit", r#""prompt":[{"type":"text","text":"also"}],"is_steer":true"#),
+        kimi(
+            "UserPromptSubmit",
+            r#""prompt":[{"type":"text","text":"also"}],"is_steer":true"#,
+        ),
         kimi("Stop", r#""stop_hook_active":false"#),
     ]);
     assert_eq!(turn_results(&r), ["main success"]);
@@ -147,7 +176,12 @@ fn rows_of_an_older_generation_are_ignored() {
     let stop = kimi("Stop", r#""stop_hook_active":false"#);
     let r = replay(&[
         envelope(2, 1, "http", &kimi("SessionStart", r#""source":"resume""#)),
-        envelope(2, 2, "http", &kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#)),
+        envelope(
+            2,
+            2,
+            "http",
+            &kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#),
+        ),
         envelope(1, 9, "command_fallback", &stop),
     ]);
     assert_eq!(counter(&r, "stale_generation"), 1);
@@ -157,9 +191,24 @@ fn rows_of_an_older_generation_are_ignored() {
 #[test]
 fn a_new_generation_ends_the_open_turn_as_a_gap() {
     let r = replay(&[
-        envelope(1, 1, "http", &kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#)),
-        envelope(1, 2, "http", &kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#)),
-        envelope(2, 1, "http", &kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#)),
+        envelope(
+            1,
+            1,
+            "http",
+            &kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#),
+        ),
+        envelope(
+            1,
+            2,
+            "http",
+            &kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
+        ),
+        envelope(
+            2,
+            1,
+            "http",
+            &kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#),
+        ),
     ]);
     assert_eq!(turn_results(&r), ["main terminal_gap"]);
     assert_eq!(counter(&r, "terminal_gap_new_session"), 1);
@@ -180,7 +229,11 @@ fn kimi_cli_subagent_prompts_are_nested_and_do_not_end_the_parent() {
 
 #[test]
 fn unknown_events_are_counted_by_name() {
-    let r = replay(&[kimi("FutureEvent", ""), kimi("FutureEvent", ""), kimi("OtherEvent", "")]);
+    let r = replay(&[
+        kimi("FutureEvent", ""),
+        kimi("FutureEvent", ""),
+        kimi("OtherEvent", ""),
+    ]);
     assert_eq!(counter(&r, "unknown_event"), 3);
     assert_eq!(r.diagnostics.unknown_events()["FutureEvent"], 2);
     assert_eq!(r.diagnostics.unknown_events()["OtherEvent"], 1);
@@ -188,7 +241,11 @@ fn unknown_events_are_counted_by_name() {
 
 #[test]
 fn crlf_line_endings_are_accepted() {
-    let text = format!("{}\r\n{}\r\n", kimi("SessionStart", r#""source":"startup""#), kimi("SessionHeartbeat", ""));
+    let text = format!(
+        "{}\r\n{}\r\n",
+        kimi("SessionStart", r#""source":"startup""#),
+        kimi("SessionHeartbeat", "")
+    );
     let (r, _) = replay_bytes(text.as_bytes(), Format::Json);
     assert_eq!(r.events, 2);
     assert_eq!(r.diagnostics.total(), 0);

@@ -268,7 +268,9 @@ impl Correlator {
                 OriginKind::User | OriginKind::Other => self.bind(turn_id.clone()),
             },
             Event::ToolStarted { tool } => self.tool_started(tool),
-            Event::ToolFinished { tool } | Event::ToolFailed { tool, .. } => self.tool_finished(tool),
+            Event::ToolFinished { tool } | Event::ToolFailed { tool, .. } => {
+                self.tool_finished(tool)
+            }
             Event::PermissionRequested {
                 tool, approval_id, ..
             } => {
@@ -335,7 +337,13 @@ impl Correlator {
 
     // ----- the main scope -------------------------------------------------------------
 
-    fn new_record(&mut self, epoch: u64, scope: String, origin: String, turn_id: Option<TurnId>) -> TurnRecord {
+    fn new_record(
+        &mut self,
+        epoch: u64,
+        scope: String,
+        origin: String,
+        turn_id: Option<TurnId>,
+    ) -> TurnRecord {
         self.new_record_from(epoch, scope, origin, turn_id, self.line, self.now)
     }
 
@@ -413,11 +421,15 @@ impl Correlator {
     fn bind(&mut self, turn_id: Option<TurnId>) {
         self.main = match mem::replace(&mut self.main, Main::Idle) {
             Main::Armed { epoch, line, at } => {
-                let rec = self.new_record_from(epoch, "main".into(), "user".into(), turn_id, line, at);
+                let rec =
+                    self.new_record_from(epoch, "main".into(), "user".into(), turn_id, line, at);
                 Main::Running(rec)
             }
             Main::Idle => {
-                self.note(Diag::TurnStartedWithoutPrompt, turn_id.as_ref().map(|t| format!("turn {t}")));
+                self.note(
+                    Diag::TurnStartedWithoutPrompt,
+                    turn_id.as_ref().map(|t| format!("turn {t}")),
+                );
                 self.epoch += 1;
                 Main::Running(self.new_record(self.epoch, "main".into(), "user".into(), turn_id))
             }
@@ -429,7 +441,10 @@ impl Correlator {
             Main::Running(rec) => {
                 self.note(
                     Diag::TurnSuperseded,
-                    Some(format!("turn {:?} still open when turn {:?} started", rec.turn_id, turn_id)),
+                    Some(format!(
+                        "turn {:?} still open when turn {:?} started",
+                        rec.turn_id, turn_id
+                    )),
                 );
                 self.finish_main(rec, TurnResult::TerminalGap);
                 self.epoch += 1;
@@ -541,9 +556,14 @@ impl Correlator {
     /// A prompt inside an open scope starts that scope's next nested turn.
     fn nested_prompt(&mut self) {
         let epoch = self.main_epoch();
-        let Some(top) = self.scopes.len().checked_sub(1) else { return };
+        let Some(top) = self.scopes.len().checked_sub(1) else {
+            return;
+        };
         if let Some(open) = self.scopes[top].turn.take() {
-            self.note(Diag::NestedTurnUnended, Some(self.scopes[top].label.clone()));
+            self.note(
+                Diag::NestedTurnUnended,
+                Some(self.scopes[top].label.clone()),
+            );
             self.close_nested(open, TurnResult::TerminalGap);
         }
         let label = self.scopes[top].label.clone();
@@ -607,7 +627,11 @@ impl Correlator {
     /// ended unseen: a terminal gap keeps its last evidence row, and its end time is when
     /// the gap was detected.
     fn latch(&self, rec: &mut TurnRecord, result: TurnResult) {
-        debug_assert_eq!(rec.result, TurnResult::Open, "a turn result is latched once");
+        debug_assert_eq!(
+            rec.result,
+            TurnResult::Open,
+            "a turn result is latched once"
+        );
         rec.result = result;
         if result != TurnResult::TerminalGap {
             rec.last_row = self.line;
@@ -621,7 +645,9 @@ impl Correlator {
             return;
         };
         while self.scopes.len() > index {
-            let Some(scope) = self.scopes.pop() else { break };
+            let Some(scope) = self.scopes.pop() else {
+                break;
+            };
             if let Some(open) = scope.turn {
                 self.note(Diag::NestedTurnUnended, Some(scope.label.clone()));
                 self.close_nested(open, TurnResult::TerminalGap);
@@ -635,24 +661,24 @@ impl Correlator {
     /// Stop / StopFailure: ends the innermost open turn (a nested scope's Stop never ends
     /// the parent).
     fn end_innermost(&mut self, result: TurnResult) {
-        if let Some(top) = self.scopes.len().checked_sub(1) {
-            if matches!(self.main, Main::Running(_)) {
-                let scope = &mut self.scopes[top];
-                let label = scope.label.clone();
-                let rec = match scope.turn.take() {
-                    Some(rec) => rec,
-                    None => {
-                        self.note(Diag::NestedTurnImplied, Some(label.clone()));
-                        let epoch = self.main_epoch();
-                        self.new_record(epoch, label, "implied".into(), None)
-                    }
-                };
-                if self.scopes[top].opened_by_turn {
-                    self.scopes.pop();
+        if let Some(top) = self.scopes.len().checked_sub(1)
+            && matches!(self.main, Main::Running(_))
+        {
+            let scope = &mut self.scopes[top];
+            let label = scope.label.clone();
+            let rec = match scope.turn.take() {
+                Some(rec) => rec,
+                None => {
+                    self.note(Diag::NestedTurnImplied, Some(label.clone()));
+                    let epoch = self.main_epoch();
+                    self.new_record(epoch, label, "implied".into(), None)
                 }
-                self.close_nested(rec, result);
-                return;
+            };
+            if self.scopes[top].opened_by_turn {
+                self.scopes.pop();
             }
+            self.close_nested(rec, result);
+            return;
         }
         match mem::replace(&mut self.main, Main::Idle) {
             Main::Running(rec) => self.finish_main(rec, result),
@@ -681,7 +707,10 @@ impl Correlator {
             Main::Running(rec) => Some(rec.turn_id.clone()),
             _ => None,
         };
-        let nested = self.scopes.last().and_then(|s| s.turn.as_ref().map(|t| t.turn_id.clone()));
+        let nested = self
+            .scopes
+            .last()
+            .and_then(|s| s.turn.as_ref().map(|t| t.turn_id.clone()));
         if let (Some(main_id), Some(nested_id)) = (&main_id, &nested) {
             let names_main = turn_id.is_some() && main_id.as_ref() == turn_id;
             let names_nested = turn_id.is_some() && nested_id.as_ref() == turn_id;
@@ -692,29 +721,38 @@ impl Correlator {
                 return;
             }
             if !names_nested {
-                self.note(Diag::InterruptScopeAmbiguous, turn_id.map(|t| format!("turn {t}")));
+                self.note(
+                    Diag::InterruptScopeAmbiguous,
+                    turn_id.map(|t| format!("turn {t}")),
+                );
             } else if names_main {
-                self.note(Diag::InterruptScopeAmbiguous, turn_id.map(|t| format!("turn {t} names both")));
+                self.note(
+                    Diag::InterruptScopeAmbiguous,
+                    turn_id.map(|t| format!("turn {t} names both")),
+                );
             }
             self.end_innermost(TurnResult::Interrupted);
             return;
         }
-        if let (Some(Some(bound)), Some(named)) = (&main_id, turn_id) {
-            if bound != named {
-                self.note(Diag::TurnIdMismatch, Some(format!("interrupt names turn {named}, open turn is {bound}")));
-            }
+        if let (Some(Some(bound)), Some(named)) = (&main_id, turn_id)
+            && bound != named
+        {
+            self.note(
+                Diag::TurnIdMismatch,
+                Some(format!(
+                    "interrupt names turn {named}, open turn is {bound}"
+                )),
+            );
         }
         match &self.main {
             Main::Idle => self.note(Diag::StopWithoutTurn, Some("interrupted".into())),
             _ => {
                 // Nested scopes with no turn of their own end with the parent.
-                if let Some(top) = self.scopes.len().checked_sub(1) {
-                    if self.scopes[top].turn.is_none() {
-                        if let Main::Running(rec) = mem::replace(&mut self.main, Main::Idle) {
-                            self.finish_main(rec, TurnResult::Interrupted);
-                        }
-                        return;
+                if self.scopes.last().is_some_and(|s| s.turn.is_none()) {
+                    if let Main::Running(rec) = mem::replace(&mut self.main, Main::Idle) {
+                        self.finish_main(rec, TurnResult::Interrupted);
                     }
+                    return;
                 }
                 self.end_innermost(TurnResult::Interrupted);
             }
@@ -760,10 +798,16 @@ impl Correlator {
             rec.last_row = line;
         }
         if owner == Owner::NoTurn {
-            self.note(Diag::ToolWithoutTurn, tool.name.as_deref().map(str::to_owned));
+            self.note(
+                Diag::ToolWithoutTurn,
+                tool.name.as_deref().map(str::to_owned),
+            );
         }
         let Some(id) = tool.call_id.as_deref() else {
-            self.note(Diag::ToolCallIdMissing, tool.name.as_deref().map(str::to_owned));
+            self.note(
+                Diag::ToolCallIdMissing,
+                tool.name.as_deref().map(str::to_owned),
+            );
             return;
         };
         if let Some(previous) = self.tools.get_mut(id) {
@@ -781,7 +825,10 @@ impl Correlator {
     fn tool_finished(&mut self, tool: &ToolRef<'_>) {
         let Some(id) = tool.call_id.as_deref() else {
             self.touch();
-            self.note(Diag::ToolCallIdMissing, tool.name.as_deref().map(str::to_owned));
+            self.note(
+                Diag::ToolCallIdMissing,
+                tool.name.as_deref().map(str::to_owned),
+            );
             return;
         };
         match self.tools.swap_remove(id) {

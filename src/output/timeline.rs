@@ -38,7 +38,13 @@ pub(super) fn write_line<W: Write>(
                 writeln!(out, "{:>5}  {:<12}    note: {note}", "", "")?;
             }
             for turn in &step.outcome.closed {
-                writeln!(out, "{:>5}  {:<12}    turn ended: {}", "", "", turn_line(turn))?;
+                writeln!(
+                    out,
+                    "{:>5}  {:<12}    turn ended: {}",
+                    "",
+                    "",
+                    turn_line(turn)
+                )?;
             }
             Ok(())
         }
@@ -85,7 +91,9 @@ fn describe(event: &Event<'_>) -> String {
             origin,
             origin_name,
         } => {
-            let id = turn_id.as_ref().map_or_else(|| "?".to_owned(), |t| t.to_string());
+            let id = turn_id
+                .as_ref()
+                .map_or_else(|| "?".to_owned(), |t| t.to_string());
             match origin {
                 OriginKind::User => format!("{id} user"),
                 OriginKind::SystemTrigger => format!("{id} system_trigger:{}", opt(origin_name)),
@@ -129,7 +137,10 @@ fn describe(event: &Event<'_>) -> String {
 }
 
 fn turn_line(t: &TurnRecord) -> String {
-    let id = t.turn_id.as_ref().map_or_else(|| "-".to_owned(), |t| t.to_string());
+    let id = t
+        .turn_id
+        .as_ref()
+        .map_or_else(|| "-".to_owned(), |t| t.to_string());
     format!(
         "#{} {} epoch {} turn {} ({}) → {}, lines {}–{}, {} tool call{}",
         t.id,

@@ -26,11 +26,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, mut p: Payload<'a>) -> Event<'a> {
         },
         "SessionHeartbeat" => Event::Heartbeat,
         "UserPromptSubmit" => Event::PromptSubmitted {
-            text: p
-                .prompt
-                .take()
-                .map(|t| t.0)
-                .unwrap_or(Cow::Borrowed("")),
+            text: p.prompt.take().map(|t| t.0).unwrap_or(Cow::Borrowed("")),
             steer: p.is_steer.unwrap_or(false),
         },
         "UserPromptQueued" => Event::PromptQueued {

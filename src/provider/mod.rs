@@ -123,7 +123,10 @@ pub fn detect(row: &Row<'_>) -> Option<(Provider, &'static str)> {
     }
     let session = p.session_id.as_deref()?;
     if session.starts_with("session_") {
-        return Some((Provider::KimiCode, "session_id has the session_ prefix of Kimi Code"));
+        return Some((
+            Provider::KimiCode,
+            "session_id has the session_ prefix of Kimi Code",
+        ));
     }
     let kimi_family = matches!(row.provider_hint.as_deref(), Some("kimi"));
     let plain_uuid = session.len() == 36 && session.bytes().filter(|b| *b == b'-').count() == 4;

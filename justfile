@@ -1,0 +1,21 @@
+# Each recipe is one cargo command; `just` is a convenience, never a requirement.
+
+# Run the whole test suite (what CI runs, after fmt and clippy).
+test:
+    cargo test
+
+# Replay a campaign: `just replay corpus/kimi-code/escape-interrupt.ndjson`.
+replay file *args:
+    cargo run --release -- replay {{file}} {{args}}
+
+# Benchmarks: replay throughput against a parse-only baseline, and peak memory.
+bench:
+    cargo bench --bench replay
+
+# Re-run the snapshot tests, writing `.snap.new` files to review (then rename to accept).
+snapshots:
+    INSTA_UPDATE=new cargo test --test integration timeline
+
+# Everything CI checks.
+ci:
+    bash .ci/run

@@ -1,0 +1,96 @@
+//! `hooktrack replay`: a recorded log, start to end, in one of three formats.
+
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+
+use hooktrack::output::{self, Format};
+use hooktrack::provider::ProviderChoice;
+
+use super::{error_chain, fail};
+
+/// Replay a hook-event log and show, after every event, what the agent was doing.
+///
+/// Reads `events.ndjson` rows (the collector's envelope), bare hook payload lines, or
+/// capture lines (`{"recv_ts", "cli", "payload"}`). Bad lines are skipped and named;
+/// duplicate deliveries and rows of an older generation are dropped and counted.
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// The log to replay; `-` reads standard input.
+    file: PathBuf,
+    /// Output: a readable timeline, one JSON document, or one JSON line per event.
+    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    format: FormatArg,
+    /// Which agent CLI wrote the log: detected from the rows by default.
+    #[arg(long, value_enum, default_value_t = ProviderArg::Auto)]
+    provider: ProviderArg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    /// Timeline, then the turn ledger and the diagnostics.
+    Text,
+    /// `{"provider", "turns", "final", "diagnostics", "lines", "events"}`.
+    Json,
+    /// One JSON object per line with the posture after it, then an `"end"` line.
+    Ndjson,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ProviderArg {
+    /// Detect from the envelope's `provider` or the payload's shape.
+    Auto,
+    /// Kimi (Code 2.x or CLI 1.x, told apart by the payload).
+    Kimi,
+    /// Kimi Code 2.x.
+    KimiCode,
+    /// Kimi CLI 1.x (the Python CLI).
+    KimiCli,
+}
+
+pub fn run(args: &ReplayArgs) -> ExitCode {
+    replay(&args.file, args.format, args.provider)
+}
+
+fn replay(file: &Path, format: FormatArg, provider: ProviderArg) -> ExitCode {
+    let format = match format {
+        FormatArg::Text => Format::Text,
+        FormatArg::Json => Format::Json,
+        FormatArg::Ndjson => Format::Ndjson,
+    };
+    let choice = match provider {
+        ProviderArg::Auto => ProviderChoice::Auto,
+        ProviderArg::Kimi => ProviderChoice::Kimi,
+        ProviderArg::KimiCode => ProviderChoice::Exactly(hooktrack::Provider::KimiCode),
+        ProviderArg::KimiCli => ProviderChoice::Exactly(hooktrack::Provider::KimiCli),
+    };
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let result = if file.as_os_str() == "-" {
+        let stdin = io::stdin();
+        output::replay(stdin.lock(), "standard input", choice, format, &mut out)
+    } else {
+        let name = file.display().to_string();
+        match File::open(file) {
+            Ok(f) => output::replay(
+                BufReader::with_capacity(1 << 16, f),
+                &name,
+                choice,
+                format,
+                &mut out,
+            ),
+            Err(e) => return fail(&format!("cannot open {name}: {e}")),
+        }
+    };
+    match result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = out.flush();
+            fail(&error_chain(&e))
+        }
+    }
+}
