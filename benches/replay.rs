@@ -164,7 +164,11 @@ fn run_bench() -> Result<()> {
         .fold(f64::INFINITY, f64::min);
     println!(
         "target: replay >= {TARGET_RATIO:.1}x parse-only -> {} (worst ratio {worst:.2}); peak RSS flat (ratio ~1.0)",
-        if worst >= TARGET_RATIO { "met" } else { "NOT MET" }
+        if worst >= TARGET_RATIO {
+            "met"
+        } else {
+            "NOT MET"
+        }
     );
     println!("total bench time {:.0}s", started.elapsed().as_secs_f64());
     Ok(())
@@ -282,8 +286,8 @@ struct BasePayload<'a> {
 fn parse_only(bytes: &[u8], expected: usize) -> Result<()> {
     let mut count = 0usize;
     for line in lines(bytes) {
-        let row: Envelope<'_> =
-            serde_json::from_slice(line).map_err(|e| format!("baseline parse, line {}: {e}", count + 1))?;
+        let row: Envelope<'_> = serde_json::from_slice(line)
+            .map_err(|e| format!("baseline parse, line {}: {e}", count + 1))?;
         black_box(&row);
         count += 1;
     }
@@ -372,7 +376,11 @@ fn print_replay_check(out: &ReplayOutcome, summary: &CampaignSummary) {
         || (expected == 0 && out.nonzero.is_empty());
     println!(
         "    expected from the generator: tool_open_at_turn_end={expected} (one per Interrupt during a running tool) -> {}",
-        if matches { "as expected" } else { "UNEXPECTED diagnostics, see above" }
+        if matches {
+            "as expected"
+        } else {
+            "UNEXPECTED diagnostics, see above"
+        }
     );
 }
 
@@ -431,9 +439,21 @@ fn stage_breakdown(bytes: &[u8], n: usize, parse: Duration, replay: Duration) ->
         ("parse-only baseline (reference)", parse, None),
         ("a LineReader (split + copy)", reader, Some(reader)),
         ("b parse_line", rows, Some(rows.saturating_sub(reader))),
-        ("c normalize", normalized, Some(normalized.saturating_sub(rows))),
-        ("d deliveries + detect + correlate", fed, Some(fed.saturating_sub(normalized))),
-        ("e posture() per event", replay, Some(replay.saturating_sub(fed))),
+        (
+            "c normalize",
+            normalized,
+            Some(normalized.saturating_sub(rows)),
+        ),
+        (
+            "d deliveries + detect + correlate",
+            fed,
+            Some(fed.saturating_sub(normalized)),
+        ),
+        (
+            "e posture() per event",
+            replay,
+            Some(replay.saturating_sub(fed)),
+        ),
     ];
     println!(
         "    {:<36} {:>12} {:>14} {:>9}",
@@ -448,7 +468,13 @@ fn stage_breakdown(bytes: &[u8], n: usize, parse: Duration, replay: Duration) ->
                 per(s),
                 share(s)
             ),
-            None => println!("    {:<36} {:>12.0} {:>14} {:>9}", name, per(cumulative), "", ""),
+            None => println!(
+                "    {:<36} {:>12.0} {:>14} {:>9}",
+                name,
+                per(cumulative),
+                "",
+                ""
+            ),
         }
     }
     Ok(())
@@ -560,7 +586,8 @@ struct CampaignSummary {
 fn write_campaign(path: &Path, n: usize) -> Result<CampaignSummary> {
     let mut g = Generator::new(n);
     g.run();
-    let mut file = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    let mut file =
+        File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
     file.write_all(g.out.as_bytes())
         .and_then(|()| file.flush())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -602,7 +629,8 @@ impl Lcg {
 
 const SESSION: &str = "session_3f9a1c2e-7b44-4d0e-9a51-2c8e6f0b1d73";
 const CWD: &str = "/home/dev/projects/billing-api";
-const TITLE: &str = "Add pagination to invoices";
+/// `session_title` appears from the first TurnStarted on.
+const TITLE_FIELD: &str = r#","session_title":"Add pagination to invoices""#;
 /// 2026-10-20T09:14:03.512Z, the first row of corpus/kimi-code/multi-turn-success.ndjson.
 const START_MS: i64 = 1_792_487_643_512;
 
@@ -667,7 +695,13 @@ const BASH_OUT: &[&str] = &[
     "[main 4e1b2c9] invoices: cursor pagination",
     " 3 files changed, 88 insertions(+), 9 deletions(-)",
 ];
-const GREP_PATTERNS: &[&str] = &["cursorOf", "TODO", "findMany\\\\(", "amount_cents", "HttpError"];
+const GREP_PATTERNS: &[&str] = &[
+    "cursorOf",
+    "TODO",
+    "findMany\\\\(",
+    "amount_cents",
+    "HttpError",
+];
 
 struct Tool {
     name: &'static str,
@@ -719,7 +753,11 @@ impl Generator {
     }
 
     fn run(&mut self) {
-        self.event("SessionStart", 5, r#","source":"startup","model":"kimi-code/k3","profile":"default""#);
+        self.event(
+            "SessionStart",
+            5,
+            r#","source":"startup","model":"kimi-code/k3","profile":"default""#,
+        );
         while !self.full() {
             self.between_turns();
             self.turn();
@@ -735,11 +773,7 @@ impl Generator {
         self.count += 1;
         let s = self.count;
         self.clock_ms += (gap_ms + self.rng.below(gap_ms / 2 + 1)) as i64;
-        let title = if self.titled {
-            format!(r#","session_title":"{TITLE}""#)
-        } else {
-            String::new()
-        };
+        let title = if self.titled { TITLE_FIELD } else { "" };
         let _ = write!(
             self.out,
             r#"{{"v":1,"provider":"kimi","generation":1,"via":"http","sequence":{s},"emitter_seq":{s},"received_at":""#
@@ -813,7 +847,11 @@ impl Generator {
         if self.rng.below(1000) == 0 {
             // Rarely: the user quits and comes back (same process generation kept simple).
             self.event("SessionEnd", 5_000, r#","reason":"exit""#);
-            self.event("SessionStart", 60_000, r#","source":"startup","model":"kimi-code/k3","profile":"default""#);
+            self.event(
+                "SessionStart",
+                60_000,
+                r#","source":"startup","model":"kimi-code/k3","profile":"default""#,
+            );
         }
     }
 
@@ -881,7 +919,9 @@ impl Generator {
                 }
                 Tool {
                     name: "Grep",
-                    input: format!(r#"{{"pattern":"{pattern}","path":"src/","output_mode":"content"}}"#),
+                    input: format!(
+                        r#"{{"pattern":"{pattern}","path":"src/","output_mode":"content"}}"#
+                    ),
                     output: self.text.clone(),
                     display: pattern.to_owned(),
                     display_kind: "search",
@@ -948,7 +988,11 @@ impl Generator {
             r#"{common},"action":"Approve {}","display":{{"kind":"{}","{}":"{}"}},"tool_input":{}"#,
             tool.name,
             tool.display_kind,
-            if tool.display_kind == "command" { "command" } else { "path" },
+            if tool.display_kind == "command" {
+                "command"
+            } else {
+                "path"
+            },
             tool.display,
             tool.input
         );

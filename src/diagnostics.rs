@@ -49,7 +49,6 @@ diagnostics! {
     ProviderAssumed => "provider_assumed", "no row identified the provider; the Kimi Code mapping was assumed";
     // Normalization.
     UnknownEvent => "unknown_event", "an event name the provider mapping does not know (kept as Unknown, counted by name)";
-    FieldMissing => "field_missing", "a known event without a field it should carry (e.g. a tool event without its call id)";
     // Sessions and generations.
     PresenceImplied => "presence_implied", "events arrived with no SessionStart before them: presence inferred";
     SessionRestartWithoutEnd => "session_restart_without_end", "a SessionStart while the previous session had not ended";

@@ -3,6 +3,7 @@
 mod support;
 
 mod cli;
+mod docs;
 mod expectations;
 mod properties;
 mod regressions;
