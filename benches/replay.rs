@@ -51,6 +51,19 @@ fn main() -> Result<()> {
             .ok_or("--measure-memory needs a file argument")?;
         return measure_memory_child(Path::new(file));
     }
+    // For profilers (`perf record ... --replay-only FILE`): load FILE, replay it 3 times.
+    if let Some(i) = args.iter().position(|a| a == "--replay-only") {
+        let file = args
+            .get(i + 1)
+            .ok_or("--replay-only needs a file argument")?;
+        let bytes = fs::read(file).map_err(|e| format!("cannot read {file}: {e}"))?;
+        let n = lines(&bytes).count();
+        for _ in 0..3 {
+            let out = replay_full(&bytes, n)?;
+            println!("{} events, {} diagnostics", out.events, out.diagnostics);
+        }
+        return Ok(());
+    }
     run_bench()
 }
 
@@ -246,42 +259,51 @@ struct Envelope<'a> {
     payload: BasePayload<'a>,
 }
 
-/// The payload fields a turn tracker reads. Strings that may carry escapes are `Cow`.
+/// The payload fields a turn tracker reads. Strings that may carry escapes are [`Str`].
 #[derive(Deserialize)]
 #[allow(dead_code)]
 struct BasePayload<'a> {
     #[serde(borrow)]
     hook_event_name: Cow<'a, str>,
     #[serde(borrow)]
-    session_id: Option<Cow<'a, str>>,
+    session_id: Option<Str<'a>>,
     #[serde(borrow)]
-    cwd: Option<Cow<'a, str>>,
+    cwd: Option<Str<'a>>,
     #[serde(borrow)]
-    client_type: Option<Cow<'a, str>>,
+    client_type: Option<Str<'a>>,
     #[serde(borrow)]
-    source: Option<Cow<'a, str>>,
+    source: Option<Str<'a>>,
     #[serde(borrow)]
-    reason: Option<Cow<'a, str>>,
+    reason: Option<Str<'a>>,
     is_steer: Option<bool>,
     turn_id: Option<i64>,
     #[serde(borrow)]
-    origin_kind: Option<Cow<'a, str>>,
+    origin_kind: Option<Str<'a>>,
     #[serde(borrow)]
-    origin_name: Option<Cow<'a, str>>,
+    origin_name: Option<Str<'a>>,
     #[serde(borrow)]
-    tool_name: Option<Cow<'a, str>>,
+    tool_name: Option<Str<'a>>,
     #[serde(borrow)]
-    tool_call_id: Option<Cow<'a, str>>,
+    tool_call_id: Option<Str<'a>>,
     #[serde(borrow)]
-    id: Option<Cow<'a, str>>,
+    id: Option<Str<'a>>,
     #[serde(borrow)]
-    agent_name: Option<Cow<'a, str>>,
+    agent_name: Option<Str<'a>>,
     #[serde(borrow)]
-    decision: Option<Cow<'a, str>>,
+    decision: Option<Str<'a>>,
     stop_hook_active: Option<bool>,
     #[serde(borrow)]
-    trigger: Option<Cow<'a, str>>,
+    trigger: Option<Str<'a>>,
 }
+
+/// A string borrowed from the line unless it has escapes.
+///
+/// `#[serde(borrow)]` makes a bare `Cow<'a, str>` field borrow, but not an
+/// `Option<Cow<'a, str>>` one (serde-rs/serde#2016): serde's blanket `Cow` impl always
+/// allocates. The newtype carries the borrow through the `Option`.
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
 
 fn parse_only(bytes: &[u8], expected: usize) -> Result<()> {
     let mut count = 0usize;

@@ -73,18 +73,24 @@ diagnostics! {
     ToolFinishLate => "tool_finish_late", "a tool finish that arrived after its turn had ended";
     ToolWithoutTurn => "tool_without_turn", "a tool call started while no turn was open";
     ToolOpenAtTurnEnd => "tool_open_at_turn_end", "a tool call still open when its turn ended";
+    ToolPairingAmbiguous => "tool_pairing_ambiguous", "a tool finish without a call id matched more than one open call with the same name and input: the oldest was taken";
+    PermissionMatchedByName => "permission_matched_by_name", "a permission request naming no call matched an open call by tool name only (its input differed): the most recent such call was taken";
+    PermissionUnmatched => "permission_unmatched", "a permission request naming no call matched no open tool call by name and input";
     PermissionDuplicate => "permission_duplicate", "a second PermissionRequest for a call already waiting";
     PermissionResultWithoutRequest => "permission_result_without_request", "a PermissionResult with no matching request";
     PermissionOpenAtTurnEnd => "permission_open_at_turn_end", "a permission request still pending when its turn ended";
     // Scopes, compaction.
-    SubagentStopWithoutStart => "subagent_stop_without_start", "a SubagentStop with no open subagent scope";
+    SubagentStopWithoutStart => "subagent_stop_without_start", "a SubagentStop with no open subagent scope (Claude's compaction summarizer sends one)";
+    SubagentStopLate => "subagent_stop_late", "a SubagentStop for a subagent whose scope already ended with the main turn";
+    NestedTurnEndedBySubagentStop => "nested_turn_ended_by_subagent_stop", "a nested turn with no Stop of its own, ended in success by its SubagentStop";
+    AgentWithoutScope => "agent_without_scope", "an event tagged with an agent_id no open subagent scope has (its SubagentStart was missed): attributed to the main turn";
     NestedTurnImplied => "nested_turn_implied", "a Stop inside a nested scope with no nested turn started: a nested turn was recorded for it";
     NestedTurnUnended => "nested_turn_unended", "a nested turn still open when its scope closed (a terminal gap)";
     ScopeOpenAtTurnEnd => "scope_open_at_turn_end", "a nested scope still open when the parent turn ended";
     InterruptScopeAmbiguous => "interrupt_scope_ambiguous", "an Interrupt while a nested turn was open and turn ids could not tell which: the innermost turn was taken";
     CompactionStartWhileOpen => "compaction_start_while_open", "a PreCompact while a compaction window was already open";
     CompactionEndWithoutStart => "compaction_end_without_start", "a PostCompact with no open compaction window";
-    CompactionOpenAtSessionEnd => "compaction_open_at_session_end", "a compaction window still open when the session ended";
+    CompactionUnclosed => "compaction_unclosed", "a compaction window with no end event, closed at the next prompt or session boundary (Gemini sends none; a failed Claude compaction neither)";
     StateLimitReached => "state_limit_reached", "more open tool calls or permissions than the tracker keeps: the oldest was dropped";
 }
 

@@ -57,10 +57,15 @@ impl Decision {
 }
 
 /// A tool call as the payload names it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct ToolRef<'a> {
     pub call_id: Option<Cow<'a, str>>,
     pub name: Option<Cow<'a, str>>,
+    /// A hash of the raw `tool_input` JSON text, to pair calls that carry no id (Gemini)
+    /// and to match a permission request that names no call (Claude, Codex).
+    pub input_hash: Option<u64>,
+    /// The subagent the call runs in (Claude and Codex `agent_id`); `None` in the main agent.
+    pub agent: Option<Cow<'a, str>>,
 }
 
 /// One canonical event. Variants follow the Kimi Code event set, the reference mapping.
@@ -77,6 +82,10 @@ pub enum Event<'a> {
     PromptSubmitted {
         text: Cow<'a, str>,
         steer: bool,
+        /// The turn id the prompt already carries (Codex).
+        turn_id: Option<TurnId>,
+        /// The subagent the prompt was sent to (Codex child prompts); `None` for the main agent.
+        agent: Option<Cow<'a, str>>,
     },
     /// Queue evidence only.
     PromptQueued {
@@ -97,6 +106,8 @@ pub enum Event<'a> {
     ToolFailed {
         tool: ToolRef<'a>,
         error: Option<Cow<'a, str>>,
+        /// The user interrupted the call (Claude `is_interrupt`): the turn ends interrupted.
+        interrupt: bool,
     },
     PermissionRequested {
         tool: ToolRef<'a>,
@@ -121,9 +132,11 @@ pub enum Event<'a> {
     },
     SubagentStarted {
         name: Option<Cow<'a, str>>,
+        agent_id: Option<Cow<'a, str>>,
     },
     SubagentStopped {
         name: Option<Cow<'a, str>>,
+        agent_id: Option<Cow<'a, str>>,
     },
     TaskStarted {
         task_id: Option<Cow<'a, str>>,
@@ -138,6 +151,11 @@ pub enum Event<'a> {
     Notification {
         kind: Option<Cow<'a, str>>,
         severity: Option<Cow<'a, str>>,
+    },
+    /// A known event that says nothing about turn state (model calls, message display,
+    /// tool batches, ...). Not counted as unknown.
+    Activity {
+        name: Cow<'a, str>,
     },
     /// An event name the provider mapping does not know. Counted, never an error.
     Unknown {
@@ -169,6 +187,7 @@ impl Event<'_> {
             Event::CompactionStarted { .. } => "compaction_started",
             Event::CompactionFinished { .. } => "compaction_finished",
             Event::Notification { .. } => "notification",
+            Event::Activity { .. } => "activity",
             Event::Unknown { .. } => "unknown",
         }
     }

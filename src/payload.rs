@@ -30,6 +30,7 @@ pub struct Payload<'a> {
     #[serde(borrow)]
     pub prompt: Option<PromptText<'a>>,
     pub is_steer: Option<bool>,
+    pub is_interrupt: Option<bool>,
     #[serde(borrow)]
     pub prompt_id: Option<Cow<'a, str>>,
     pub queue_length: Option<u64>,
@@ -41,6 +42,8 @@ pub struct Payload<'a> {
     #[serde(borrow)]
     pub tool_name: Option<Cow<'a, str>>,
     #[serde(borrow)]
+    pub tool_input: Option<&'a RawValue>,
+    #[serde(borrow)]
     pub tool_call_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub tool_use_id: Option<Cow<'a, str>>,
@@ -51,7 +54,10 @@ pub struct Payload<'a> {
     #[serde(borrow)]
     pub agent_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
+    pub agent_type: Option<Cow<'a, str>>,
+    #[serde(borrow)]
     pub agent_name: Option<Cow<'a, str>>,
+    pub permission_mode: Option<IgnoredAny>,
     #[serde(borrow)]
     pub decision: Option<Cow<'a, str>>,
     pub stop_hook_active: Option<bool>,
@@ -211,6 +217,11 @@ impl<'de: 'a, 'a> Deserialize<'de> for ContentPart<'a> {
 }
 
 impl Payload<'_> {
+    /// A hash of the raw `tool_input` text: equal inputs from one CLI serialize equally.
+    pub fn tool_input_hash(&self) -> Option<u64> {
+        self.tool_input.map(|raw| text_hash(raw.get()))
+    }
+
     /// A short text for a payload `error` (a string, or an object with `message`).
     pub fn error_summary(&self) -> Option<Cow<'_, str>> {
         let raw = self.error?;
@@ -227,6 +238,16 @@ impl Payload<'_> {
             _ => Some(Cow::Borrowed(raw.get())),
         }
     }
+}
+
+/// FNV-1a: stable across runs and platforms, so replays stay byte-for-byte deterministic.
+pub fn text_hash(text: &str) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
 }
 
 #[cfg(test)]

@@ -37,6 +37,8 @@ pub struct Step<'a> {
     pub outcome: Outcome,
 }
 
+// A step is returned for nearly every line; boxing it would cost an allocation per event.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Fed<'a> {
     Skipped(Skip),

@@ -94,7 +94,8 @@ fn check_invariants(bytes: &[u8]) -> Result<(), TestCaseError> {
             prop_assert!(turn.result != TurnResult::Open && turn.result != TurnResult::None);
             if turn.result == TurnResult::Success {
                 prop_assert!(
-                    matches!(step.event, Event::Stopped { .. }),
+                    matches!(step.event, Event::Stopped { .. })
+                        || (!turn.is_main() && matches!(step.event, Event::SubagentStopped { .. })),
                     "success latched by {} at line {}",
                     step.name,
                     step.line

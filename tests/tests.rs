@@ -3,6 +3,7 @@
 mod support;
 
 mod cli;
+mod detection;
 mod docs;
 mod expectations;
 mod properties;

@@ -49,6 +49,12 @@ enum ProviderArg {
     KimiCode,
     /// Kimi CLI 1.x (the Python CLI).
     KimiCli,
+    /// Claude Code.
+    Claude,
+    /// Codex CLI.
+    Codex,
+    /// Gemini CLI.
+    Gemini,
 }
 
 pub fn run(args: &ReplayArgs) -> ExitCode {
@@ -66,6 +72,9 @@ fn replay(file: &Path, format: FormatArg, provider: ProviderArg) -> ExitCode {
         ProviderArg::Kimi => ProviderChoice::Kimi,
         ProviderArg::KimiCode => ProviderChoice::Exactly(hooktrack::Provider::KimiCode),
         ProviderArg::KimiCli => ProviderChoice::Exactly(hooktrack::Provider::KimiCli),
+        ProviderArg::Claude => ProviderChoice::Exactly(hooktrack::Provider::ClaudeCode),
+        ProviderArg::Codex => ProviderChoice::Exactly(hooktrack::Provider::Codex),
+        ProviderArg::Gemini => ProviderChoice::Exactly(hooktrack::Provider::GeminiCli),
     };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());

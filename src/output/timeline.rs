@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use crate::correlate::TurnRecord;
-use crate::event::{Event, OriginKind};
+use crate::event::{Event, OriginKind, ToolRef};
 use crate::pipeline::Fed;
 use crate::posture::Posture;
 
@@ -71,16 +71,18 @@ fn describe(event: &Event<'_>) -> String {
     match event {
         Event::SessionStarted { source } => opt(source),
         Event::SessionEnded { reason } => opt(reason),
-        Event::PromptSubmitted { text, steer } => {
+        Event::PromptSubmitted {
+            text, steer, agent, ..
+        } => {
             let mut excerpt: String = text.chars().take(PROMPT_EXCERPT).collect();
             if text.chars().count() > PROMPT_EXCERPT {
                 excerpt.push('…');
             }
             let excerpt = excerpt.replace(['\n', '\r'], " ");
-            if *steer {
-                format!("{excerpt:?} (steer)")
-            } else {
-                format!("{excerpt:?}")
+            match (steer, agent) {
+                (true, _) => format!("{excerpt:?} (steer)"),
+                (false, Some(a)) => format!("{excerpt:?} [agent {a}]"),
+                (false, None) => format!("{excerpt:?}"),
             }
         }
         Event::PromptQueued { queue_length, .. } => {
@@ -100,13 +102,20 @@ fn describe(event: &Event<'_>) -> String {
                 OriginKind::Other => format!("{id} other"),
             }
         }
-        Event::ToolStarted { tool } | Event::ToolFinished { tool } => {
-            format!("{} {}", opt(&tool.name), opt(&tool.call_id))
+        Event::ToolStarted { tool } | Event::ToolFinished { tool } => tool_text(tool),
+        Event::ToolFailed {
+            tool, interrupt, ..
+        } => {
+            if *interrupt {
+                format!("{} (interrupt)", tool_text(tool))
+            } else {
+                tool_text(tool)
+            }
         }
-        Event::ToolFailed { tool, .. } => format!("{} {}", opt(&tool.name), opt(&tool.call_id)),
-        Event::PermissionRequested { tool, .. } => {
-            format!("{} {}", opt(&tool.name), opt(&tool.call_id))
-        }
+        Event::PermissionRequested { tool, .. } => match tool_text(tool) {
+            t if t.is_empty() => "(permission request)".to_owned(),
+            t => t,
+        },
         Event::PermissionResolved { tool, decision, .. } => {
             let decision = serde_json::to_value(decision)
                 .ok()
@@ -125,7 +134,14 @@ fn describe(event: &Event<'_>) -> String {
         Event::Interrupted { turn_id, .. } => turn_id
             .as_ref()
             .map_or_else(String::new, |t| format!("turn {t}")),
-        Event::SubagentStarted { name } | Event::SubagentStopped { name } => opt(name),
+        Event::SubagentStarted { name, agent_id } | Event::SubagentStopped { name, agent_id } => {
+            let name = name.as_deref().filter(|n| !n.is_empty()).unwrap_or("?");
+            match agent_id {
+                Some(id) => format!("{name} [agent {id}]"),
+                None => name.to_owned(),
+            }
+        }
+        Event::Activity { .. } => String::new(),
         Event::TaskStarted { kind, .. } => opt(kind),
         Event::CompactionStarted { trigger } | Event::CompactionFinished { trigger } => {
             opt(trigger)
@@ -134,6 +150,19 @@ fn describe(event: &Event<'_>) -> String {
         Event::Heartbeat => String::new(),
         Event::Unknown { .. } => "(unknown event)".to_owned(),
     }
+}
+
+fn tool_text(tool: &ToolRef<'_>) -> String {
+    let mut text = match (&tool.name, &tool.call_id) {
+        (Some(n), Some(id)) => format!("{n} {id}"),
+        (Some(n), None) => n.to_string(),
+        (None, Some(id)) => id.to_string(),
+        (None, None) => String::new(),
+    };
+    if let Some(agent) = &tool.agent {
+        text.push_str(&format!(" [agent {agent}]"));
+    }
+    text
 }
 
 fn turn_line(t: &TurnRecord) -> String {

@@ -12,9 +12,14 @@ pub fn normalize<'a>(name: &Cow<'a, str>, mut p: Payload<'a>) -> Event<'a> {
         "PostToolUseFailure" => p.error_summary().map(|e| Cow::Owned(e.into_owned())),
         _ => None,
     };
+    let input_hash = p.tool_input_hash();
     let mut tool = || ToolRef {
         call_id: p.tool_call_id.take(),
         name: p.tool_name.take(),
+        input_hash,
+        // Kimi's `agent_id` (on permission events only) names the agent, not a scope:
+        // Kimi subagents are told apart by scope order.
+        agent: None,
     };
     let turn_id = p.turn_id.take().map(|t| t.0);
     match name.as_ref() {
@@ -28,6 +33,8 @@ pub fn normalize<'a>(name: &Cow<'a, str>, mut p: Payload<'a>) -> Event<'a> {
         "UserPromptSubmit" => Event::PromptSubmitted {
             text: p.prompt.take().map(|t| t.0).unwrap_or(Cow::Borrowed("")),
             steer: p.is_steer.unwrap_or(false),
+            turn_id: None,
+            agent: None,
         },
         "UserPromptQueued" => Event::PromptQueued {
             prompt_id: p.prompt_id.take(),
@@ -47,6 +54,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, mut p: Payload<'a>) -> Event<'a> {
         "PostToolUseFailure" => Event::ToolFailed {
             tool: tool(),
             error,
+            interrupt: false,
         },
         "PermissionRequest" => Event::PermissionRequested {
             tool: tool(),
@@ -75,9 +83,11 @@ pub fn normalize<'a>(name: &Cow<'a, str>, mut p: Payload<'a>) -> Event<'a> {
         },
         "SubagentStart" => Event::SubagentStarted {
             name: p.agent_name.take(),
+            agent_id: None,
         },
         "SubagentStop" => Event::SubagentStopped {
             name: p.agent_name.take(),
+            agent_id: None,
         },
         "TaskStarted" => Event::TaskStarted {
             task_id: p.task_id.take(),

@@ -4,6 +4,9 @@
 //! differs between providers in how turns are delimited is declared in
 //! [`Capabilities`], which the correlator consults.
 
+mod claude;
+mod codex;
+mod gemini;
 mod kimi;
 
 use std::borrow::Cow;
@@ -13,7 +16,8 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::event::Event;
-use crate::payload::Payload;
+use crate::event::TurnId;
+use crate::payload::{Payload, TurnIdField};
 use crate::row::Row;
 
 /// An agent CLI whose hook payloads hooktrack understands.
@@ -24,6 +28,9 @@ pub enum Provider {
     KimiCode,
     /// Kimi CLI 1.x, the legacy Python CLI with 13 hook events.
     KimiCli,
+    ClaudeCode,
+    Codex,
+    GeminiCli,
 }
 
 impl Provider {
@@ -31,20 +38,56 @@ impl Provider {
         match self {
             Provider::KimiCode => "kimi-code",
             Provider::KimiCli => "kimi-cli",
+            Provider::ClaudeCode => "claude-code",
+            Provider::Codex => "codex",
+            Provider::GeminiCli => "gemini-cli",
         }
     }
 
+    pub const ALL: [Provider; 5] = [
+        Provider::KimiCode,
+        Provider::KimiCli,
+        Provider::ClaudeCode,
+        Provider::Codex,
+        Provider::GeminiCli,
+    ];
+
+    fn is_kimi(self) -> bool {
+        matches!(self, Provider::KimiCode | Provider::KimiCli)
+    }
+
     pub fn capabilities(self) -> Capabilities {
+        let kimi = Capabilities {
+            prompt_starts_turn: false,
+            unannounced_turns: false,
+            stop_hook_active_continues: true,
+            agent_scopes: false,
+            subagent_scope_is_turn: false,
+            tool_ids: true,
+            permission_ends_with_tool: false,
+        };
+        // Claude, Codex and Gemini share the prompt-to-stop shape.
+        let prompt_to_stop = Capabilities {
+            prompt_starts_turn: true,
+            stop_hook_active_continues: false,
+            permission_ends_with_tool: true,
+            ..kimi
+        };
         match self {
-            Provider::KimiCode => Capabilities {
-                prompt_starts_turn: false,
-                unannounced_turns: false,
-                stop_hook_active_continues: true,
-            },
+            Provider::KimiCode => kimi,
             Provider::KimiCli => Capabilities {
                 prompt_starts_turn: true,
                 unannounced_turns: true,
-                stop_hook_active_continues: true,
+                ..kimi
+            },
+            Provider::ClaudeCode | Provider::Codex => Capabilities {
+                agent_scopes: true,
+                subagent_scope_is_turn: true,
+                ..prompt_to_stop
+            },
+            Provider::GeminiCli => Capabilities {
+                tool_ids: false,
+                ..prompt_to_stop
             },
         }
     }
@@ -53,6 +96,9 @@ impl Provider {
     pub fn normalize<'a>(self, name: &Cow<'a, str>, payload: Payload<'a>) -> Event<'a> {
         match self {
             Provider::KimiCode | Provider::KimiCli => kimi::normalize(name, payload),
+            Provider::ClaudeCode => claude::normalize(name, payload),
+            Provider::Codex => codex::normalize(name, payload),
+            Provider::GeminiCli => gemini::normalize(name, payload),
         }
     }
 }
@@ -71,8 +117,20 @@ pub struct Capabilities {
     /// The provider runs follow-up turns with no prompt (Kimi CLI after a background task):
     /// a `Stop` with no open turn is a turn that ran unannounced.
     pub unannounced_turns: bool,
-    /// `Stop` with `stop_hook_active = true` means "a stop hook blocked, the agent goes on".
+    /// `Stop` with `stop_hook_active = true` means "a stop hook blocked, the agent goes on"
+    /// (Kimi); otherwise it ends the continuation a stop hook caused (Claude, Codex, Gemini).
     pub stop_hook_active_continues: bool,
+    /// Subagent events carry `agent_id`: scopes are found by id, not by nesting order, so
+    /// parallel subagents can interleave.
+    pub agent_scopes: bool,
+    /// A subagent has no turn events of its own: `SubagentStart` … `SubagentStop` is its
+    /// nested turn.
+    pub subagent_scope_is_turn: bool,
+    /// Tool calls carry an id; without one they are paired first-in-first-out by tool name
+    /// and input.
+    pub tool_ids: bool,
+    /// No permission answer event: a pending request ends when its tool call finishes.
+    pub permission_ends_with_tool: bool,
 }
 
 /// What the user asked for with `--provider`.
@@ -94,8 +152,11 @@ impl FromStr for ProviderChoice {
             "kimi" => Ok(ProviderChoice::Kimi),
             "kimi-code" => Ok(ProviderChoice::Exactly(Provider::KimiCode)),
             "kimi-cli" => Ok(ProviderChoice::Exactly(Provider::KimiCli)),
+            "claude" | "claude-code" => Ok(ProviderChoice::Exactly(Provider::ClaudeCode)),
+            "codex" => Ok(ProviderChoice::Exactly(Provider::Codex)),
+            "gemini" | "gemini-cli" => Ok(ProviderChoice::Exactly(Provider::GeminiCli)),
             other => Err(format!(
-                "unknown provider `{other}` (expected auto, kimi, kimi-code or kimi-cli)"
+                "unknown provider `{other}` (expected auto, kimi, kimi-code, kimi-cli, claude, codex or gemini)"
             )),
         }
     }
@@ -111,16 +172,63 @@ pub struct Detection {
 }
 
 /// Recognises the provider from one row, if the row says enough.
+///
+/// The envelope's `provider` (or a capture line's `cli`) decides when it names one CLI;
+/// otherwise the payload's shape does, using fields only one CLI sends.
 pub fn detect(row: &Row<'_>) -> Option<(Provider, &'static str)> {
     let p = &row.payload;
+    match row.provider_hint.as_deref() {
+        Some("kimi-cli") => return Some((Provider::KimiCli, "the row names kimi-cli")),
+        Some("kimi-code") => return Some((Provider::KimiCode, "the row names kimi-code")),
+        Some("claude" | "claude-code") => {
+            return Some((Provider::ClaudeCode, "the row names claude"));
+        }
+        Some("codex") => return Some((Provider::Codex, "the row names codex")),
+        Some("gemini" | "gemini-cli") => {
+            return Some((Provider::GeminiCli, "the row names gemini"));
+        }
+        _ => {}
+    }
     if p.client_type.as_deref() == Some("kimi_code_cli") {
         return Some((Provider::KimiCode, "payload client_type is kimi_code_cli"));
     }
-    match row.provider_hint.as_deref() {
-        Some("kimi-cli") => return Some((Provider::KimiCli, "capture line names kimi-cli")),
-        Some("kimi-code") => return Some((Provider::KimiCode, "row names kimi-code")),
-        _ => {}
+    let gemini_event = matches!(
+        row.event_name.as_ref(),
+        "BeforeAgent"
+            | "AfterAgent"
+            | "BeforeTool"
+            | "AfterTool"
+            | "BeforeModel"
+            | "AfterModel"
+            | "BeforeToolSelection"
+            | "PreCompress"
+    );
+    if gemini_event || (p.timestamp.is_some() && p.transcript_path.is_some()) {
+        return Some((
+            Provider::GeminiCli,
+            "Gemini event name or payload timestamp",
+        ));
     }
+    if matches!(p.turn_id, Some(TurnIdField(TurnId::Text(_)))) {
+        return Some((Provider::Codex, "string turn_id (Codex)"));
+    }
+    if p.prompt_id.is_some() && p.transcript_path.is_some() {
+        return Some((
+            Provider::ClaudeCode,
+            "prompt_id with transcript_path (Claude Code)",
+        ));
+    }
+    if row.event_name == "SessionStart" && p.transcript_path.is_some() {
+        return Some(if p.permission_mode.is_some() {
+            (Provider::Codex, "SessionStart with permission_mode (Codex)")
+        } else {
+            (
+                Provider::ClaudeCode,
+                "SessionStart with transcript_path, no permission_mode (Claude Code)",
+            )
+        });
+    }
+    let kimi_family = matches!(row.provider_hint.as_deref(), Some("kimi"));
     let session = p.session_id.as_deref()?;
     if session.starts_with("session_") {
         return Some((
@@ -128,7 +236,6 @@ pub fn detect(row: &Row<'_>) -> Option<(Provider, &'static str)> {
             "session_id has the session_ prefix of Kimi Code",
         ));
     }
-    let kimi_family = matches!(row.provider_hint.as_deref(), Some("kimi"));
     let plain_uuid = session.len() == 36 && session.bytes().filter(|b| *b == b'-').count() == 4;
     if plain_uuid && p.transcript_path.is_none() && p.client_type.is_none() {
         return Some((
@@ -173,7 +280,9 @@ impl Detector {
         if let Some(d) = &self.decided {
             return (d.provider, false);
         }
-        if let Some((provider, reason)) = detect(row) {
+        if let Some((provider, reason)) = detect(row)
+            && (self.choice != ProviderChoice::Kimi || provider.is_kimi())
+        {
             self.decided = Some(Detection {
                 provider,
                 line: Some(line),
@@ -181,7 +290,6 @@ impl Detector {
             });
             return (provider, false);
         }
-        let _ = self.choice;
         (Provider::KimiCode, true)
     }
 }

@@ -1,0 +1,104 @@
+//! Claude Code: `UserPromptSubmit` … `Stop` delimit a turn (no turn id); tool calls carry
+//! `tool_use_id`; events inside a subagent carry `agent_id`; `PermissionRequest` names no
+//! call; the only interrupt trace is `PostToolUseFailure.is_interrupt`.
+
+use std::borrow::Cow;
+
+use crate::event::{Decision, Event, ToolRef};
+use crate::payload::Payload;
+
+pub fn normalize<'a>(name: &Cow<'a, str>, mut p: Payload<'a>) -> Event<'a> {
+    let input_hash = p.tool_input_hash();
+    let error = match name.as_ref() {
+        "PostToolUseFailure" | "StopFailure" => {
+            p.error_summary().map(|e| Cow::Owned(e.into_owned()))
+        }
+        _ => None,
+    };
+    let agent = p.agent_id.take();
+    let tool = |p: &mut Payload<'a>, agent: Option<Cow<'a, str>>| ToolRef {
+        call_id: p.tool_use_id.take(),
+        name: p.tool_name.take(),
+        input_hash,
+        agent,
+    };
+    match name.as_ref() {
+        "SessionStart" => Event::SessionStarted {
+            source: p.source.take(),
+        },
+        "SessionEnd" => Event::SessionEnded {
+            reason: p.reason.take(),
+        },
+        "UserPromptSubmit" => Event::PromptSubmitted {
+            text: p.prompt.take().map(|t| t.0).unwrap_or(Cow::Borrowed("")),
+            steer: false,
+            turn_id: None,
+            agent,
+        },
+        "PreToolUse" => Event::ToolStarted {
+            tool: tool(&mut p, agent),
+        },
+        "PostToolUse" => Event::ToolFinished {
+            tool: tool(&mut p, agent),
+        },
+        "PostToolUseFailure" => Event::ToolFailed {
+            interrupt: p.is_interrupt.unwrap_or(false),
+            tool: tool(&mut p, agent),
+            error,
+        },
+        "PermissionRequest" => Event::PermissionRequested {
+            tool: tool(&mut p, agent),
+            approval_id: None,
+            turn_id: None,
+        },
+        // Documented but never observed (not even for denials): taken at its word.
+        "PermissionDenied" => Event::PermissionResolved {
+            tool: tool(&mut p, agent),
+            approval_id: None,
+            decision: Decision::Rejected,
+        },
+        "Stop" => Event::Stopped {
+            stop_hook_active: p.stop_hook_active.unwrap_or(false),
+        },
+        "StopFailure" => Event::StopFailed {
+            error_type: None,
+            message: error,
+        },
+        "SubagentStart" => Event::SubagentStarted {
+            name: p.agent_type.take(),
+            agent_id: agent,
+        },
+        "SubagentStop" => Event::SubagentStopped {
+            name: p.agent_type.take(),
+            agent_id: agent,
+        },
+        "PreCompact" => Event::CompactionStarted {
+            trigger: p.trigger.take(),
+        },
+        "PostCompact" => Event::CompactionFinished {
+            trigger: p.trigger.take(),
+        },
+        // `permission_prompt` arrives seconds after `PermissionRequest`, or not at all:
+        // the request, not the notification, opens the blocked window.
+        "Notification" => Event::Notification {
+            kind: p.notification_type.take(),
+            severity: None,
+        },
+        "PostToolBatch"
+        | "MessageDisplay"
+        | "TaskCreated"
+        | "TaskCompleted"
+        | "UserPromptExpansion"
+        | "Setup"
+        | "TeammateIdle"
+        | "Elicitation"
+        | "ElicitationResult"
+        | "ConfigChange"
+        | "InstructionsLoaded"
+        | "CwdChanged"
+        | "FileChanged"
+        | "WorktreeCreate"
+        | "WorktreeRemove" => Event::Activity { name: name.clone() },
+        _ => Event::Unknown { name: name.clone() },
+    }
+}

@@ -1,0 +1,60 @@
+//! Gemini CLI: `BeforeAgent` … `AfterAgent` delimit a turn; `BeforeTool`/`AfterTool` carry
+//! no call id (paired first-in-first-out by tool name and input); permission prompts are a
+//! `Notification` of type `ToolPermission` with no answer event; `PreCompress(auto)` fires
+//! before every model call and is not a compaction.
+
+use std::borrow::Cow;
+
+use crate::event::{Event, ToolRef};
+use crate::payload::Payload;
+
+pub fn normalize<'a>(name: &Cow<'a, str>, mut p: Payload<'a>) -> Event<'a> {
+    let input_hash = p.tool_input_hash();
+    let tool = |p: &mut Payload<'a>| ToolRef {
+        call_id: None,
+        name: p.tool_name.take(),
+        input_hash,
+        agent: None,
+    };
+    match name.as_ref() {
+        "SessionStart" => Event::SessionStarted {
+            source: p.source.take(),
+        },
+        "SessionEnd" => Event::SessionEnded {
+            reason: p.reason.take(),
+        },
+        "BeforeAgent" => Event::PromptSubmitted {
+            text: p.prompt.take().map(|t| t.0).unwrap_or(Cow::Borrowed("")),
+            steer: false,
+            turn_id: None,
+            agent: None,
+        },
+        "AfterAgent" => Event::Stopped {
+            stop_hook_active: p.stop_hook_active.unwrap_or(false),
+        },
+        "BeforeTool" => Event::ToolStarted { tool: tool(&mut p) },
+        // Failures are ordinary AfterTool events (the error is text inside the response).
+        "AfterTool" => Event::ToolFinished { tool: tool(&mut p) },
+        "Notification" if p.notification_type.as_deref() == Some("ToolPermission") => {
+            Event::PermissionRequested {
+                tool: ToolRef::default(),
+                approval_id: None,
+                turn_id: None,
+            }
+        }
+        "Notification" => Event::Notification {
+            kind: p.notification_type.take(),
+            severity: None,
+        },
+        "PreCompress" if p.trigger.as_deref() == Some("auto") => {
+            Event::Activity { name: name.clone() }
+        }
+        "PreCompress" => Event::CompactionStarted {
+            trigger: p.trigger.take(),
+        },
+        "BeforeModel" | "AfterModel" | "BeforeToolSelection" => {
+            Event::Activity { name: name.clone() }
+        }
+        _ => Event::Unknown { name: name.clone() },
+    }
+}
