@@ -9,13 +9,18 @@
 //!      struct (the least any tracker must do per line);
 //!    - the **replay**: `LineReader` → `Pipeline::feed` → `Pipeline::posture()` after every
 //!      event (what a supervisor does);
-//!    - a stage breakdown of the replay (largest file only);
+//!    - a stage breakdown of the replay (smallest file only);
+//!
+//!    each timed pass runs in turn with the others (one round = one pass of each), and the
+//!    figures are medians of the bench thread's on-CPU time, so another process competing for
+//!    the cores slows neither side of a ratio;
 //! 3. measures peak RSS (`VmHWM`) of a streaming replay from disk for both files, each in a
 //!    child process (this binary re-executed with `--measure-memory FILE`).
 //!
 //! Every figure is reported as a ratio against a baseline measured in the same run; there
 //! are no wall-clock thresholds. See `docs/benchmarks.md`.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::borrow::Cow;
 use std::error::Error;
 use std::fmt::Write as _;
@@ -24,6 +29,7 @@ use std::hint::black_box;
 use std::io::{BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -35,12 +41,60 @@ use hooktrack::row::parse_line;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
-/// Campaign sizes, smallest first. The largest also gets the stage breakdown.
+/// The system allocator (Rust's default), counting allocations: allocations per event are
+/// reported beside the times, and unlike times they do not depend on the machine's load.
+struct CountingAlloc;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every call is forwarded unchanged to `System`; the counter has no effect on memory.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract for `alloc` is passed on as is.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: `ptr` and `layout` come from this allocator, which got them from `System`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as for `realloc`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+/// Heap allocations (including reallocations) per event made by `f`.
+fn allocations_per_event<T>(n: usize, f: impl FnOnce() -> Result<T>) -> Result<(f64, T)> {
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let out = f()?;
+    let count = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    Ok((count as f64 / n as f64, out))
+}
+
+/// Campaign sizes, smallest first. The smallest also gets the stage breakdown.
 const SIZES: [usize; 2] = [100_000, 1_000_000];
 const WARMUPS: usize = 1;
 const RUNS: usize = 5;
+/// Rounds for the smallest file, whose race includes the stage breakdown: stage costs are
+/// differences of two timings, so they need more rounds to settle.
+const RUNS_WITH_STAGES: usize = 9;
 /// Target for replay throughput relative to the parse-only baseline.
 const TARGET_RATIO: f64 = 0.6;
+/// Peak RSS of the largest file over that of the smallest: at most this counts as flat.
+const FLAT_RSS_RATIO: f64 = 1.10;
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -51,7 +105,8 @@ fn main() -> Result<()> {
             .ok_or("--measure-memory needs a file argument")?;
         return measure_memory_child(Path::new(file));
     }
-    // For profilers (`perf record ... --replay-only FILE`): load FILE, replay it 3 times.
+    // For profilers (`perf record ... --replay-only FILE`): load FILE, replay it 3 times
+    // (each followed by a parse-only pass, for a quick ratio).
     if let Some(i) = args.iter().position(|a| a == "--replay-only") {
         let file = args
             .get(i + 1)
@@ -59,8 +114,18 @@ fn main() -> Result<()> {
         let bytes = fs::read(file).map_err(|e| format!("cannot read {file}: {e}"))?;
         let n = lines(&bytes).count();
         for _ in 0..3 {
+            let t = Instant::now();
             let out = replay_full(&bytes, n)?;
-            println!("{} events, {} diagnostics", out.events, out.diagnostics);
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            let t = Instant::now();
+            parse_only(&bytes, n)?;
+            let base = t.elapsed().as_secs_f64() * 1e3;
+            println!(
+                "{} events, {} diagnostics: replay {ms:.0} ms, parse-only {base:.0} ms, ratio {:.2}",
+                out.events,
+                out.diagnostics,
+                base / ms
+            );
         }
         return Ok(());
     }
@@ -72,24 +137,31 @@ fn main() -> Result<()> {
 struct SizeResult {
     events: usize,
     bytes: usize,
-    parse: Duration,
-    replay: Duration,
+    parse: Stat,
+    replay: Stat,
+    parse_allocs: f64,
+    replay_allocs: f64,
 }
 
 fn run_bench() -> Result<()> {
     let started = Instant::now();
     let dir = bench_dir();
     fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let clock = if thread_cpu().is_some() {
+        "on-CPU time of the bench thread (/proc/thread-self/schedstat)"
+    } else {
+        "wall-clock time (no /proc/thread-self/schedstat)"
+    };
     println!("hooktrack replay benchmark");
     println!(
-        "  {} warm-up + {} measured runs per figure, median reported",
-        WARMUPS, RUNS
+        "  {WARMUPS} warm-up + {RUNS} measured rounds ({RUNS_WITH_STAGES} with the stage breakdown); in each round every contender runs once, in turn"
     );
+    println!("  figures: median over the rounds, of the {clock}");
     println!("  data: {}", dir.display());
 
     let mut results = Vec::new();
     let mut files = Vec::new();
-    for &n in &SIZES {
+    for (index, &n) in SIZES.iter().enumerate() {
         let path = dir.join(format!("kimi-code-{n}.ndjson"));
         let t = Instant::now();
         let summary = write_campaign(&path, n)?;
@@ -103,19 +175,43 @@ fn run_bench() -> Result<()> {
         );
         // The measurements run on the file's bytes, loaded whole into memory.
         let bytes = fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let (replay_allocs, check) = allocations_per_event(n, || replay_full(&bytes, n))?;
+        print_replay_check(&check, &summary);
+        let (parse_allocs, ()) = allocations_per_event(n, || parse_only(&bytes, n))?;
+        println!(
+            "  heap allocations per event: parse-only {parse_allocs:.2}, replay {replay_allocs:.2}"
+        );
 
-        let parse = measure("parse-only", n, || parse_only(&bytes, n))?;
-        let (replay, last) = measure_with("replay", n, || replay_full(&bytes, n))?;
-        print_replay_check(&last, &summary);
-
-        if n == *SIZES.last().unwrap_or(&n) {
-            stage_breakdown(&bytes, n, parse, replay)?;
+        let bytes = &bytes[..];
+        let mut contenders = vec![
+            Contender::new("parse-only", move || parse_only(bytes, n)),
+            Contender::new("replay", move || replay_full(bytes, n).map(|_| ())),
+        ];
+        // The stage breakdown runs on the smallest file: per-event costs do not depend on
+        // the file's length (memory is flat), and it keeps the whole bench short.
+        let stages = index == 0;
+        if stages {
+            contenders.extend(stage_contenders(bytes, n));
         }
+        let stats = race(
+            n,
+            if stages { RUNS_WITH_STAGES } else { RUNS },
+            &mut contenders,
+        )?;
+        if stages {
+            print_stage_table(n, &stats);
+        }
+        let mut stats = stats.into_iter();
+        let (Some(parse), Some(replay)) = (stats.next(), stats.next()) else {
+            return Err("missing measurements".into());
+        };
         results.push(SizeResult {
             events: n,
             bytes: bytes.len(),
             parse,
             replay,
+            parse_allocs,
+            replay_allocs,
         });
         files.push((n, path));
     }
@@ -144,21 +240,22 @@ fn run_bench() -> Result<()> {
     // ----- the table --------------------------------------------------------------------
     println!("\n== results");
     println!(
-        "{:<11} {:>9} {:>17} {:>13} {:>7}",
-        "events", "MiB", "parse-only ev/s", "replay ev/s", "ratio"
+        "{:<11} {:>7} {:>17} {:>13} {:>7} {:>20}",
+        "events", "MiB", "parse-only ev/s", "replay ev/s", "ratio", "allocs/ev parse/rep"
     );
     for r in &results {
-        let parse_rate = r.events as f64 / r.parse.as_secs_f64();
-        let replay_rate = r.events as f64 / r.replay.as_secs_f64();
         println!(
-            "{:<11} {:>9.1} {:>17.0} {:>13.0} {:>7.2}",
+            "{:<11} {:>7.1} {:>17.0} {:>13.0} {:>7.2} {:>13.2} / {:<5.2}",
             r.events,
             r.bytes as f64 / MIB,
-            parse_rate,
-            replay_rate,
-            replay_rate / parse_rate
+            rate(r.events, r.parse.median()),
+            rate(r.events, r.replay.median()),
+            paired_ratio(&r.parse, &r.replay),
+            r.parse_allocs,
+            r.replay_allocs
         );
     }
+    println!("(ratio = replay ev/s / parse-only ev/s: median over the rounds of the paired ratio)");
     if let [(n_small, small), .., (n_large, large)] = peaks.as_slice() {
         println!(
             "peak RSS: {} = {:.1} MiB, {} = {:.1} MiB, ratio {}/{} = {:.2}",
@@ -173,21 +270,30 @@ fn run_bench() -> Result<()> {
     }
     let worst = results
         .iter()
-        .map(|r| r.parse.as_secs_f64() / r.replay.as_secs_f64())
+        .map(|r| paired_ratio(&r.parse, &r.replay))
         .fold(f64::INFINITY, f64::min);
+    let flat = match peaks.as_slice() {
+        [(_, small), .., (_, large)] => (*large as f64 / *small as f64) <= FLAT_RSS_RATIO,
+        _ => true,
+    };
     println!(
-        "target: replay >= {TARGET_RATIO:.1}x parse-only -> {} (worst ratio {worst:.2}); peak RSS flat (ratio ~1.0)",
+        "targets: replay >= {TARGET_RATIO:.1}x parse-only: {} (worst ratio {worst:.2}); peak RSS flat (ratio <= {FLAT_RSS_RATIO:.2}): {}",
         if worst >= TARGET_RATIO {
             "met"
         } else {
             "NOT MET"
-        }
+        },
+        if flat { "met" } else { "NOT MET" }
     );
     println!("total bench time {:.0}s", started.elapsed().as_secs_f64());
     Ok(())
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
+
+fn rate(events: usize, time: Duration) -> f64 {
+    events as f64 / time.as_secs_f64()
+}
 
 fn short(n: usize) -> String {
     match n {
@@ -203,42 +309,115 @@ fn bench_dir() -> PathBuf {
         .join("bench-data")
 }
 
-/// Runs `f` WARMUPS + RUNS times; returns the median of the measured runs.
-fn measure<F: FnMut() -> Result<()>>(label: &str, n: usize, mut f: F) -> Result<Duration> {
-    measure_with(label, n, || f().map(|()| ())).map(|(d, ())| d)
+// ----- timing ----------------------------------------------------------------------------
+
+/// Something timed: one full pass over the file.
+struct Contender<'f> {
+    label: &'static str,
+    run: Box<dyn FnMut() -> Result<()> + 'f>,
 }
 
-fn measure_with<T, F: FnMut() -> Result<T>>(
-    label: &str,
-    n: usize,
-    mut f: F,
-) -> Result<(Duration, T)> {
-    let mut times = Vec::with_capacity(RUNS);
-    let mut last = None;
-    for i in 0..WARMUPS + RUNS {
-        let t = Instant::now();
-        let out = f()?;
-        let elapsed = t.elapsed();
-        if i >= WARMUPS {
-            times.push(elapsed);
+impl<'f> Contender<'f> {
+    fn new(label: &'static str, run: impl FnMut() -> Result<()> + 'f) -> Self {
+        Self {
+            label,
+            run: Box::new(run),
         }
-        last = Some(out);
     }
-    times.sort();
-    let median = times[times.len() / 2];
-    let rate = |d: &Duration| n as f64 / d.as_secs_f64();
-    println!(
-        "  {label:<34} median {:>8.1} ms  {:>11.0} ev/s  (runs: {})",
-        median.as_secs_f64() * 1e3,
-        rate(&median),
-        times
-            .iter()
-            .map(|d| format!("{:.0}", d.as_secs_f64() * 1e3))
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    let last = last.ok_or("no run")?;
-    Ok((median, last))
+}
+
+/// A contender's medians over the measured rounds.
+struct Stat {
+    label: &'static str,
+    /// On-CPU time of each measured round, in round order (wall time where the kernel does
+    /// not report CPU time).
+    runs: Vec<Duration>,
+    walls: Vec<Duration>,
+}
+
+impl Stat {
+    fn median(&self) -> Duration {
+        median(&self.runs)
+    }
+
+    fn best(&self) -> Duration {
+        self.runs.iter().copied().min().unwrap_or_default()
+    }
+}
+
+fn median(values: &[Duration]) -> Duration {
+    let mut sorted = values.to_vec();
+    sorted.sort();
+    sorted.get(sorted.len() / 2).copied().unwrap_or_default()
+}
+
+/// The median over the rounds of `num`'s time / `den`'s time in the same round: a paired
+/// ratio, so a slow spell of the machine that spans a round cancels out.
+fn paired_ratio(num: &Stat, den: &Stat) -> f64 {
+    let mut ratios: Vec<f64> = num
+        .runs
+        .iter()
+        .zip(&den.runs)
+        .map(|(a, b)| a.as_secs_f64() / b.as_secs_f64())
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// Runs `warmups` + `rounds` rounds; in each round every contender runs once, in turn, so
+/// a slow spell of the machine (another process on the 2 cores) hits all contenders alike.
+fn race(n: usize, rounds: usize, contenders: &mut [Contender<'_>]) -> Result<Vec<Stat>> {
+    let mut stats: Vec<Stat> = contenders
+        .iter()
+        .map(|c| Stat {
+            label: c.label,
+            runs: Vec::with_capacity(rounds),
+            walls: Vec::with_capacity(rounds),
+        })
+        .collect();
+    for round in 0..WARMUPS + rounds {
+        for (c, stat) in contenders.iter_mut().zip(&mut stats) {
+            let cpu0 = thread_cpu();
+            let t = Instant::now();
+            (c.run)().map_err(|e| format!("{}: {e}", c.label))?;
+            let wall = t.elapsed();
+            let cpu = match (cpu0, thread_cpu()) {
+                (Some(a), Some(b)) => b.saturating_sub(a),
+                _ => wall,
+            };
+            if round >= WARMUPS {
+                stat.runs.push(cpu);
+                stat.walls.push(wall);
+            }
+        }
+    }
+    for stat in &stats {
+        println!(
+            "  {:<32} median {:>7.1} ms {:>9.0} ev/s  best {:>7.1} ms  wall median {:>7.1} ms  runs: {}",
+            stat.label,
+            ms(stat.median()),
+            rate(n, stat.median()),
+            ms(stat.best()),
+            ms(median(&stat.walls)),
+            stat.runs
+                .iter()
+                .map(|d| format!("{:.0}", ms(*d)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
+    Ok(stats)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// This thread's on-CPU time: `/proc/thread-self/schedstat`, first field, in ns.
+fn thread_cpu() -> Option<Duration> {
+    let text = fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns = text.split_whitespace().next()?.parse::<u64>().ok()?;
+    Some(Duration::from_nanos(ns))
 }
 
 // ===== parse-only baseline =============================================================
@@ -408,105 +587,103 @@ fn print_replay_check(out: &ReplayOutcome, summary: &CampaignSummary) {
 
 // ----- stage breakdown ------------------------------------------------------------------
 
-/// Times the replay's stages cumulatively, so the cost of each can be read as a difference.
-fn stage_breakdown(bytes: &[u8], n: usize, parse: Duration, replay: Duration) -> Result<()> {
-    println!("  stage breakdown (cumulative; ns/event, share of replay time):");
-    let reader = measure("  a LineReader only", n, || {
-        let mut reader = LineReader::new(bytes);
-        let mut count = 0usize;
-        while let Some(line) = reader.next_line()? {
-            black_box(&line);
-            count += 1;
-        }
-        check_count("LineReader", count, n)
-    })?;
-    let rows = measure("  b + row::parse_line", n, || {
-        let mut reader = LineReader::new(bytes);
-        let mut count = 0usize;
-        while let Some(line) = reader.next_line()? {
-            if let ReadLine::Line { bytes, .. } = line {
-                if let Ok(row) = parse_line(bytes) {
+/// The replay's stages, cumulatively: the cost of each is the difference to the previous.
+fn stage_contenders(bytes: &[u8], n: usize) -> Vec<Contender<'_>> {
+    vec![
+        Contender::new("a LineReader only", move || {
+            let mut reader = LineReader::new(bytes);
+            let mut count = 0usize;
+            while let Some(line) = reader.next_line()? {
+                black_box(&line);
+                count += 1;
+            }
+            check_count(count, n)
+        }),
+        Contender::new("b  + row::parse_line", move || {
+            let mut reader = LineReader::new(bytes);
+            let mut count = 0usize;
+            while let Some(line) = reader.next_line()? {
+                if let ReadLine::Line { bytes, .. } = line
+                    && let Ok(row) = parse_line(bytes)
+                {
                     black_box(&row);
                     count += 1;
                 }
             }
-        }
-        check_count("parse_line", count, n)
-    })?;
-    let normalized = measure("  c + Provider::normalize", n, || {
-        let mut reader = LineReader::new(bytes);
-        let mut count = 0usize;
-        while let Some(line) = reader.next_line()? {
-            if let ReadLine::Line { bytes, .. } = line {
-                if let Ok(row) = parse_line(bytes) {
+            check_count(count, n)
+        }),
+        Contender::new("c  + Provider::normalize", move || {
+            let mut reader = LineReader::new(bytes);
+            let mut count = 0usize;
+            while let Some(line) = reader.next_line()? {
+                if let ReadLine::Line { bytes, .. } = line
+                    && let Ok(row) = parse_line(bytes)
+                {
                     let event = Provider::KimiCode.normalize(&row.event_name, row.payload);
                     black_box(&event);
                     count += 1;
                 }
             }
-        }
-        check_count("normalize", count, n)
-    })?;
-    let fed = measure("  d + Pipeline::feed (no posture)", n, || {
-        let mut reader = LineReader::new(bytes);
-        let mut pipeline = Pipeline::new(ProviderChoice::Auto);
-        while let Some(line) = reader.next_line()? {
-            black_box(pipeline.feed(line));
-        }
-        check_count("feed", pipeline.events() as usize, n)
-    })?;
-    let per = |d: Duration| d.as_secs_f64() * 1e9 / n as f64;
-    let share = |d: Duration| 100.0 * d.as_secs_f64() / replay.as_secs_f64();
-    let rows_out = [
-        ("parse-only baseline (reference)", parse, None),
-        ("a LineReader (split + copy)", reader, Some(reader)),
-        ("b parse_line", rows, Some(rows.saturating_sub(reader))),
-        (
-            "c normalize",
-            normalized,
-            Some(normalized.saturating_sub(rows)),
-        ),
-        (
-            "d deliveries + detect + correlate",
-            fed,
-            Some(fed.saturating_sub(normalized)),
-        ),
-        (
-            "e posture() per event",
-            replay,
-            Some(replay.saturating_sub(fed)),
-        ),
-    ];
-    println!(
-        "    {:<36} {:>12} {:>14} {:>9}",
-        "stage", "cum ns/ev", "stage ns/ev", "share"
-    );
-    for (name, cumulative, stage) in rows_out {
-        match stage {
-            Some(s) => println!(
-                "    {:<36} {:>12.0} {:>14.0} {:>8.0}%",
-                name,
-                per(cumulative),
-                per(s),
-                share(s)
-            ),
-            None => println!(
-                "    {:<36} {:>12.0} {:>14} {:>9}",
-                name,
-                per(cumulative),
-                "",
-                ""
-            ),
-        }
-    }
-    Ok(())
+            check_count(count, n)
+        }),
+        Contender::new("d  + Pipeline::feed, no posture", move || {
+            let mut reader = LineReader::new(bytes);
+            let mut pipeline = Pipeline::new(ProviderChoice::Auto);
+            while let Some(line) = reader.next_line()? {
+                black_box(pipeline.feed(line));
+            }
+            check_count(pipeline.events() as usize, n)
+        }),
+    ]
 }
 
-fn check_count(stage: &str, count: usize, n: usize) -> Result<()> {
+/// `stats`: parse-only, replay, then the stages a-d of [`stage_contenders`]. Stage costs
+/// are differences of best-of-rounds times: the least disturbed run of each is the closest
+/// to its own cost, and differences of noisy medians can come out negative.
+fn print_stage_table(n: usize, stats: &[Stat]) {
+    let [parse, replay, a, b, c, d] = stats else {
+        return;
+    };
+    let per = |t: Duration| t.as_secs_f64() * 1e9 / n as f64;
+    let stage = |hi: &Stat, lo: Option<&Stat>| per(hi.best()) - lo.map_or(0.0, |l| per(l.best()));
+    println!(
+        "  stage breakdown (best of the rounds; each stage = difference to the previous line):"
+    );
+    println!(
+        "    {:<36} {:>10} {:>10} {:>7}",
+        "stage", "cum ns/ev", "ns/ev", "share"
+    );
+    println!(
+        "    {:<36} {:>10.0} {:>10} {:>7}",
+        "parse-only baseline (reference)",
+        per(parse.best()),
+        "",
+        ""
+    );
+    let rows = [
+        ("a LineReader (split + copy)", a, None),
+        ("b row::parse_line", b, Some(a)),
+        ("c Provider::normalize", c, Some(b)),
+        ("d deliveries, detect, correlate", d, Some(c)),
+        ("e posture() after every event", replay, Some(d)),
+    ];
+    for (name, stat, prev) in rows {
+        let ns = stage(stat, prev);
+        println!(
+            "    {:<36} {:>10.0} {:>10.0} {:>6.0}%",
+            name,
+            per(stat.best()),
+            ns,
+            100.0 * ns / per(replay.best())
+        );
+    }
+}
+
+fn check_count(count: usize, n: usize) -> Result<()> {
     if count == n {
         Ok(())
     } else {
-        Err(format!("stage {stage}: {count} lines, expected {n}").into())
+        Err(format!("{count} lines, expected {n}").into())
     }
 }
 
@@ -754,7 +931,7 @@ struct Generator {
 impl Generator {
     fn new(target: usize) -> Self {
         Self {
-            rng: Lcg(0x5eed_0f_b0_0c_4b1d),
+            rng: Lcg(0x5eed_0fb0_0c4b_1d00),
             out: String::with_capacity(target * 720),
             target,
             count: 0,
