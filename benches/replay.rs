@@ -617,9 +617,9 @@ fn stage_contenders(bytes: &[u8], n: usize) -> Vec<Contender<'_>> {
             let mut count = 0usize;
             while let Some(line) = reader.next_line()? {
                 if let ReadLine::Line { bytes, .. } = line
-                    && let Ok(row) = parse_line(bytes)
+                    && let Ok(mut row) = parse_line(bytes)
                 {
-                    let event = Provider::KimiCode.normalize(&row.event_name, row.payload);
+                    let event = Provider::KimiCode.normalize(&row.event_name, &mut row.payload);
                     black_box(&event);
                     count += 1;
                 }

@@ -10,9 +10,9 @@ use crate::diagnostics::Diag;
 use crate::row::RowMeta;
 
 /// How many recent delivery keys are remembered. Duplicates arrive close together (a
-/// timed-out HTTP post and its fallback append); a bounded window keeps memory flat on
-/// endless streams.
-pub const DEDUP_WINDOW: usize = 65_536;
+/// timed-out HTTP post and its fallback append, a few deliveries apart); a bounded window
+/// keeps memory flat on endless streams, and a small one stays in cache.
+pub const DEDUP_WINDOW: usize = 4_096;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admission {
@@ -40,7 +40,7 @@ impl Admission {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct DeliveryFilter {
     generation: Option<u64>,
     max_seq: Option<u64>,
@@ -50,7 +50,13 @@ pub struct DeliveryFilter {
 
 impl DeliveryFilter {
     pub fn new() -> Self {
-        Self::default()
+        // Sized once for the whole window, so the set never grows mid-stream.
+        Self {
+            generation: None,
+            max_seq: None,
+            seen: HashSet::with_capacity(DEDUP_WINDOW + 1),
+            order: VecDeque::with_capacity(DEDUP_WINDOW + 1),
+        }
     }
 
     pub fn admit(&mut self, meta: &RowMeta) -> Admission {
@@ -88,6 +94,12 @@ impl DeliveryFilter {
                 Admission::Fresh
             }
         }
+    }
+}
+
+impl Default for DeliveryFilter {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

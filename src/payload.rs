@@ -14,67 +14,98 @@ use crate::event::TurnId;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct Payload<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub hook_event_name: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub session_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub client_type: Option<Cow<'a, str>>,
     pub transcript_path: Option<IgnoredAny>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub timestamp: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub source: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub reason: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub prompt: Option<PromptText<'a>>,
     pub is_steer: Option<bool>,
     pub is_interrupt: Option<bool>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub prompt_id: Option<Cow<'a, str>>,
     pub queue_length: Option<u64>,
     pub turn_id: Option<TurnIdField>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub origin_kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub origin_name: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub tool_name: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub tool_input: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub tool_call_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub tool_use_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub error: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub agent_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub agent_type: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub agent_name: Option<Cow<'a, str>>,
     pub permission_mode: Option<IgnoredAny>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub decision: Option<Cow<'a, str>>,
     pub stop_hook_active: Option<bool>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub error_type: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub error_message: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub task_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub trigger: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub notification_type: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "opt_text")]
     pub severity: Option<Cow<'a, str>>,
+}
+
+/// A string field that borrows from the line when it has no escapes. serde's own
+/// `Option<Cow<str>>` always allocates (`borrow` does not reach through the `Option`), and
+/// these fields are read on every event.
+pub fn opt_text<'de: 'a, 'a, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Cow<'a, str>>, D::Error> {
+    Ok(Option::<Text<'a>>::deserialize(deserializer)?.map(|t| t.0))
+}
+
+/// A string that borrows from the input when it can.
+pub struct Text<'a>(pub Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(V)
+    }
 }
 
 /// `turn_id`: an integer (Kimi Code) or a string (Codex).
@@ -176,13 +207,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for ContentPart<'a> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut is_text = true;
                 let mut text = None;
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    match key.as_ref() {
+                while let Some(key) = map.next_key::<Text<'de>>()? {
+                    match key.0.as_ref() {
                         "type" => {
-                            let kind: Cow<'de, str> = map.next_value()?;
-                            is_text = kind == "text";
+                            let kind: Text<'de> = map.next_value()?;
+                            is_text = kind.0 == "text";
                         }
-                        "text" => text = Some(map.next_value::<Cow<'de, str>>()?),
+                        "text" => text = Some(map.next_value::<Text<'de>>()?.0),
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }

@@ -121,13 +121,11 @@ impl Pipeline {
             self.assumed_noted = true;
             notes.push(Note::new(Diag::ProviderAssumed, None));
         }
+        let mut row = row;
+        let event = provider.normalize(&row.event_name, &mut row.payload);
         let Row {
-            meta,
-            event_name,
-            payload,
-            ..
+            meta, event_name, ..
         } = row;
-        let event = provider.normalize(&event_name, payload);
         if let Event::Unknown { name } = &event {
             self.diagnostics.count_unknown_name(name);
             notes.push(Note::new(Diag::UnknownEvent, Some(name.to_string())));

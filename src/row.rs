@@ -87,22 +87,22 @@ pub struct Row<'a> {
 
 #[derive(Deserialize)]
 struct Line<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "crate::payload::opt_text")]
     provider: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "crate::payload::opt_text")]
     cli: Option<Cow<'a, str>>,
     generation: Option<u64>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "crate::payload::opt_text")]
     via: Option<Cow<'a, str>>,
     sequence: Option<u64>,
     emitter_seq: Option<u64>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "crate::payload::opt_text")]
     received_at: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "crate::payload::opt_text")]
     recv_ts: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "crate::payload::opt_text")]
     event: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "crate::payload::opt_text")]
     hook_event_name: Option<Cow<'a, str>>,
     #[serde(borrow)]
     payload: Option<Payload<'a>>,

@@ -58,9 +58,9 @@ impl Correlator {
     /// PostToolUse / PostToolUseFailure. `interrupt`: the user interrupted the call, which
     /// ends the turn interrupted (Claude's only interrupt trace).
     pub(super) fn tool_finished(&mut self, tool: &ToolRef<'_>, interrupt: bool) {
-        let key = match tool.call_id.as_deref() {
-            Some(id) => Some(id.to_owned()),
-            None if !self.caps.tool_ids => self.pair_first_in_first_out(tool),
+        let key: Option<std::borrow::Cow<'_, str>> = match tool.call_id.as_deref() {
+            Some(id) => Some(id.into()),
+            None if !self.caps.tool_ids => self.pair_first_in_first_out(tool).map(Into::into),
             None => {
                 self.note(
                     Diag::ToolCallIdMissing,

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use crate::event::{Decision, Event, ToolRef};
 use crate::payload::Payload;
 
-pub fn normalize<'a>(name: &Cow<'a, str>, mut p: Payload<'a>) -> Event<'a> {
+pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
     let input_hash = p.tool_input_hash();
     let error = match name.as_ref() {
         "PostToolUseFailure" | "StopFailure" => {
@@ -36,24 +36,24 @@ pub fn normalize<'a>(name: &Cow<'a, str>, mut p: Payload<'a>) -> Event<'a> {
             agent,
         },
         "PreToolUse" => Event::ToolStarted {
-            tool: tool(&mut p, agent),
+            tool: tool(p, agent),
         },
         "PostToolUse" => Event::ToolFinished {
-            tool: tool(&mut p, agent),
+            tool: tool(p, agent),
         },
         "PostToolUseFailure" => Event::ToolFailed {
             interrupt: p.is_interrupt.unwrap_or(false),
-            tool: tool(&mut p, agent),
+            tool: tool(p, agent),
             error,
         },
         "PermissionRequest" => Event::PermissionRequested {
-            tool: tool(&mut p, agent),
+            tool: tool(p, agent),
             approval_id: None,
             turn_id: None,
         },
         // Documented but never observed (not even for denials): taken at its word.
         "PermissionDenied" => Event::PermissionResolved {
-            tool: tool(&mut p, agent),
+            tool: tool(p, agent),
             approval_id: None,
             decision: Decision::Rejected,
         },

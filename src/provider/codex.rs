@@ -9,7 +9,7 @@ use super::claude;
 use crate::event::Event;
 use crate::payload::Payload;
 
-pub fn normalize<'a>(name: &Cow<'a, str>, mut p: Payload<'a>) -> Event<'a> {
+pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
     let turn_id = p.turn_id.take().map(|t| t.0);
     if name == "Interrupt" {
         return Event::Interrupted {

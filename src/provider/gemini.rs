@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use crate::event::{Event, ToolRef};
 use crate::payload::Payload;
 
-pub fn normalize<'a>(name: &Cow<'a, str>, mut p: Payload<'a>) -> Event<'a> {
+pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
     let input_hash = p.tool_input_hash();
     let tool = |p: &mut Payload<'a>| ToolRef {
         call_id: None,
@@ -32,9 +32,9 @@ pub fn normalize<'a>(name: &Cow<'a, str>, mut p: Payload<'a>) -> Event<'a> {
         "AfterAgent" => Event::Stopped {
             stop_hook_active: p.stop_hook_active.unwrap_or(false),
         },
-        "BeforeTool" => Event::ToolStarted { tool: tool(&mut p) },
+        "BeforeTool" => Event::ToolStarted { tool: tool(p) },
         // Failures are ordinary AfterTool events (the error is text inside the response).
-        "AfterTool" => Event::ToolFinished { tool: tool(&mut p) },
+        "AfterTool" => Event::ToolFinished { tool: tool(p) },
         "Notification" if p.notification_type.as_deref() == Some("ToolPermission") => {
             Event::PermissionRequested {
                 tool: ToolRef::default(),

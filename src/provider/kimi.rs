@@ -7,12 +7,16 @@ use std::borrow::Cow;
 use crate::event::{Decision, Event, OriginKind, ToolRef};
 use crate::payload::Payload;
 
-pub fn normalize<'a>(name: &Cow<'a, str>, mut p: Payload<'a>) -> Event<'a> {
+pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
     let error = match name.as_ref() {
         "PostToolUseFailure" => p.error_summary().map(|e| Cow::Owned(e.into_owned())),
         _ => None,
     };
-    let input_hash = p.tool_input_hash();
+    // Kimi always names its calls; the input is hashed only for a call without an id.
+    let input_hash = match p.tool_call_id {
+        Some(_) => None,
+        None => p.tool_input_hash(),
+    };
     let mut tool = || ToolRef {
         call_id: p.tool_call_id.take(),
         name: p.tool_name.take(),

@@ -93,7 +93,7 @@ impl Provider {
     }
 
     /// Maps one payload, delivered under the event `name`, into the canonical vocabulary.
-    pub fn normalize<'a>(self, name: &Cow<'a, str>, payload: Payload<'a>) -> Event<'a> {
+    pub fn normalize<'a>(self, name: &Cow<'a, str>, payload: &mut Payload<'a>) -> Event<'a> {
         match self {
             Provider::KimiCode | Provider::KimiCli => kimi::normalize(name, payload),
             Provider::ClaudeCode => claude::normalize(name, payload),
