@@ -4,6 +4,7 @@ mod support;
 
 mod cli;
 mod expectations;
+mod producer;
 mod properties;
 mod regressions;
 mod timeline;

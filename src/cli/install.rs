@@ -37,10 +37,14 @@ impl KimiTarget {
     /// The variant (detected if asked) and the config file.
     pub fn resolve(&self) -> Result<(Variant, PathBuf), String> {
         let env = |name: &str| std::env::var_os(name);
+        let explicit = self
+            .config
+            .clone()
+            .or_else(|| self.home.as_ref().map(|h| h.join("config.toml")));
         let variant = match self.variant {
             VariantArg::Code => Variant::Code,
             VariantArg::Cli => Variant::Cli,
-            VariantArg::Auto => kimi::detect_variant(env)
+            VariantArg::Auto => kimi::detect_variant(env, explicit.as_deref())
                 .map(|(v, _)| v)
                 .map_err(|e| error_chain(&e))?,
         };
@@ -59,6 +63,15 @@ impl KimiTarget {
                 .join("config.toml"),
         };
         Ok((variant, absolute(&config)))
+    }
+
+    /// The config file alone (uninstall needs no variant when the file is named).
+    pub fn config_only(&self) -> Result<PathBuf, String> {
+        match (&self.config, &self.home) {
+            (Some(c), _) => Ok(absolute(c)),
+            (None, Some(h)) => Ok(absolute(&h.join("config.toml"))),
+            (None, None) => self.resolve().map(|(_, c)| c),
+        }
     }
 }
 
@@ -192,7 +205,7 @@ pub fn run_install(args: &InstallArgs) -> ExitCode {
 
 pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
     let UninstallTarget::Kimi(args) = &args.target;
-    let (_, config) = match args.target.resolve() {
+    let config = match args.target.config_only() {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };

@@ -720,10 +720,12 @@ pub fn check(config: &Path, variant: Variant) -> Result<CheckReport, InstallErro
     })
 }
 
-/// Tells Kimi Code from Kimi CLI: `kimi --version` on PATH (1.x is the CLI), else
-/// `$KIMI_CODE_HOME` or `~/.kimi-code` (Code), else `~/.kimi/config.toml` (CLI).
+/// Tells Kimi Code from Kimi CLI: `kimi --version` on PATH (1.x is the CLI), else the
+/// directory of the given config file (`.kimi-code` or `.kimi`), else `$KIMI_CODE_HOME` or
+/// `~/.kimi-code` (Code), else `~/.kimi/config.toml` (CLI).
 pub fn detect_variant(
     env: impl Fn(&str) -> Option<OsString>,
+    config: Option<&Path>,
 ) -> Result<(Variant, String), InstallError> {
     if let Ok(Some(version)) = kimi_version() {
         let major = version
@@ -737,6 +739,20 @@ pub fn detect_variant(
                 detail: format!("unreadable version {version:?}"),
             }),
         };
+    }
+    let parent = config
+        .and_then(Path::parent)
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str());
+    match parent {
+        Some(".kimi-code") => return Ok((Variant::Code, "the config is in .kimi-code".to_owned())),
+        Some(".kimi") => return Ok((Variant::Cli, "the config is in .kimi".to_owned())),
+        _ => {}
+    }
+    if config.is_some() {
+        return Err(InstallError::Detect {
+            detail: "no `kimi` on PATH and the config's directory does not tell".to_owned(),
+        });
     }
     if env("KIMI_CODE_HOME").is_some_and(|v| !v.is_empty()) {
         return Ok((Variant::Code, "$KIMI_CODE_HOME is set".to_owned()));
