@@ -14,7 +14,7 @@
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -531,6 +531,12 @@ fn serve(shared: &Shared, stream: &mut TcpStream, deadline: Instant) -> Option<R
         return Some(r);
     }
     let body_start = head_end + 4;
+    // curl sends `Expect: 100-continue` for larger bodies and waits a second for this.
+    if buf.len() - body_start < length
+        && http::header(head, "expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
+    {
+        let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+    }
     while buf.len() - body_start < length {
         match read_more(stream, &mut buf, deadline) {
             Ok(_) => {}

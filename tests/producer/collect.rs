@@ -174,3 +174,28 @@ fn health_answers_without_a_token_and_says_nothing_secret() {
     assert_eq!(status, 405);
     assert!(collector.stop().success());
 }
+
+#[test]
+fn expect_100_continue_is_answered() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    let body = delivery(1, "Stop");
+    let mut conn = TcpStream::connect(collector.addr()).expect("connect");
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(
+        conn,
+        "POST /events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .expect("head");
+    let mut interim = [0u8; 25];
+    conn.read_exact(&mut interim).expect("100 Continue");
+    assert_eq!(&interim, b"HTTP/1.1 100 Continue\r\n\r\n");
+    conn.write_all(&body).expect("body");
+    let mut response = Vec::new();
+    let _ = conn.read_to_end(&mut response);
+    assert_eq!(parse_response(&response).0, 200);
+    assert!(collector.stop().success());
+}
