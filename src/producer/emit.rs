@@ -79,6 +79,8 @@ pub enum EmitError {
     BadUrl { url: String, reason: String },
     #[error("${} is not set", store::TOKEN_ENV)]
     NoToken,
+    #[error("${} holds characters an HTTP header cannot carry", store::TOKEN_ENV)]
+    BadToken,
     #[error("cannot take an emitter_seq")]
     Seq {
         #[source]
@@ -192,6 +194,9 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
     let http_result = match (&config.url, &config.token) {
         (None, _) => Err(EmitError::NoUrl),
         (Some(_), None) => Err(EmitError::NoToken),
+        (Some(_), Some(token)) if !token.bytes().all(|b| b.is_ascii_graphic()) => {
+            Err(EmitError::BadToken)
+        }
         (Some(url), Some(token)) => {
             let body = render_delivery(
                 provider,

@@ -33,6 +33,8 @@ pub enum UrlError {
     BadPort { url: String },
     #[error("{url:?} does not name an IP address or localhost")]
     BadHost { url: String },
+    #[error("{url:?} has spaces or control characters in its path")]
+    BadPath { url: String },
 }
 
 impl Url {
@@ -46,6 +48,11 @@ impl Url {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, "/"),
         };
+        if !path.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(UrlError::BadPath {
+                url: url.to_owned(),
+            });
+        }
         let (host, port) = if let Some(inner) = authority.strip_prefix('[') {
             let (host, after) = inner.split_once(']').ok_or_else(|| UrlError::BadHost {
                 url: url.to_owned(),
@@ -369,6 +376,10 @@ mod tests {
         assert!(matches!(
             Url::parse("http://127.0.0.1:0/"),
             Err(UrlError::BadPort { .. })
+        ));
+        assert!(matches!(
+            Url::parse("http://127.0.0.1:1/a\r\nX: y"),
+            Err(UrlError::BadPath { .. })
         ));
     }
 
