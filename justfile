@@ -8,9 +8,10 @@ test:
 replay file *args:
     cargo run --release -- replay {{file}} {{args}}
 
-# Benchmarks: replay throughput against a parse-only baseline, and peak memory.
+# Benchmarks: replay throughput against a parse-only baseline, and peak memory; emit latency
+# against a minimal Python emitter, and collector rows/s (see docs/producer.md).
 bench:
-    cargo bench --bench replay
+    cargo bench --bench replay --bench producer
 
 # Re-run the snapshot tests, writing `.snap.new` files to review (then rename to accept).
 snapshots:

@@ -34,6 +34,7 @@ pub mod output;
 pub mod payload;
 pub mod pipeline;
 pub mod posture;
+pub mod producer;
 pub mod provider;
 pub mod read;
 pub mod row;

@@ -6,6 +6,7 @@ mod cli;
 mod detection;
 mod docs;
 mod expectations;
+mod producer;
 mod properties;
 mod regressions;
 mod timeline;

@@ -1,6 +1,10 @@
 //! The command line: one file per subcommand; this one only parses and dispatches.
 
+mod collect;
+mod emit;
+mod install;
 mod replay;
+mod session;
 
 use std::process::ExitCode;
 
@@ -17,12 +21,32 @@ pub struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Replay(replay::ReplayArgs),
+    Session(session::SessionArgs),
+    Emit(emit::EmitArgs),
+    Collect(collect::CollectArgs),
+    Install(install::InstallArgs),
+    Uninstall(install::UninstallArgs),
+    Check(install::CheckArgs),
 }
 
 pub fn run() -> ExitCode {
-    let cli = Cli::parse();
+    // `emit` is a hook: it must never print usage or exit non-zero, so its argv is read
+    // by hand (clap only answers `hooktrack emit --help`).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "emit")
+        && !args[2..].iter().any(|a| a == "--help" || a == "-h")
+    {
+        return emit::run_raw(&args[2..]);
+    }
+    let cli = Cli::parse_from(args);
     match &cli.command {
         Command::Replay(args) => replay::run(args),
+        Command::Session(args) => session::run(args),
+        Command::Emit(args) => emit::run(args),
+        Command::Collect(args) => collect::run(args),
+        Command::Install(args) => install::run_install(args),
+        Command::Uninstall(args) => install::run_uninstall(args),
+        Command::Check(args) => install::run_check(args),
     }
 }
 

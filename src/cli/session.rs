@@ -1,0 +1,637 @@
+//! `hooktrack session -- AGENT...`: observe one agent run, start to end.
+//!
+//! Starts the collector (in this process), installs the observer block, runs the agent
+//! with the token in its environment, follows `events.ndjson` and prints posture
+//! changes, and when the agent exits uninstalls the block, stops the collector and
+//! prints the turn ledger. Exits with the agent's status.
+//!
+//! The follower here is deliberately small (new complete lines by offset, fed to
+//! [`Pipeline`]); it is meant to give way to the shared tailer.
+
+use std::ffi::OsString;
+use std::fs::{self, File};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use hooktrack::correlate::TurnRecord;
+use hooktrack::diagnostics::Diagnostics;
+use hooktrack::pipeline::{Fed, Pipeline};
+use hooktrack::posture::{ChannelState, Posture};
+use hooktrack::producer::collect::{CollectConfig, CollectSummary, Collector, CollectorStatus};
+use hooktrack::producer::install::InstallState;
+use hooktrack::producer::install::kimi::{self, Observer, Variant};
+use hooktrack::producer::store::{self, StoreDir, TOKEN_ENV};
+use hooktrack::producer::token;
+use hooktrack::provider::{Provider, ProviderChoice};
+use hooktrack::read::ReadLine;
+use hooktrack::row::MAX_LINE_BYTES;
+
+use super::install::{KimiTarget, this_binary};
+use super::{error_chain, fail};
+
+/// Observe an agent live: collector, observer, agent, tracking, cleanup — one command.
+///
+/// Example: `hooktrack session -- kimi`. The store is
+/// ROOT/hook-observation/<provider>/ (events.ndjson, collector.json, channel.json). The
+/// agent gets the bearer token in $HOOKTRACK_TOKEN and nowhere else. Posture changes go
+/// to stderr (or --output); the exit status is the agent's.
+#[derive(Args)]
+pub struct SessionArgs {
+    #[command(flatten)]
+    target: KimiTarget,
+    /// The session root (default: $XDG_STATE_HOME/hooktrack/sessions/<time>-<pid>, or
+    /// ~/.local/state/...). Reusing a root starts the next generation.
+    #[arg(long)]
+    root: Option<PathBuf>,
+    /// Where posture changes go: a file, or - for stdout (default: stderr).
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// text: one line per change; ndjson: one JSON line per event, then an end line.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    format: OutputFormat,
+    /// After the agent exits, wait until no row arrived for this long (late hooks).
+    #[arg(long, default_value_t = 500)]
+    linger_ms: u64,
+    /// The agent command and its arguments (after `--`).
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    command: Vec<OsString>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OutputFormat {
+    Text,
+    Ndjson,
+}
+
+/// How often the follower looks for new rows while the agent runs.
+const POLL: Duration = Duration::from_millis(50);
+/// Longest linger after the agent exits, whatever `--linger-ms` says.
+const MAX_LINGER: Duration = Duration::from_secs(5);
+
+pub fn run(args: &SessionArgs) -> ExitCode {
+    match session(args) {
+        Ok(code) => code,
+        Err(message) => fail(&message),
+    }
+}
+
+fn session(args: &SessionArgs) -> Result<ExitCode, String> {
+    let (variant, config) = args.target.resolve()?;
+    let root = match &args.root {
+        Some(r) => std::path::absolute(r).map_err(|e| format!("bad --root: {e}"))?,
+        None => default_root()?,
+    };
+    let store = StoreDir::new(root.join("hook-observation").join(variant.provider()));
+    store.create().map_err(|e| error_chain(&e))?;
+    let generation = previous_generation(&store) + 1;
+    let token = token::generate().map_err(|e| error_chain(&e))?;
+    let mut out = Output::open(args.output.as_deref(), args.format)?;
+
+    // Signals first: TERM and HUP go to the agent, INT is the agent's to handle (the
+    // terminal sends it to the whole process group).
+    let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP])
+        .map_err(|e| format!("cannot handle signals: {e}"))?;
+    let child_pid = Arc::new(AtomicI32::new(0));
+    let terminate = Arc::new(AtomicBool::new(false));
+    let signal_handle = signals.handle();
+    let signal_thread = {
+        let child_pid = Arc::clone(&child_pid);
+        let terminate = Arc::clone(&terminate);
+        std::thread::spawn(move || {
+            for signal in signals.forever() {
+                if signal == SIGINT {
+                    continue;
+                }
+                let pid = child_pid.load(Ordering::SeqCst);
+                if pid > 0 {
+                    // SAFETY: kill(2) with a pid we spawned and a valid signal number.
+                    unsafe {
+                        libc::kill(pid, signal);
+                    }
+                } else {
+                    terminate.store(true, Ordering::SeqCst);
+                }
+            }
+        })
+    };
+
+    // The collector, in this process.
+    let collector = Collector::bind(CollectConfig::new(
+        store.path().to_owned(),
+        variant.provider().to_owned(),
+        generation,
+        token.clone(),
+    ))
+    .map_err(|e| error_chain(&e))?;
+    let url = collector.url();
+    let stopper = collector.stopper();
+    let collector_thread = std::thread::spawn(move || collector.run());
+
+    // The observer.
+    let observer = Observer {
+        emitter: this_binary()?,
+        url: url.clone(),
+        dir: store.path().to_owned(),
+        generation,
+    };
+    let install = match kimi::install(&config, variant, &observer) {
+        Ok(r) => InstallState {
+            ok: true,
+            detail: format!(
+                "{} hooks for {} in {}",
+                r.ours,
+                variant.label(),
+                r.config.display()
+            ),
+        },
+        Err(e) => InstallState {
+            ok: false,
+            detail: error_chain(&e),
+        },
+    };
+    out.start(variant, &store, generation, &url, &install);
+
+    // The agent.
+    let mut command = Command::new(&args.command[0]);
+    command.args(&args.command[1..]).env(TOKEN_ENV, &token);
+    if let Some(home) = &args.target.home {
+        command.env(variant.home_env(), home);
+    }
+    let spawned = if terminate.load(Ordering::SeqCst) {
+        Err(io::Error::other("terminated before the agent started"))
+    } else {
+        command.spawn()
+    };
+    let mut tracker = Tracker::new(store.events(), variant);
+    let status = match spawned {
+        Ok(mut child) => {
+            child_pid.store(i32::try_from(child.id()).unwrap_or(0), Ordering::SeqCst);
+            if terminate.load(Ordering::SeqCst) {
+                let _ = child.kill();
+            }
+            loop {
+                tracker.poll(&mut out);
+                match child.try_wait() {
+                    Ok(Some(status)) => break Ok(status),
+                    Ok(None) => std::thread::sleep(POLL),
+                    Err(e) => break Err(format!("cannot wait for the agent: {e}")),
+                }
+            }
+        }
+        Err(e) => Err(format!(
+            "cannot start {}: {e}",
+            args.command[0].to_string_lossy()
+        )),
+    };
+    child_pid.store(0, Ordering::SeqCst);
+
+    // Late hooks (fire-and-forget ones can outlive the agent), then cleanup.
+    let linger = Duration::from_millis(args.linger_ms).min(MAX_LINGER);
+    let started = Instant::now();
+    let mut quiet_since = Instant::now();
+    while started.elapsed() < MAX_LINGER && quiet_since.elapsed() < linger {
+        if tracker.poll(&mut out) {
+            quiet_since = Instant::now();
+        }
+        std::thread::sleep(POLL.min(linger));
+    }
+    let uninstall = if install.ok {
+        kimi::uninstall(&config, Some(generation))
+            .map(|_| ())
+            .map_err(|e| error_chain(&e))
+    } else {
+        Ok(())
+    };
+    stopper.stop();
+    let collected = collector_thread
+        .join()
+        .map_err(|_| "the collector thread panicked".to_owned())
+        .and_then(|r| r.map_err(|e| error_chain(&e)));
+    tracker.poll(&mut out);
+    tracker.finish();
+    signal_handle.close();
+    let _ = signal_thread.join();
+
+    let status = status?;
+    let code = status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1);
+    out.end(&tracker, code, collected.as_ref().ok().copied());
+    if let Err(e) = uninstall {
+        return Err(format!("the agent exited ({code}) but {e}"));
+    }
+    if let Err(e) = collected {
+        return Err(format!("the agent exited ({code}) but {e}"));
+    }
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+fn default_root() -> Result<PathBuf, String> {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".local").join("state"))
+        })
+        .ok_or("cannot pick a session root: set $HOME or pass --root")?;
+    let stamp = store::now().to_string().replace([':', '-', '.'], "");
+    Ok(base
+        .join("hooktrack")
+        .join("sessions")
+        .join(format!("{stamp}-{}", std::process::id())))
+}
+
+/// The generation recorded by an earlier collector or installer in this store, or 0.
+fn previous_generation(store: &StoreDir) -> u64 {
+    let from_collector = fs::read(store.collector_json())
+        .ok()
+        .and_then(|b| serde_json::from_slice::<CollectorStatus>(&b).ok())
+        .map_or(0, |c| c.generation);
+    let from_channel = fs::read(store.channel_json())
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get("generation").and_then(serde_json::Value::as_u64))
+        .unwrap_or(0);
+    from_collector.max(from_channel)
+}
+
+/// Follows `events.ndjson` by offset and feeds complete lines to the pipeline.
+struct Tracker {
+    path: PathBuf,
+    file: Option<File>,
+    offset: u64,
+    partial: Vec<u8>,
+    /// Inside an over-long line: drop bytes until its newline.
+    skipping: bool,
+    line: u64,
+    pipeline: Pipeline,
+    turns: Vec<TurnRecord>,
+    previous: Posture,
+    pending: Vec<Change>,
+}
+
+struct Change {
+    line: u64,
+    at: Option<String>,
+    event: Option<String>,
+    skipped: Option<String>,
+    changed: Vec<(&'static str, String, String)>,
+    posture: Posture,
+}
+
+impl Tracker {
+    fn new(path: PathBuf, variant: Variant) -> Self {
+        let provider = match variant {
+            Variant::Code => Provider::KimiCode,
+            Variant::Cli => Provider::KimiCli,
+        };
+        let pipeline = Pipeline::new(ProviderChoice::Exactly(provider));
+        let previous = pipeline.posture();
+        Self {
+            path,
+            file: None,
+            offset: 0,
+            partial: Vec::new(),
+            skipping: false,
+            line: 0,
+            pipeline,
+            turns: Vec::new(),
+            previous,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Reads what was appended since the last call. True if anything new arrived.
+    fn poll(&mut self, out: &mut Output) -> bool {
+        if self.file.is_none() {
+            self.file = File::open(&self.path).ok();
+        }
+        let Some(file) = self.file.as_mut() else {
+            return false;
+        };
+        let mut fresh = Vec::new();
+        let read = file
+            .seek(SeekFrom::Start(self.offset))
+            .and_then(|_| file.take(8 * 1024 * 1024).read_to_end(&mut fresh));
+        let Ok(n) = read else {
+            return false;
+        };
+        if n == 0 {
+            return false;
+        }
+        self.offset += n as u64;
+        let mut rest: &[u8] = &fresh;
+        while let Some(i) = memchr::memchr(b'\n', rest) {
+            let (head, tail) = rest.split_at(i);
+            rest = &tail[1..];
+            if self.skipping {
+                self.skipping = false;
+                self.partial.clear();
+                continue;
+            }
+            let mut whole = std::mem::take(&mut self.partial);
+            whole.extend_from_slice(head);
+            self.feed(ReadLine::Line {
+                number: self.line + 1,
+                bytes: &whole,
+            });
+        }
+        if !self.skipping {
+            self.partial.extend_from_slice(rest);
+            if self.partial.len() > MAX_LINE_BYTES {
+                let len = self.partial.len() as u64;
+                self.partial.clear();
+                self.skipping = true;
+                self.feed(ReadLine::Oversized {
+                    number: self.line + 1,
+                    len,
+                });
+            }
+        }
+        for change in self.pending.drain(..) {
+            out.change(&change);
+        }
+        true
+    }
+
+    fn feed(&mut self, line: ReadLine<'_>) {
+        self.line += 1;
+        let fed = self.pipeline.feed(line);
+        let posture = self.pipeline.posture();
+        let changed: Vec<_> = self
+            .previous
+            .fields()
+            .into_iter()
+            .zip(posture.fields())
+            .filter(|((_, a), (_, b))| a != b)
+            .map(|((name, a), (_, b))| (name, a, b))
+            .collect();
+        let change = match &fed {
+            Fed::Event(step) => {
+                self.turns.extend(step.outcome.closed.iter().cloned());
+                Change {
+                    line: step.line,
+                    at: step.at.map(|t| t.to_string()),
+                    event: Some(step.name.to_string()),
+                    skipped: None,
+                    changed,
+                    posture: posture.clone(),
+                }
+            }
+            Fed::Skipped(skip) => Change {
+                line: skip.line,
+                at: None,
+                event: None,
+                skipped: Some(format!("{}: {}", skip.diag.name(), skip.detail)),
+                changed,
+                posture: posture.clone(),
+            },
+        };
+        self.previous = posture;
+        self.pending.push(change);
+    }
+
+    /// A last line without its newline is fed as truncated.
+    fn finish(&mut self) {
+        if !self.partial.is_empty() && !self.skipping {
+            let bytes = std::mem::take(&mut self.partial);
+            self.feed(ReadLine::Truncated {
+                number: self.line + 1,
+                bytes: &bytes,
+            });
+        }
+    }
+
+    fn ledger(&self) -> Vec<TurnRecord> {
+        let mut turns = self.turns.clone();
+        turns.extend(self.pipeline.open_turns());
+        turns.sort_by_key(|t| t.id);
+        turns
+    }
+
+    fn diagnostics(&self) -> &Diagnostics {
+        self.pipeline.diagnostics()
+    }
+}
+
+/// Where and how the session reports.
+struct Output {
+    sink: Box<dyn Write>,
+    format: OutputFormat,
+}
+
+#[derive(Serialize)]
+struct StartLine<'a> {
+    kind: &'static str,
+    provider: &'static str,
+    store: &'a Path,
+    generation: u64,
+    collector: &'a str,
+    install: &'a InstallState,
+}
+
+#[derive(Serialize)]
+struct EventLine<'a> {
+    kind: &'static str,
+    line: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    at: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    event: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    skipped: Option<&'a str>,
+    changed: serde_json::Map<String, serde_json::Value>,
+    posture: &'a Posture,
+}
+
+#[derive(Serialize)]
+struct EndLine<'a> {
+    kind: &'static str,
+    exit_code: i32,
+    turns: &'a [TurnRecord],
+    #[serde(rename = "final")]
+    final_posture: &'a Posture,
+    diagnostics: &'a Diagnostics,
+    collector: Option<CollectorCounts>,
+}
+
+#[derive(Serialize)]
+struct CollectorCounts {
+    accepted: u64,
+    rejected: u64,
+}
+
+impl Output {
+    fn open(path: Option<&Path>, format: OutputFormat) -> Result<Self, String> {
+        let sink: Box<dyn Write> = match path {
+            None => Box::new(io::stderr()),
+            Some(p) if p.as_os_str() == "-" => Box::new(io::stdout()),
+            Some(p) => Box::new(
+                File::create(p).map_err(|e| format!("cannot create {}: {e}", p.display()))?,
+            ),
+        };
+        Ok(Self { sink, format })
+    }
+
+    fn json<T: Serialize>(&mut self, value: &T) {
+        if serde_json::to_writer(&mut self.sink, value).is_ok() {
+            let _ = writeln!(self.sink);
+        }
+        let _ = self.sink.flush();
+    }
+
+    fn text(&mut self, line: &str) {
+        let _ = writeln!(self.sink, "hooktrack: {line}");
+        let _ = self.sink.flush();
+    }
+
+    fn start(
+        &mut self,
+        variant: Variant,
+        store: &StoreDir,
+        generation: u64,
+        url: &str,
+        install: &InstallState,
+    ) {
+        match self.format {
+            OutputFormat::Ndjson => self.json(&StartLine {
+                kind: "start",
+                provider: variant.provider(),
+                store: store.path(),
+                generation,
+                collector: url,
+                install,
+            }),
+            OutputFormat::Text => {
+                self.text(&format!(
+                    "observing {} (generation {generation}); store {}; collector {url}",
+                    variant.label(),
+                    store.path().display()
+                ));
+                if install.ok {
+                    self.text(&format!("observer installed: {}", install.detail));
+                } else {
+                    self.text(&format!(
+                        "observer NOT installed, channel unavailable: {}",
+                        install.detail
+                    ));
+                }
+            }
+        }
+    }
+
+    fn change(&mut self, change: &Change) {
+        match self.format {
+            OutputFormat::Ndjson => {
+                let changed = change
+                    .changed
+                    .iter()
+                    .map(|(k, _, v)| ((*k).to_owned(), serde_json::Value::from(v.as_str())))
+                    .collect();
+                self.json(&EventLine {
+                    kind: if change.event.is_some() {
+                        "event"
+                    } else {
+                        "skipped"
+                    },
+                    line: change.line,
+                    at: change.at.as_deref(),
+                    event: change.event.as_deref(),
+                    skipped: change.skipped.as_deref(),
+                    changed,
+                    posture: &change.posture,
+                });
+            }
+            OutputFormat::Text => {
+                if let Some(skipped) = &change.skipped {
+                    self.text(&format!("line {} skipped ({skipped})", change.line));
+                }
+                if change.changed.is_empty() {
+                    return;
+                }
+                let what: Vec<String> = change
+                    .changed
+                    .iter()
+                    .map(|(k, a, b)| format!("{k} {a}→{b}"))
+                    .collect();
+                let at = change
+                    .at
+                    .as_deref()
+                    .and_then(|a| a.get(11..23))
+                    .unwrap_or("");
+                self.text(&format!(
+                    "{at} {} {}",
+                    change.event.as_deref().unwrap_or("-"),
+                    what.join(", ")
+                ));
+            }
+        }
+    }
+
+    fn end(&mut self, tracker: &Tracker, exit_code: i32, collected: Option<CollectSummary>) {
+        let turns = tracker.ledger();
+        let final_posture = tracker
+            .pipeline
+            .hook_posture()
+            .with_channel(ChannelState::Stopped);
+        let hook_final = tracker.pipeline.hook_posture();
+        match self.format {
+            OutputFormat::Ndjson => self.json(&EndLine {
+                kind: "end",
+                exit_code,
+                turns: &turns,
+                final_posture: &hook_final,
+                diagnostics: tracker.diagnostics(),
+                collector: collected.map(|c| CollectorCounts {
+                    accepted: c.accepted,
+                    rejected: c.rejected,
+                }),
+            }),
+            OutputFormat::Text => {
+                self.text(&format!("agent exited with status {exit_code}"));
+                for t in &turns {
+                    self.text(&format!(
+                        "turn {} ({}, {}): {}, {} tool call{}",
+                        t.id,
+                        t.scope,
+                        t.origin,
+                        t.result.name(),
+                        t.tool_calls,
+                        if t.tool_calls == 1 { "" } else { "s" }
+                    ));
+                }
+                let nonzero: Vec<String> = tracker
+                    .diagnostics()
+                    .nonzero()
+                    .map(|(d, n)| format!("{}={n}", d.name()))
+                    .collect();
+                self.text(&format!(
+                    "last turn {}; channel {}; diagnostics: {}",
+                    hook_final.last_turn.result.name(),
+                    serde_json::to_value(final_posture.channel.state)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    if nonzero.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        nonzero.join(" ")
+                    }
+                ));
+            }
+        }
+    }
+}

@@ -1,0 +1,649 @@
+//! `hooktrack collect`: one collector per session, on 127.0.0.1 only.
+//!
+//! Every `POST /events` must carry the session's bearer token (compared in constant
+//! time; 401 otherwise), a `Content-Length` (411) no larger than the body limit (413), and
+//! a JSON body (400): a delivery envelope from `hooktrack emit`, or a bare hook payload.
+//! An accepted delivery is appended to `events.ndjson` as a `via: "http"` row with the
+//! next `sequence`, and only then answered `200 {"sequence": N}`, so a 2xx always means
+//! "on disk". `GET /health` answers without a token and tells nothing secret.
+//!
+//! One thread per connection, at most [`CollectConfig::max_connections`] at once (503
+//! beyond), each exchange bounded by [`CollectConfig::io_timeout`]. [`Stopper::stop`] (the
+//! binary calls it on SIGTERM/SIGINT) stops accepting, lets in-flight requests finish,
+//! and records `status: "stopped"` in `collector.json`.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use thiserror::Error;
+
+use super::http::{self, MAX_HEAD_BYTES};
+use super::store::{
+    self, MAX_BODY_BYTES, RowParts, StoreDir, StoreError, Via, clip_name, render_row,
+};
+use super::token::constant_time_eq;
+use crate::time::Timestamp;
+
+/// The one address a collector binds.
+pub const BIND_ADDR: Ipv4Addr = Ipv4Addr::LOCALHOST;
+
+#[derive(Clone)]
+pub struct CollectConfig {
+    pub dir: PathBuf,
+    pub provider: String,
+    pub generation: u64,
+    /// Must be 127.0.0.1; anything else is refused before binding.
+    pub bind: IpAddr,
+    /// 0 picks an ephemeral port (the normal case); a restarted collector may ask for
+    /// its old one.
+    pub port: u16,
+    pub token: String,
+    pub max_body: usize,
+    pub max_connections: usize,
+    /// Longest time one exchange (request in, response out) may take.
+    pub io_timeout: Duration,
+}
+
+impl std::fmt::Debug for CollectConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CollectConfig")
+            .field("dir", &self.dir)
+            .field("provider", &self.provider)
+            .field("generation", &self.generation)
+            .field("bind", &self.bind)
+            .field("port", &self.port)
+            .field("token", &"<redacted>")
+            .field("max_body", &self.max_body)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CollectConfig {
+    pub fn new(dir: PathBuf, provider: String, generation: u64, token: String) -> Self {
+        Self {
+            dir,
+            provider,
+            generation,
+            bind: IpAddr::V4(BIND_ADDR),
+            port: 0,
+            token,
+            max_body: MAX_BODY_BYTES,
+            max_connections: 128,
+            io_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum CollectError {
+    #[error("refusing to listen on {addr}: a collector binds 127.0.0.1 only")]
+    NotLoopback { addr: IpAddr },
+    #[error("the bearer token is empty (set ${})", store::TOKEN_ENV)]
+    NoToken,
+    #[error("the body limit {max_body} is over {MAX_BODY_BYTES}, the most a row can carry")]
+    BodyLimit { max_body: usize },
+    #[error("cannot listen on {addr}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot prepare the store in {dir}")]
+    Store {
+        dir: PathBuf,
+        #[source]
+        source: StoreError,
+    },
+    #[error("cannot publish {path}")]
+    Status {
+        path: PathBuf,
+        #[source]
+        source: StoreError,
+    },
+}
+
+/// `collector.json`: what a reader needs to find and judge the collector. No secret.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CollectorStatus {
+    pub pid: u32,
+    pub port: u16,
+    pub generation: u64,
+    pub status: String,
+    pub started_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_at: Option<String>,
+}
+
+/// Counts of one collector run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CollectSummary {
+    pub accepted: u64,
+    pub rejected: u64,
+}
+
+struct Shared {
+    provider: String,
+    generation: u64,
+    token: Vec<u8>,
+    max_body: usize,
+    max_connections: usize,
+    io_timeout: Duration,
+    store: StoreDir,
+    events: File,
+    counter: File,
+    /// The last sequence written. Held while a row is appended, so file order and
+    /// sequence order agree.
+    sequence: Mutex<u64>,
+    stopping: AtomicBool,
+    in_flight: Mutex<usize>,
+    idle: Condvar,
+    accepted: AtomicU64,
+    rejected: AtomicU64,
+}
+
+pub struct Collector {
+    listener: TcpListener,
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    started_at: Timestamp,
+}
+
+/// Stops a running collector from another thread (or a signal handler thread).
+#[derive(Clone)]
+pub struct Stopper {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+}
+
+impl Stopper {
+    /// Stops accepting; [`Collector::run`] returns once in-flight requests are done.
+    pub fn stop(&self) {
+        if !self.shared.stopping.swap(true, Ordering::SeqCst) {
+            // Wake the accept loop.
+            let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        }
+    }
+}
+
+impl Collector {
+    /// Prepares the store, binds, and publishes `collector.json` with `status: "running"`.
+    pub fn bind(config: CollectConfig) -> Result<Self, CollectError> {
+        if config.bind != IpAddr::V4(BIND_ADDR) {
+            return Err(CollectError::NotLoopback { addr: config.bind });
+        }
+        if config.token.is_empty() {
+            return Err(CollectError::NoToken);
+        }
+        if config.max_body > MAX_BODY_BYTES {
+            return Err(CollectError::BodyLimit {
+                max_body: config.max_body,
+            });
+        }
+        let store = StoreDir::new(&config.dir);
+        let store_err = |source| CollectError::Store {
+            dir: config.dir.clone(),
+            source,
+        };
+        store.create().map_err(store_err)?;
+        let events = store.open_events().map_err(store_err)?;
+        let counter = store.open_counter().map_err(store_err)?;
+        let last_sequence = store.max_sequence().map_err(store_err)?;
+        let requested = SocketAddr::new(config.bind, config.port);
+        let listener = TcpListener::bind(requested).map_err(|source| CollectError::Bind {
+            addr: requested,
+            source,
+        })?;
+        let addr = listener.local_addr().map_err(|source| CollectError::Bind {
+            addr: requested,
+            source,
+        })?;
+        let shared = Arc::new(Shared {
+            provider: clip_name(&config.provider).to_owned(),
+            generation: config.generation,
+            token: config.token.into_bytes(),
+            max_body: config.max_body,
+            max_connections: config.max_connections.max(1),
+            io_timeout: config.io_timeout,
+            store,
+            events,
+            counter,
+            sequence: Mutex::new(last_sequence),
+            stopping: AtomicBool::new(false),
+            in_flight: Mutex::new(0),
+            idle: Condvar::new(),
+            accepted: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+        });
+        let collector = Self {
+            listener,
+            addr,
+            shared,
+            started_at: store::now(),
+        };
+        collector.publish(None)?;
+        Ok(collector)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// The URL emitters post to.
+    pub fn url(&self) -> String {
+        format!("http://{}/events", self.addr)
+    }
+
+    pub fn stopper(&self) -> Stopper {
+        Stopper {
+            shared: Arc::clone(&self.shared),
+            addr: self.addr,
+        }
+    }
+
+    fn publish(&self, stopped_at: Option<Timestamp>) -> Result<(), CollectError> {
+        publish(&self.shared, self.port(), self.started_at, stopped_at)
+    }
+
+    /// Serves until stopped, then waits for in-flight requests and records `stopped`.
+    pub fn run(self) -> Result<CollectSummary, CollectError> {
+        for conn in self.listener.incoming() {
+            if self.shared.stopping.load(Ordering::SeqCst) {
+                break;
+            }
+            match conn {
+                Ok(stream) => self.dispatch(stream),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Out of descriptors or similar: back off instead of spinning.
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+        drop(self.listener);
+        let shared = &self.shared;
+        let mut in_flight = shared
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        while *in_flight > 0 {
+            in_flight = shared
+                .idle
+                .wait(in_flight)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        drop(in_flight);
+        let summary = CollectSummary {
+            accepted: shared.accepted.load(Ordering::SeqCst),
+            rejected: shared.rejected.load(Ordering::SeqCst),
+        };
+        publish(
+            shared,
+            self.addr.port(),
+            self.started_at,
+            Some(store::now()),
+        )?;
+        Ok(summary)
+    }
+
+    fn dispatch(&self, mut stream: TcpStream) {
+        let shared = Arc::clone(&self.shared);
+        {
+            let mut n = shared
+                .in_flight
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if *n >= shared.max_connections {
+                drop(n);
+                shared.rejected.fetch_add(1, Ordering::Relaxed);
+                let _ = stream.set_write_timeout(Some(Duration::from_millis(100)));
+                let _ = http::respond(&mut stream, 503, r#"{"error":"busy"}"#, "");
+                return;
+            }
+            *n += 1;
+        }
+        let worker = Arc::clone(&shared);
+        let spawned = std::thread::Builder::new()
+            .name("collect-conn".into())
+            .spawn(move || {
+                handle(&worker, stream);
+                finish(&worker);
+            });
+        if spawned.is_err() {
+            shared.rejected.fetch_add(1, Ordering::Relaxed);
+            finish(&shared);
+        }
+    }
+}
+
+fn publish(
+    shared: &Shared,
+    port: u16,
+    started_at: Timestamp,
+    stopped_at: Option<Timestamp>,
+) -> Result<(), CollectError> {
+    let status = CollectorStatus {
+        pid: std::process::id(),
+        port,
+        generation: shared.generation,
+        status: if stopped_at.is_some() {
+            "stopped"
+        } else {
+            "running"
+        }
+        .to_owned(),
+        started_at: started_at.to_string(),
+        stopped_at: stopped_at.map(|t| t.to_string()),
+    };
+    let path = shared.store.collector_json();
+    store::write_json_atomic(&path, &status).map_err(|source| CollectError::Status { path, source })
+}
+
+fn finish(shared: &Shared) {
+    let mut n = shared
+        .in_flight
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    *n = n.saturating_sub(1);
+    if *n == 0 {
+        shared.idle.notify_all();
+    }
+}
+
+/// What to answer.
+struct Reply {
+    status: u16,
+    body: String,
+    extra_headers: &'static str,
+    /// Unread request bytes to discard before closing (a lingering close, so the client
+    /// reads our answer instead of a reset).
+    unread: usize,
+}
+
+impl Reply {
+    fn new(status: u16, body: String) -> Self {
+        Self {
+            status,
+            body,
+            extra_headers: "",
+            unread: 0,
+        }
+    }
+
+    fn error(status: u16, message: &str) -> Self {
+        Self::new(status, serde_json::json!({ "error": message }).to_string())
+    }
+}
+
+fn handle(shared: &Shared, mut stream: TcpStream) {
+    let deadline = Instant::now() + shared.io_timeout;
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_write_timeout(Some(shared.io_timeout));
+    let Some(reply) = serve(shared, &mut stream, deadline) else {
+        return;
+    };
+    if reply.status == 200 {
+        shared.accepted.fetch_add(1, Ordering::Relaxed);
+    } else {
+        shared.rejected.fetch_add(1, Ordering::Relaxed);
+    }
+    let _ = http::respond(&mut stream, reply.status, &reply.body, reply.extra_headers);
+    if reply.unread > 0 {
+        let _ = stream.shutdown(Shutdown::Write);
+        let linger = Instant::now() + Duration::from_millis(500);
+        let mut left = reply.unread.min(2 * shared.max_body + MAX_HEAD_BYTES);
+        let mut chunk = [0u8; 16 * 1024];
+        while left > 0 {
+            let now = Instant::now();
+            if now >= linger || stream.set_read_timeout(Some(linger - now)).is_err() {
+                break;
+            }
+            match stream.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    }
+}
+
+enum ReadError {
+    Closed,
+    TimedOut,
+}
+
+fn read_more(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    deadline: Instant,
+) -> Result<usize, ReadError> {
+    let now = Instant::now();
+    if now >= deadline {
+        return Err(ReadError::TimedOut);
+    }
+    stream
+        .set_read_timeout(Some(deadline - now))
+        .map_err(|_| ReadError::Closed)?;
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) => return Err(ReadError::Closed),
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                return Ok(n);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if http::is_timeout(&e) => return Err(ReadError::TimedOut),
+            Err(_) => return Err(ReadError::Closed),
+        }
+    }
+}
+
+/// Reads and judges one request. `None`: the peer went away, nothing to answer.
+fn serve(shared: &Shared, stream: &mut TcpStream, deadline: Instant) -> Option<Reply> {
+    let mut buf = Vec::with_capacity(4096);
+    let head_end = loop {
+        if let Some(i) = http::find_head_end(&buf) {
+            break i;
+        }
+        if buf.len() > MAX_HEAD_BYTES {
+            return Some(Reply::error(431, "request head too large"));
+        }
+        match read_more(stream, &mut buf, deadline) {
+            Ok(_) => {}
+            Err(ReadError::Closed) => return None,
+            Err(ReadError::TimedOut) => return Some(Reply::error(408, "request timed out")),
+        }
+    };
+    let Ok(head) = std::str::from_utf8(&buf[..head_end]) else {
+        return Some(Reply::error(400, "request head is not UTF-8"));
+    };
+    let mut request_line = head.split("\r\n").next().unwrap_or("").split(' ');
+    let (method, path, version) = (
+        request_line.next().unwrap_or(""),
+        request_line.next().unwrap_or(""),
+        request_line.next().unwrap_or(""),
+    );
+    if !version.starts_with("HTTP/1.") {
+        return Some(Reply::error(400, "not an HTTP/1.x request"));
+    }
+    let path = path.split('?').next().unwrap_or(path);
+    let declared = content_length(head);
+    let already = buf.len() - (head_end + 4);
+    let unread_after = |len: Option<usize>| len.unwrap_or(0).saturating_sub(already);
+    match (method, path) {
+        ("GET", "/health") => {
+            return Some(Reply::new(
+                200,
+                serde_json::json!({"status": "running", "generation": shared.generation})
+                    .to_string(),
+            ));
+        }
+        (_, "/events") if method != "POST" => {
+            let mut r = Reply::error(405, "use POST");
+            r.unread = unread_after(declared.ok().flatten());
+            return Some(r);
+        }
+        (_, "/events") => {}
+        _ => {
+            let mut r = Reply::error(404, "no such path");
+            r.unread = unread_after(declared.ok().flatten());
+            return Some(r);
+        }
+    }
+    // Authenticate before looking at the body.
+    let presented = http::header(head, "authorization")
+        .and_then(|v| {
+            let (scheme, rest) = v.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+        })
+        .unwrap_or("");
+    if !constant_time_eq(presented.as_bytes(), &shared.token) {
+        let mut r = Reply::error(401, "missing or wrong bearer token");
+        r.extra_headers = "WWW-Authenticate: Bearer realm=\"hooktrack\"\r\n";
+        r.unread = unread_after(declared.ok().flatten());
+        return Some(r);
+    }
+    if http::header(head, "transfer-encoding").is_some() {
+        return Some(Reply::error(
+            411,
+            "send a Content-Length; no transfer encoding",
+        ));
+    }
+    let length = match declared {
+        Ok(Some(n)) => n,
+        Ok(None) => return Some(Reply::error(411, "Content-Length required")),
+        Err(()) => return Some(Reply::error(400, "bad Content-Length")),
+    };
+    if length > shared.max_body {
+        let mut r = Reply::error(
+            413,
+            &format!(
+                "body of {length} bytes is over the {}-byte limit",
+                shared.max_body
+            ),
+        );
+        r.unread = unread_after(Some(length));
+        return Some(r);
+    }
+    let body_start = head_end + 4;
+    // curl sends `Expect: 100-continue` for larger bodies and waits a second for this.
+    if buf.len() - body_start < length
+        && http::header(head, "expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
+    {
+        let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+    }
+    while buf.len() - body_start < length {
+        match read_more(stream, &mut buf, deadline) {
+            Ok(_) => {}
+            Err(ReadError::Closed) => return None,
+            Err(ReadError::TimedOut) => return Some(Reply::error(408, "request timed out")),
+        }
+    }
+    let body = &buf[body_start..body_start + length];
+    Some(accept(shared, body))
+}
+
+/// `Ok(None)` when absent; `Err` when malformed or contradictory.
+fn content_length(head: &str) -> Result<Option<usize>, ()> {
+    let mut found: Option<usize> = None;
+    for v in http::headers(head, "content-length") {
+        let n: usize = v.parse().map_err(|_| ())?;
+        if found.is_some_and(|f| f != n) {
+            return Err(());
+        }
+        found = Some(n);
+    }
+    Ok(found)
+}
+
+#[derive(Deserialize)]
+struct Delivery<'a> {
+    #[serde(borrow)]
+    provider: Option<Cow<'a, str>>,
+    generation: Option<u64>,
+    emitter_seq: Option<u64>,
+    #[serde(borrow)]
+    event: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    hook_event_name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    payload: Option<&'a RawValue>,
+    #[serde(borrow)]
+    payload_error: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct EventName<'a> {
+    #[serde(borrow)]
+    hook_event_name: Option<Cow<'a, str>>,
+}
+
+fn accept(shared: &Shared, body: &[u8]) -> Reply {
+    let delivery: Delivery<'_> = match serde_json::from_slice(body) {
+        Ok(d) => d,
+        Err(e) => return Reply::error(400, &format!("body is not a JSON object: {e}")),
+    };
+    let envelope = delivery.payload.is_some() || delivery.payload_error.is_some();
+    let bare: Option<&RawValue>;
+    let (payload, event) = if envelope {
+        let event = match delivery.event {
+            Some(e) => Some(e),
+            None => delivery
+                .payload
+                .and_then(|p| serde_json::from_str::<EventName<'_>>(p.get()).ok())
+                .and_then(|n| n.hook_event_name),
+        };
+        (delivery.payload, event)
+    } else if delivery.hook_event_name.is_some() {
+        // A bare hook payload posted as is (`curl --data-binary @-`): the whole body.
+        bare = match std::str::from_utf8(body)
+            .ok()
+            .and_then(|t| serde_json::from_str::<&RawValue>(t).ok())
+        {
+            Some(raw) => Some(raw),
+            None => return Reply::error(400, "body is not JSON"),
+        };
+        (bare, delivery.hook_event_name)
+    } else {
+        return Reply::error(
+            400,
+            "body is neither a delivery envelope (with payload) nor a hook payload (with hook_event_name)",
+        );
+    };
+    let provider = delivery
+        .provider
+        .as_deref()
+        .map_or(shared.provider.as_str(), clip_name);
+    let generation = delivery.generation.unwrap_or(shared.generation);
+    let mut last = shared
+        .sequence
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let sequence = *last + 1;
+    let row = render_row(&RowParts {
+        provider,
+        generation,
+        via: Via::Http,
+        sequence: Some(sequence),
+        emitter_seq: delivery.emitter_seq,
+        received_at: store::now(),
+        event: event.as_deref().map(clip_name),
+        payload,
+        payload_error: delivery.payload_error.as_deref(),
+    });
+    match shared
+        .store
+        .append_locked(&shared.events, &shared.counter, &row)
+    {
+        Ok(()) => {
+            *last = sequence;
+            Reply::new(200, format!("{{\"sequence\":{sequence}}}"))
+        }
+        Err(e) => Reply::error(500, &super::emit::error_chain(&e)),
+    }
+}

@@ -1,0 +1,389 @@
+//! `hooktrack emit`: the hook command an agent CLI runs on every event.
+//!
+//! 1. read the hook payload from stdin (at most [`MAX_PAYLOAD_BYTES`]);
+//! 2. take `emitter_seq` under the exclusive lock on the store's counter;
+//! 3. POST the delivery to the collector with the bearer token, bounded by [`Limits`];
+//! 4. on any failure (refused, timed out, non-2xx, no token), append a `command_fallback`
+//!    row to `events.ndjson` under the same lock.
+//!
+//! Nothing here returns an error to the caller: every problem is collected in the
+//! [`EmitReport`] and written to `emit.log` in the store, because the hook must always
+//! exit 0 and never write to stdout.
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use thiserror::Error;
+
+use super::http::{self, Limits, PostError, Url};
+use super::store::{
+    self, MAX_PAYLOAD_BYTES, RowParts, StoreDir, StoreError, Via, clip_name, render_row,
+};
+
+/// Limits of the HTTP attempt: loopback connects at once or is refused, so a slow connect
+/// means trouble; the whole exchange stays far inside Kimi's 5 s hook timeout.
+pub const DEFAULT_LIMITS: Limits = Limits {
+    connect: Duration::from_millis(500),
+    total: Duration::from_millis(1500),
+};
+
+/// After this long the emitter gives up whatever it is doing and exits 0 (enforced by the
+/// binary with a watchdog thread).
+pub const HARD_DEADLINE: Duration = Duration::from_millis(3000);
+
+/// `emit.log` is moved to `emit.log.1` when it grows past this.
+const LOG_ROTATE_BYTES: u64 = 1024 * 1024;
+
+/// How much oversized stdin is read and thrown away (so the agent's write does not fail).
+const DRAIN_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// What one emitter invocation knows from its argv and environment.
+#[derive(Clone, Debug)]
+pub struct EmitConfig {
+    /// The collector; `None` means "append the fallback row directly".
+    pub url: Option<Url>,
+    /// The store's artifact directory.
+    pub dir: PathBuf,
+    pub provider: String,
+    pub generation: u64,
+    /// The event the hook was configured for; else the payload's `hook_event_name`.
+    pub event: Option<String>,
+    pub token: Option<String>,
+    pub limits: Limits,
+}
+
+/// Something that went wrong in one invocation. None of these stops the emitter.
+#[derive(Debug, Error)]
+pub enum EmitError {
+    #[error("bad arguments: {detail}")]
+    Args { detail: String },
+    #[error("cannot read the hook payload from stdin")]
+    Stdin {
+        #[source]
+        source: io::Error,
+    },
+    #[error("the hook payload is empty")]
+    EmptyPayload,
+    #[error("the hook payload of {len} bytes is over the {MAX_PAYLOAD_BYTES}-byte limit")]
+    PayloadTooLarge { len: u64 },
+    #[error("the hook payload is not JSON: {reason}")]
+    PayloadNotJson { reason: String },
+    #[error("no collector URL given")]
+    NoUrl,
+    #[error("bad collector URL {url:?}: {reason}")]
+    BadUrl { url: String, reason: String },
+    #[error("${} is not set", store::TOKEN_ENV)]
+    NoToken,
+    #[error("${} holds characters an HTTP header cannot carry", store::TOKEN_ENV)]
+    BadToken,
+    #[error("cannot take an emitter_seq")]
+    Seq {
+        #[source]
+        source: StoreError,
+    },
+    #[error("delivery over HTTP failed")]
+    Post {
+        #[source]
+        source: PostError,
+    },
+    #[error("cannot append the fallback row")]
+    Fallback {
+        #[source]
+        source: StoreError,
+    },
+}
+
+/// How the delivery ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivered {
+    Http,
+    Fallback,
+    /// Neither path worked: the delivery is lost (and logged).
+    Lost,
+}
+
+/// What one invocation did.
+#[derive(Debug)]
+pub struct EmitReport {
+    pub emitter_seq: Option<u64>,
+    pub event: Option<String>,
+    pub delivered: Delivered,
+    pub problems: Vec<EmitError>,
+}
+
+impl EmitReport {
+    fn new() -> Self {
+        Self {
+            emitter_seq: None,
+            event: None,
+            delivered: Delivered::Lost,
+            problems: Vec::new(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct EventName<'a> {
+    #[serde(borrow)]
+    hook_event_name: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// One hook delivery, start to end. `problems` found while parsing argv come in first.
+pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> EmitReport {
+    let store = StoreDir::new(&config.dir);
+    let (bytes, mut payload_error) = match read_payload(stdin) {
+        Ok(bytes) => (Some(bytes), None),
+        Err(e) => {
+            let text = e.to_string();
+            report.problems.push(e);
+            (None, Some(text))
+        }
+    };
+    let payload: Option<&RawValue> = match &bytes {
+        Some(b) if b.iter().all(u8::is_ascii_whitespace) => {
+            payload_error = Some(EmitError::EmptyPayload.to_string());
+            report.problems.push(EmitError::EmptyPayload);
+            None
+        }
+        Some(b) => match serde_json::from_slice::<&RawValue>(b) {
+            Ok(raw) => Some(raw),
+            Err(e) => {
+                let err = EmitError::PayloadNotJson {
+                    reason: e.to_string(),
+                };
+                payload_error = Some(err.to_string());
+                report.problems.push(err);
+                None
+            }
+        },
+        None => None,
+    };
+    let event: Option<String> = config.event.clone().or_else(|| {
+        payload
+            .and_then(|p| serde_json::from_str::<EventName<'_>>(p.get()).ok())
+            .and_then(|n| n.hook_event_name.map(|s| s.into_owned()))
+    });
+    let event = event.map(|e| clip_name(&e).to_owned());
+    report.event.clone_from(&event);
+    let provider = clip_name(&config.provider);
+
+    // emitter_seq, under the lock. Without it the delivery still goes out, unkeyed.
+    let counter = match store.open_counter() {
+        Ok(counter) => match store.take_emitter_seq(&counter) {
+            Ok(seq) => {
+                report.emitter_seq = Some(seq);
+                Some(counter)
+            }
+            Err(source) => {
+                report.problems.push(EmitError::Seq { source });
+                Some(counter)
+            }
+        },
+        Err(source) => {
+            report.problems.push(EmitError::Seq { source });
+            None
+        }
+    };
+
+    // HTTP first.
+    let http_result = match (&config.url, &config.token) {
+        (None, _) => Err(EmitError::NoUrl),
+        (Some(_), None) => Err(EmitError::NoToken),
+        (Some(_), Some(token)) if !token.bytes().all(|b| b.is_ascii_graphic()) => {
+            Err(EmitError::BadToken)
+        }
+        (Some(url), Some(token)) => {
+            let body = render_delivery(
+                provider,
+                config.generation,
+                report.emitter_seq,
+                event.as_deref(),
+                payload,
+                payload_error.as_deref(),
+            );
+            http::post_json(url, token, &body, config.limits)
+                .map(|_| ())
+                .map_err(|source| EmitError::Post { source })
+        }
+    };
+    match http_result {
+        Ok(()) => {
+            report.delivered = Delivered::Http;
+            return report;
+        }
+        Err(e) => report.problems.push(e),
+    }
+
+    // Fallback: append the row ourselves, under the same lock.
+    let row = render_row(&RowParts {
+        provider,
+        generation: config.generation,
+        via: Via::CommandFallback,
+        sequence: None,
+        emitter_seq: report.emitter_seq,
+        received_at: store::now(),
+        event: event.as_deref(),
+        payload,
+        payload_error: payload_error.as_deref(),
+    });
+    let appended = (|| {
+        let counter = match counter {
+            Some(c) => c,
+            None => store.open_counter()?,
+        };
+        let events = store.open_events()?;
+        store.append_locked(&events, &counter, &row)
+    })();
+    let appended = appended.map_err(|source| EmitError::Fallback { source });
+    match appended {
+        Ok(()) => report.delivered = Delivered::Fallback,
+        Err(e) => report.problems.push(e),
+    }
+    report
+}
+
+/// Starts a report with the problems found while reading argv.
+pub fn report_with(problems: Vec<EmitError>) -> EmitReport {
+    let mut report = EmitReport::new();
+    report.problems = problems;
+    report
+}
+
+/// The POST body: the row without what the collector adds (`via`, `sequence`,
+/// `received_at`).
+pub fn render_delivery(
+    provider: &str,
+    generation: u64,
+    emitter_seq: Option<u64>,
+    event: Option<&str>,
+    payload: Option<&RawValue>,
+    payload_error: Option<&str>,
+) -> Vec<u8> {
+    let payload_text = payload.map(|p| store::one_line(p.get()));
+    let mut out = Vec::with_capacity(payload_text.as_ref().map_or(0, |p| p.len()) + 200);
+    out.extend_from_slice(b"{\"v\":1,\"provider\":");
+    let _ = serde_json::to_writer(&mut out, provider);
+    let _ = write!(out, ",\"generation\":{generation},\"emitter_seq\":");
+    match emitter_seq {
+        Some(s) => {
+            let _ = write!(out, "{s}");
+        }
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\"event\":");
+    let _ = serde_json::to_writer(&mut out, &event);
+    out.extend_from_slice(b",\"payload\":");
+    match &payload_text {
+        Some(p) => out.extend_from_slice(p.as_bytes()),
+        None => out.extend_from_slice(b"null"),
+    }
+    if let Some(e) = payload_error {
+        out.extend_from_slice(b",\"payload_error\":");
+        let _ = serde_json::to_writer(&mut out, e);
+    }
+    out.push(b'}');
+    out
+}
+
+/// Reads stdin up to the payload limit; past it, reads on (bounded) and discards.
+fn read_payload(stdin: impl Read) -> Result<Vec<u8>, EmitError> {
+    let mut buf = Vec::with_capacity(4096);
+    let mut limited = stdin.take(MAX_PAYLOAD_BYTES as u64 + 1);
+    limited
+        .read_to_end(&mut buf)
+        .map_err(|source| EmitError::Stdin { source })?;
+    if buf.len() > MAX_PAYLOAD_BYTES {
+        let mut rest = limited.into_inner().take(DRAIN_LIMIT);
+        let drained = io::copy(&mut rest, &mut io::sink()).unwrap_or(0);
+        return Err(EmitError::PayloadTooLarge {
+            len: buf.len() as u64 + drained,
+        });
+    }
+    Ok(buf)
+}
+
+/// Appends one line per problem to `emit.log` (0600), best effort.
+pub fn log_report(dir: &Path, report: &EmitReport) {
+    if report.problems.is_empty() {
+        return;
+    }
+    let mut text = String::new();
+    let head = format!(
+        "{} pid={} event={} emitter_seq={} delivered={}",
+        store::now(),
+        std::process::id(),
+        report.event.as_deref().unwrap_or("-"),
+        report
+            .emitter_seq
+            .map_or_else(|| "-".to_owned(), |s| s.to_string()),
+        match report.delivered {
+            Delivered::Http => "http",
+            Delivered::Fallback => "command_fallback",
+            Delivered::Lost => "LOST",
+        }
+    );
+    for problem in &report.problems {
+        text.push_str(&head);
+        text.push_str(": ");
+        text.push_str(&error_chain(problem));
+        text.push('\n');
+    }
+    log_text(dir, &text);
+}
+
+/// Appends `text` to `emit.log`, best effort.
+pub fn log_text(dir: &Path, text: &str) {
+    let path = StoreDir::new(dir).emit_log();
+    if fs::metadata(&path).is_ok_and(|m| m.len() > LOG_ROTATE_BYTES) {
+        let _ = fs::rename(&path, path.with_extension("log.1"));
+    }
+    if let Ok(mut file) = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(&path)
+    {
+        let _ = file.write_all(text.as_bytes());
+    }
+}
+
+/// An error and its causes on one line.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delivery_body_embeds_the_payload_verbatim() {
+        let raw: &RawValue = serde_json::from_str("{\"a\": 1,\n \"b\": \"x\"}").unwrap();
+        let body = render_delivery("kimi", 3, Some(7), Some("Stop"), Some(raw), None);
+        assert_eq!(
+            String::from_utf8(body).unwrap(),
+            "{\"v\":1,\"provider\":\"kimi\",\"generation\":3,\"emitter_seq\":7,\"event\":\"Stop\",\"payload\":{\"a\": 1,  \"b\": \"x\"}}"
+        );
+    }
+
+    #[test]
+    fn oversized_stdin_is_drained_and_measured() {
+        let big = vec![b' '; MAX_PAYLOAD_BYTES + 10];
+        match read_payload(&big[..]) {
+            Err(EmitError::PayloadTooLarge { len }) => assert_eq!(len, big.len() as u64),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,394 @@
+//! The smallest HTTP/1.1 the emitter and the collector need, over `std::net`.
+//!
+//! One request per connection (`Connection: close`), bodies sized by `Content-Length`
+//! only, every read and write bounded by a deadline. The emitter is a fresh process per
+//! hook, so connection reuse would buy nothing, and an async runtime or a general client
+//! would cost start-up time on every hook of every turn.
+
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+
+/// Longest request or response head (request line or status line plus headers).
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+
+/// A parsed `http://HOST:PORT/PATH` URL. Only IP literals and `localhost` are accepted:
+/// the emitter never resolves names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Url {
+    pub addr: SocketAddr,
+    pub path: String,
+    text: String,
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum UrlError {
+    #[error("{url:?} is not an http:// URL")]
+    Scheme { url: String },
+    #[error("{url:?} has no port")]
+    NoPort { url: String },
+    #[error("{url:?} has a bad port")]
+    BadPort { url: String },
+    #[error("{url:?} does not name an IP address or localhost")]
+    BadHost { url: String },
+    #[error("{url:?} has spaces or control characters in its path")]
+    BadPath { url: String },
+}
+
+impl Url {
+    pub fn parse(url: &str) -> Result<Self, UrlError> {
+        let rest = url
+            .strip_prefix("http://")
+            .ok_or_else(|| UrlError::Scheme {
+                url: url.to_owned(),
+            })?;
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        if !path.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(UrlError::BadPath {
+                url: url.to_owned(),
+            });
+        }
+        let (host, port) = if let Some(inner) = authority.strip_prefix('[') {
+            let (host, after) = inner.split_once(']').ok_or_else(|| UrlError::BadHost {
+                url: url.to_owned(),
+            })?;
+            let port = after.strip_prefix(':').ok_or_else(|| UrlError::NoPort {
+                url: url.to_owned(),
+            })?;
+            (host, port)
+        } else {
+            authority.rsplit_once(':').ok_or_else(|| UrlError::NoPort {
+                url: url.to_owned(),
+            })?
+        };
+        let port: u16 = port.parse().map_err(|_| UrlError::BadPort {
+            url: url.to_owned(),
+        })?;
+        if port == 0 {
+            return Err(UrlError::BadPort {
+                url: url.to_owned(),
+            });
+        }
+        let ip: IpAddr = if host.eq_ignore_ascii_case("localhost") {
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        } else {
+            host.parse().map_err(|_| UrlError::BadHost {
+                url: url.to_owned(),
+            })?
+        };
+        Ok(Self {
+            addr: SocketAddr::new(ip, port),
+            path: path.to_owned(),
+            text: url.to_owned(),
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+/// Why a POST did not get a 2xx answer.
+#[derive(Debug, Error)]
+pub enum PostError {
+    #[error("cannot connect to {addr}")]
+    Connect {
+        addr: SocketAddr,
+        #[source]
+        source: io::Error,
+    },
+    #[error("timed out {stage} {addr} after {ms} ms")]
+    Timeout {
+        stage: &'static str,
+        addr: SocketAddr,
+        ms: u128,
+    },
+    #[error("cannot send the request to {addr}")]
+    Send {
+        addr: SocketAddr,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot read the response from {addr}")]
+    Receive {
+        addr: SocketAddr,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{addr} sent a malformed response: {detail}")]
+    Malformed { addr: SocketAddr, detail: String },
+    #[error("{addr} answered {status}")]
+    Status { addr: SocketAddr, status: u16 },
+}
+
+/// Time limits of one POST.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub connect: Duration,
+    /// The whole exchange, connect included.
+    pub total: Duration,
+}
+
+/// POSTs `body` as JSON with a bearer token. `Ok` carries the status and the response
+/// body of a 2xx answer.
+pub fn post_json(
+    url: &Url,
+    token: &str,
+    body: &[u8],
+    limits: Limits,
+) -> Result<(u16, Vec<u8>), PostError> {
+    let start = Instant::now();
+    let addr = url.addr;
+    let remaining = |stage: &'static str| {
+        let left = limits.total.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            Err(PostError::Timeout {
+                stage,
+                addr,
+                ms: limits.total.as_millis(),
+            })
+        } else {
+            Ok(left)
+        }
+    };
+    let connect_for = limits.connect.min(remaining("connecting to")?);
+    let mut stream = TcpStream::connect_timeout(&addr, connect_for).map_err(|source| {
+        if is_timeout(&source) {
+            PostError::Timeout {
+                stage: "connecting to",
+                addr,
+                ms: connect_for.as_millis(),
+            }
+        } else {
+            PostError::Connect { addr, source }
+        }
+    })?;
+    let _ = stream.set_nodelay(true);
+    let mut request = Vec::with_capacity(body.len() + 256);
+    let host = match addr {
+        SocketAddr::V4(a) => format!("{}:{}", a.ip(), a.port()),
+        SocketAddr::V6(a) => format!("[{}]:{}", a.ip(), a.port()),
+    };
+    let _ = write!(
+        request,
+        "POST {} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        url.path,
+        body.len()
+    );
+    request.extend_from_slice(body);
+    let send_timeout = |source: io::Error| {
+        if is_timeout(&source) {
+            PostError::Timeout {
+                stage: "sending to",
+                addr,
+                ms: limits.total.as_millis(),
+            }
+        } else {
+            PostError::Send { addr, source }
+        }
+    };
+    stream
+        .set_write_timeout(Some(remaining("sending to")?))
+        .map_err(send_timeout)?;
+    stream.write_all(&request).map_err(send_timeout)?;
+    // Read the head, then as much body as Content-Length says (bounded).
+    let mut buf = Vec::with_capacity(512);
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(i) = find_head_end(&buf) {
+            break i;
+        }
+        if buf.len() > MAX_HEAD_BYTES {
+            return Err(PostError::Malformed {
+                addr,
+                detail: "response head too long".into(),
+            });
+        }
+        let n = read_some(
+            &mut stream,
+            &mut chunk,
+            remaining("waiting for")?,
+            addr,
+            limits,
+        )?;
+        if n == 0 {
+            return Err(PostError::Malformed {
+                addr,
+                detail: "connection closed before a response".into(),
+            });
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = std::str::from_utf8(&buf[..head_end]).map_err(|_| PostError::Malformed {
+        addr,
+        detail: "response head is not UTF-8".into(),
+    })?;
+    let status = parse_status(head).ok_or_else(|| PostError::Malformed {
+        addr,
+        detail: format!("bad status line {:?}", head.lines().next().unwrap_or("")),
+    })?;
+    if !(200..300).contains(&status) {
+        return Err(PostError::Status { addr, status });
+    }
+    let want = header(head, "content-length")
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(0)
+        .min(64 * 1024);
+    let mut response = buf[head_end + 4..].to_vec();
+    while response.len() < want {
+        let Ok(left) = remaining("reading from") else {
+            break;
+        };
+        match read_some(&mut stream, &mut chunk, left, addr, limits) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => response.extend_from_slice(&chunk[..n]),
+        }
+    }
+    response.truncate(want);
+    Ok((status, response))
+}
+
+fn read_some(
+    stream: &mut TcpStream,
+    chunk: &mut [u8],
+    left: Duration,
+    addr: SocketAddr,
+    limits: Limits,
+) -> Result<usize, PostError> {
+    stream
+        .set_read_timeout(Some(left))
+        .map_err(|source| PostError::Receive { addr, source })?;
+    loop {
+        match stream.read(chunk) {
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if is_timeout(&e) => {
+                return Err(PostError::Timeout {
+                    stage: "waiting for the response from",
+                    addr,
+                    ms: limits.total.as_millis(),
+                });
+            }
+            Err(source) => return Err(PostError::Receive { addr, source }),
+        }
+    }
+}
+
+pub(crate) fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+pub(crate) fn find_head_end(buf: &[u8]) -> Option<usize> {
+    memchr::memmem::find(buf, b"\r\n\r\n")
+}
+
+fn parse_status(head: &str) -> Option<u16> {
+    let line = head.lines().next()?;
+    let mut parts = line.splitn(3, ' ');
+    let version = parts.next()?;
+    if !version.starts_with("HTTP/1.") {
+        return None;
+    }
+    parts.next()?.parse().ok()
+}
+
+/// The value of the first header called `name` (case-insensitive) in a head.
+pub(crate) fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.split("\r\n").skip(1).find_map(|line| {
+        let (n, v) = line.split_once(':')?;
+        n.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+/// Every value of headers called `name`.
+pub(crate) fn headers<'a>(head: &'a str, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    head.split("\r\n").skip(1).filter_map(move |line| {
+        let (n, v) = line.split_once(':')?;
+        n.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+/// Writes a whole response with a JSON body and closes the exchange.
+pub(crate) fn respond(
+    stream: &mut TcpStream,
+    status: u16,
+    body: &str,
+    extra_headers: &str,
+) -> io::Result<()> {
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        411 => "Length Required",
+        413 => "Content Too Large",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
+        _ => "Unknown",
+    };
+    let text = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+         Connection: close\r\n{extra_headers}\r\n{body}",
+        body.len()
+    );
+    stream.write_all(text.as_bytes())?;
+    stream.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let u = Url::parse("http://127.0.0.1:8080/events").unwrap();
+        assert_eq!(u.addr, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(u.path, "/events");
+        let u = Url::parse("http://localhost:9").unwrap();
+        assert_eq!(u.path, "/");
+        let u = Url::parse("http://[::1]:7/x").unwrap();
+        assert_eq!(u.addr, "[::1]:7".parse().unwrap());
+        assert!(matches!(
+            Url::parse("https://127.0.0.1:1/"),
+            Err(UrlError::Scheme { .. })
+        ));
+        assert!(matches!(
+            Url::parse("http://example.com:80/"),
+            Err(UrlError::BadHost { .. })
+        ));
+        assert!(matches!(
+            Url::parse("http://127.0.0.1/"),
+            Err(UrlError::NoPort { .. })
+        ));
+        assert!(matches!(
+            Url::parse("http://127.0.0.1:0/"),
+            Err(UrlError::BadPort { .. })
+        ));
+        assert!(matches!(
+            Url::parse("http://127.0.0.1:1/a\r\nX: y"),
+            Err(UrlError::BadPath { .. })
+        ));
+    }
+
+    #[test]
+    fn heads() {
+        let head = "HTTP/1.1 201 Created\r\nContent-Length: 5\r\nX-A: b";
+        assert_eq!(parse_status(head), Some(201));
+        assert_eq!(header(head, "content-length"), Some("5"));
+        assert_eq!(header(head, "x-a"), Some("b"));
+        assert_eq!(parse_status("garbage"), None);
+    }
+}

@@ -1,0 +1,237 @@
+//! `hooktrack emit` as an agent CLI runs it.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use super::util::*;
+
+#[test]
+fn a_delivery_over_http_keeps_the_payload_byte_for_byte() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    // Python spacing, an escaped non-ASCII char, a raw one, unknown fields, nested data.
+    let payload = r#"{"hook_event_name": "PreToolUse", "session_id": "495571c6-adb5-491a-99ad-7e10e4e3d92e", "cwd": "/p", "tool_name": "Shell", "tool_input": {"command": "echo \u00e9 é"}, "tool_call_id": "call_1", "future_field": [1, {"x": null}]}"#;
+    let out = emit(
+        &dir,
+        Some(&collector.url()),
+        Some(TOKEN),
+        "PreToolUse",
+        payload.as_bytes(),
+    );
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty(), "emit wrote to stdout");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(dir.join("events.ndjson")).expect("events");
+    assert!(
+        text.contains(&format!(",\"payload\":{payload}}}\n")),
+        "payload not verbatim in {text}"
+    );
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(row["v"], 1);
+    assert_eq!(row["provider"], "kimi-cli");
+    assert_eq!(row["generation"], 1);
+    assert_eq!(row["via"], "http");
+    assert_eq!(row["sequence"], 1);
+    assert_eq!(row["emitter_seq"], 1);
+    assert_eq!(row["event"], "PreToolUse");
+    let at = row["received_at"].as_str().expect("received_at");
+    assert_eq!(at.len(), "2026-10-20T09:14:03.512Z".len(), "{at}");
+    assert!(at.ends_with('Z'));
+    // The envelope's keys, in the contract's order.
+    let head = r#"{"v":1,"provider":"kimi-cli","generation":1,"via":"http","sequence":1,"emitter_seq":1,"received_at":""#;
+    assert!(text.starts_with(head), "{text}");
+    let after_time = &text[head.len() + at.len()..];
+    assert!(
+        after_time.starts_with(r#"","event":"PreToolUse","payload":{"#),
+        "{text}"
+    );
+    assert!(
+        !dir.join("emit.log").exists(),
+        "a clean delivery logs nothing"
+    );
+    assert!(collector.stop().success());
+}
+
+#[test]
+fn a_refused_connection_means_a_fallback_row() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let url = format!("http://127.0.0.1:{}/events", dead_port());
+    let payload = kimi_cli("Stop", r#""stop_hook_active": false"#);
+    let out = emit(&dir, Some(&url), Some(TOKEN), "Stop", payload.as_bytes());
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["via"], "command_fallback");
+    assert_eq!(rows[0]["sequence"], serde_json::Value::Null);
+    assert_eq!(rows[0]["emitter_seq"], 1);
+    assert_eq!(rows[0]["payload"]["stop_hook_active"], false);
+    let log = std::fs::read_to_string(dir.join("emit.log")).expect("emit.log");
+    assert!(log.contains("cannot connect"), "{log}");
+    assert!(log.contains("delivered=command_fallback"), "{log}");
+}
+
+#[test]
+fn a_collector_that_accepts_and_never_answers_costs_only_the_deadline() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    // Accept and read, never answer; hold the connection until the test ends.
+    let holder = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().expect("accept");
+        let mut buf = [0u8; 4096];
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        while let Ok(n) = conn.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+        }
+    });
+    let url = format!("http://127.0.0.1:{port}/events");
+    let started = Instant::now();
+    let out = emit(
+        &dir,
+        Some(&url),
+        Some(TOKEN),
+        "Stop",
+        kimi_cli("Stop", "").as_bytes(),
+    );
+    let took = started.elapsed();
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    // Kimi kills a hook after 5 s; the emitter's own deadline is 1.5 s for HTTP.
+    assert!(took < Duration::from_secs(5), "emit took {took:?}");
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["via"], "command_fallback");
+    let log = std::fs::read_to_string(dir.join("emit.log")).expect("emit.log");
+    assert!(log.contains("timed out"), "{log}");
+    holder.join().expect("holder");
+}
+
+#[test]
+fn a_bad_payload_is_still_a_delivery_and_the_reader_counts_it() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    let url = collector.url();
+    let too_big = vec![b'x'; 2 * 1024 * 1024];
+    for (event, payload) in [
+        ("Stop", &b"not json at all"[..]),
+        ("Stop", &b""[..]),
+        ("Stop", &too_big[..]),
+    ] {
+        let out = emit(&dir, Some(&url), Some(TOKEN), event, payload);
+        assert!(out.status.success());
+        assert!(out.stdout.is_empty());
+    }
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 3);
+    let errors: Vec<&str> = rows
+        .iter()
+        .map(|r| {
+            assert_eq!(r["payload"], serde_json::Value::Null);
+            assert_eq!(r["via"], "http");
+            r["payload_error"].as_str().expect("payload_error")
+        })
+        .collect();
+    assert!(errors[0].contains("not JSON"), "{errors:?}");
+    assert!(errors[1].contains("empty"), "{errors:?}");
+    assert!(errors[2].contains("over the"), "{errors:?}");
+    assert!(errors[2].contains("2097152 bytes"), "{errors:?}");
+    // The reader takes them (the event name came from our own hook config).
+    let report = replay_json(&dir.join("events.ndjson"));
+    assert_eq!(report["events"], 3);
+    assert!(collector.stop().success());
+}
+
+#[test]
+fn a_broken_argv_still_exits_zero_and_prints_nothing_on_stdout() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for args in [
+        vec!["emit"],
+        vec!["emit", "--bogus"],
+        vec!["emit", "--dir"],
+        vec![
+            "emit",
+            "--dir",
+            "/nonexistent/hooktrack/dir",
+            "--generation",
+            "x",
+        ],
+    ] {
+        let mut child = hooktrack()
+            .args(&args)
+            .current_dir(tmp.path())
+            .env_remove("HOOKTRACK_TOKEN")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let _ = child.stdin.take().expect("stdin").write_all(b"{}");
+        let out = child.wait_with_output().expect("output");
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?} wrote to stdout");
+    }
+}
+
+#[test]
+fn fallback_rows_replay_exactly_like_http_rows() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let http_dir = tmp.path().join("http");
+    let fallback_dir = tmp.path().join("fallback");
+    std::fs::create_dir(&fallback_dir).expect("mkdir");
+    let collector = Collector::start(&http_dir, 1);
+    let dead = format!("http://127.0.0.1:{}/events", dead_port());
+    for (event, payload) in kimi_cli_session() {
+        let a = emit(
+            &http_dir,
+            Some(&collector.url()),
+            Some(TOKEN),
+            event,
+            payload.as_bytes(),
+        );
+        let b = emit(
+            &fallback_dir,
+            Some(&dead),
+            Some(TOKEN),
+            event,
+            payload.as_bytes(),
+        );
+        assert!(a.status.success() && b.status.success());
+    }
+    assert!(collector.stop().success());
+    let http_rows = rows(&http_dir.join("events.ndjson"));
+    let fallback_rows = rows(&fallback_dir.join("events.ndjson"));
+    assert!(http_rows.iter().all(|r| r["via"] == "http"));
+    assert!(fallback_rows.iter().all(|r| r["via"] == "command_fallback"));
+    let a = replay_json(&http_dir.join("events.ndjson"));
+    let b = replay_json(&fallback_dir.join("events.ndjson"));
+    assert_eq!(ledger(&a["turns"]), ["main success 1"]);
+    assert_eq!(ledger(&a["turns"]), ledger(&b["turns"]));
+    let strip_times = |mut v: serde_json::Value| {
+        v["last_turn"]["at"] = serde_json::Value::Null;
+        v["maintenance"]["since"] = serde_json::Value::Null;
+        v
+    };
+    assert_eq!(
+        strip_times(a["final"].clone()),
+        strip_times(b["final"].clone())
+    );
+    assert_eq!(a["diagnostics"], b["diagnostics"]);
+    assert_eq!(a["provider"]["provider"], "kimi-cli");
+}

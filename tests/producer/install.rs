@@ -1,0 +1,385 @@
+//! `hooktrack install|uninstall|check kimi` on real files.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Output;
+
+use super::util::*;
+
+/// An operator's config: comments, their own hooks, odd whitespace, CRLF lines, tabs, a
+/// multi-line string, non-ASCII text, and no final newline.
+const OPERATOR: &str = "# my kimi config\r\n\
+default_model = \"k2\"   # trailing comment\r\n\
+\n\n\
+[providers.main]\n\
+\ttype = \"kimi\"\n\
+\x20\x20base_url   =   \"https://example.invalid/v1\"\n\
+api_key = \"\"\"\nmulti\nline \u{e9}\n\"\"\"\n\
+\n\
+# operator hooks below\n\
+[[hooks]]\n\
+event = \"Stop\"\n\
+command = \"notify-send 'done'\"\n\
+matcher = \"\"\n\
+timeout = 30\n\
+\n\
+[[hooks]]\n\
+event    = \"PreToolUse\"\n\
+command  = \"/usr/local/bin/guard --strict\"\n\
+timeout  = 600";
+
+fn run(args: &[&str], config: &Path, extra: &[&str]) -> Output {
+    hooktrack()
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .args(extra)
+        .output()
+        .expect("run hooktrack")
+}
+
+fn install(variant: &str, config: &Path, store: &Path, generation: u64, url: &str) -> Output {
+    let generation = generation.to_string();
+    run(
+        &["install", "kimi", "--variant", variant],
+        config,
+        &[
+            "--dir",
+            store.to_str().expect("utf-8 path"),
+            "--url",
+            url,
+            "--generation",
+            &generation,
+        ],
+    )
+}
+
+fn text(path: &Path) -> String {
+    fs::read_to_string(path).expect("read config")
+}
+
+fn channel(store: &Path) -> serde_json::Value {
+    serde_json::from_slice(&fs::read(store.join("channel.json")).expect("channel.json"))
+        .expect("channel json")
+}
+
+fn hooks(config_text: &str) -> Vec<toml::Table> {
+    let table: toml::Table = toml::from_str(config_text).expect("strict TOML");
+    table["hooks"]
+        .as_array()
+        .expect("hooks array")
+        .iter()
+        .map(|h| h.as_table().expect("table").clone())
+        .collect()
+}
+
+#[test]
+fn install_keeps_every_byte_outside_the_block_and_uninstall_restores_the_file() {
+    for (variant, events) in [("code", 20), ("cli", 13)] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let config = tmp.path().join("config.toml");
+        let store = tmp.path().join("store");
+        fs::write(&config, OPERATOR).expect("write");
+        fs::set_permissions(&config, fs::Permissions::from_mode(0o640)).expect("chmod");
+        let out = install(variant, &config, &store, 1, "http://127.0.0.1:4100/events");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let installed = text(&config);
+        // Everything before the block is the operator's text, byte for byte, and the
+        // block adds the one newline the last line lacked.
+        assert!(installed.starts_with(OPERATOR), "{installed}");
+        let block = &installed[OPERATOR.len()..];
+        assert!(
+            block
+                .starts_with("\n# >>> hooktrack kimi observer (generation 1, newline added) >>>\n")
+        );
+        assert!(block.ends_with("# <<< hooktrack kimi observer <<<\n"));
+        // Strictly valid TOML; the operator's two hooks, then one entry per event.
+        let entries = hooks(&installed);
+        assert_eq!(entries.len(), 2 + events, "{variant}");
+        assert_eq!(entries[0]["command"].as_str(), Some("notify-send 'done'"));
+        for entry in &entries[2..] {
+            let mut keys: Vec<&str> = entry.keys().map(String::as_str).collect();
+            keys.sort_unstable();
+            assert_eq!(keys, ["command", "event", "timeout"]);
+            assert_eq!(entry["timeout"].as_integer(), Some(5));
+            let command = entry["command"].as_str().expect("command");
+            let binary = fs::canonicalize(env!("CARGO_BIN_EXE_hooktrack")).expect("binary");
+            assert!(
+                command.starts_with(&format!("'{}' emit --url ", binary.display())),
+                "{command}"
+            );
+            assert!(command.contains(&format!("--dir '{}'", store.display())));
+            assert!(command.ends_with(&format!(
+                "--event '{}'",
+                entry["event"].as_str().expect("event")
+            )));
+            assert!(!command.contains("TOKEN") && !command.contains("token"));
+        }
+        assert_eq!(mode(&config), 0o640, "the file's mode is kept");
+        let verdict = channel(&store);
+        assert_eq!(verdict["install"]["ok"], true, "{verdict}");
+        assert_eq!(verdict["generation"], 1);
+        // A re-install replaces the block in place.
+        let out = install(variant, &config, &store, 2, "http://127.0.0.1:4200/events");
+        assert!(out.status.success());
+        assert!(String::from_utf8_lossy(&out.stdout).contains("replacing generation 1"));
+        let reinstalled = text(&config);
+        assert!(reinstalled.starts_with(OPERATOR));
+        assert_eq!(reinstalled.matches("# >>> hooktrack").count(), 1);
+        assert!(reinstalled.contains("(generation 2, newline added)"));
+        assert!(reinstalled.contains(":4200/") && !reinstalled.contains(":4100/"));
+        // Check agrees; uninstall gives the original bytes back.
+        let out = run(&["check", "kimi", "--variant", variant], &config, &[]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report = String::from_utf8_lossy(&out.stdout);
+        assert!(report.contains(&format!("has {events}")), "{report}");
+        let out = run(&["uninstall", "kimi", "--variant", variant], &config, &[]);
+        assert!(out.status.success());
+        assert_eq!(fs::read(&config).expect("read"), OPERATOR.as_bytes());
+        assert_eq!(mode(&config), 0o640);
+    }
+}
+
+#[test]
+fn a_block_in_the_middle_is_replaced_where_it_is() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("config.toml");
+    let store = tmp.path().join("store");
+    fs::write(&config, "a = 1\n").expect("write");
+    assert!(
+        install("cli", &config, &store, 1, "http://127.0.0.1:1/e")
+            .status
+            .success()
+    );
+    let mut with_more = text(&config);
+    with_more.push_str(
+        "\n# added later by the operator\n[[hooks]]\nevent = \"Stop\"\ncommand = \"true\"\n",
+    );
+    fs::write(&config, &with_more).expect("write");
+    assert!(
+        install("cli", &config, &store, 2, "http://127.0.0.1:2/e")
+            .status
+            .success()
+    );
+    let after = text(&config);
+    assert!(after.starts_with("a = 1\n# >>> hooktrack kimi observer (generation 2) >>>\n"));
+    assert!(after.ends_with("# <<< hooktrack kimi observer <<<\n\n# added later by the operator\n[[hooks]]\nevent = \"Stop\"\ncommand = \"true\"\n"));
+    assert!(run(&["uninstall", "kimi"], &config, &[]).status.success());
+    assert_eq!(
+        text(&config),
+        "a = 1\n\n# added later by the operator\n[[hooks]]\nevent = \"Stop\"\ncommand = \"true\"\n"
+    );
+}
+
+#[test]
+fn a_violation_restores_the_previous_text_and_says_why_in_channel_json() {
+    let cases = [
+        // Kimi Code voids all hooks on an unknown event or key or a bad timeout.
+        (
+            "code",
+            "[[hooks]]\nevent = \"TurnStart\"\ncommand = \"x\"\n",
+            "not one of Kimi Code 2.x's 20 events",
+            true,
+        ),
+        (
+            "code",
+            "[[hooks]]\nevent = \"Stop\"\ncommand = \"x\"\nonce = true\n",
+            "unknown key `once`",
+            true,
+        ),
+        (
+            "code",
+            "[[hooks]]\nevent = \"Stop\"\ncommand = \"x\"\ntimeout = 601\n",
+            "outside 1..=600",
+            true,
+        ),
+        // Kimi CLI refuses to start on an event it does not know (TurnStarted is Code's).
+        (
+            "cli",
+            "[[hooks]]\nevent = \"TurnStarted\"\ncommand = \"x\"\n",
+            "not one of Kimi CLI 1.x's 13 events",
+            true,
+        ),
+        // A static hooks array cannot be extended by [[hooks]] (valid alone, broken merged).
+        ("cli", "hooks = []\n", "not valid TOML", false),
+    ];
+    for (variant, original, reason, invalid_alone) in cases {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let config = tmp.path().join("config.toml");
+        let store = tmp.path().join("store");
+        fs::write(&config, original).expect("write");
+        let out = install(variant, &config, &store, 3, "http://127.0.0.1:4100/events");
+        assert_eq!(out.status.code(), Some(1), "{variant} {original:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(reason), "{stderr}");
+        assert!(stderr.contains("previous text restored"), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1);
+        assert_eq!(fs::read(&config).expect("read"), original.as_bytes());
+        let verdict = channel(&store);
+        assert_eq!(verdict["install"]["ok"], false);
+        assert!(
+            verdict["install"]["detail"]
+                .as_str()
+                .expect("detail")
+                .contains(reason),
+            "{verdict}"
+        );
+        assert_eq!(verdict["generation"], 3);
+        // check names the same problem and changes nothing.
+        let out = run(&["check", "kimi", "--variant", variant], &config, &[]);
+        assert_eq!(out.status.code(), Some(if invalid_alone { 1 } else { 0 }));
+        assert_eq!(fs::read(&config).expect("read"), original.as_bytes());
+    }
+}
+
+#[test]
+fn a_missing_config_is_created_and_removed_again() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("kimi-home");
+    let store = tmp.path().join("store");
+    let out = hooktrack()
+        .args(["install", "kimi", "--variant", "code", "--home"])
+        .arg(&home)
+        .args([
+            "--url",
+            "http://127.0.0.1:9/events",
+            "--generation",
+            "1",
+            "--dir",
+        ])
+        .arg(&store)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let config = home.join("config.toml");
+    assert_eq!(hooks(&text(&config)).len(), 20);
+    assert_eq!(mode(&config), 0o600);
+    let out = hooktrack()
+        .args(["uninstall", "kimi", "--variant", "code", "--home"])
+        .arg(&home)
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    assert_eq!(text(&config), "");
+}
+
+#[test]
+fn uninstall_with_a_generation_leaves_a_newer_block_alone() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("config.toml");
+    let store = tmp.path().join("store");
+    fs::write(&config, "x = 1\n").expect("write");
+    assert!(
+        install("cli", &config, &store, 5, "http://127.0.0.1:1/e")
+            .status
+            .success()
+    );
+    let before = text(&config);
+    let out = run(&["uninstall", "kimi"], &config, &["--generation", "4"]);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("left the hooktrack block of generation 5")
+    );
+    assert_eq!(text(&config), before);
+    assert!(
+        run(&["uninstall", "kimi"], &config, &["--generation", "5"])
+            .status
+            .success()
+    );
+    assert_eq!(text(&config), "x = 1\n");
+}
+
+#[test]
+fn broken_markers_are_left_for_a_human() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("config.toml");
+    let store = tmp.path().join("store");
+    let original = "a = 1\n# >>> hooktrack kimi observer (generation 1) >>>\n[[hooks]]\n";
+    fs::write(&config, original).expect("write");
+    let out = install("cli", &config, &store, 2, "http://127.0.0.1:1/e");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no end marker"));
+    assert_eq!(text(&config), original);
+    assert_eq!(
+        run(&["uninstall", "kimi"], &config, &[]).status.code(),
+        Some(1)
+    );
+    assert_eq!(text(&config), original);
+}
+
+#[test]
+fn a_symlinked_config_stays_a_symlink() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let real = tmp.path().join("dotfiles-config.toml");
+    let link = tmp.path().join("config.toml");
+    let store = tmp.path().join("store");
+    fs::write(&real, "a = 1\n").expect("write");
+    std::os::unix::fs::symlink(&real, &link).expect("symlink");
+    assert!(
+        install("cli", &link, &store, 1, "http://127.0.0.1:1/e")
+            .status
+            .success()
+    );
+    assert!(
+        fs::symlink_metadata(&link)
+            .expect("meta")
+            .file_type()
+            .is_symlink()
+    );
+    assert!(text(&real).contains("# >>> hooktrack"));
+    assert!(run(&["uninstall", "kimi"], &link, &[]).status.success());
+    assert_eq!(text(&real), "a = 1\n");
+}
+
+#[test]
+fn auto_detection_asks_the_installed_kimi() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bin = tmp.path().join("bin");
+    let home = tmp.path().join("home");
+    fs::create_dir_all(&bin).expect("mkdir");
+    fs::create_dir_all(&home).expect("mkdir");
+    for (version, events, config) in [
+        ("kimi, version 1.52.0", 13, home.join(".kimi/config.toml")),
+        ("2.2.0", 20, home.join(".kimi-code/config.toml")),
+    ] {
+        let kimi = bin.join("kimi");
+        fs::write(&kimi, format!("#!/bin/sh\necho '{version}'\n")).expect("write");
+        fs::set_permissions(&kimi, fs::Permissions::from_mode(0o755)).expect("chmod");
+        let out = hooktrack()
+            .args([
+                "install",
+                "kimi",
+                "--url",
+                "http://127.0.0.1:9/e",
+                "--generation",
+                "1",
+                "--dir",
+            ])
+            .arg(tmp.path().join("store"))
+            .env("PATH", &bin)
+            .env("HOME", &home)
+            .env_remove("KIMI_CODE_HOME")
+            .env_remove("KIMI_SHARE_DIR")
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(hooks(&text(&config)).len(), events, "{version}");
+    }
+}

@@ -1,0 +1,12 @@
+//! The producer side: `hooktrack emit`, `collect`, `install|uninstall|check kimi` and
+//! `session`, run as real processes.
+
+mod util;
+
+mod collect;
+mod e2e;
+mod emit;
+mod install;
+mod no_loss;
+mod security;
+mod session;

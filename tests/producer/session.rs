@@ -1,0 +1,303 @@
+//! `hooktrack session` around a scripted stand-in for Kimi CLI that runs the hooks its
+//! `config.toml` names, the way the CLI does (`sh -c COMMAND` with the payload on stdin).
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use super::util::*;
+
+const OPERATOR: &str = "# operator settings\ndefault_model = \"mock\"\n\n[[hooks]]\nevent = \"Stop\"\ncommand = \"true\"\n";
+
+/// Writes the stand-in agent. It records the token it was given, signals `ready` after
+/// the first prompt, waits for `go`, runs the rest of the session and exits with 3.
+fn fake_agent(dir: &Path) -> PathBuf {
+    let mut script = String::from(
+        r#"#!/bin/sh
+set -eu
+config="$HOME/.kimi/config.toml"
+# Every entry for the event runs (ours and the operator's).
+hook() {
+  awk -v ev="$1" '
+    /^\[\[hooks\]\]/ { found = 0 }
+    $0 == "event = \"" ev "\"" { found = 1; next }
+    found && /^command = "/ { sub(/^command = "/, ""); sub(/"$/, ""); print; found = 0 }
+  ' "$config" > "$OUT/cmds"
+  [ -s "$OUT/cmds" ] || { echo "no hook for $1" >&2; exit 9; }
+  while IFS= read -r cmd; do printf '%s' "$2" | sh -c "$cmd"; done < "$OUT/cmds"
+}
+printf '%s' "${HOOKTRACK_TOKEN:-}" > "$OUT/token"
+"#,
+    );
+    for (i, (event, payload)) in kimi_cli_session().into_iter().enumerate() {
+        if i == 2 {
+            script.push_str(
+                "touch \"$OUT/ready\"\nwhile [ ! -e \"$OUT/go\" ]; do sleep 0.02; done\n",
+            );
+        }
+        script.push_str(&format!("hook {event} '{payload}'\n"));
+    }
+    script.push_str("exit 3\n");
+    let path = dir.join("fake-kimi");
+    fs::write(&path, script).expect("write agent");
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+fn all_cmdlines() -> Vec<(String, Vec<u8>)> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir("/proc").expect("/proc").flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.bytes().all(|b| b.is_ascii_digit())
+            && let Ok(cmdline) = fs::read(entry.path().join("cmdline"))
+        {
+            found.push((name, cmdline));
+        }
+    }
+    found
+}
+
+#[test]
+fn a_session_tracks_the_agent_live_and_cleans_up_after_it() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let out_dir = tmp.path().join("out");
+    let root = tmp.path().join("root");
+    fs::create_dir_all(home.join(".kimi")).expect("mkdir");
+    fs::create_dir_all(&out_dir).expect("mkdir");
+    let config = home.join(".kimi/config.toml");
+    fs::write(&config, OPERATOR).expect("write config");
+    let agent = fake_agent(tmp.path());
+    let output = tmp.path().join("session.ndjson");
+    let mut session = hooktrack()
+        .args([
+            "session",
+            "--variant",
+            "cli",
+            "--format",
+            "ndjson",
+            "--root",
+        ])
+        .arg(&root)
+        .arg("--output")
+        .arg(&output)
+        .arg("--")
+        .arg(&agent)
+        .env("HOME", &home)
+        .env("OUT", &out_dir)
+        .env_remove("HOOKTRACK_TOKEN")
+        .env_remove("KIMI_SHARE_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn session");
+
+    wait_for(Duration::from_secs(60), "the agent's first prompt", || {
+        out_dir.join("ready").exists().then_some(())
+    });
+    // Mid-session: the token is in the agent's environment and nowhere else.
+    let token = fs::read_to_string(out_dir.join("token")).expect("token");
+    assert_eq!(token.len(), 64, "{token:?}");
+    for (pid, cmdline) in all_cmdlines() {
+        assert!(
+            !cmdline.windows(token.len()).any(|w| w == token.as_bytes()),
+            "the token is in the argv of pid {pid}"
+        );
+    }
+    let during = fs::read_to_string(&config).expect("config");
+    assert!(during.starts_with(OPERATOR));
+    assert!(during.contains("# >>> hooktrack kimi observer (generation 1) >>>"));
+    let store = root.join("hook-observation/kimi-cli");
+    // Posture is followed live: the prompt already shows as an active turn.
+    let live = wait_for(Duration::from_secs(30), "live posture", || {
+        let text = fs::read_to_string(&output).ok()?;
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|v| v["event"] == "UserPromptSubmit")
+    });
+    assert_eq!(live["posture"]["turn"]["phase"], "active");
+    assert_eq!(live["changed"]["phase"], "active");
+    fs::write(out_dir.join("go"), "").expect("go");
+
+    let status = wait_child(&mut session, Duration::from_secs(60));
+    let stderr = {
+        use std::io::Read;
+        let mut s = String::new();
+        let _ = session
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut s);
+        s
+    };
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "the agent's status is passed on; {stderr}"
+    );
+
+    // Cleanup: the config is the operator's again, the collector stopped.
+    assert_eq!(fs::read(&config).expect("config"), OPERATOR.as_bytes());
+    let collector: serde_json::Value =
+        serde_json::from_slice(&fs::read(store.join("collector.json")).expect("collector.json"))
+            .expect("json");
+    assert_eq!(collector["status"], "stopped");
+    assert_eq!(collector["generation"], 1);
+    let channel = fs::read_to_string(store.join("channel.json")).expect("channel.json");
+    assert!(channel.contains("\"ok\": true"), "{channel}");
+    for file in [
+        "events.ndjson",
+        "collector.json",
+        "channel.json",
+        "emitter.seq",
+    ] {
+        let text = fs::read_to_string(store.join(file)).expect("read");
+        assert!(!text.contains(&token), "{file} holds the token");
+        assert_eq!(mode(&store.join(file)), 0o600, "{file}");
+    }
+    assert!(
+        !fs::read_to_string(&output)
+            .expect("output")
+            .contains(&token)
+    );
+
+    // Every hook went over HTTP, in order.
+    let rows = rows(&store.join("events.ndjson"));
+    let events: Vec<&str> = rows
+        .iter()
+        .map(|r| r["event"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            "SessionStart",
+            "UserPromptSubmit",
+            "PreToolUse",
+            "PostToolUse",
+            "Stop",
+            "SessionEnd"
+        ]
+    );
+    assert!(rows.iter().all(|r| r["via"] == "http"));
+
+    // The session's own report: one line per event, then the end line.
+    let lines: Vec<serde_json::Value> = fs::read_to_string(&output)
+        .expect("output")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("ndjson"))
+        .collect();
+    assert_eq!(lines[0]["kind"], "start");
+    assert_eq!(lines[0]["install"]["ok"], true);
+    assert_eq!(lines[0]["generation"], 1);
+    let end = lines.last().expect("end line");
+    assert_eq!(end["kind"], "end");
+    assert_eq!(end["exit_code"], 3);
+    assert_eq!(ledger(&end["turns"]), ["main success 1"]);
+    assert_eq!(end["final"]["presence"], "absent");
+    assert_eq!(end["final"]["last_turn"]["result"], "success");
+    assert_eq!(end["collector"]["accepted"], 6);
+    assert_eq!(end["collector"]["rejected"], 0);
+    assert_eq!(lines.iter().filter(|l| l["kind"] == "event").count(), 6);
+    // And replay of the store agrees with what was tracked live.
+    let replay = replay_json(&store.join("events.ndjson"));
+    assert_eq!(ledger(&replay["turns"]), ledger(&end["turns"]));
+}
+
+#[test]
+fn a_failed_install_still_runs_the_agent_and_leaves_the_config_alone() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    fs::create_dir_all(home.join(".kimi")).expect("mkdir");
+    let config = home.join(".kimi/config.toml");
+    // Kimi CLI would refuse to start with this entry: the installer must not build on it.
+    let broken = "[[hooks]]\nevent = \"TurnStarted\"\ncommand = \"true\"\n";
+    fs::write(&config, broken).expect("write");
+    let root = tmp.path().join("root");
+    let out = hooktrack()
+        .args(["session", "--variant", "cli", "--root"])
+        .arg(&root)
+        .args(["--", "sh", "-c", "exit 0"])
+        .env("HOME", &home)
+        .env_remove("KIMI_SHARE_DIR")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("observer NOT installed"), "{stderr}");
+    assert!(stderr.contains("TurnStarted"), "{stderr}");
+    assert_eq!(fs::read(&config).expect("config"), broken.as_bytes());
+    let channel: serde_json::Value = serde_json::from_slice(
+        &fs::read(root.join("hook-observation/kimi-cli/channel.json")).expect("channel"),
+    )
+    .expect("json");
+    assert_eq!(channel["install"]["ok"], false);
+}
+
+#[test]
+fn reusing_a_root_starts_the_next_generation() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let root = tmp.path().join("root");
+    for expected in [1, 2] {
+        let out = hooktrack()
+            .args([
+                "session",
+                "--variant",
+                "code",
+                "--format",
+                "ndjson",
+                "--output",
+                "-",
+                "--root",
+            ])
+            .arg(&root)
+            .args(["--", "true"])
+            .env("HOME", &home)
+            .env_remove("KIMI_CODE_HOME")
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let first: serde_json::Value =
+            serde_json::from_slice(out.stdout.split(|b| *b == b'\n').next().expect("line"))
+                .expect("json");
+        assert_eq!(first["generation"], expected);
+        assert_eq!(first["provider"], "kimi");
+    }
+    // Kimi Code's config was created for the run and emptied after it.
+    assert_eq!(
+        fs::read_to_string(home.join(".kimi-code/config.toml")).expect("config"),
+        ""
+    );
+}
+
+#[test]
+fn a_missing_agent_is_one_clear_error_and_nothing_left_behind() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    fs::create_dir_all(home.join(".kimi")).expect("mkdir");
+    let config = home.join(".kimi/config.toml");
+    fs::write(&config, OPERATOR).expect("write");
+    let out = hooktrack()
+        .args(["session", "--variant", "cli", "--root"])
+        .arg(tmp.path().join("root"))
+        .args(["--", "/nonexistent/agent-binary"])
+        .env("HOME", &home)
+        .env_remove("KIMI_SHARE_DIR")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("hooktrack: error: cannot start /nonexistent/agent-binary"),
+        "{stderr}"
+    );
+    assert_eq!(fs::read(&config).expect("config"), OPERATOR.as_bytes());
+}

@@ -1,0 +1,287 @@
+//! Helpers for the producer tests: real `hooktrack` processes, bounded waits only.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const TOKEN: &str = "test-token-0123456789abcdef0123456789abcdef0123456789abcdef";
+
+pub fn hooktrack() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+}
+
+/// Polls `f` every 10 ms until it returns `Some`, at most `limit`.
+pub fn wait_for<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < limit, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits for a child, killing it past `limit`.
+pub fn wait_child(child: &mut Child, limit: Duration) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("process {} did not exit within {limit:?}", child.id());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+pub fn send_signal(child: &Child, signal: i32) {
+    let pid = i32::try_from(child.id()).expect("pid");
+    // SAFETY: kill(2) on a child we spawned.
+    let rc = unsafe { libc::kill(pid, signal) };
+    assert_eq!(rc, 0, "kill({pid}, {signal})");
+}
+
+/// A `hooktrack collect` process.
+pub struct Collector {
+    pub child: Child,
+    pub port: u16,
+}
+
+impl Collector {
+    pub fn start(dir: &Path, generation: u64) -> Self {
+        Self::start_with(dir, generation, &[])
+    }
+
+    pub fn start_with(dir: &Path, generation: u64, extra: &[&str]) -> Self {
+        let child = hooktrack()
+            .args(["collect", "--provider", "kimi-cli", "--generation"])
+            .arg(generation.to_string())
+            .arg("--dir")
+            .arg(dir)
+            .args(extra)
+            .env("HOOKTRACK_TOKEN", TOKEN)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("spawn collect");
+        let pid = child.id();
+        let status_path = dir.join("collector.json");
+        let port = wait_for(Duration::from_secs(20), "collector.json", || {
+            let bytes = fs::read(&status_path).ok()?;
+            let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+            (v["pid"] == pid && v["status"] == "running")
+                .then(|| u16::try_from(v["port"].as_u64()?).ok())
+                .flatten()
+        });
+        Self { child, port }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/events", self.port)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    /// SIGTERM, then the exit status.
+    pub fn stop(mut self) -> ExitStatus {
+        send_signal(&self.child, libc::SIGTERM);
+        wait_child(&mut self.child, Duration::from_secs(30))
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Runs `hooktrack emit` with `payload` on stdin.
+pub fn emit(
+    dir: &Path,
+    url: Option<&str>,
+    token: Option<&str>,
+    event: &str,
+    payload: &[u8],
+) -> Output {
+    let mut cmd = hooktrack();
+    cmd.arg("emit");
+    if let Some(url) = url {
+        cmd.args(["--url", url]);
+    }
+    cmd.arg("--dir")
+        .arg(dir)
+        .args([
+            "--provider",
+            "kimi-cli",
+            "--generation",
+            "1",
+            "--event",
+            event,
+        ])
+        .env_remove("HOOKTRACK_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(token) = token {
+        cmd.env("HOOKTRACK_TOKEN", token);
+    }
+    let mut child = cmd.spawn().expect("spawn emit");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(payload)
+        .expect("write payload");
+    child.wait_with_output().expect("emit output")
+}
+
+/// A port on 127.0.0.1 where nothing listens (bound, then released).
+pub fn dead_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+/// Sends raw bytes, returns (status, body) of the response.
+pub fn raw_request(addr: SocketAddr, request: &[u8]) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    // A server may answer and close before reading everything: that is fine.
+    let _ = s.write_all(request);
+    let mut response = Vec::new();
+    let _ = s.read_to_end(&mut response);
+    parse_response(&response)
+}
+
+pub fn parse_response(response: &[u8]) -> (u16, String) {
+    let text = String::from_utf8_lossy(response);
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {text:?}"));
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
+}
+
+pub fn post(addr: SocketAddr, token: Option<&str>, body: &[u8]) -> (u16, String) {
+    let mut req = format!(
+        "POST /events HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if let Some(t) = token {
+        req.push_str(&format!("Authorization: Bearer {t}\r\n"));
+    }
+    req.push_str("Connection: close\r\n\r\n");
+    let mut bytes = req.into_bytes();
+    bytes.extend_from_slice(body);
+    raw_request(addr, &bytes)
+}
+
+/// Every line of a file, parsed; panics (naming the line) on a torn or non-JSON line.
+pub fn rows(path: &Path) -> Vec<serde_json::Value> {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "{} does not end with a newline",
+        path.display()
+    );
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("{} line {}: {e}: {l:?}", path.display(), i + 1))
+        })
+        .collect()
+}
+
+pub fn mode(path: &Path) -> u32 {
+    fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// `hooktrack replay --format json FILE`, parsed.
+pub fn replay_json(path: &Path) -> serde_json::Value {
+    let out = hooktrack()
+        .args(["replay", "--format", "json"])
+        .arg(path)
+        .output()
+        .expect("replay");
+    assert!(
+        out.status.success(),
+        "replay failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("replay JSON")
+}
+
+/// `"<scope> <result> <tool_calls>"` per turn of a replay or session ledger.
+pub fn ledger(turns: &serde_json::Value) -> Vec<String> {
+    turns
+        .as_array()
+        .expect("turns")
+        .iter()
+        .map(|t| {
+            format!(
+                "{} {} {}",
+                t["scope"].as_str().unwrap_or("?"),
+                t["result"].as_str().unwrap_or("?"),
+                t["tool_calls"]
+            )
+        })
+        .collect()
+}
+
+/// Kimi CLI 1.x payloads as the CLI writes them (Python json.dumps spacing).
+pub fn kimi_cli(event: &str, fields: &str) -> String {
+    let sep = if fields.is_empty() { "" } else { ", " };
+    format!(
+        r#"{{"hook_event_name": "{event}", "session_id": "495571c6-adb5-491a-99ad-7e10e4e3d92e", "cwd": "/p"{sep}{fields}}}"#
+    )
+}
+
+/// A Kimi CLI turn with one tool call: (event, payload).
+pub fn kimi_cli_session() -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "SessionStart",
+            kimi_cli("SessionStart", r#""source": "startup""#),
+        ),
+        (
+            "UserPromptSubmit",
+            kimi_cli("UserPromptSubmit", r#""prompt": "list files""#),
+        ),
+        (
+            "PreToolUse",
+            kimi_cli(
+                "PreToolUse",
+                r#""tool_name": "Shell", "tool_input": {"command": "ls"}, "tool_call_id": "call_1""#,
+            ),
+        ),
+        (
+            "PostToolUse",
+            kimi_cli(
+                "PostToolUse",
+                r#""tool_name": "Shell", "tool_input": {"command": "ls"}, "tool_output": "is_error=False", "tool_call_id": "call_1""#,
+            ),
+        ),
+        ("Stop", kimi_cli("Stop", r#""stop_hook_active": false"#)),
+        ("SessionEnd", kimi_cli("SessionEnd", r#""reason": "exit""#)),
+    ]
+}
