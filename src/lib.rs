@@ -37,6 +37,7 @@ pub mod posture;
 pub mod provider;
 pub mod read;
 pub mod row;
+pub mod tail;
 pub mod time;
 
 pub use correlate::{Correlator, Observation, Outcome, TurnRecord};

@@ -7,3 +7,4 @@ mod expectations;
 mod properties;
 mod regressions;
 mod timeline;
+mod tail;
