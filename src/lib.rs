@@ -26,6 +26,7 @@
 //! assert_eq!(pipeline.posture().last_turn.result.name(), "success");
 //! ```
 
+pub mod channel;
 pub mod correlate;
 pub mod deliveries;
 pub mod diagnostics;
@@ -37,6 +38,7 @@ pub mod posture;
 pub mod provider;
 pub mod read;
 pub mod row;
+pub mod store;
 pub mod tail;
 pub mod time;
 

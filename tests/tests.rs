@@ -8,3 +8,4 @@ mod properties;
 mod regressions;
 mod timeline;
 mod tail;
+mod channel;
