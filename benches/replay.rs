@@ -164,7 +164,11 @@ fn run_bench() -> Result<()> {
         .fold(f64::INFINITY, f64::min);
     println!(
         "target: replay >= {TARGET_RATIO:.1}x parse-only -> {} (worst ratio {worst:.2}); peak RSS flat (ratio ~1.0)",
-        if worst >= TARGET_RATIO { "met" } else { "NOT MET" }
+        if worst >= TARGET_RATIO {
+            "met"
+        } else {
+            "NOT MET"
+        }
     );
     println!("total bench time {:.0}s", started.elapsed().as_secs_f64());
     Ok(())
@@ -188,7 +192,7 @@ fn bench_dir() -> PathBuf {
 
 /// Runs `f` WARMUPS + RUNS times; returns the median of the measured runs.
 fn measure<F: FnMut() -> Result<()>>(label: &str, n: usize, mut f: F) -> Result<Duration> {
-    measure_with(label, n, || f().map(|()| ())).map(|(d, ())| d)
+    measure_with(label, n, &mut f).map(|(d, ())| d)
 }
 
 fn measure_with<T, F: FnMut() -> Result<T>>(
@@ -282,8 +286,8 @@ struct BasePayload<'a> {
 fn parse_only(bytes: &[u8], expected: usize) -> Result<()> {
     let mut count = 0usize;
     for line in lines(bytes) {
-        let row: Envelope<'_> =
-            serde_json::from_slice(line).map_err(|e| format!("baseline parse, line {}: {e}", count + 1))?;
+        let row: Envelope<'_> = serde_json::from_slice(line)
+            .map_err(|e| format!("baseline parse, line {}: {e}", count + 1))?;
         black_box(&row);
         count += 1;
     }
@@ -372,7 +376,11 @@ fn print_replay_check(out: &ReplayOutcome, summary: &CampaignSummary) {
         || (expected == 0 && out.nonzero.is_empty());
     println!(
         "    expected from the generator: tool_open_at_turn_end={expected} (one per Interrupt during a running tool) -> {}",
-        if matches { "as expected" } else { "UNEXPECTED diagnostics, see above" }
+        if matches {
+            "as expected"
+        } else {
+            "UNEXPECTED diagnostics, see above"
+        }
     );
 }
 
@@ -394,11 +402,11 @@ fn stage_breakdown(bytes: &[u8], n: usize, parse: Duration, replay: Duration) ->
         let mut reader = LineReader::new(bytes);
         let mut count = 0usize;
         while let Some(line) = reader.next_line()? {
-            if let ReadLine::Line { bytes, .. } = line {
-                if let Ok(row) = parse_line(bytes) {
-                    black_box(&row);
-                    count += 1;
-                }
+            if let ReadLine::Line { bytes, .. } = line
+                && let Ok(row) = parse_line(bytes)
+            {
+                black_box(&row);
+                count += 1;
             }
         }
         check_count("parse_line", count, n)
@@ -407,12 +415,12 @@ fn stage_breakdown(bytes: &[u8], n: usize, parse: Duration, replay: Duration) ->
         let mut reader = LineReader::new(bytes);
         let mut count = 0usize;
         while let Some(line) = reader.next_line()? {
-            if let ReadLine::Line { bytes, .. } = line {
-                if let Ok(row) = parse_line(bytes) {
-                    let event = Provider::KimiCode.normalize(&row.event_name, row.payload);
-                    black_box(&event);
-                    count += 1;
-                }
+            if let ReadLine::Line { bytes, .. } = line
+                && let Ok(row) = parse_line(bytes)
+            {
+                let event = Provider::KimiCode.normalize(&row.event_name, row.payload);
+                black_box(&event);
+                count += 1;
             }
         }
         check_count("normalize", count, n)
@@ -431,9 +439,21 @@ fn stage_breakdown(bytes: &[u8], n: usize, parse: Duration, replay: Duration) ->
         ("parse-only baseline (reference)", parse, None),
         ("a LineReader (split + copy)", reader, Some(reader)),
         ("b parse_line", rows, Some(rows.saturating_sub(reader))),
-        ("c normalize", normalized, Some(normalized.saturating_sub(rows))),
-        ("d deliveries + detect + correlate", fed, Some(fed.saturating_sub(normalized))),
-        ("e posture() per event", replay, Some(replay.saturating_sub(fed))),
+        (
+            "c normalize",
+            normalized,
+            Some(normalized.saturating_sub(rows)),
+        ),
+        (
+            "d deliveries + detect + correlate",
+            fed,
+            Some(fed.saturating_sub(normalized)),
+        ),
+        (
+            "e posture() per event",
+            replay,
+            Some(replay.saturating_sub(fed)),
+        ),
     ];
     println!(
         "    {:<36} {:>12} {:>14} {:>9}",
@@ -448,7 +468,13 @@ fn stage_breakdown(bytes: &[u8], n: usize, parse: Duration, replay: Duration) ->
                 per(s),
                 share(s)
             ),
-            None => println!("    {:<36} {:>12.0} {:>14} {:>9}", name, per(cumulative), "", ""),
+            None => println!(
+                "    {:<36} {:>12.0} {:>14} {:>9}",
+                name,
+                per(cumulative),
+                "",
+                ""
+            ),
         }
     }
     Ok(())
@@ -560,7 +586,8 @@ struct CampaignSummary {
 fn write_campaign(path: &Path, n: usize) -> Result<CampaignSummary> {
     let mut g = Generator::new(n);
     g.run();
-    let mut file = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    let mut file =
+        File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
     file.write_all(g.out.as_bytes())
         .and_then(|()| file.flush())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -667,7 +694,13 @@ const BASH_OUT: &[&str] = &[
     "[main 4e1b2c9] invoices: cursor pagination",
     " 3 files changed, 88 insertions(+), 9 deletions(-)",
 ];
-const GREP_PATTERNS: &[&str] = &["cursorOf", "TODO", "findMany\\\\(", "amount_cents", "HttpError"];
+const GREP_PATTERNS: &[&str] = &[
+    "cursorOf",
+    "TODO",
+    "findMany\\\\(",
+    "amount_cents",
+    "HttpError",
+];
 
 struct Tool {
     name: &'static str,
@@ -698,7 +731,7 @@ struct Generator {
 impl Generator {
     fn new(target: usize) -> Self {
         Self {
-            rng: Lcg(0x5eed_0f_b0_0c_4b1d),
+            rng: Lcg(0x005e_ed0f_b00c_4b1d),
             out: String::with_capacity(target * 720),
             target,
             count: 0,
@@ -719,7 +752,11 @@ impl Generator {
     }
 
     fn run(&mut self) {
-        self.event("SessionStart", 5, r#","source":"startup","model":"kimi-code/k3","profile":"default""#);
+        self.event(
+            "SessionStart",
+            5,
+            r#","source":"startup","model":"kimi-code/k3","profile":"default""#,
+        );
         while !self.full() {
             self.between_turns();
             self.turn();
@@ -813,7 +850,11 @@ impl Generator {
         if self.rng.below(1000) == 0 {
             // Rarely: the user quits and comes back (same process generation kept simple).
             self.event("SessionEnd", 5_000, r#","reason":"exit""#);
-            self.event("SessionStart", 60_000, r#","source":"startup","model":"kimi-code/k3","profile":"default""#);
+            self.event(
+                "SessionStart",
+                60_000,
+                r#","source":"startup","model":"kimi-code/k3","profile":"default""#,
+            );
         }
     }
 
@@ -881,7 +922,9 @@ impl Generator {
                 }
                 Tool {
                     name: "Grep",
-                    input: format!(r#"{{"pattern":"{pattern}","path":"src/","output_mode":"content"}}"#),
+                    input: format!(
+                        r#"{{"pattern":"{pattern}","path":"src/","output_mode":"content"}}"#
+                    ),
                     output: self.text.clone(),
                     display: pattern.to_owned(),
                     display_kind: "search",
@@ -948,7 +991,11 @@ impl Generator {
             r#"{common},"action":"Approve {}","display":{{"kind":"{}","{}":"{}"}},"tool_input":{}"#,
             tool.name,
             tool.display_kind,
-            if tool.display_kind == "command" { "command" } else { "path" },
+            if tool.display_kind == "command" {
+                "command"
+            } else {
+                "path"
+            },
             tool.display,
             tool.input
         );
