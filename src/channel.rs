@@ -176,10 +176,7 @@ impl Channel {
     }
 
     fn overlay(&self) -> Option<ChannelStatus> {
-        let record = self
-            .record
-            .as_ref()
-            .filter(|r| self.applies(r.generation));
+        let record = self.record.as_ref().filter(|r| self.applies(r.generation));
         let published = record.and_then(|r| r.published_state().map(|s| (s, r)));
         let says = |r: &ChannelRecord, default: &str| {
             format!(
@@ -187,8 +184,10 @@ impl Channel {
                 r.detail.as_deref().unwrap_or(default).trim()
             )
         };
-        if let Some((state @ (ChannelState::DisabledByPolicy | ChannelState::UntrustedWorkspace), r)) =
-            published
+        if let Some((
+            state @ (ChannelState::DisabledByPolicy | ChannelState::UntrustedWorkspace),
+            r,
+        )) = published
         {
             return Some(ChannelStatus::new(state, says(r, "policy state")));
         }

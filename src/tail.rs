@@ -333,13 +333,12 @@ impl Tailer {
                     });
                     match prefix {
                         Prefix::Skip => {
-                            file.seek(SeekFrom::Start(checkpoint.offset)).map_err(
-                                |source| TailError::Read {
+                            file.seek(SeekFrom::Start(checkpoint.offset))
+                                .map_err(|source| TailError::Read {
                                     path: self.path.clone(),
                                     offset: checkpoint.offset,
                                     source,
-                                },
-                            )?;
+                                })?;
                             self.read_pos = checkpoint.offset;
                             self.lines.offset = checkpoint.offset;
                             self.lines.number = checkpoint.lines;
@@ -395,7 +394,10 @@ impl Tailer {
                 progress.more = true;
                 return Ok(());
             }
-            let want = self.buf.len().min(usize::try_from(*budget).unwrap_or(CHUNK));
+            let want = self
+                .buf
+                .len()
+                .min(usize::try_from(*budget).unwrap_or(CHUNK));
             let n = match open.file.read(&mut self.buf[..want]) {
                 Ok(0) => return Ok(()),
                 Ok(n) => n,

@@ -49,7 +49,10 @@ fn silence_is_judged_after_the_first_prompt_never_at_launch() {
     c.on_prompt_sent(t(3600.0));
     let within = c.status(t(3619.0));
     assert_eq!(within.state, Unavailable);
-    assert!(within.detail.contains("within the startup grace"), "{within:?}");
+    assert!(
+        within.detail.contains("within the startup grace"),
+        "{within:?}"
+    );
     let after = c.status(t(3620.5));
     assert_eq!(after.state, Unavailable);
     assert!(after.detail.starts_with("startup silence"), "{after:?}");

@@ -144,7 +144,10 @@ fn a_writer_appending_one_byte_at_a_time() {
     // Whole lines only, once each, in order: a partial line is never handed out.
     assert_eq!(follow.rows(), expected);
     assert_eq!(follow.got.len(), expected.len());
-    assert_eq!(follow.tailer.offset(), fs::metadata(&path).expect("stat").len());
+    assert_eq!(
+        follow.tailer.offset(),
+        fs::metadata(&path).expect("stat").len()
+    );
 }
 
 #[test]
@@ -156,8 +159,11 @@ fn truncation_restarts_at_zero() {
     follow.until("the first rows", |f| f.has_rows(5));
     // Truncated and rewritten shorter before the tailer looks again.
     let after = rows(100..102);
-    fs::write(&path, after.iter().map(|r| format!("{r}\n")).collect::<String>())
-        .expect("rewrite");
+    fs::write(
+        &path,
+        after.iter().map(|r| format!("{r}\n")).collect::<String>(),
+    )
+    .expect("rewrite");
     follow.until("the rows after truncation", |f| f.has_rows(7));
     let mut expected = rows(1..6);
     expected.extend(after);
@@ -218,7 +224,9 @@ fn delete_and_recreate() {
     writeln!(writer, "{}", envelope_row(3)).expect("write to the deleted file");
     drop(writer);
     follow.until("the removal", |f| {
-        f.notices.iter().any(|n| matches!(n, Notice::Removed { .. }))
+        f.notices
+            .iter()
+            .any(|n| matches!(n, Notice::Removed { .. }))
     });
     assert_eq!(follow.rows(), rows(1..4));
     // Missing is "no events yet", not an error.
@@ -322,7 +330,10 @@ fn an_unreadable_store_is_an_error_until_it_is_readable_again() {
         }
     };
     assert!(matches!(e, TailError::NotAFile { .. }), "{e}");
-    assert!(follow.poll().is_err(), "the error persists while the cause does");
+    assert!(
+        follow.poll().is_err(),
+        "the error persists while the cause does"
+    );
     fs::remove_dir(&path).expect("remove the directory");
     append(&path, &rows(3..5));
     follow.until("the rows once readable", |f| f.has_rows(4));
@@ -355,19 +366,24 @@ fn a_restart_in_the_middle_of_a_line_resumes_without_loss_or_repeat() {
     append(&path, &all[..4]);
     let half = all[4].len() / 2;
     let mut f = OpenOptions::new().append(true).open(&path).expect("open");
-    f.write_all(&all[4].as_bytes()[..half]).expect("half a line");
+    f.write_all(&all[4].as_bytes()[..half])
+        .expect("half a line");
 
     let mut before = Follow::new(dir.path(), Tailer::new(&path));
     before.until("the whole lines", |f| f.has_rows(4));
     let cp = before.tailer.checkpoint().expect("a checkpoint");
     let whole: u64 = all[..4].iter().map(|r| r.len() as u64 + 1).sum();
-    assert_eq!(cp.offset, whole, "the checkpoint stops before the partial line");
+    assert_eq!(
+        cp.offset, whole,
+        "the checkpoint stops before the partial line"
+    );
     cp.save(&cp_path).expect("save");
     let delivered_before = before.rows();
     drop(before);
 
     // The line is finished and more rows arrive while nobody is reading.
-    f.write_all(&all[4].as_bytes()[half..]).expect("rest of the line");
+    f.write_all(&all[4].as_bytes()[half..])
+        .expect("rest of the line");
     f.write_all(b"\n").expect("newline");
     drop(f);
     append(&path, &all[5..]);
@@ -400,8 +416,11 @@ fn a_checkpoint_of_another_file_is_not_trusted() {
 
     // Rewritten in place (same inode), longer, with another first line.
     let other = rows(50..60);
-    fs::write(&path, other.iter().map(|r| format!("{r}\n")).collect::<String>())
-        .expect("rewrite");
+    fs::write(
+        &path,
+        other.iter().map(|r| format!("{r}\n")).collect::<String>(),
+    )
+    .expect("rewrite");
     let mut again = Follow::new(dir.path(), Tailer::resume(&path, cp, Prefix::Skip));
     again.until("the new rows", |f| f.has_rows(10));
     assert_eq!(again.rows(), other);

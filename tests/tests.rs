@@ -2,10 +2,12 @@
 
 mod support;
 
+mod channel;
 mod cli;
 mod expectations;
+mod live;
+mod merge;
 mod properties;
 mod regressions;
-mod timeline;
 mod tail;
-mod channel;
+mod timeline;

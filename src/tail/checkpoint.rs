@@ -100,12 +100,11 @@ impl Checkpoint {
                 });
             }
         };
-        let disk: OnDisk = serde_json::from_slice(&bytes).map_err(|source| {
-            CheckpointError::Parse {
+        let disk: OnDisk =
+            serde_json::from_slice(&bytes).map_err(|source| CheckpointError::Parse {
                 path: path.to_path_buf(),
                 source,
-            }
-        })?;
+            })?;
         if disk.v != VERSION {
             return Err(CheckpointError::Version {
                 path: path.to_path_buf(),
@@ -145,7 +144,12 @@ impl Checkpoint {
     }
 
     /// Checks that `file` is the file this checkpoint was taken on; the reason if not.
-    pub(super) fn matches(&self, file: &mut File, meta: &Metadata, id: FileId) -> Result<(), String> {
+    pub(super) fn matches(
+        &self,
+        file: &mut File,
+        meta: &Metadata,
+        id: FileId,
+    ) -> Result<(), String> {
         if self.offset == 0 {
             return Ok(());
         }
