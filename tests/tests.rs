@@ -11,3 +11,4 @@ mod properties;
 mod regressions;
 mod tail;
 mod timeline;
+mod watch;

@@ -1,6 +1,7 @@
 //! The command line: one file per subcommand; this one only parses and dispatches.
 
 mod replay;
+mod watch;
 
 use std::process::ExitCode;
 
@@ -17,12 +18,14 @@ pub struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Replay(replay::ReplayArgs),
+    Watch(watch::WatchArgs),
 }
 
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
         Command::Replay(args) => replay::run(args),
+        Command::Watch(args) => watch::run(args),
     }
 }
 
