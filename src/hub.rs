@@ -20,7 +20,7 @@ use notify::event::{AccessKind, EventKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use thiserror::Error;
 
-use crate::session::{Session, SessionNotice, Update, error_chain};
+use crate::session::{FULL_POLL_EVERY, Session, SessionNotice, Update, error_chain};
 use crate::time::Timestamp;
 
 /// Identifies a session within its hub.
@@ -156,6 +156,12 @@ impl Drop for Hub {
     }
 }
 
+#[derive(Clone, Copy)]
+enum Poll {
+    Full,
+    Recheck,
+}
+
 /// A session and the directory watched for it.
 struct Tracked {
     session: Session,
@@ -179,7 +185,11 @@ struct Worker {
 
 impl Worker {
     fn run(mut self, rx: &Receiver<Msg>) {
+        // Sessions to poll in full (a notification, a message) and sessions only due for
+        // the periodic re-check.
         let mut dirty: HashSet<SessionId> = HashSet::new();
+        let mut due: Vec<SessionId> = Vec::new();
+        let mut rounds: u32 = 0;
         let mut next_recheck = Instant::now() + self.config.recheck;
         loop {
             // Sessions left with more to read are served again at once; otherwise sleep
@@ -205,13 +215,25 @@ impl Worker {
                 }
             }
             if Instant::now() >= next_recheck {
-                dirty.extend(self.sessions.keys().copied());
+                due.extend(self.sessions.keys().filter(|id| !dirty.contains(id)));
+                rounds = rounds.wrapping_add(1);
+                if rounds.is_multiple_of(FULL_POLL_EVERY) {
+                    // A store directory deleted and recreated lost its watch.
+                    for id in self.sessions.keys().copied().collect::<Vec<_>>() {
+                        self.rewatch(id);
+                    }
+                }
                 next_recheck = Instant::now() + self.config.recheck;
             }
             let now = wall_clock();
             let round: Vec<SessionId> = dirty.drain().collect();
             for id in round {
-                if self.poll(id, now) {
+                if self.poll(id, now, Poll::Full) {
+                    dirty.insert(id);
+                }
+            }
+            for id in std::mem::take(&mut due) {
+                if self.poll(id, now, Poll::Recheck) {
                     dirty.insert(id);
                 }
             }
@@ -270,12 +292,23 @@ impl Worker {
     }
 
     /// Polls one session and sends its update; `true` if it has more to read.
-    fn poll(&mut self, id: SessionId, now: Timestamp) -> bool {
-        self.rewatch(id);
+    fn poll(&mut self, id: SessionId, now: Timestamp, how: Poll) -> bool {
+        let Some(tracked) = self.sessions.get(&id) else {
+            return false;
+        };
+        // Until the watch sits on the store directory itself, follow it down (before the
+        // read, so nothing created in between is missed).
+        if tracked.watch.as_deref() != Some(tracked.session.paths().dir.as_path()) {
+            self.rewatch(id);
+        }
         let Some(tracked) = self.sessions.get_mut(&id) else {
             return false;
         };
-        if let Some(update) = tracked.session.poll(now) {
+        let update = match how {
+            Poll::Full => tracked.session.poll(now),
+            Poll::Recheck => tracked.session.recheck(now),
+        };
+        if let Some(update) = update {
             // A supervisor that dropped the receiver no longer listens; keep serving the
             // others until the hub is dropped.
             let _ = self.updates.send((id, update));

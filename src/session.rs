@@ -153,7 +153,16 @@ pub struct Session {
     last: Option<(Posture, ChannelStatus)>,
     pending: Vec<SessionNotice>,
     more: bool,
+    /// The store directory as the last full poll found it, and the cheap re-checks since.
+    dir_stamp: Option<Stamp>,
+    quiet_rechecks: u32,
+    healthy: bool,
 }
+
+/// Every this many quiet re-checks, [`Session::recheck`] does a full poll anyway: it is
+/// the only way to see a metadata record rewritten in place while its notification was
+/// lost (5 s with the hub's default 500 ms re-check).
+pub const FULL_POLL_EVERY: u32 = 10;
 
 impl Session {
     /// Opens a session on a store. Nothing is read until the first poll, except the
@@ -190,6 +199,9 @@ impl Session {
             last: None,
             pending,
             more: false,
+            dir_stamp: None,
+            quiet_rechecks: 0,
+            healthy: false,
             paths,
         }
     }
@@ -221,6 +233,9 @@ impl Session {
     /// Reads what is new and re-judges the channel at `now`. `Some` when something
     /// changed (always on the first poll).
     pub fn poll(&mut self, now: Timestamp) -> Option<Update> {
+        // Taken first: whatever changes in the directory from here on shows next time.
+        self.dir_stamp = Stamp::of(&self.paths.dir);
+        self.quiet_rechecks = 0;
         let mut notices = std::mem::take(&mut self.pending);
         self.refresh_records(&mut notices);
         let mut closed = Vec::new();
@@ -233,19 +248,58 @@ impl Session {
                 }
             }
         });
+        let mut read_lines = false;
         match polled {
             Ok(progress) => {
                 self.channel.on_read_ok();
+                self.healthy = true;
                 self.more = progress.more;
+                read_lines = progress.lines > 0;
                 notices.extend(progress.notices.into_iter().map(SessionNotice::Tail));
             }
             Err(e) => {
                 self.more = false;
+                self.healthy = false;
                 self.channel.on_read_failed(now, error_chain(&e));
             }
         }
         self.save_checkpoint(&mut notices);
+        self.report(now, read_lines, closed, notices)
+    }
+
+    /// The periodic re-check, cheaper than [`Session::poll`] on an idle store: when the
+    /// store directory is unchanged (nothing created, removed or renamed in it) and the
+    /// open file holds nothing new, only the channel is re-judged at `now`. Anything else,
+    /// and every [`FULL_POLL_EVERY`]th time, is a full poll.
+    pub fn recheck(&mut self, now: Timestamp) -> Option<Update> {
+        let quiet = self.healthy
+            && self.pending.is_empty()
+            && !self.more
+            && self.quiet_rechecks + 1 < FULL_POLL_EVERY
+            && self.dir_stamp.is_some()
+            && Stamp::of(&self.paths.dir) == self.dir_stamp
+            && self.tailer.caught_up();
+        if !quiet {
+            return self.poll(now);
+        }
+        self.quiet_rechecks += 1;
+        self.report(now, false, Vec::new(), Vec::new())
+    }
+
+    /// The update after a poll, if anything changed.
+    fn report(
+        &mut self,
+        now: Timestamp,
+        read_lines: bool,
+        closed: Vec<TurnRecord>,
+        notices: Vec<SessionNotice>,
+    ) -> Option<Update> {
         let channel = self.channel.status(now);
+        // The posture moves only with lines; an idle poll ends here, cheaply.
+        let quiet = !read_lines && notices.is_empty();
+        if quiet && self.last.as_ref().is_some_and(|(_, c)| *c == channel) {
+            return None;
+        }
         let posture = self.pipeline.hook_posture().with_channel(channel.state);
         let unchanged = self
             .last

@@ -235,6 +235,17 @@ impl Tailer {
         })
     }
 
+    /// True when a file is open and holds nothing past what was read: one `fstat`, no
+    /// path lookup. It cannot see the path being replaced; callers pair it with a look at
+    /// the directory (see `Session::recheck`).
+    pub fn caught_up(&self) -> bool {
+        self.open.as_ref().is_some_and(|open| {
+            open.file
+                .metadata()
+                .is_ok_and(|meta| meta.len() == self.read_pos)
+        })
+    }
+
     /// Reads what is new and hands each line to `sink`, in file order.
     pub fn poll(&mut self, sink: &mut dyn FnMut(TailLine<'_>)) -> Result<Progress, TailError> {
         let mut progress = Progress::default();
@@ -273,7 +284,10 @@ impl Tailer {
                     });
                     self.restart_at_zero(sink, &mut progress)?;
                 }
-                self.read_available(sink, &mut progress, &mut budget)?;
+                // Nothing new: spare the read (re-checks of idle stores are the common case).
+                if len > self.read_pos {
+                    self.read_available(sink, &mut progress, &mut budget)?;
+                }
                 return Ok(progress);
             }
             // Replaced or removed: what the old file still holds comes first.

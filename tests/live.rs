@@ -283,6 +283,47 @@ fn a_restarted_session_resumes_from_its_checkpoint() {
     assert_eq!(update.posture.turn.open_tool_calls, 1);
 }
 
+#[test]
+fn a_cheap_recheck_still_sees_appends_replacements_and_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = SessionConfig {
+        channel: hooktrack::channel::ChannelConfig {
+            startup_grace_ms: 5_000,
+            ..Default::default()
+        },
+        ..SessionConfig::default()
+    };
+    let (mut session, paths) = session_in(dir.path(), config);
+    append(&paths.events, &[]);
+    assert!(session.poll(t(0)).is_some());
+    session.prompt_sent(t(0));
+    let waiting = session.recheck(t(1)).expect("the prompt changes the detail");
+    assert!(waiting.channel.detail.contains("within the startup grace"));
+    assert!(session.recheck(t(2)).is_none());
+    // Time alone: the grace runs out.
+    let silent = session.recheck(t(6)).expect("startup silence");
+    assert!(silent.channel.detail.starts_with("startup silence"));
+    // An append: the open file grew.
+    append(&paths.events, &start());
+    let appended = session.recheck(t(7)).expect("the append");
+    assert_eq!(appended.channel.state, ChannelState::Active);
+    assert!(session.recheck(t(8)).is_none());
+    // A replacement: the directory changed.
+    let next = paths.dir.join("events.ndjson.new");
+    fs::write(&next, format!("{}\n", turn_running(1).join("\n"))).expect("write");
+    fs::rename(&next, &paths.events).expect("rename over");
+    let replaced = session.recheck(t(9)).expect("the replacement");
+    assert!(
+        replaced
+            .notices
+            .iter()
+            .any(|n| matches!(n, SessionNotice::Tail(Notice::Replaced { .. }))),
+        "{:?}",
+        replaced.notices
+    );
+    assert_eq!(replaced.posture.turn.phase, Phase::Active);
+}
+
 // ===== the hub ========================================================================
 
 /// Waits for the next update of `id`, skipping other sessions' updates.
