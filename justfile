@@ -8,9 +8,11 @@ test:
 replay file *args:
     cargo run --release -- replay {{file}} {{args}}
 
-# Benchmarks: replay throughput against a parse-only baseline, and peak memory.
+# Benchmarks: replay throughput against a parse-only baseline, and peak memory;
+# live tracking latency, throughput and idle CPU with 1 and 500 watched sessions.
 bench:
     cargo bench --bench replay
+    cargo bench --bench live
 
 # Re-run the snapshot tests, writing `.snap.new` files to review (then rename to accept).
 snapshots:
