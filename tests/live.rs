@@ -297,7 +297,9 @@ fn a_cheap_recheck_still_sees_appends_replacements_and_time() {
     append(&paths.events, &[]);
     assert!(session.poll(t(0)).is_some());
     session.prompt_sent(t(0));
-    let waiting = session.recheck(t(1)).expect("the prompt changes the detail");
+    let waiting = session
+        .recheck(t(1))
+        .expect("the prompt changes the detail");
     assert!(waiting.channel.detail.contains("within the startup grace"));
     assert!(session.recheck(t(2)).is_none());
     // Time alone: the grace runs out.
