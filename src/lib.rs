@@ -5,6 +5,11 @@
 //! [`event`] vocabulary, and drives the [`correlate`] state machine, which projects a
 //! [`posture`] and a turn ledger. [`pipeline`] wires these stages together without I/O.
 //!
+//! Live tracking: [`tail`] follows a growing `events.ndjson` by offset, [`channel`] judges
+//! the hook channel's health from inputs and time, [`session`] puts them together behind
+//! `poll(now)`, [`hub`] follows many sessions with one file watcher, and [`merge`] combines
+//! a posture with the supervisor's terminal-derived facts. See `docs/live.md`.
+//!
 //! ```
 //! use hooktrack::pipeline::{Fed, Pipeline};
 //! use hooktrack::provider::ProviderChoice;
@@ -48,7 +53,9 @@ pub mod time;
 pub use correlate::{Correlator, Observation, Outcome, TurnRecord};
 pub use diagnostics::{Diag, Diagnostics, Note};
 pub use event::{Event, TurnId};
+pub use hub::{Hub, HubConfig, SessionId};
 pub use pipeline::{Fed, Pipeline, Skip, Step};
 pub use posture::{ChannelState, Phase, Posture, Presence, TurnResult};
 pub use provider::{Provider, ProviderChoice};
+pub use session::{Session, SessionConfig, Update};
 pub use time::Timestamp;
