@@ -40,7 +40,7 @@ enum FormatArg {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-pub(super) enum ProviderArg {
+enum ProviderArg {
     /// Detect from the envelope's `provider` or the payload's shape.
     Auto,
     /// Kimi (Code 2.x or CLI 1.x, told apart by the payload).
@@ -49,17 +49,6 @@ pub(super) enum ProviderArg {
     KimiCode,
     /// Kimi CLI 1.x (the Python CLI).
     KimiCli,
-}
-
-impl ProviderArg {
-    pub(super) fn choice(self) -> ProviderChoice {
-        match self {
-            ProviderArg::Auto => ProviderChoice::Auto,
-            ProviderArg::Kimi => ProviderChoice::Kimi,
-            ProviderArg::KimiCode => ProviderChoice::Exactly(hooktrack::Provider::KimiCode),
-            ProviderArg::KimiCli => ProviderChoice::Exactly(hooktrack::Provider::KimiCli),
-        }
-    }
 }
 
 pub fn run(args: &ReplayArgs) -> ExitCode {
@@ -72,7 +61,12 @@ fn replay(file: &Path, format: FormatArg, provider: ProviderArg) -> ExitCode {
         FormatArg::Json => Format::Json,
         FormatArg::Ndjson => Format::Ndjson,
     };
-    let choice = provider.choice();
+    let choice = match provider {
+        ProviderArg::Auto => ProviderChoice::Auto,
+        ProviderArg::Kimi => ProviderChoice::Kimi,
+        ProviderArg::KimiCode => ProviderChoice::Exactly(hooktrack::Provider::KimiCode),
+        ProviderArg::KimiCli => ProviderChoice::Exactly(hooktrack::Provider::KimiCli),
+    };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let result = if file.as_os_str() == "-" {

@@ -15,9 +15,8 @@ use serde::Serialize;
 use hooktrack::hub::{Hub, HubConfig, SessionId, wall_clock};
 use hooktrack::session::{Session, SessionConfig, Update};
 use hooktrack::store::StorePaths;
-use hooktrack::{Phase, Timestamp};
+use hooktrack::{Phase, ProviderChoice, Timestamp};
 
-use super::replay::ProviderArg;
 use super::{error_chain, fail};
 
 /// Follow sessions live: one status line per session, redrawn as they change.
@@ -35,12 +34,17 @@ pub struct WatchArgs {
     /// languages): `{"session", "at", "posture", "channel", "closed", "notices", ...}`.
     #[arg(long)]
     ndjson: bool,
-    /// Which agent CLI wrote the logs: detected from the rows by default.
-    #[arg(long, value_enum, default_value_t = ProviderArg::Auto)]
-    provider: ProviderArg,
+    /// Which agent CLI wrote the logs (`auto` detects it from the rows; the names
+    /// `replay --provider` takes).
+    #[arg(long, default_value = "auto", value_parser = parse_provider)]
+    provider: ProviderChoice,
     /// Milliseconds between re-checks of every session, whatever the file watcher says.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(10..))]
     recheck_ms: u64,
+}
+
+fn parse_provider(name: &str) -> Result<ProviderChoice, String> {
+    name.parse()
 }
 
 /// How often the live view redraws the ages when nothing else happens.
@@ -75,7 +79,7 @@ pub fn run(args: &WatchArgs) -> ExitCode {
         Err(e) => return fail(&error_chain(&e)),
     };
     let config = SessionConfig {
-        provider: args.provider.choice(),
+        provider: args.provider,
         ..SessionConfig::default()
     };
     let width = stores
