@@ -383,8 +383,10 @@ fn is_own_read(kind: &EventKind) -> bool {
     )
 }
 
-/// The directory itself or its nearest existing ancestor, with its identity.
+/// The directory itself or its nearest existing ancestor, with its identity. Absolute:
+/// the watcher reports absolute paths, and they are matched against this one.
 fn nearest_existing(dir: &Path) -> Option<(PathBuf, Option<(u64, u64)>)> {
+    let dir = std::path::absolute(dir).ok()?;
     dir.ancestors().find_map(|d| {
         let meta = std::fs::metadata(d).ok().filter(|m| m.is_dir())?;
         Some((d.to_path_buf(), dir_id(&meta)))

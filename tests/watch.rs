@@ -11,6 +11,39 @@ fn hooktrack() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hooktrack"))
 }
 
+/// A running `hooktrack watch`, killed if a test fails before stopping it.
+struct Running(Option<Child>);
+
+impl Running {
+    fn spawn(command: &mut Command) -> Self {
+        Self(Some(command.stdout(Stdio::piped()).spawn().expect("spawn")))
+    }
+
+    fn child(&mut self) -> &mut Child {
+        self.0.as_mut().expect("running")
+    }
+
+    /// Stops it with SIGINT, as Ctrl-C does, and returns its output.
+    fn interrupt(mut self) -> std::process::Output {
+        let child = self.0.take().expect("running");
+        let status = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+        child.wait_with_output().expect("wait")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// Stdout lines of a child, read on a thread so waits can be bounded.
 fn lines_of(child: &mut Child) -> Receiver<String> {
     let stdout = child.stdout.take().expect("piped stdout");
@@ -33,28 +66,18 @@ fn next_json(rx: &Receiver<String>, what: &str) -> serde_json::Value {
     serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
 }
 
-/// Stops the child with SIGINT, as Ctrl-C does.
-fn interrupt(child: &Child) {
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("run kill");
-    assert!(status.success());
-}
-
 #[test]
 fn ndjson_prints_a_line_per_change_and_ctrl_c_exits_cleanly() {
     let root = tempfile::tempdir().expect("tempdir");
     let store = root.path().join("hook-observation").join("kimi");
     fs::create_dir_all(&store).expect("mkdir");
-    let mut child = hooktrack()
-        .args(["watch", "--ndjson", "--recheck-ms", "50"])
-        .arg(root.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let rx = lines_of(&mut child);
+    let mut child = Running::spawn(
+        hooktrack()
+            .args(["watch", "--ndjson", "--recheck-ms", "50"])
+            .arg(root.path())
+            .stderr(Stdio::piped()),
+    );
+    let rx = lines_of(child.child());
 
     let first = next_json(&rx, "the first update");
     assert_eq!(first["session"], root.path().display().to_string());
@@ -88,14 +111,36 @@ fn ndjson_prints_a_line_per_change_and_ctrl_c_exits_cleanly() {
     assert_eq!(ended["posture"]["last_turn"]["result"], "success");
     assert_eq!(ended["events"], 4);
 
-    interrupt(&child);
-    let out = child.wait_with_output().expect("wait");
+    let out = child.interrupt();
     assert!(out.status.success(), "exit {:?}", out.status);
     assert!(
         out.stderr.is_empty(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn a_relative_path_is_watched_too() {
+    // The re-check never comes during the test: only the watcher can deliver the change.
+    let root = tempfile::tempdir().expect("tempdir");
+    let store = root.path().join("s").join("hook-observation").join("kimi");
+    fs::create_dir_all(&store).expect("mkdir");
+    let mut child = Running::spawn(
+        hooktrack()
+            .args(["watch", "--ndjson", "--recheck-ms", "3600000", "s"])
+            .current_dir(root.path()),
+    );
+    let rx = lines_of(child.child());
+    assert_eq!(next_json(&rx, "the first update")["session"], "s");
+    fs::write(
+        store.join("events.ndjson"),
+        kimi("SessionStart", r#""source":"startup""#) + "\n",
+    )
+    .expect("write");
+    let update = next_json(&rx, "the event, through the watcher");
+    assert_eq!(update["posture"]["presence"], "present");
+    assert!(child.interrupt().status.success());
 }
 
 #[test]
@@ -125,22 +170,15 @@ fn the_status_line_names_the_session_and_its_state() {
     )
     .expect("write");
     // Not a terminal: status lines are printed when they change.
-    let mut child = hooktrack()
-        .arg("watch")
-        .arg(&events)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let rx = lines_of(&mut child);
+    let mut child = Running::spawn(hooktrack().arg("watch").arg(&events));
+    let rx = lines_of(child.child());
     let line = loop {
         let line = rx.recv_timeout(Wake::PATIENCE).expect("a status line");
         if line.contains("blocked(1)") {
             break line;
         }
     };
-    interrupt(&child);
-    let status = child.wait().expect("wait");
-    assert!(status.success());
+    assert!(child.interrupt().status.success());
     let fields: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(fields[0], events.display().to_string());
     assert_eq!(
@@ -186,17 +224,11 @@ fn a_root_with_several_providers_must_be_disambiguated() {
     // Naming the store directory itself is the way out.
     let store = root.path().join("hook-observation").join("kimi");
     fs::write(store.join("events.ndjson"), "").expect("touch");
-    let mut child = hooktrack()
-        .args(["watch", "--ndjson"])
-        .arg(&store)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let rx = lines_of(&mut child);
+    let mut child = Running::spawn(hooktrack().args(["watch", "--ndjson"]).arg(&store));
+    let rx = lines_of(child.child());
     assert_eq!(
         next_json(&rx, "the first update")["channel"]["state"],
         "unavailable"
     );
-    interrupt(&child);
-    assert!(child.wait().expect("wait").success());
+    assert!(child.interrupt().status.success());
 }
