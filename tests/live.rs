@@ -386,8 +386,9 @@ fn a_hub_follows_sessions_added_and_removed_at_run_time() {
     let first = next_of(&rx, a);
     assert_eq!(first.posture.presence, Presence::Present);
     append(&events_of(&a_root), &turn_running(1));
-    let u = until(&rx, a, |u| u.posture.turn.phase == Phase::Active);
-    assert_eq!(u.posture.turn.open_tool_calls, 1);
+    // The rows may arrive over several polls: wait for the last one's effect.
+    let u = until(&rx, a, |u| u.posture.turn.open_tool_calls == 1);
+    assert_eq!(u.posture.turn.phase, Phase::Active);
 
     // Added while running, before its store exists: the watch follows it into being.
     let b = hub.add(open(&b_root));

@@ -62,9 +62,11 @@ impl Follow {
         Ok(())
     }
 
-    /// Polls on every wake-up until `done`, with a generous deadline.
+    /// Polls on every wake-up until `done`, failing after a generous time without
+    /// progress (a loaded machine slows the writers down, it does not stop them).
     fn until(&mut self, what: &str, done: impl Fn(&Self) -> bool) {
-        let deadline = Wake::deadline();
+        let mut deadline = Wake::deadline();
+        let mut seen = self.got.len();
         loop {
             if let Err(e) = self.poll() {
                 self.errors.push(e.to_string());
@@ -72,9 +74,13 @@ impl Follow {
             if done(self) {
                 return;
             }
+            if self.got.len() > seen {
+                seen = self.got.len();
+                deadline = Wake::deadline();
+            }
             assert!(
                 self.wake.wait(deadline),
-                "timed out waiting for {what}; got {:?}, notices {:?}, errors {:?}",
+                "no progress towards {what}; got {:?} lines, notices {:?}, errors {:?}",
                 self.got.len(),
                 self.notices,
                 self.errors
