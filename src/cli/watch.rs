@@ -199,16 +199,7 @@ struct LiveView {
 
 impl View for LiveView {
     fn update(&mut self, _out: &mut dyn Write, name: &str, update: &Update) -> io::Result<()> {
-        self.notices
-            .extend(update.notices.iter().map(|n| format!("{name}: {n}")).chain(
-                update.closed.iter().map(|t| {
-                    format!(
-                        "{name}: turn {} ended: {}",
-                        turn_name(t.turn_id.as_ref()),
-                        t.result.name()
-                    )
-                }),
-            ));
+        self.notices.extend(events_of(name, update));
         Ok(())
     }
 
@@ -245,8 +236,7 @@ struct Lines {
 
 impl View for Lines {
     fn update(&mut self, _out: &mut dyn Write, name: &str, update: &Update) -> io::Result<()> {
-        self.pending
-            .extend(update.notices.iter().map(|n| format!("{name}: {n}")));
+        self.pending.extend(events_of(name, update));
         Ok(())
     }
 
@@ -273,6 +263,19 @@ impl View for Lines {
     fn finish(&mut self, out: &mut dyn Write) -> io::Result<()> {
         out.flush()
     }
+}
+
+/// The lines that scroll above the status: notices, then the turns that ended.
+fn events_of<'a>(name: &'a str, update: &'a Update) -> impl Iterator<Item = String> + 'a {
+    let notices = update.notices.iter().map(move |n| format!("{name}: {n}"));
+    let turns = update.closed.iter().map(move |t| {
+        format!(
+            "{name}: turn {} ended: {}",
+            turn_name(t.turn_id.as_ref()),
+            t.result.name()
+        )
+    });
+    notices.chain(turns)
 }
 
 fn status_line(name: &str, update: &Update, now: Timestamp) -> String {
