@@ -9,9 +9,12 @@ replay file *args:
     cargo run --release -- replay {{file}} {{args}}
 
 # Benchmarks: replay throughput against a parse-only baseline, and peak memory; emit latency
-# against a minimal Python emitter, and collector rows/s (see docs/producer.md).
+# against a minimal Python emitter, and collector rows/s (docs/producer.md); live tracking
+# latency, throughput and idle CPU with 1 and 500 watched sessions (docs/live.md).
 bench:
-    cargo bench --bench replay --bench producer
+    cargo bench --bench replay
+    cargo bench --bench producer
+    cargo bench --bench live
 
 # Re-run the snapshot tests, writing `.snap.new` files to review (then rename to accept).
 snapshots:

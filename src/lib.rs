@@ -5,6 +5,11 @@
 //! [`event`] vocabulary, and drives the [`correlate`] state machine, which projects a
 //! [`posture`] and a turn ledger. [`pipeline`] wires these stages together without I/O.
 //!
+//! Live tracking: [`tail`] follows a growing `events.ndjson` by offset, [`channel`] judges
+//! the hook channel's health from inputs and time, [`session`] puts them together behind
+//! `poll(now)`, [`hub`] follows many sessions with one file watcher, and [`merge`] combines
+//! a posture with the supervisor's terminal-derived facts. See `docs/live.md`.
+//!
 //! ```
 //! use hooktrack::pipeline::{Fed, Pipeline};
 //! use hooktrack::provider::ProviderChoice;
@@ -26,10 +31,13 @@
 //! assert_eq!(pipeline.posture().last_turn.result.name(), "success");
 //! ```
 
+pub mod channel;
 pub mod correlate;
 pub mod deliveries;
 pub mod diagnostics;
 pub mod event;
+pub mod hub;
+pub mod merge;
 pub mod output;
 pub mod payload;
 pub mod pipeline;
@@ -38,12 +46,17 @@ pub mod producer;
 pub mod provider;
 pub mod read;
 pub mod row;
+pub mod session;
+pub mod store;
+pub mod tail;
 pub mod time;
 
 pub use correlate::{Correlator, Observation, Outcome, TurnRecord};
 pub use diagnostics::{Diag, Diagnostics, Note};
 pub use event::{Event, TurnId};
+pub use hub::{Hub, HubConfig, SessionId};
 pub use pipeline::{Fed, Pipeline, Skip, Step};
 pub use posture::{ChannelState, Phase, Posture, Presence, TurnResult};
 pub use provider::{Provider, ProviderChoice};
+pub use session::{Session, SessionConfig, Update};
 pub use time::Timestamp;

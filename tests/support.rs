@@ -85,3 +85,56 @@ pub fn turn_results(report: &Report) -> Vec<String> {
         })
         .collect()
 }
+
+/// An envelope row (contract section 2) of a heartbeat, distinct per `seq`.
+pub fn envelope_row(seq: u64) -> String {
+    format!(
+        r#"{{"v":1,"provider":"kimi","generation":1,"via":"http","sequence":{seq},"emitter_seq":{seq},"received_at":"2026-10-20T09:14:03.512Z","event":"SessionHeartbeat","payload":{{"hook_event_name":"SessionHeartbeat","session_id":"session_t","client_type":"kimi_code_cli","uptime_seconds":{seq}}}}}"#
+    )
+}
+
+/// Wake-ups from a real `notify` watcher on one directory.
+pub struct Wake {
+    _watcher: notify::RecommendedWatcher,
+    rx: std::sync::mpsc::Receiver<()>,
+}
+
+impl Wake {
+    /// Tests wait at most this long for a condition: a deadline for slow machines, never a
+    /// measure of speed.
+    pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+    /// Without a notification, look again after this long anyway, as every user of the
+    /// tailer does (notifications can be coalesced or lost).
+    const RECHECK: std::time::Duration = std::time::Duration::from_millis(200);
+
+    pub fn watching(dir: &Path) -> Self {
+        use notify::Watcher;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut watcher = notify::recommended_watcher(move |_| {
+            let _ = tx.send(());
+        })
+        .expect("start a watcher");
+        watcher
+            .watch(dir, notify::RecursiveMode::NonRecursive)
+            .expect("watch the directory");
+        Self {
+            _watcher: watcher,
+            rx,
+        }
+    }
+
+    pub fn deadline() -> std::time::Instant {
+        std::time::Instant::now() + Self::PATIENCE
+    }
+
+    /// Waits for a notification (or the re-check); `false` once `deadline` has passed.
+    pub fn wait(&self, deadline: std::time::Instant) -> bool {
+        let now = std::time::Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        let _ = self.rx.recv_timeout(Self::RECHECK.min(deadline - now));
+        while self.rx.try_recv().is_ok() {}
+        true
+    }
+}

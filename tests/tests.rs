@@ -2,11 +2,16 @@
 
 mod support;
 
+mod channel;
 mod cli;
 mod detection;
 mod docs;
 mod expectations;
+mod live;
+mod merge;
 mod producer;
 mod properties;
 mod regressions;
+mod tail;
 mod timeline;
+mod watch;

@@ -5,6 +5,7 @@ mod emit;
 mod install;
 mod replay;
 mod session;
+mod watch;
 
 use std::process::ExitCode;
 
@@ -27,6 +28,7 @@ enum Command {
     Install(install::InstallArgs),
     Uninstall(install::UninstallArgs),
     Check(install::CheckArgs),
+    Watch(watch::WatchArgs),
 }
 
 pub fn run() -> ExitCode {
@@ -47,6 +49,7 @@ pub fn run() -> ExitCode {
         Command::Install(args) => install::run_install(args),
         Command::Uninstall(args) => install::run_uninstall(args),
         Command::Check(args) => install::run_check(args),
+        Command::Watch(args) => watch::run(args),
     }
 }
 

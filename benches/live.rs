@@ -1,0 +1,438 @@
+//! Live tracking benchmark (`cargo bench --bench live`).
+//!
+//! What it measures, in one run, through the public hub API on real files and the real
+//! watcher (stores under `target/bench-data/live/`):
+//!
+//! 1. **latency** from a row's append (just before the `write`) to the hub delivering the
+//!    posture update it caused, p50 / p99 / max, with 1 and with 500 watched sessions (one
+//!    row at a time), and under bursts (a row into each of the 500 sessions at once);
+//! 2. **sustained rows/s** into one session: rows appended in batches as fast as the
+//!    writer can, until the update that has seen the last one; set against the in-memory
+//!    pipeline on the same bytes (the ceiling: no file, no watcher);
+//! 3. **idle CPU**: process CPU time (utime + stime from `/proc/self/stat`) over 20 s with
+//!    500 idle sessions, scaled to one minute;
+//! 4. the **inotify limits** of this machine against what the hub needs.
+//!
+//! Figures are printed, with the targets (p50 < 5 ms, p99 < 50 ms at 500 sessions); nothing
+//! is asserted.
+
+use std::error::Error;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use hooktrack::hub::{Hub, HubConfig, SessionId};
+use hooktrack::pipeline::Pipeline;
+use hooktrack::provider::ProviderChoice;
+use hooktrack::session::{Session, SessionConfig, Update};
+use hooktrack::store::StorePaths;
+
+type Result<T> = std::result::Result<T, Box<dyn Error>>;
+
+const MANY: usize = 500;
+const SAMPLES_ONE: usize = 500;
+const SAMPLES_MANY: usize = 2_000;
+const BURSTS: usize = 10;
+const THROUGHPUT_ROWS: u64 = 200_000;
+const THROUGHPUT_BATCH: u64 = 500;
+const IDLE: Duration = Duration::from_secs(20);
+/// How long to wait for one update before calling the run broken.
+const PATIENCE: Duration = Duration::from_secs(30);
+/// Linux reports utime/stime in USER_HZ ticks, 100 per second on every architecture.
+const USER_HZ: f64 = 100.0;
+
+fn main() -> Result<()> {
+    let started = Instant::now();
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target")
+        .join("bench-data")
+        .join("live");
+    if base.exists() {
+        fs::remove_dir_all(&base)?;
+    }
+    fs::create_dir_all(&base)?;
+    println!("hooktrack live-tracking benchmark");
+    println!("  data: {}", base.display());
+    println!(
+        "  {} cores; hub re-check {} ms",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        HubConfig::default().recheck.as_millis()
+    );
+    inotify_limits();
+
+    // `cargo bench --bench live -- WORD` runs only the sections whose name holds WORD.
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with("--"));
+    let wanted = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
+
+    let mut figures = None;
+    if wanted("latency") {
+        println!("\n== latency, append -> posture update (1 watched session)");
+        let one = latency(&base.join("one"), 1, SAMPLES_ONE)?;
+        println!("\n== latency, append -> posture update ({MANY} watched sessions)");
+        let many = latency(&base.join("many"), MANY, SAMPLES_MANY)?;
+        println!("\n== latency under a burst: one row into each of {MANY} sessions at once");
+        burst(&base.join("burst"))?;
+        figures = Some((one, many));
+    }
+    if wanted("throughput") {
+        println!("\n== sustained rows/s into one session");
+        throughput(&base.join("throughput"))?;
+    }
+    if wanted("idle") {
+        println!("\n== CPU while idle ({MANY} watched sessions)");
+        idle_cpu(&base.join("idle"))?;
+    }
+    if let Some((one, many)) = figures {
+        println!("\n== targets (500 sessions): p50 < 5 ms, p99 < 50 ms");
+        println!(
+            "p50 {:.2} ms -> {}; p99 {:.2} ms -> {}; (1 session: p50 {:.2} ms, p99 {:.2} ms)",
+            ms(many.p50),
+            met(many.p50 < Duration::from_millis(5)),
+            ms(many.p99),
+            met(many.p99 < Duration::from_millis(50)),
+            ms(one.p50),
+            ms(one.p99),
+        );
+    }
+    fs::remove_dir_all(&base)?;
+    println!("total bench time {:.0}s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn met(ok: bool) -> &'static str {
+    if ok { "met" } else { "NOT MET" }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+// ===== rows ============================================================================
+
+fn envelope(seq: u64, event: &str, fields: &str) -> String {
+    format!(
+        r#"{{"v":1,"provider":"kimi","generation":1,"via":"http","sequence":{seq},"emitter_seq":{seq},"received_at":"2026-10-20T09:14:03.512Z","event":"{event}","payload":{{"hook_event_name":"{event}","session_id":"session_bench","cwd":"/p","client_type":"kimi_code_cli"{fields}}}}}"#
+    )
+}
+
+/// SessionStart, a prompt and its turn: three rows that leave a turn running.
+fn preamble() -> String {
+    [
+        envelope(1, "SessionStart", r#","source":"startup""#),
+        envelope(
+            2,
+            "UserPromptSubmit",
+            r#","prompt":[{"type":"text","text":"go"}],"is_steer":false"#,
+        ),
+        envelope(3, "TurnStarted", r#","turn_id":1,"origin_kind":"user""#),
+    ]
+    .join("\n")
+        + "\n"
+}
+
+/// The `k`-th measured row: tool calls open and close in turn, so every row changes the
+/// posture (`open_tool_calls` 1, 0, 1, ...) and yields exactly one update.
+fn tool_row(seq: u64, k: u64) -> String {
+    let call = k / 2;
+    if k.is_multiple_of(2) {
+        envelope(
+            seq,
+            "PreToolUse",
+            &format!(
+                r#","tool_call_id":"call_{call}","tool_name":"Bash","tool_input":{{"command":"ls"}}"#
+            ),
+        )
+    } else {
+        envelope(
+            seq,
+            "PostToolUse",
+            &format!(r#","tool_call_id":"call_{call}","tool_output":"ok""#),
+        )
+    }
+}
+
+fn append(path: &Path, bytes: &[u8]) -> Result<Instant> {
+    let mut f = OpenOptions::new().append(true).open(path)?;
+    let at = Instant::now();
+    f.write_all(bytes)?;
+    Ok(at)
+}
+
+// ===== 1. latency ======================================================================
+
+struct Percentiles {
+    p50: Duration,
+    p99: Duration,
+}
+
+/// A running hub, its updates, and each session's id and events file.
+struct Bench {
+    hub: Hub,
+    rx: Receiver<(SessionId, Update)>,
+    ids: Vec<(SessionId, PathBuf)>,
+}
+
+fn sessions(dir: &Path, n: usize) -> Result<Bench> {
+    let (mut hub, rx) = Hub::start(HubConfig::default())?;
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        let root = dir.join(format!("s{i:04}"));
+        let paths = StorePaths::for_provider(&root, "kimi");
+        fs::create_dir_all(&paths.dir)?;
+        fs::write(&paths.events, preamble())?;
+        let id = hub.add(Session::open(paths.clone(), SessionConfig::default()));
+        ids.push((id, paths.events));
+    }
+    // Every session's first update (the preamble read) before measuring.
+    for _ in 0..n {
+        rx.recv_timeout(PATIENCE)?;
+    }
+    Ok(Bench { hub, rx, ids })
+}
+
+fn latency(dir: &Path, n: usize, samples: usize) -> Result<Percentiles> {
+    let Bench { hub, rx, ids } = sessions(dir, n)?;
+    let mut seq = vec![3u64; n];
+    let mut taken = Vec::with_capacity(samples);
+    for s in 0..samples {
+        let i = s % n;
+        let (id, events) = &ids[i];
+        seq[i] += 1;
+        let k = seq[i] - 4;
+        let row = tool_row(seq[i], k) + "\n";
+        let at = append(events, row.as_bytes())?;
+        let want = usize::from(k.is_multiple_of(2));
+        loop {
+            let (got, update) = rx.recv_timeout(PATIENCE)?;
+            if got == *id && update.posture.turn.open_tool_calls == want {
+                taken.push(at.elapsed());
+                break;
+            }
+        }
+    }
+    drop(hub);
+    taken.sort();
+    let pick = |q: f64| taken[((taken.len() as f64 * q) as usize).min(taken.len() - 1)];
+    let result = Percentiles {
+        p50: pick(0.50),
+        p99: pick(0.99),
+    };
+    println!(
+        "  {samples} samples over {n} session(s): p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        ms(result.p50),
+        ms(pick(0.90)),
+        ms(result.p99),
+        ms(taken[taken.len() - 1])
+    );
+    Ok(result)
+}
+
+/// Every session gets a row at (nearly) the same moment; each row's latency counts from
+/// its own append. The hub serves them in rounds, so the last of a burst waits longest.
+fn burst(dir: &Path) -> Result<()> {
+    let Bench { hub, rx, ids } = sessions(dir, MANY)?;
+    let index: std::collections::HashMap<SessionId, usize> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, (id, _))| (*id, i))
+        .collect();
+    let mut taken = Vec::with_capacity(BURSTS * MANY);
+    let mut writing = Vec::with_capacity(BURSTS);
+    for k in 0..BURSTS as u64 {
+        let row = tool_row(k + 4, k) + "\n";
+        let want = usize::from(k.is_multiple_of(2));
+        let mut at = Vec::with_capacity(MANY);
+        for (_, events) in &ids {
+            at.push(append(events, row.as_bytes())?);
+        }
+        writing.push(at[0].elapsed());
+        let mut seen = vec![false; MANY];
+        let mut left = MANY;
+        while left > 0 {
+            let (id, update) = rx.recv_timeout(PATIENCE)?;
+            let i = index[&id];
+            if !seen[i] && update.posture.turn.open_tool_calls == want {
+                seen[i] = true;
+                left -= 1;
+                taken.push(at[i].elapsed());
+            }
+        }
+    }
+    drop(hub);
+    writing.sort();
+    taken.sort();
+    let pick = |q: f64| taken[((taken.len() as f64 * q) as usize).min(taken.len() - 1)];
+    println!(
+        "  writing one burst (open, append, close x {MANY}) takes {:.2} ms (median)",
+        ms(writing[writing.len() / 2])
+    );
+    println!(
+        "  {BURSTS} bursts x {MANY} rows: p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        ms(pick(0.50)),
+        ms(pick(0.90)),
+        ms(pick(0.99)),
+        ms(taken[taken.len() - 1])
+    );
+    Ok(())
+}
+
+// ===== 2. throughput ===================================================================
+
+fn throughput(dir: &Path) -> Result<()> {
+    let Bench { hub, rx, ids } = sessions(dir, 1)?;
+    let (_, events) = &ids[0];
+    let mut bytes = Vec::new();
+    for k in 0..THROUGHPUT_ROWS {
+        bytes.extend_from_slice(tool_row(k + 4, k).as_bytes());
+        bytes.push(b'\n');
+    }
+    // The turn ends with the last row: an update the run can wait for, whatever the
+    // posture looked like at the end of each poll before.
+    bytes.extend_from_slice(
+        envelope(THROUGHPUT_ROWS + 4, "Stop", r#","stop_hook_active":false"#).as_bytes(),
+    );
+    bytes.push(b'\n');
+    let batch_bytes: Vec<&[u8]> = {
+        let mut out = Vec::new();
+        let mut start = 0;
+        let mut lines = 0u64;
+        for (i, b) in bytes.iter().enumerate() {
+            if *b == b'\n' {
+                lines += 1;
+                if lines.is_multiple_of(THROUGHPUT_BATCH) {
+                    out.push(&bytes[start..=i]);
+                    start = i + 1;
+                }
+            }
+        }
+        if start < bytes.len() {
+            out.push(&bytes[start..]);
+        }
+        out
+    };
+    let total_rows = THROUGHPUT_ROWS + 1;
+    let started = Instant::now();
+    let mut f: File = OpenOptions::new().append(true).open(events)?;
+    for batch in &batch_bytes {
+        f.write_all(batch)?;
+    }
+    let written = started.elapsed();
+    let mut updates = 0u64;
+    loop {
+        let (_, update) = rx.recv_timeout(PATIENCE)?;
+        updates += 1;
+        if !update.closed.is_empty() {
+            if update.events != total_rows + 3 {
+                return Err(
+                    format!("{} events seen, expected {}", update.events, total_rows + 3).into(),
+                );
+            }
+            break;
+        }
+    }
+    let live = started.elapsed();
+    drop(hub);
+
+    // The ceiling: the same bytes through the pipeline in memory, posture after each line.
+    let t = Instant::now();
+    let mut pipeline = Pipeline::new(ProviderChoice::Auto);
+    for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+        if !line.is_empty() {
+            pipeline.feed_line(i as u64 + 1, line);
+            std::hint::black_box(pipeline.posture());
+        }
+    }
+    let memory = t.elapsed();
+    let live_rate = total_rows as f64 / live.as_secs_f64();
+    let memory_rate = total_rows as f64 / memory.as_secs_f64();
+    println!(
+        "  {total_rows} rows ({:.1} MiB) in batches of {THROUGHPUT_BATCH}: written in {:.0} ms, all seen after {:.0} ms in {updates} updates",
+        bytes.len() as f64 / (1024.0 * 1024.0),
+        ms(written),
+        ms(live),
+    );
+    println!(
+        "  live {:.0} rows/s; in-memory pipeline {:.0} rows/s; ratio {:.2}",
+        live_rate,
+        memory_rate,
+        live_rate / memory_rate
+    );
+    Ok(())
+}
+
+// ===== 3. idle CPU =====================================================================
+
+fn cpu_ticks() -> Result<u64> {
+    let stat = fs::read_to_string("/proc/self/stat")?;
+    // The command name may hold spaces: fields are counted after its closing parenthesis.
+    let after = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .ok_or("unexpected /proc/self/stat")?;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
+    let utime: u64 = fields.get(11).ok_or("no utime")?.parse()?;
+    let stime: u64 = fields.get(12).ok_or("no stime")?.parse()?;
+    Ok(utime + stime)
+}
+
+fn idle_cpu(dir: &Path) -> Result<()> {
+    let Bench { hub, rx, .. } = sessions(dir, MANY)?;
+    let before = cpu_ticks()?;
+    let t = Instant::now();
+    // Idle: nothing is written; any update would be a bug worth seeing.
+    let mut stray = 0;
+    while t.elapsed() < IDLE {
+        if rx.recv_timeout(IDLE.saturating_sub(t.elapsed())).is_ok() {
+            stray += 1;
+        }
+    }
+    let ticks = cpu_ticks()? - before;
+    let secs = ticks as f64 / USER_HZ;
+    let per_minute = secs * 60.0 / t.elapsed().as_secs_f64();
+    drop(hub);
+    println!(
+        "  {:.2} s CPU over {:.0} s idle -> {:.2} s CPU per idle minute ({:.2}% of one core); {stray} stray updates",
+        secs,
+        t.elapsed().as_secs_f64(),
+        per_minute,
+        per_minute / 60.0 * 100.0
+    );
+    println!(
+        "  per re-check round: {:.2} ms for {MANY} sessions",
+        secs * 1000.0 / (t.elapsed().as_secs_f64() / HubConfig::default().recheck.as_secs_f64())
+    );
+    Ok(())
+}
+
+// ===== 4. inotify ======================================================================
+
+fn inotify_limits() {
+    let read = |name: &str| {
+        fs::read_to_string(format!("/proc/sys/fs/inotify/{name}"))
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+    };
+    let show = |v: Option<u64>| v.map_or_else(|| "unknown".to_owned(), |v| v.to_string());
+    let (watches, instances, queued) = (
+        read("max_user_watches"),
+        read("max_user_instances"),
+        read("max_queued_events"),
+    );
+    println!(
+        "  inotify: max_user_watches {}, max_user_instances {}, max_queued_events {}",
+        show(watches),
+        show(instances),
+        show(queued)
+    );
+    println!(
+        "  a hub uses 1 instance and 1 watch per store directory: {MANY} sessions -> {MANY} watches ({})",
+        match watches {
+            Some(w) if w >= MANY as u64 => "enough",
+            Some(_) => "NOT enough: raise fs.inotify.max_user_watches",
+            None => "limit unknown",
+        }
+    );
+}

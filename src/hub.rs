@@ -1,0 +1,405 @@
+//! Many sessions, one watcher.
+//!
+//! A [`Hub`] owns a thread, one `notify` watcher and the [`Session`]s added to it. It
+//! watches each store's directory (or, until the store exists, its nearest existing
+//! ancestor), and treats every notification only as "go read" for the sessions under that
+//! directory. A periodic re-check (default 500 ms) polls every session anyway: it covers
+//! missed or coalesced notifications and queue overflows, and lets time-driven channel
+//! states (startup silence) surface. Between the two the thread sleeps.
+//!
+//! Updates arrive as `(SessionId, Update)` on the receiver returned by [`Hub::start`].
+//! This is the one place in the library that reads the clock.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use notify::event::{AccessKind, EventKind};
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use thiserror::Error;
+
+use crate::session::{FULL_POLL_EVERY, Session, SessionNotice, Update, error_chain};
+use crate::time::Timestamp;
+
+/// Identifies a session within its hub.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub struct SessionId(pub u64);
+
+impl std::fmt::Display for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HubConfig {
+    /// How often every session is polled whatever the watcher says.
+    pub recheck: Duration,
+}
+
+impl Default for HubConfig {
+    fn default() -> Self {
+        Self {
+            recheck: Duration::from_millis(500),
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum HubError {
+    #[error("cannot start the file watcher")]
+    Watcher {
+        #[source]
+        source: notify::Error,
+    },
+    #[error("cannot start the hub thread")]
+    Thread {
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The wall clock as a [`Timestamp`], for callers that feed `now` into a hub's sessions.
+pub fn wall_clock() -> Timestamp {
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    Timestamp::from_millis(ms)
+}
+
+enum Msg {
+    Fs(notify::Result<notify::Event>),
+    Add(SessionId, Box<Session>),
+    Remove(SessionId),
+    PromptSent(SessionId, Timestamp),
+    TerminalChanged(SessionId, Timestamp),
+    Shutdown,
+}
+
+/// The handle: adds and removes sessions, forwards the supervisor's signals. Dropping it
+/// stops the thread.
+pub struct Hub {
+    tx: Sender<Msg>,
+    next: u64,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Hub {
+    pub fn start(config: HubConfig) -> Result<(Hub, Receiver<(SessionId, Update)>), HubError> {
+        let (tx, rx) = mpsc::channel();
+        let (updates_tx, updates_rx) = mpsc::channel();
+        let fs_tx = tx.clone();
+        let watcher = notify::recommended_watcher(move |event| {
+            // The hub may be gone already; then nobody needs the wake-up.
+            let _ = fs_tx.send(Msg::Fs(event));
+        })
+        .map_err(|source| HubError::Watcher { source })?;
+        let worker = Worker {
+            config,
+            watcher,
+            sessions: HashMap::new(),
+            watched: HashMap::new(),
+            updates: updates_tx,
+        };
+        let thread = std::thread::Builder::new()
+            .name("hooktrack-hub".into())
+            .spawn(move || worker.run(&rx))
+            .map_err(|source| HubError::Thread { source })?;
+        Ok((
+            Hub {
+                tx,
+                next: 0,
+                thread: Some(thread),
+            },
+            updates_rx,
+        ))
+    }
+
+    /// Adds an opened session; its first update follows at once.
+    pub fn add(&mut self, session: Session) -> SessionId {
+        self.next += 1;
+        let id = SessionId(self.next);
+        self.send(Msg::Add(id, Box::new(session)));
+        id
+    }
+
+    /// Stops following a session. Updates already sent may still be in the receiver.
+    pub fn remove(&self, id: SessionId) {
+        self.send(Msg::Remove(id));
+    }
+
+    /// See [`Session::prompt_sent`].
+    pub fn prompt_sent(&self, id: SessionId, now: Timestamp) {
+        self.send(Msg::PromptSent(id, now));
+    }
+
+    /// See [`Session::terminal_changed`].
+    pub fn terminal_changed(&self, id: SessionId, now: Timestamp) {
+        self.send(Msg::TerminalChanged(id, now));
+    }
+
+    fn send(&self, msg: Msg) {
+        // The worker only stops when the hub is dropped, so this cannot fail while `self`
+        // lives; if the worker panicked there is nobody to tell.
+        let _ = self.tx.send(msg);
+    }
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        self.send(Msg::Shutdown);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Poll {
+    Full,
+    Recheck,
+}
+
+/// A session and the directory watched for it.
+struct Tracked {
+    session: Session,
+    watch: Option<PathBuf>,
+}
+
+/// A watched directory: its identity (a directory deleted and recreated loses its watch
+/// and must be watched again) and the sessions it wakes.
+struct WatchedDir {
+    id: Option<(u64, u64)>,
+    sessions: HashSet<SessionId>,
+}
+
+struct Worker {
+    config: HubConfig,
+    watcher: RecommendedWatcher,
+    sessions: HashMap<SessionId, Tracked>,
+    watched: HashMap<PathBuf, WatchedDir>,
+    updates: Sender<(SessionId, Update)>,
+}
+
+impl Worker {
+    fn run(mut self, rx: &Receiver<Msg>) {
+        // Sessions to poll in full (a notification, a message) and sessions only due for
+        // the periodic re-check.
+        let mut dirty: HashSet<SessionId> = HashSet::new();
+        let mut due: Vec<SessionId> = Vec::new();
+        let mut rounds: u32 = 0;
+        let mut next_recheck = Instant::now() + self.config.recheck;
+        loop {
+            // Sessions left with more to read are served again at once; otherwise sleep
+            // until a message or the re-check.
+            let wait = if dirty.is_empty() {
+                next_recheck.saturating_duration_since(Instant::now())
+            } else {
+                Duration::ZERO
+            };
+            match rx.recv_timeout(wait) {
+                Ok(msg) => {
+                    if !self.handle(msg, &mut dirty) {
+                        return;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+            // Coalesce whatever else is queued into this round.
+            while let Ok(msg) = rx.try_recv() {
+                if !self.handle(msg, &mut dirty) {
+                    return;
+                }
+            }
+            if Instant::now() >= next_recheck {
+                due.extend(self.sessions.keys().filter(|id| !dirty.contains(id)));
+                rounds = rounds.wrapping_add(1);
+                if rounds.is_multiple_of(FULL_POLL_EVERY) {
+                    // A store directory deleted and recreated lost its watch.
+                    for id in self.sessions.keys().copied().collect::<Vec<_>>() {
+                        self.rewatch(id);
+                    }
+                }
+                next_recheck = Instant::now() + self.config.recheck;
+            }
+            let now = wall_clock();
+            let round: Vec<SessionId> = dirty.drain().collect();
+            for id in round {
+                if self.poll(id, now, Poll::Full) {
+                    dirty.insert(id);
+                }
+            }
+            for id in std::mem::take(&mut due) {
+                if self.poll(id, now, Poll::Recheck) {
+                    dirty.insert(id);
+                }
+            }
+        }
+    }
+
+    /// Applies one message; `false` to stop.
+    fn handle(&mut self, msg: Msg, dirty: &mut HashSet<SessionId>) -> bool {
+        match msg {
+            Msg::Fs(Ok(event)) => {
+                if event.need_rescan() {
+                    dirty.extend(self.sessions.keys().copied());
+                } else if !is_own_read(&event.kind) {
+                    for path in &event.paths {
+                        for dir in [Some(path.as_path()), path.parent()].into_iter().flatten() {
+                            if let Some(w) = self.watched.get(dir) {
+                                dirty.extend(w.sessions.iter().copied());
+                            }
+                        }
+                    }
+                }
+            }
+            // An error from the watcher (an overflow, a watch gone): read everything.
+            Msg::Fs(Err(_)) => dirty.extend(self.sessions.keys().copied()),
+            Msg::Add(id, session) => {
+                self.sessions.insert(
+                    id,
+                    Tracked {
+                        session: *session,
+                        watch: None,
+                    },
+                );
+                dirty.insert(id);
+            }
+            Msg::Remove(id) => {
+                if let Some(tracked) = self.sessions.remove(&id) {
+                    self.unwatch(id, tracked.watch.as_deref());
+                }
+                dirty.remove(&id);
+            }
+            Msg::PromptSent(id, now) => {
+                if let Some(t) = self.sessions.get_mut(&id) {
+                    t.session.prompt_sent(now);
+                    dirty.insert(id);
+                }
+            }
+            Msg::TerminalChanged(id, now) => {
+                if let Some(t) = self.sessions.get_mut(&id) {
+                    t.session.terminal_changed(now);
+                    dirty.insert(id);
+                }
+            }
+            Msg::Shutdown => return false,
+        }
+        true
+    }
+
+    /// Polls one session and sends its update; `true` if it has more to read.
+    fn poll(&mut self, id: SessionId, now: Timestamp, how: Poll) -> bool {
+        let Some(tracked) = self.sessions.get(&id) else {
+            return false;
+        };
+        // Until the watch sits on the store directory itself, follow it down (before the
+        // read, so nothing created in between is missed).
+        if tracked.watch.as_deref() != Some(tracked.session.paths().dir.as_path()) {
+            self.rewatch(id);
+        }
+        let Some(tracked) = self.sessions.get_mut(&id) else {
+            return false;
+        };
+        let update = match how {
+            Poll::Full => tracked.session.poll(now),
+            Poll::Recheck => tracked.session.recheck(now),
+        };
+        if let Some(update) = update {
+            // A supervisor that dropped the receiver no longer listens; keep serving the
+            // others until the hub is dropped.
+            let _ = self.updates.send((id, update));
+        }
+        tracked.session.more()
+    }
+
+    /// Keeps the session's watch on its store directory, or on the nearest existing
+    /// ancestor until the store exists (and back up if it disappears).
+    fn rewatch(&mut self, id: SessionId) {
+        let Some(tracked) = self.sessions.get(&id) else {
+            return;
+        };
+        let Some((dir, dir_id)) = nearest_existing(&tracked.session.paths().dir) else {
+            return;
+        };
+        if tracked.watch.as_ref() == Some(&dir)
+            && self.watched.get(&dir).is_some_and(|w| w.id == dir_id)
+        {
+            return;
+        }
+        let old = tracked.watch.clone();
+        if old.as_ref() != Some(&dir) {
+            self.unwatch(id, old.as_deref());
+        }
+        // A new directory, or the same path naming a recreated one.
+        let result = match self.watched.get(&dir) {
+            Some(w) if w.id == dir_id => Ok(()),
+            _ => self.watcher.watch(&dir, RecursiveMode::NonRecursive),
+        };
+        let entry = self
+            .watched
+            .entry(dir.clone())
+            .or_insert_with(|| WatchedDir {
+                id: dir_id,
+                sessions: HashSet::new(),
+            });
+        entry.id = dir_id;
+        entry.sessions.insert(id);
+        let Some(tracked) = self.sessions.get_mut(&id) else {
+            return;
+        };
+        // On failure the directory is still recorded, so the watch is not retried every
+        // round; the periodic re-check polls the session all the same.
+        tracked.watch = Some(dir.clone());
+        if let Err(e) = result {
+            tracked.session.notice(SessionNotice::WatchFailed {
+                detail: format!("{}: {}", dir.display(), error_chain(&e)),
+            });
+        }
+    }
+
+    fn unwatch(&mut self, id: SessionId, dir: Option<&Path>) {
+        let Some(dir) = dir else { return };
+        if let Some(w) = self.watched.get_mut(dir) {
+            w.sessions.remove(&id);
+            if w.sessions.is_empty() {
+                self.watched.remove(dir);
+                // The directory may be gone, which removed the watch already.
+                let _ = self.watcher.unwatch(dir);
+            }
+        }
+    }
+}
+
+/// Reads and opens (ours included: the tailer opening the file) change nothing.
+fn is_own_read(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::Access(AccessKind::Open(_) | AccessKind::Read)
+            | EventKind::Access(AccessKind::Close(notify::event::AccessMode::Read))
+    )
+}
+
+/// The directory itself or its nearest existing ancestor, with its identity. Absolute:
+/// the watcher reports absolute paths, and they are matched against this one.
+fn nearest_existing(dir: &Path) -> Option<(PathBuf, Option<(u64, u64)>)> {
+    let dir = std::path::absolute(dir).ok()?;
+    dir.ancestors().find_map(|d| {
+        let meta = std::fs::metadata(d).ok().filter(|m| m.is_dir())?;
+        Some((d.to_path_buf(), dir_id(&meta)))
+    })
+}
+
+#[cfg(unix)]
+fn dir_id(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn dir_id(_meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    None
+}

@@ -1,0 +1,237 @@
+//! Where a session's store lives, and the two metadata records published beside
+//! `events.ndjson` (contract section 2). Parsing is pure; reading the files is the
+//! caller's business ([`crate::session`]).
+//!
+//! ```text
+//! <session_root>/hook-observation/<provider>/events.ndjson
+//!                                           /collector.json   {pid, port, generation, status, ...}
+//!                                           /channel.json     {provider, generation, install: {ok, detail}, state?}
+//! ```
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use thiserror::Error;
+
+use crate::posture::ChannelState;
+
+pub const OBSERVATION_DIR: &str = "hook-observation";
+pub const EVENTS_FILE: &str = "events.ndjson";
+pub const COLLECTOR_FILE: &str = "collector.json";
+pub const CHANNEL_FILE: &str = "channel.json";
+/// The provider directory assumed when a session root has none yet (the reference
+/// provider; a fresh Kimi TUI creates its store lazily, after the first prompt).
+pub const DEFAULT_PROVIDER_DIR: &str = "kimi";
+
+/// The files of one store. The directory may not exist yet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StorePaths {
+    pub dir: PathBuf,
+    pub events: PathBuf,
+    pub collector: PathBuf,
+    pub channel: PathBuf,
+}
+
+#[derive(Debug, Error)]
+pub enum LocateError {
+    #[error("{root} has stores of several providers ({found}); name one")]
+    SeveralProviders { root: PathBuf, found: String },
+    #[error("cannot list {dir}")]
+    List {
+        dir: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl StorePaths {
+    /// The store in `dir` (the directory holding `events.ndjson`).
+    pub fn in_dir(dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        Self {
+            events: dir.join(EVENTS_FILE),
+            collector: dir.join(COLLECTOR_FILE),
+            channel: dir.join(CHANNEL_FILE),
+            dir,
+        }
+    }
+
+    /// The store of an events file: the metadata records are its siblings.
+    pub fn for_events_file(events: impl Into<PathBuf>) -> Self {
+        let events = events.into();
+        let dir = match events.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Self {
+            collector: dir.join(COLLECTOR_FILE),
+            channel: dir.join(CHANNEL_FILE),
+            events,
+            dir,
+        }
+    }
+
+    /// The store of `provider` under a session root.
+    pub fn for_provider(root: &Path, provider: &str) -> Self {
+        Self::in_dir(root.join(OBSERVATION_DIR).join(provider))
+    }
+
+    /// What a user names: an events file (a file, or a path ending in `.ndjson`), a store
+    /// directory (one holding `events.ndjson`), or else a session root ([`Self::locate`]).
+    pub fn resolve(path: &Path) -> Result<Self, LocateError> {
+        if path.is_file() || path.extension().is_some_and(|e| e == "ndjson") {
+            return Ok(Self::for_events_file(path));
+        }
+        if path.join(EVENTS_FILE).exists() {
+            return Ok(Self::in_dir(path));
+        }
+        Self::locate(path)
+    }
+
+    /// The store under a session root: its only provider directory, or
+    /// [`DEFAULT_PROVIDER_DIR`] when there is none yet. Several are an error: the caller
+    /// must say which ([`StorePaths::for_provider`]).
+    pub fn locate(root: &Path) -> Result<Self, LocateError> {
+        let base = root.join(OBSERVATION_DIR);
+        let entries = match std::fs::read_dir(&base) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Ok(Self::for_provider(root, DEFAULT_PROVIDER_DIR));
+            }
+            Err(source) => return Err(LocateError::List { dir: base, source }),
+        };
+        let mut found = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|source| LocateError::List {
+                dir: base.clone(),
+                source,
+            })?;
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                found.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        found.sort();
+        match found.as_slice() {
+            [] => Ok(Self::for_provider(root, DEFAULT_PROVIDER_DIR)),
+            [one] => Ok(Self::for_provider(root, one)),
+            _ => Err(LocateError::SeveralProviders {
+                root: root.to_path_buf(),
+                found: found.join(", "),
+            }),
+        }
+    }
+}
+
+/// `collector.json`. Every field is optional: a reader never trusts the file.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct CollectorRecord {
+    pub pid: Option<u64>,
+    pub port: Option<u16>,
+    pub generation: Option<u64>,
+    pub status: Option<String>,
+    pub started_at: Option<String>,
+    pub stopped_at: Option<String>,
+}
+
+impl CollectorRecord {
+    pub fn stopped(&self) -> bool {
+        self.status.as_deref() == Some("stopped")
+    }
+}
+
+/// `channel.json`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct ChannelRecord {
+    pub provider: Option<String>,
+    pub generation: Option<u64>,
+    pub install: Option<InstallRecord>,
+    /// A state published by a producer: a terminal policy state, `error`, `stopped`, or
+    /// `unavailable` (e.g. a remote store).
+    pub state: Option<String>,
+    pub detail: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct InstallRecord {
+    pub ok: bool,
+    pub detail: Option<String>,
+}
+
+impl ChannelRecord {
+    /// The published state, if it is one this tracker honours (`active` is never taken
+    /// from a file: only events make a channel active).
+    pub fn published_state(&self) -> Option<ChannelState> {
+        match self.state.as_deref()? {
+            "unavailable" => Some(ChannelState::Unavailable),
+            "error" => Some(ChannelState::Error),
+            "stopped" => Some(ChannelState::Stopped),
+            "disabled_by_policy" => Some(ChannelState::DisabledByPolicy),
+            "untrusted_workspace" => Some(ChannelState::UntrustedWorkspace),
+            _ => None,
+        }
+    }
+
+    /// The install failure's detail, if the install failed its read-back check.
+    pub fn install_failure(&self) -> Option<&str> {
+        match &self.install {
+            Some(InstallRecord { ok: false, detail }) => {
+                Some(detail.as_deref().unwrap_or("install failed"))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Why a metadata record could not be used.
+#[derive(Debug, Error)]
+pub enum RecordError {
+    #[error("{file} is not a valid record")]
+    Parse {
+        file: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+pub fn parse_collector(bytes: &[u8]) -> Result<CollectorRecord, RecordError> {
+    serde_json::from_slice(bytes).map_err(|source| RecordError::Parse {
+        file: COLLECTOR_FILE,
+        source,
+    })
+}
+
+pub fn parse_channel(bytes: &[u8]) -> Result<ChannelRecord, RecordError> {
+    serde_json::from_slice(bytes).map_err(|source| RecordError::Parse {
+        file: CHANNEL_FILE,
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_keep_what_they_know_and_ignore_the_rest() {
+        let c = parse_collector(
+            br#"{"pid":12,"port":4000,"generation":2,"status":"stopped","extra":[1]}"#,
+        )
+        .unwrap();
+        assert!(c.stopped());
+        assert_eq!(c.generation, Some(2));
+        let ch = parse_channel(
+            br#"{"provider":"kimi","generation":1,"install":{"ok":false,"detail":"unknown key"},"state":"untrusted_workspace"}"#,
+        )
+        .unwrap();
+        assert_eq!(ch.install_failure(), Some("unknown key"));
+        assert_eq!(ch.published_state(), Some(ChannelState::UntrustedWorkspace));
+        assert!(parse_channel(b"{\"generation\":\"x\"}").is_err());
+    }
+
+    #[test]
+    fn active_is_never_published() {
+        let ch = parse_channel(br#"{"state":"active"}"#).unwrap();
+        assert_eq!(ch.published_state(), None);
+    }
+}

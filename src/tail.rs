@@ -1,0 +1,590 @@
+//! The tailer: follows one `events.ndjson` by byte offset. The only module that follows
+//! files; it never interprets a line.
+//!
+//! [`Tailer::poll`] reads whatever is new and hands out whole lines. It is driven from
+//! outside: a watcher's notification or a periodic re-check only means "go read", so a
+//! missed or coalesced notification costs latency, never a line.
+//!
+//! Guarantees, line by line:
+//! - a line is handed out once its newline is on disk; a partial last line stays in memory
+//!   and neither the offset nor a [`Checkpoint`] ever moves past it;
+//! - a line over [`MAX_LINE_BYTES`] is reported as [`ReadLine::Oversized`] without being
+//!   held, and the lines after it are read as usual;
+//! - **truncation** (the file is shorter than what was read) restarts at offset 0;
+//! - **replacement** (the path names another device/inode: rotation by rename, delete and
+//!   recreate) first drains the old file to its end through the handle still open, then
+//!   starts the new one at 0. A partial line left at the end of a file that will not grow
+//!   again is handed out as [`ReadLine::Truncated`];
+//! - a **missing** file is "no events yet"; a failing open or read is an error for this
+//!   poll; both recover at the next poll that succeeds.
+//!
+//! Replacement detection compares device and inode, which is sound while the tailer keeps
+//! the old file open (its inode number cannot be reused until then). Across a restart the
+//! checkpoint also compares a checksum of the first line, because by then it can.
+
+mod checkpoint;
+
+use std::fs::{File, Metadata};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+pub use checkpoint::{Checkpoint, CheckpointError, FirstLine};
+
+use crate::read::ReadLine;
+use crate::row::MAX_LINE_BYTES;
+
+/// Bytes read per `read` call.
+const CHUNK: usize = 64 * 1024;
+/// Bytes read per poll before yielding ([`Progress::more`]), so one flooded store cannot
+/// starve the others a hub follows.
+pub const DEFAULT_POLL_BUDGET: u64 = 8 * 1024 * 1024;
+/// A partial-line buffer grown past this is released after its line, so one long line
+/// does not pin memory for the life of the session.
+const KEEP_BUFFER: usize = 256 * 1024;
+
+/// Why a poll failed. The tailer's state stays consistent: the next poll retries.
+#[derive(Debug, Error)]
+pub enum TailError {
+    #[error("cannot open {path}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{path} is not a regular file")]
+    NotAFile { path: PathBuf },
+    #[error("cannot inspect {path}")]
+    Stat {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot read {path} at byte {offset}")]
+    Read {
+        path: PathBuf,
+        offset: u64,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Something about the file that a caller may want to log. Never an error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Notice {
+    /// The file became shorter than what had been read: restarted at 0.
+    Truncated { len: u64, read: u64 },
+    /// The path now names another file; `drained` bytes were read from the old one first.
+    Replaced { drained: u64 },
+    /// The file disappeared; `drained` bytes were read from the old one first.
+    Removed { drained: u64 },
+    /// Resumed from a checkpoint at this offset.
+    Resumed { offset: u64 },
+    /// The checkpoint did not match the file: started at 0.
+    CheckpointRejected { reason: String },
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Notice::Truncated { len, read } => write!(
+                f,
+                "file truncated to {len} bytes after {read} had been read: restarted at 0"
+            ),
+            Notice::Replaced { drained } => write!(
+                f,
+                "file replaced: read {drained} more bytes of the old one, then started the new one at 0"
+            ),
+            Notice::Removed { drained } => write!(
+                f,
+                "file removed: read {drained} more bytes of it; waiting for a new one"
+            ),
+            Notice::Resumed { offset } => write!(f, "resumed from the checkpoint at byte {offset}"),
+            Notice::CheckpointRejected { reason } => {
+                write!(f, "checkpoint not used ({reason}): started at 0")
+            }
+        }
+    }
+}
+
+/// One line handed out by a poll. `replay` marks a line of the prefix re-read on a
+/// [`Prefix::Replay`] resume: it was handed out before the restart.
+#[derive(Debug, PartialEq, Eq)]
+pub struct TailLine<'a> {
+    pub line: ReadLine<'a>,
+    pub replay: bool,
+}
+
+/// What one poll did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Progress {
+    /// Lines handed out.
+    pub lines: u64,
+    pub notices: Vec<Notice>,
+    /// The poll stopped at its byte budget with more to read: poll again.
+    pub more: bool,
+}
+
+/// What to do with the lines before a checkpoint's offset on resume.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prefix {
+    /// Start reading at the offset.
+    Skip,
+    /// Re-read them, flagged [`TailLine::replay`] (to rebuild state derived from them).
+    Replay,
+}
+
+/// A file's identity: device and inode (zero on platforms without them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileId {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl FileId {
+    #[cfg(unix)]
+    fn of(meta: &Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Self {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn of(_meta: &Metadata) -> Self {
+        Self { dev: 0, ino: 0 }
+    }
+}
+
+struct OpenFile {
+    file: File,
+    id: FileId,
+}
+
+pub struct Tailer {
+    path: PathBuf,
+    open: Option<OpenFile>,
+    /// Bytes read from the open file.
+    read_pos: u64,
+    lines: Splitter,
+    resume: Option<(Checkpoint, Prefix)>,
+    budget: u64,
+    buf: Box<[u8]>,
+}
+
+impl std::fmt::Debug for Tailer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tailer")
+            .field("path", &self.path)
+            .field("open", &self.open.as_ref().map(|o| o.id))
+            .field("offset", &self.lines.offset)
+            .field("read_pos", &self.read_pos)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tailer {
+    /// Follows `path` from its start. Nothing is opened until the first poll.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            open: None,
+            read_pos: 0,
+            lines: Splitter::default(),
+            resume: None,
+            budget: DEFAULT_POLL_BUDGET,
+            buf: vec![0; CHUNK].into_boxed_slice(),
+        }
+    }
+
+    /// Follows `path` from a checkpoint, checked against the file at the first open: a
+    /// file that is not the checkpoint's (another device/inode, shorter, another first
+    /// line) is read from 0, with a [`Notice::CheckpointRejected`].
+    pub fn resume(path: impl Into<PathBuf>, checkpoint: Checkpoint, prefix: Prefix) -> Self {
+        let mut tailer = Self::new(path);
+        tailer.resume = Some((checkpoint, prefix));
+        tailer
+    }
+
+    /// Bytes read per poll before [`Progress::more`] is set (at least one chunk).
+    pub fn set_poll_budget(&mut self, bytes: u64) {
+        self.budget = bytes.max(1);
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Where the whole lines handed out end in the open file.
+    pub fn offset(&self) -> u64 {
+        self.lines.offset
+    }
+
+    /// The position to resume from: after the last whole line, never inside one. `None`
+    /// while no file is open.
+    pub fn checkpoint(&self) -> Option<Checkpoint> {
+        let open = self.open.as_ref()?;
+        Some(Checkpoint {
+            offset: self.lines.offset,
+            lines: self.lines.number,
+            dev: open.id.dev,
+            ino: open.id.ino,
+            first_line: self.lines.first_line,
+        })
+    }
+
+    /// True when a file is open and holds nothing past what was read: one `fstat`, no
+    /// path lookup. It cannot see the path being replaced; callers pair it with a look at
+    /// the directory (see `Session::recheck`).
+    pub fn caught_up(&self) -> bool {
+        self.open.as_ref().is_some_and(|open| {
+            open.file
+                .metadata()
+                .is_ok_and(|meta| meta.len() == self.read_pos)
+        })
+    }
+
+    /// Reads what is new and hands each line to `sink`, in file order.
+    pub fn poll(&mut self, sink: &mut dyn FnMut(TailLine<'_>)) -> Result<Progress, TailError> {
+        let mut progress = Progress::default();
+        let mut budget = self.budget;
+        // At most two files per poll: the old one drained, then the new one.
+        for _ in 0..2 {
+            if self.open.is_none() && !self.open_file(&mut progress)? {
+                return Ok(progress);
+            }
+            let Some(open) = &self.open else {
+                return Ok(progress);
+            };
+            let current = match std::fs::metadata(&self.path) {
+                Ok(meta) => Some(FileId::of(&meta)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(source) => {
+                    return Err(TailError::Stat {
+                        path: self.path.clone(),
+                        source,
+                    });
+                }
+            };
+            if current == Some(open.id) {
+                let len = open
+                    .file
+                    .metadata()
+                    .map_err(|source| TailError::Stat {
+                        path: self.path.clone(),
+                        source,
+                    })?
+                    .len();
+                if len < self.read_pos {
+                    progress.notices.push(Notice::Truncated {
+                        len,
+                        read: self.read_pos,
+                    });
+                    self.restart_at_zero(sink, &mut progress)?;
+                }
+                // Nothing new: spare the read (re-checks of idle stores are the common case).
+                if len > self.read_pos {
+                    self.read_available(sink, &mut progress, &mut budget)?;
+                }
+                return Ok(progress);
+            }
+            // Replaced or removed: what the old file still holds comes first.
+            let before = self.read_pos;
+            self.read_available(sink, &mut progress, &mut budget)?;
+            if progress.more {
+                return Ok(progress);
+            }
+            let drained = self.read_pos - before;
+            progress.notices.push(match current {
+                Some(_) => Notice::Replaced { drained },
+                None => Notice::Removed { drained },
+            });
+            progress.lines += self.lines.finish_file(sink);
+            self.open = None;
+            self.read_pos = 0;
+            if current.is_none() {
+                return Ok(progress);
+            }
+        }
+        Ok(progress)
+    }
+
+    /// Opens the file; `false` if it does not exist (no events yet).
+    fn open_file(&mut self, progress: &mut Progress) -> Result<bool, TailError> {
+        let mut file = match File::open(&self.path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(source) => {
+                return Err(TailError::Open {
+                    path: self.path.clone(),
+                    source,
+                });
+            }
+        };
+        let meta = file.metadata().map_err(|source| TailError::Stat {
+            path: self.path.clone(),
+            source,
+        })?;
+        if !meta.is_file() {
+            return Err(TailError::NotAFile {
+                path: self.path.clone(),
+            });
+        }
+        let id = FileId::of(&meta);
+        let number = self.lines.number;
+        self.lines = Splitter {
+            number,
+            ..Splitter::default()
+        };
+        self.read_pos = 0;
+        if let Some((checkpoint, prefix)) = self.resume.take() {
+            match checkpoint.matches(&mut file, &meta, id) {
+                Ok(()) => {
+                    progress.notices.push(Notice::Resumed {
+                        offset: checkpoint.offset,
+                    });
+                    match prefix {
+                        Prefix::Skip => {
+                            file.seek(SeekFrom::Start(checkpoint.offset))
+                                .map_err(|source| TailError::Read {
+                                    path: self.path.clone(),
+                                    offset: checkpoint.offset,
+                                    source,
+                                })?;
+                            self.read_pos = checkpoint.offset;
+                            self.lines.offset = checkpoint.offset;
+                            self.lines.number = checkpoint.lines;
+                            self.lines.first_line = checkpoint.first_line;
+                        }
+                        Prefix::Replay => self.lines.replay_until = checkpoint.offset,
+                    }
+                }
+                Err(reason) => progress.notices.push(Notice::CheckpointRejected { reason }),
+            }
+            // The check read from the file: start where the state says.
+            file.seek(SeekFrom::Start(self.read_pos))
+                .map_err(|source| TailError::Read {
+                    path: self.path.clone(),
+                    offset: self.read_pos,
+                    source,
+                })?;
+        }
+        self.open = Some(OpenFile { file, id });
+        Ok(true)
+    }
+
+    fn restart_at_zero(
+        &mut self,
+        sink: &mut dyn FnMut(TailLine<'_>),
+        progress: &mut Progress,
+    ) -> Result<(), TailError> {
+        progress.lines += self.lines.finish_file(sink);
+        self.read_pos = 0;
+        if let Some(open) = &mut self.open {
+            open.file
+                .seek(SeekFrom::Start(0))
+                .map_err(|source| TailError::Read {
+                    path: self.path.clone(),
+                    offset: 0,
+                    source,
+                })?;
+        }
+        Ok(())
+    }
+
+    fn read_available(
+        &mut self,
+        sink: &mut dyn FnMut(TailLine<'_>),
+        progress: &mut Progress,
+        budget: &mut u64,
+    ) -> Result<(), TailError> {
+        let Some(open) = &mut self.open else {
+            return Ok(());
+        };
+        loop {
+            if *budget == 0 {
+                progress.more = true;
+                return Ok(());
+            }
+            let want = self
+                .buf
+                .len()
+                .min(usize::try_from(*budget).unwrap_or(CHUNK));
+            let n = match open.file.read(&mut self.buf[..want]) {
+                Ok(0) => return Ok(()),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(source) => {
+                    return Err(TailError::Read {
+                        path: self.path.clone(),
+                        offset: self.read_pos,
+                        source,
+                    });
+                }
+            };
+            *budget = budget.saturating_sub(n as u64);
+            self.read_pos += n as u64;
+            progress.lines += self.lines.consume(&self.buf[..n], sink);
+        }
+    }
+}
+
+/// Splits the bytes of one file into lines, holding at most one partial line.
+#[derive(Debug, Default)]
+struct Splitter {
+    /// Where the last whole line ends (after its newline).
+    offset: u64,
+    /// The bytes of a line still being written.
+    partial: Vec<u8>,
+    /// In a line over the limit: its length so far (its bytes are not held).
+    skipping: Option<u64>,
+    /// Lines handed out so far (over every file: the next line's number is this + 1).
+    number: u64,
+    first_line: Option<FirstLine>,
+    /// Lines ending at or before this offset are a replayed prefix.
+    replay_until: u64,
+}
+
+impl Splitter {
+    /// Hands out every whole line in `chunk`; keeps the rest. Returns the lines handed out.
+    fn consume(&mut self, mut chunk: &[u8], sink: &mut dyn FnMut(TailLine<'_>)) -> u64 {
+        let mut count = 0;
+        while let Some(i) = memchr::memchr(b'\n', chunk) {
+            self.finish_line(&chunk[..i], sink);
+            count += 1;
+            chunk = &chunk[i + 1..];
+        }
+        self.hold(chunk);
+        count
+    }
+
+    fn hold(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        match &mut self.skipping {
+            Some(len) => *len += bytes.len() as u64,
+            None if self.partial.len() + bytes.len() > MAX_LINE_BYTES => {
+                self.skipping = Some((self.partial.len() + bytes.len()) as u64);
+                self.partial = Vec::new();
+            }
+            None => self.partial.extend_from_slice(bytes),
+        }
+    }
+
+    /// The newline of the current line arrived; `tail` is its last bytes.
+    fn finish_line(&mut self, tail: &[u8], sink: &mut dyn FnMut(TailLine<'_>)) {
+        let start = self.offset;
+        self.number += 1;
+        let number = self.number;
+        let (len, held): (u64, Option<&[u8]>) = match self.skipping.take() {
+            Some(skipped) => (skipped + tail.len() as u64, None),
+            None if self.partial.is_empty() => (tail.len() as u64, Some(tail)),
+            None if self.partial.len() + tail.len() > MAX_LINE_BYTES => {
+                ((self.partial.len() + tail.len()) as u64, None)
+            }
+            None => {
+                self.partial.extend_from_slice(tail);
+                (self.partial.len() as u64, Some(self.partial.as_slice()))
+            }
+        };
+        let held = held.filter(|b| b.len() <= MAX_LINE_BYTES);
+        self.offset = start + len + 1;
+        if start == 0 {
+            self.first_line = Some(FirstLine::of(len, held));
+        }
+        let replay = self.offset <= self.replay_until;
+        let line = match held {
+            Some(bytes) => ReadLine::Line { number, bytes },
+            None => ReadLine::Oversized { number, len },
+        };
+        sink(TailLine { line, replay });
+        self.partial.clear();
+        if self.partial.capacity() > KEEP_BUFFER {
+            self.partial = Vec::new();
+        }
+    }
+
+    /// The file ends for good (removed, replaced, truncated): a partial line left is
+    /// handed out as cut off, and the per-file state resets. Returns the lines handed out.
+    fn finish_file(&mut self, sink: &mut dyn FnMut(TailLine<'_>)) -> u64 {
+        let number = self.number + 1;
+        let line = match self.skipping.take() {
+            Some(len) => Some(ReadLine::Oversized { number, len }),
+            None if !self.partial.is_empty() => Some(ReadLine::Truncated {
+                number,
+                bytes: &self.partial,
+            }),
+            None => None,
+        };
+        let count = match line {
+            Some(line) => {
+                sink(TailLine {
+                    line,
+                    replay: false,
+                });
+                1
+            }
+            None => 0,
+        };
+        *self = Splitter {
+            number: self.number + count,
+            ..Splitter::default()
+        };
+        count
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(pieces: &[&[u8]]) -> Vec<String> {
+        let mut s = Splitter::default();
+        let mut out = Vec::new();
+        for piece in pieces {
+            s.consume(piece, &mut |l: TailLine<'_>| {
+                out.push(match l.line {
+                    ReadLine::Line { number, bytes } => {
+                        format!("{number}:{}", String::from_utf8_lossy(bytes))
+                    }
+                    ReadLine::Oversized { number, len } => format!("{number}:oversized {len}"),
+                    ReadLine::Truncated { number, bytes } => {
+                        format!("{number}:cut {}", String::from_utf8_lossy(bytes))
+                    }
+                })
+            });
+        }
+        s.finish_file(&mut |l: TailLine<'_>| out.push(format!("{:?}", l.line)));
+        out
+    }
+
+    #[test]
+    fn lines_split_across_pieces_come_out_whole_and_once() {
+        assert_eq!(
+            split(&[b"ab", b"c\nd", b"", b"e\n\nf\n"]),
+            ["1:abc", "2:de", "3:", "4:f"]
+        );
+    }
+
+    #[test]
+    fn oversized_lines_are_skipped_without_losing_the_next() {
+        let big = vec![b'x'; MAX_LINE_BYTES];
+        assert_eq!(
+            split(&[&big, b"yz\nok\n"]),
+            [format!("1:oversized {}", MAX_LINE_BYTES + 2), "2:ok".into()]
+        );
+    }
+
+    #[test]
+    fn offset_stops_before_a_partial_line() {
+        let mut s = Splitter::default();
+        s.consume(b"one\ntw", &mut |_| {});
+        assert_eq!(s.offset, 4);
+        assert_eq!(s.number, 1);
+        s.consume(b"o\n", &mut |_| {});
+        assert_eq!(s.offset, 8);
+    }
+}

@@ -1,0 +1,461 @@
+//! Live tracking: the session handle over real files, and the hub over a real watcher.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+use hooktrack::hub::{Hub, HubConfig, SessionId};
+use hooktrack::session::{Session, SessionConfig, SessionNotice, Update};
+use hooktrack::store::StorePaths;
+use hooktrack::tail::Notice;
+use hooktrack::{ChannelState, Phase, Presence, Timestamp, TurnResult};
+
+use crate::support::{Wake, kimi};
+
+fn t(s: i64) -> Timestamp {
+    Timestamp::from_millis(1_790_000_000_000 + s * 1000)
+}
+
+fn append(path: &Path, lines: &[String]) {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).expect("mkdir");
+    }
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("open for append");
+    for l in lines {
+        writeln!(f, "{l}").expect("append");
+    }
+}
+
+fn start() -> Vec<String> {
+    vec![kimi("SessionStart", r#""source":"startup""#)]
+}
+
+/// A prompt and its turn, started, with one tool call open.
+fn turn_running(n: i64) -> Vec<String> {
+    vec![
+        kimi(
+            "UserPromptSubmit",
+            r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#,
+        ),
+        kimi(
+            "TurnStarted",
+            &format!(r#""turn_id":{n},"origin_kind":"user""#),
+        ),
+        kimi(
+            "PreToolUse",
+            &format!(r#""tool_call_id":"call_{n}","tool_name":"Bash","tool_input":{{}}"#),
+        ),
+    ]
+}
+
+fn turn_done(n: i64) -> Vec<String> {
+    vec![
+        kimi(
+            "PostToolUse",
+            &format!(r#""tool_call_id":"call_{n}","tool_output":"ok""#),
+        ),
+        kimi("Stop", r#""stop_hook_active":false"#),
+    ]
+}
+
+fn permission(n: i64) -> String {
+    kimi(
+        "PermissionRequest",
+        &format!(
+            r#""tool_call_id":"call_{n}","turn_id":{n},"id":"approval_{n}","agent_id":"main""#
+        ),
+    )
+}
+
+fn session_in(dir: &Path, config: SessionConfig) -> (Session, StorePaths) {
+    let paths = StorePaths::for_provider(dir, "kimi");
+    (Session::open(paths.clone(), config), paths)
+}
+
+#[test]
+fn a_session_follows_a_turn_and_reports_only_changes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut session, paths) = session_in(dir.path(), SessionConfig::default());
+    let first = session.poll(t(0)).expect("the first poll always reports");
+    assert_eq!(first.channel.state, ChannelState::Unavailable);
+    assert_eq!(first.posture.presence, Presence::Unknown);
+    assert!(session.poll(t(1)).is_none(), "nothing changed");
+
+    let mut lines = start();
+    lines.extend(turn_running(1));
+    append(&paths.events, &lines);
+    let running = session.poll(t(2)).expect("events arrived");
+    assert_eq!(running.channel.state, ChannelState::Active);
+    assert_eq!(running.posture.turn.phase, Phase::Active);
+    assert_eq!(running.posture.turn.open_tool_calls, 1);
+    assert_eq!(running.events, 4);
+    assert_eq!(running.last_event_at, Some(t(2)));
+    assert!(running.closed.is_empty());
+    assert!(session.poll(t(3)).is_none());
+
+    append(&paths.events, &turn_done(1));
+    let done = session.poll(t(4)).expect("the turn ended");
+    assert_eq!(done.posture.turn.phase, Phase::Ready);
+    assert_eq!(done.posture.last_turn.result, TurnResult::Success);
+    let results: Vec<_> = done.closed.iter().map(|r| r.result).collect();
+    assert_eq!(results, [TurnResult::Success]);
+}
+
+#[test]
+fn a_stale_channel_keeps_the_latched_result_and_withdraws_the_rest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut session, paths) = session_in(dir.path(), SessionConfig::default());
+    let mut lines = start();
+    lines.extend(turn_running(1));
+    lines.extend(turn_done(1));
+    lines.extend(turn_running(2));
+    lines.push(permission(2));
+    append(&paths.events, &lines);
+    let blocked = session.poll(t(0)).expect("update");
+    assert_eq!(blocked.posture.turn.phase, Phase::Blocked);
+
+    // The terminal keeps changing while the hooks are quiet.
+    session.terminal_changed(t(10));
+    assert!(
+        session.poll(t(10)).is_none(),
+        "10 s of silence is not stale"
+    );
+    session.terminal_changed(t(31));
+    let stale = session.poll(t(31)).expect("stale");
+    assert_eq!(stale.channel.state, ChannelState::Stale);
+    assert_eq!(stale.posture.turn.phase, Phase::Unknown, "no blocked");
+    assert_eq!(stale.posture.last_turn.result, TurnResult::Success);
+
+    append(
+        &paths.events,
+        &[kimi(
+            "PermissionResult",
+            r#""tool_call_id":"call_2","turn_id":2,"decision":"approved""#,
+        )],
+    );
+    let back = session.poll(t(32)).expect("active again");
+    assert_eq!(back.channel.state, ChannelState::Active);
+    assert_eq!(back.posture.turn.phase, Phase::Active);
+}
+
+#[test]
+fn a_stopped_collector_withdraws_hook_facts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut session, paths) = session_in(dir.path(), SessionConfig::default());
+    let mut lines = start();
+    lines.extend(turn_running(1));
+    lines.push(permission(1));
+    append(&paths.events, &lines);
+    fs::write(
+        &paths.collector,
+        r#"{"pid":4242,"port":40111,"generation":1,"status":"running","started_at":"2026-10-20T09:00:00Z"}"#,
+    )
+    .expect("collector.json");
+    let blocked = session.poll(t(0)).expect("update");
+    assert_eq!(blocked.posture.turn.phase, Phase::Blocked);
+
+    fs::write(
+        &paths.collector,
+        r#"{"pid":4242,"port":40111,"generation":1,"status":"stopped","started_at":"2026-10-20T09:00:00Z","stopped_at":"2026-10-20T09:05:00Z"}"#,
+    )
+    .expect("collector.json");
+    let stopped = session.poll(t(1)).expect("stopped");
+    assert_eq!(stopped.channel.state, ChannelState::Stopped);
+    assert_eq!(stopped.posture.turn.phase, Phase::Unknown);
+    assert_eq!(stopped.posture.last_turn.result, TurnResult::None);
+    // Cleanup deleting the record does not undo it.
+    fs::remove_file(&paths.collector).expect("remove");
+    assert!(session.poll(t(2)).is_none());
+    assert_eq!(session.channel(t(2)).state, ChannelState::Stopped);
+}
+
+#[test]
+fn channel_json_install_failure_and_a_bad_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut session, paths) = session_in(dir.path(), SessionConfig::default());
+    fs::create_dir_all(&paths.dir).expect("mkdir");
+    fs::write(
+        &paths.channel,
+        r#"{"provider":"kimi","generation":1,"install":{"ok":false,"detail":"timeout 0 out of 1..=600"}}"#,
+    )
+    .expect("channel.json");
+    let u = session.poll(t(0)).expect("update");
+    assert_eq!(u.channel.state, ChannelState::Unavailable);
+    assert_eq!(u.channel.detail, "install failed: timeout 0 out of 1..=600");
+
+    fs::write(&paths.channel, "{\"generation\": ").expect("half-written channel.json");
+    let bad = session.poll(t(1)).expect("a notice");
+    assert!(
+        bad.notices
+            .iter()
+            .any(|n| matches!(n, SessionNotice::BadRecord { .. })),
+        "{:?}",
+        bad.notices
+    );
+    assert_eq!(
+        bad.channel.state,
+        ChannelState::Unavailable,
+        "last record holds"
+    );
+}
+
+#[test]
+fn an_unreadable_store_is_the_error_state_until_it_recovers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut session, paths) = session_in(dir.path(), SessionConfig::default());
+    let mut lines = start();
+    lines.extend(turn_running(1));
+    append(&paths.events, &lines);
+    assert_eq!(
+        session.poll(t(0)).expect("update").channel.state,
+        ChannelState::Active
+    );
+    // A directory where the file was: unreadable whatever the privileges.
+    fs::remove_file(&paths.events).expect("remove");
+    fs::create_dir(&paths.events).expect("directory in its place");
+    let err = session.poll(t(1)).expect("error");
+    assert_eq!(err.channel.state, ChannelState::Error);
+    assert!(err.channel.detail.contains("not a regular file"), "{err:?}");
+    assert_eq!(err.posture.turn.phase, Phase::Unknown);
+    fs::remove_dir(&paths.events).expect("remove directory");
+    append(&paths.events, &turn_done(1));
+    let ok = session.poll(t(2)).expect("recovered");
+    assert_eq!(ok.channel.state, ChannelState::Active);
+    assert_eq!(ok.posture.last_turn.result, TurnResult::Success);
+}
+
+#[test]
+fn a_restarted_session_resumes_from_its_checkpoint() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = tempfile::tempdir().expect("state dir");
+    let config = SessionConfig {
+        checkpoint: Some(state.path().join("session.checkpoint")),
+        ..SessionConfig::default()
+    };
+    let (mut before, paths) = session_in(dir.path(), config.clone());
+    let mut lines = start();
+    lines.extend(turn_running(1));
+    lines.extend(turn_done(1));
+    lines.extend(turn_running(2));
+    lines.extend(turn_done(2));
+    lines.extend(turn_running(3));
+    // Up to the middle of the second Stop.
+    let cut = 9;
+    append(&paths.events, &lines[..cut]);
+    let half = lines[cut].len() / 2;
+    let mut f = OpenOptions::new()
+        .append(true)
+        .open(&paths.events)
+        .expect("open");
+    f.write_all(&lines[cut].as_bytes()[..half])
+        .expect("half a line");
+    let mut closed = before.poll(t(0)).expect("update").closed;
+    drop(before);
+
+    f.write_all(&lines[cut].as_bytes()[half..]).expect("rest");
+    f.write_all(b"\n").expect("newline");
+    drop(f);
+    append(&paths.events, &lines[cut + 1..]);
+    let (mut after, _) = session_in(dir.path(), config);
+    let update = after.poll(t(1)).expect("update");
+    assert!(
+        update
+            .notices
+            .iter()
+            .any(|n| matches!(n, SessionNotice::Tail(Notice::Resumed { .. }))),
+        "{:?}",
+        update.notices
+    );
+    closed.extend(update.closed);
+
+    // The same file read in one go by a session that never restarted.
+    let (mut whole, _) = session_in(dir.path(), SessionConfig::default());
+    let reference = whole.poll(t(1)).expect("update");
+    assert_eq!(closed, reference.closed, "every turn reported exactly once");
+    assert_eq!(closed.len(), 2);
+    assert_eq!(update.posture, reference.posture);
+    assert_eq!(update.posture.turn.open_tool_calls, 1);
+}
+
+#[test]
+fn a_cheap_recheck_still_sees_appends_replacements_and_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = SessionConfig {
+        channel: hooktrack::channel::ChannelConfig {
+            startup_grace_ms: 5_000,
+            ..Default::default()
+        },
+        ..SessionConfig::default()
+    };
+    let (mut session, paths) = session_in(dir.path(), config);
+    append(&paths.events, &[]);
+    assert!(session.poll(t(0)).is_some());
+    session.prompt_sent(t(0));
+    let waiting = session
+        .recheck(t(1))
+        .expect("the prompt changes the detail");
+    assert!(waiting.channel.detail.contains("within the startup grace"));
+    assert!(session.recheck(t(2)).is_none());
+    // Time alone: the grace runs out.
+    let silent = session.recheck(t(6)).expect("startup silence");
+    assert!(silent.channel.detail.starts_with("startup silence"));
+    // An append: the open file grew.
+    append(&paths.events, &start());
+    let appended = session.recheck(t(7)).expect("the append");
+    assert_eq!(appended.channel.state, ChannelState::Active);
+    assert!(session.recheck(t(8)).is_none());
+    // A replacement: the directory changed.
+    let next = paths.dir.join("events.ndjson.new");
+    fs::write(&next, format!("{}\n", turn_running(1).join("\n"))).expect("write");
+    fs::rename(&next, &paths.events).expect("rename over");
+    let replaced = session.recheck(t(9)).expect("the replacement");
+    assert!(
+        replaced
+            .notices
+            .iter()
+            .any(|n| matches!(n, SessionNotice::Tail(Notice::Replaced { .. }))),
+        "{:?}",
+        replaced.notices
+    );
+    assert_eq!(replaced.posture.turn.phase, Phase::Active);
+}
+
+// ===== the hub ========================================================================
+
+/// Waits for the next update of `id`, skipping other sessions' updates.
+fn next_of(rx: &Receiver<(SessionId, Update)>, id: SessionId) -> Update {
+    let deadline = Wake::deadline();
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((got, update)) if got == id => return update,
+            Ok(_) => {}
+            Err(e) => panic!("no update for {id}: {e}"),
+        }
+    }
+}
+
+/// Waits until `id` reports an update satisfying `done`.
+fn until(
+    rx: &Receiver<(SessionId, Update)>,
+    id: SessionId,
+    done: impl Fn(&Update) -> bool,
+) -> Update {
+    loop {
+        let u = next_of(rx, id);
+        if done(&u) {
+            return u;
+        }
+    }
+}
+
+/// A hub whose periodic re-check never comes during a test: only the watcher wakes it.
+fn notify_only_hub() -> (Hub, Receiver<(SessionId, Update)>) {
+    Hub::start(HubConfig {
+        recheck: Duration::from_secs(3600),
+    })
+    .expect("hub")
+}
+
+fn open(root: &Path) -> Session {
+    Session::open(
+        StorePaths::locate(root).expect("locate"),
+        SessionConfig::default(),
+    )
+}
+
+fn events_of(root: &Path) -> PathBuf {
+    StorePaths::for_provider(root, "kimi").events
+}
+
+#[test]
+fn a_hub_follows_sessions_added_and_removed_at_run_time() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let (a_root, b_root) = (base.path().join("a"), base.path().join("b"));
+    append(&events_of(&a_root), &start());
+    fs::create_dir_all(&b_root).expect("b root, no store yet");
+    let (mut hub, rx) = notify_only_hub();
+
+    let a = hub.add(open(&a_root));
+    let first = next_of(&rx, a);
+    assert_eq!(first.posture.presence, Presence::Present);
+    append(&events_of(&a_root), &turn_running(1));
+    // The rows may arrive over several polls: wait for the last one's effect.
+    let u = until(&rx, a, |u| u.posture.turn.open_tool_calls == 1);
+    assert_eq!(u.posture.turn.phase, Phase::Active);
+
+    // Added while running, before its store exists: the watch follows it into being.
+    let b = hub.add(open(&b_root));
+    assert_eq!(next_of(&rx, b).channel.detail, "no event yet");
+    let mut lines = start();
+    lines.extend(turn_running(7));
+    append(&events_of(&b_root), &lines);
+    until(&rx, b, |u| u.posture.turn.turn_id.is_some());
+
+    // The supervisor's signals reach the session.
+    hub.prompt_sent(b, hooktrack::hub::wall_clock());
+    hub.terminal_changed(b, hooktrack::hub::wall_clock());
+
+    // Removed: later writes to its store report nothing. Sessions added afterwards are
+    // barriers: the hub handles messages in order.
+    hub.remove(a);
+    let c_root = base.path().join("c");
+    append(&events_of(&c_root), &start());
+    let c = hub.add(open(&c_root));
+    while let Ok((id, _)) = rx.recv_timeout(Wake::PATIENCE) {
+        if id == c {
+            break;
+        }
+    }
+    append(&events_of(&a_root), &turn_done(1));
+    append(&events_of(&c_root), &turn_running(1));
+    until(&rx, c, |u| u.posture.turn.phase == Phase::Active);
+    let d_root = base.path().join("d");
+    let d = hub.add(open(&d_root));
+    loop {
+        let (id, _) = rx.recv_timeout(Wake::PATIENCE).expect("d's first update");
+        assert_ne!(id, a, "a removed session reported");
+        if id == d {
+            break;
+        }
+    }
+}
+
+#[test]
+fn a_hub_rechecks_periodically_without_notifications() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let (mut hub, rx) = Hub::start(HubConfig {
+        recheck: Duration::from_millis(20),
+    })
+    .expect("hub");
+    let config = SessionConfig {
+        channel: hooktrack::channel::ChannelConfig {
+            startup_grace_ms: 50,
+            ..Default::default()
+        },
+        ..SessionConfig::default()
+    };
+    let root = base.path().join("s");
+    let paths = StorePaths::for_provider(&root, "kimi");
+    append(&paths.events, &[]);
+    let id = hub.add(Session::open(paths.clone(), config));
+    assert_eq!(next_of(&rx, id).channel.detail, "no event yet");
+    // Time alone changes the state: only a periodic poll can notice.
+    hub.prompt_sent(id, hooktrack::hub::wall_clock());
+    until(&rx, id, |u| u.channel.detail.starts_with("startup silence"));
+
+    // A write the watcher cannot see: through a hard link in an unwatched directory.
+    let elsewhere = base.path().join("elsewhere");
+    fs::create_dir(&elsewhere).expect("mkdir");
+    let link = elsewhere.join("events.ndjson");
+    fs::hard_link(&paths.events, &link).expect("hard link");
+    append(&link, &start());
+    let seen = until(&rx, id, |u| u.channel.state == ChannelState::Active);
+    assert_eq!(seen.posture.presence, Presence::Present);
+}

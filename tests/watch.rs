@@ -1,0 +1,234 @@
+//! `hooktrack watch` as a user (or a supervisor in another language) runs it.
+
+use std::fs::{self, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+
+use crate::support::{Wake, kimi};
+
+fn hooktrack() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+}
+
+/// A running `hooktrack watch`, killed if a test fails before stopping it.
+struct Running(Option<Child>);
+
+impl Running {
+    fn spawn(command: &mut Command) -> Self {
+        Self(Some(command.stdout(Stdio::piped()).spawn().expect("spawn")))
+    }
+
+    fn child(&mut self) -> &mut Child {
+        self.0.as_mut().expect("running")
+    }
+
+    /// Stops it with SIGINT, as Ctrl-C does, and returns its output.
+    fn interrupt(mut self) -> std::process::Output {
+        let child = self.0.take().expect("running");
+        let status = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+        child.wait_with_output().expect("wait")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Stdout lines of a child, read on a thread so waits can be bounded.
+fn lines_of(child: &mut Child) -> Receiver<String> {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+fn next_json(rx: &Receiver<String>, what: &str) -> serde_json::Value {
+    let line = rx
+        .recv_timeout(Wake::PATIENCE)
+        .unwrap_or_else(|e| panic!("no line for {what}: {e}"));
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+}
+
+#[test]
+fn ndjson_prints_a_line_per_change_and_ctrl_c_exits_cleanly() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let store = root.path().join("hook-observation").join("kimi");
+    fs::create_dir_all(&store).expect("mkdir");
+    let mut child = Running::spawn(
+        hooktrack()
+            .args(["watch", "--ndjson", "--recheck-ms", "50"])
+            .arg(root.path())
+            .stderr(Stdio::piped()),
+    );
+    let rx = lines_of(child.child());
+
+    let first = next_json(&rx, "the first update");
+    assert_eq!(first["session"], root.path().display().to_string());
+    assert_eq!(first["channel"]["state"], "unavailable");
+    assert_eq!(first["posture"]["presence"], "unknown");
+
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(store.join("events.ndjson"))
+        .expect("open");
+    for line in [
+        kimi("SessionStart", r#""source":"startup""#),
+        kimi(
+            "UserPromptSubmit",
+            r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#,
+        ),
+        kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
+        kimi("Stop", r#""stop_hook_active":false"#),
+    ] {
+        writeln!(f, "{line}").expect("append");
+    }
+    let ended = loop {
+        let update = next_json(&rx, "the turn's end");
+        assert_eq!(update["channel"]["state"], "active");
+        if update["closed"].as_array().is_some_and(|c| !c.is_empty()) {
+            break update;
+        }
+    };
+    assert_eq!(ended["closed"][0]["result"], "success");
+    assert_eq!(ended["posture"]["last_turn"]["result"], "success");
+    assert_eq!(ended["events"], 4);
+
+    let out = child.interrupt();
+    assert!(out.status.success(), "exit {:?}", out.status);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_relative_path_is_watched_too() {
+    // The re-check never comes during the test: only the watcher can deliver the change.
+    let root = tempfile::tempdir().expect("tempdir");
+    let store = root.path().join("s").join("hook-observation").join("kimi");
+    fs::create_dir_all(&store).expect("mkdir");
+    let mut child = Running::spawn(
+        hooktrack()
+            .args(["watch", "--ndjson", "--recheck-ms", "3600000", "s"])
+            .current_dir(root.path()),
+    );
+    let rx = lines_of(child.child());
+    assert_eq!(next_json(&rx, "the first update")["session"], "s");
+    fs::write(
+        store.join("events.ndjson"),
+        kimi("SessionStart", r#""source":"startup""#) + "\n",
+    )
+    .expect("write");
+    let update = next_json(&rx, "the event, through the watcher");
+    assert_eq!(update["posture"]["presence"], "present");
+    assert!(child.interrupt().status.success());
+}
+
+#[test]
+fn the_status_line_names_the_session_and_its_state() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let events = root.path().join("events.ndjson");
+    fs::write(
+        &events,
+        [
+            kimi("SessionStart", r#""source":"startup""#),
+            kimi(
+                "UserPromptSubmit",
+                r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#,
+            ),
+            kimi("TurnStarted", r#""turn_id":3,"origin_kind":"user""#),
+            kimi(
+                "PreToolUse",
+                r#""tool_call_id":"c1","tool_name":"Bash","tool_input":{}"#,
+            ),
+            kimi(
+                "PermissionRequest",
+                r#""tool_call_id":"c1","turn_id":3,"id":"a1","agent_id":"main""#,
+            ),
+        ]
+        .join("\n")
+            + "\n",
+    )
+    .expect("write");
+    // Not a terminal: status lines are printed when they change.
+    let mut child = Running::spawn(hooktrack().arg("watch").arg(&events));
+    let rx = lines_of(child.child());
+    let line = loop {
+        let line = rx.recv_timeout(Wake::PATIENCE).expect("a status line");
+        if line.contains("blocked(1)") {
+            break line;
+        }
+    };
+    assert!(child.interrupt().status.success());
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(fields[0], events.display().to_string());
+    assert_eq!(
+        &fields[1..8],
+        ["blocked", "turn", "3", "tools", "1", "blocked(1)", "last"]
+    );
+    assert_eq!(&fields[8..10], ["none", "active"]);
+    assert!(line.ends_with("s ago"), "{line}");
+}
+
+#[test]
+fn a_path_to_nowhere_is_one_clear_line_and_nonzero_exit() {
+    let out = hooktrack()
+        .args(["watch", "no/such/dir/session"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("hooktrack: error: no/such/dir/session: no such file"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_root_with_several_providers_must_be_disambiguated() {
+    let root = tempfile::tempdir().expect("tempdir");
+    for p in ["kimi", "claude"] {
+        fs::create_dir_all(root.path().join("hook-observation").join(p)).expect("mkdir");
+    }
+    let out = hooktrack()
+        .arg("watch")
+        .arg(root.path())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("several providers (claude, kimi)"),
+        "{stderr}"
+    );
+    // Naming the store directory itself is the way out.
+    let store = root.path().join("hook-observation").join("kimi");
+    fs::write(store.join("events.ndjson"), "").expect("touch");
+    let mut child = Running::spawn(hooktrack().args(["watch", "--ndjson"]).arg(&store));
+    let rx = lines_of(child.child());
+    assert_eq!(
+        next_json(&rx, "the first update")["channel"]["state"],
+        "unavailable"
+    );
+    assert!(child.interrupt().status.success());
+}
