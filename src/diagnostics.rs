@@ -184,6 +184,19 @@ impl Serialize for Diagnostics {
     }
 }
 
+/// An error and its causes on one line (`cannot read x: permission denied`), as the
+/// binary and the logs report them.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
 /// A diagnostic attached to one line or event, for the timeline.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Note {

@@ -20,7 +20,8 @@ use notify::event::{AccessKind, EventKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use thiserror::Error;
 
-use crate::session::{FULL_POLL_EVERY, Session, SessionNotice, Update, error_chain};
+use crate::diagnostics::error_chain;
+use crate::session::{FULL_POLL_EVERY, Session, SessionNotice, Update};
 use crate::time::Timestamp;
 
 /// Identifies a session within its hub.

@@ -30,6 +30,7 @@ use serde::{Serialize, Serializer};
 use crate::channel::{Channel, ChannelConfig, ChannelStatus};
 use crate::correlate::TurnRecord;
 use crate::diagnostics::Diagnostics;
+use crate::diagnostics::error_chain;
 use crate::pipeline::{Fed, Pipeline};
 use crate::posture::Posture;
 use crate::provider::ProviderChoice;
@@ -402,16 +403,4 @@ fn changed(
             None
         }
     }
-}
-
-/// An error and its causes on one line.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
 }

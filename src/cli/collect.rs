@@ -11,7 +11,8 @@ use signal_hook::iterator::Signals;
 use hooktrack::producer::collect::{CollectConfig, Collector};
 use hooktrack::producer::store::{MAX_BODY_BYTES, TOKEN_ENV};
 
-use super::{error_chain, fail};
+use super::fail;
+use hooktrack::diagnostics::error_chain;
 
 /// Run a session's collector: 127.0.0.1 only, bearer token from $HOOKTRACK_TOKEN.
 ///

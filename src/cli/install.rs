@@ -7,7 +7,8 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use hooktrack::producer::install::kimi::{self, Observer, Uninstalled, Variant};
 
-use super::{error_chain, fail};
+use super::fail;
+use hooktrack::diagnostics::error_chain;
 
 /// Which Kimi, and which `config.toml`.
 #[derive(Args, Clone)]

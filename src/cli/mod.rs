@@ -53,17 +53,6 @@ pub fn run() -> ExitCode {
     }
 }
 
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
-}
-
 pub(crate) fn fail(message: &str) -> ExitCode {
     eprintln!("hooktrack: error: {message}");
     ExitCode::FAILURE

@@ -10,7 +10,8 @@ use clap::{Args, ValueEnum};
 use hooktrack::output::{self, Format};
 use hooktrack::provider::ProviderChoice;
 
-use super::{error_chain, fail};
+use super::fail;
+use hooktrack::diagnostics::error_chain;
 
 /// Replay a hook-event log and show, after every event, what the agent was doing.
 ///

@@ -36,8 +36,9 @@ use hooktrack::provider::{Provider, ProviderChoice};
 use hooktrack::read::ReadLine;
 use hooktrack::row::MAX_LINE_BYTES;
 
+use super::fail;
 use super::install::{KimiTarget, this_binary};
-use super::{error_chain, fail};
+use hooktrack::diagnostics::error_chain;
 
 /// Observe an agent live: collector, observer, agent, tracking, cleanup — one command.
 ///

@@ -17,7 +17,8 @@ use hooktrack::session::{Session, SessionConfig, Update};
 use hooktrack::store::StorePaths;
 use hooktrack::{Phase, ProviderChoice, Timestamp};
 
-use super::{error_chain, fail};
+use super::fail;
+use hooktrack::diagnostics::error_chain;
 
 /// Follow sessions live: one status line per session, redrawn as they change.
 ///

@@ -644,6 +644,6 @@ fn accept(shared: &Shared, body: &[u8]) -> Reply {
             *last = sequence;
             Reply::new(200, format!("{{\"sequence\":{sequence}}}"))
         }
-        Err(e) => Reply::error(500, &super::emit::error_chain(&e)),
+        Err(e) => Reply::error(500, &crate::diagnostics::error_chain(&e)),
     }
 }

@@ -330,7 +330,7 @@ pub fn log_report(dir: &Path, report: &EmitReport) {
     for problem in &report.problems {
         text.push_str(&head);
         text.push_str(": ");
-        text.push_str(&error_chain(problem));
+        text.push_str(&crate::diagnostics::error_chain(problem));
         text.push('\n');
     }
     log_text(dir, &text);
@@ -350,18 +350,6 @@ pub fn log_text(dir: &Path, text: &str) {
     {
         let _ = file.write_all(text.as_bytes());
     }
-}
-
-/// An error and its causes on one line.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -499,7 +499,7 @@ pub fn install(
         },
         Err(e) => InstallState {
             ok: false,
-            detail: crate::producer::emit::error_chain(e),
+            detail: crate::diagnostics::error_chain(e),
         },
     };
     let recorded = write_channel(
@@ -569,7 +569,7 @@ fn install_inner(
         }
         Err(e) => Err(format!(
             "cannot read it back: {}",
-            crate::producer::emit::error_chain(&e)
+            crate::diagnostics::error_chain(&e)
         )),
     };
     match verdict {
@@ -599,7 +599,7 @@ fn install_inner(
 fn restore(config: &Path, original: Option<&str>, mode: u32) -> io::Result<()> {
     match original {
         Some(text) => store::write_atomic(config, text.as_bytes(), mode)
-            .map_err(|e| io::Error::other(crate::producer::emit::error_chain(&e))),
+            .map_err(|e| io::Error::other(crate::diagnostics::error_chain(&e))),
         None => fs::remove_file(config),
     }
 }
