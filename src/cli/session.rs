@@ -3,14 +3,12 @@
 //! Starts the collector (in this process), installs the observer block, runs the agent
 //! with the token in its environment, follows `events.ndjson` and prints posture
 //! changes, and when the agent exits uninstalls the block, stops the collector and
-//! prints the turn ledger. Exits with the agent's status.
-//!
-//! The follower here is deliberately small (new complete lines by offset, fed to
-//! [`Pipeline`]); it is meant to give way to the shared tailer.
+//! prints the turn ledger. Exits with the agent's status. `events.ndjson` is followed
+//! with the shared [`Tailer`], the same one `watch` and the hub use.
 
 use std::ffi::OsString;
 use std::fs::{self, File};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -34,7 +32,7 @@ use hooktrack::producer::store::{self, StoreDir, TOKEN_ENV};
 use hooktrack::producer::token;
 use hooktrack::provider::{Provider, ProviderChoice};
 use hooktrack::read::ReadLine;
-use hooktrack::row::MAX_LINE_BYTES;
+use hooktrack::tail::Tailer;
 
 use super::fail;
 use super::install::{KimiTarget, this_binary};
@@ -219,7 +217,6 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
         .map_err(|_| "the collector thread panicked".to_owned())
         .and_then(|r| r.map_err(|e| error_chain(&e)));
     tracker.poll(&mut out);
-    tracker.finish();
     signal_handle.close();
     let _ = signal_thread.join();
 
@@ -269,15 +266,14 @@ fn previous_generation(store: &StoreDir) -> u64 {
     from_collector.max(from_channel)
 }
 
-/// Follows `events.ndjson` by offset and feeds complete lines to the pipeline.
+/// Follows `events.ndjson` with the shared tailer and feeds its lines to the pipeline.
 struct Tracker {
-    path: PathBuf,
-    file: Option<File>,
-    offset: u64,
-    partial: Vec<u8>,
-    /// Inside an over-long line: drop bytes until its newline.
-    skipping: bool,
-    line: u64,
+    tailer: Tailer,
+    follow: Follow,
+}
+
+/// What the followed lines built: the pipeline, the ledger, the changes to report.
+struct Follow {
     pipeline: Pipeline,
     turns: Vec<TurnRecord>,
     previous: Posture,
@@ -302,74 +298,44 @@ impl Tracker {
         let pipeline = Pipeline::new(ProviderChoice::Exactly(provider));
         let previous = pipeline.posture();
         Self {
-            path,
-            file: None,
-            offset: 0,
-            partial: Vec::new(),
-            skipping: false,
-            line: 0,
-            pipeline,
-            turns: Vec::new(),
-            previous,
-            pending: Vec::new(),
+            tailer: Tailer::new(path),
+            follow: Follow {
+                pipeline,
+                turns: Vec::new(),
+                previous,
+                pending: Vec::new(),
+            },
         }
     }
 
     /// Reads what was appended since the last call. True if anything new arrived.
     fn poll(&mut self, out: &mut Output) -> bool {
-        if self.file.is_none() {
-            self.file = File::open(&self.path).ok();
-        }
-        let Some(file) = self.file.as_mut() else {
-            return false;
-        };
-        let mut fresh = Vec::new();
-        let read = file
-            .seek(SeekFrom::Start(self.offset))
-            .and_then(|_| file.take(8 * 1024 * 1024).read_to_end(&mut fresh));
-        let Ok(n) = read else {
-            return false;
-        };
-        if n == 0 {
-            return false;
-        }
-        self.offset += n as u64;
-        let mut rest: &[u8] = &fresh;
-        while let Some(i) = memchr::memchr(b'\n', rest) {
-            let (head, tail) = rest.split_at(i);
-            rest = &tail[1..];
-            if self.skipping {
-                self.skipping = false;
-                self.partial.clear();
-                continue;
-            }
-            let mut whole = std::mem::take(&mut self.partial);
-            whole.extend_from_slice(head);
-            self.feed(ReadLine::Line {
-                number: self.line + 1,
-                bytes: &whole,
-            });
-        }
-        if !self.skipping {
-            self.partial.extend_from_slice(rest);
-            if self.partial.len() > MAX_LINE_BYTES {
-                let len = self.partial.len() as u64;
-                self.partial.clear();
-                self.skipping = true;
-                self.feed(ReadLine::Oversized {
-                    number: self.line + 1,
-                    len,
-                });
+        let mut lines = 0;
+        let follow = &mut self.follow;
+        // A read error ends this poll; the tailer recovers by itself at the next one.
+        while let Ok(progress) = self.tailer.poll(&mut |tail| follow.feed(tail.line)) {
+            lines += progress.lines;
+            if !progress.more {
+                break;
             }
         }
-        for change in self.pending.drain(..) {
+        for change in follow.pending.drain(..) {
             out.change(&change);
         }
-        true
+        lines > 0
     }
 
+    fn ledger(&self) -> Vec<TurnRecord> {
+        self.follow.ledger()
+    }
+
+    fn diagnostics(&self) -> &Diagnostics {
+        self.follow.pipeline.diagnostics()
+    }
+}
+
+impl Follow {
     fn feed(&mut self, line: ReadLine<'_>) {
-        self.line += 1;
         let fed = self.pipeline.feed(line);
         let posture = self.pipeline.posture();
         let changed: Vec<_> = self
@@ -405,26 +371,11 @@ impl Tracker {
         self.pending.push(change);
     }
 
-    /// A last line without its newline is fed as truncated.
-    fn finish(&mut self) {
-        if !self.partial.is_empty() && !self.skipping {
-            let bytes = std::mem::take(&mut self.partial);
-            self.feed(ReadLine::Truncated {
-                number: self.line + 1,
-                bytes: &bytes,
-            });
-        }
-    }
-
     fn ledger(&self) -> Vec<TurnRecord> {
         let mut turns = self.turns.clone();
         turns.extend(self.pipeline.open_turns());
         turns.sort_by_key(|t| t.id);
         turns
-    }
-
-    fn diagnostics(&self) -> &Diagnostics {
-        self.pipeline.diagnostics()
     }
 }
 
@@ -585,10 +536,11 @@ impl Output {
     fn end(&mut self, tracker: &Tracker, exit_code: i32, collected: Option<CollectSummary>) {
         let turns = tracker.ledger();
         let final_posture = tracker
+            .follow
             .pipeline
             .hook_posture()
             .with_channel(ChannelState::Stopped);
-        let hook_final = tracker.pipeline.hook_posture();
+        let hook_final = tracker.follow.pipeline.hook_posture();
         match self.format {
             OutputFormat::Ndjson => self.json(&EndLine {
                 kind: "end",
