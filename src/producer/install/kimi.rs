@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 
 pub use super::{InstallError, InstallReport, Observer, Uninstalled};
 use super::{
-    check_observer, emit_command, file_mode, install_recorded, read_text, resolve,
-    write_checked, write_config,
+    check_observer, emit_command, file_mode, install_recorded, read_text, resolve, write_checked,
+    write_config,
 };
 
 /// The pinned Kimi Code 2.x event enum (contract section 3).

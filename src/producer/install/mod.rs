@@ -6,6 +6,7 @@
 //! command, its POSIX shell quoting, the errors, the read-back-or-restore step around an
 //! atomic write, and the installer's verdict in `channel.json`.
 
+pub mod claude_style;
 pub mod kimi;
 
 use std::fs;
@@ -77,6 +78,8 @@ pub enum InstallError {
     },
     #[error("{path} is invalid: {detail}")]
     Invalid { path: PathBuf, detail: String },
+    #[error("hooktrack is not installed in {path}: {detail}")]
+    NotInstalled { path: PathBuf, detail: String },
     #[error("cannot tell which Kimi is installed ({detail}); pass --variant code or --variant cli")]
     Detect { detail: String },
 }
