@@ -153,30 +153,11 @@ const AGENTS: [(&str, usize, &str); 3] = [
 ];
 
 fn run(args: &[&str], config: &Path, extra: &[&str]) -> Output {
-    hooktrack()
-        .args(args)
-        .arg("--config")
-        .arg(config)
-        .args(extra)
-        .env("HOOKTRACK_TOKEN", TOKEN)
-        .output()
-        .expect("run hooktrack")
+    run_with_config(args, config, extra)
 }
 
 fn install(agent: &str, config: &Path, store: &Path, generation: u64, url: &str) -> Output {
-    let generation = generation.to_string();
-    run(
-        &["install", agent],
-        config,
-        &[
-            "--dir",
-            store.to_str().expect("utf-8 path"),
-            "--url",
-            url,
-            "--generation",
-            &generation,
-        ],
-    )
+    install_with(&["install", agent], config, store, generation, url)
 }
 
 fn ok(out: &Output) {
@@ -232,10 +213,6 @@ fn users_part(doc: &Value) -> String {
         hooks.retain(|_, g| !g.as_array().is_some_and(Vec::is_empty));
     }
     doc.to_string()
-}
-
-fn channel(store: &Path) -> Value {
-    json(&store.join("channel.json"))
 }
 
 #[test]

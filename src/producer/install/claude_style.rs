@@ -745,15 +745,7 @@ pub fn install(
     observer: &Observer,
 ) -> Result<InstallReport, InstallError> {
     let result = install_inner(config, agent, observer);
-    install_recorded(observer, agent.provider(), result, |r| {
-        format!(
-            "{} hooktrack entries for {} in {} (generation {})",
-            r.ours,
-            agent.label(),
-            r.config.display(),
-            observer.generation
-        )
-    })
+    install_recorded(observer, agent.provider(), agent.label(), result)
 }
 
 fn install_inner(

@@ -406,15 +406,7 @@ pub fn install(
     observer: &Observer,
 ) -> Result<InstallReport, InstallError> {
     let result = install_inner(config, variant, observer);
-    install_recorded(observer, variant.provider(), result, |r| {
-        format!(
-            "{} hooktrack entries for {} in {} (generation {})",
-            r.ours,
-            variant.label(),
-            r.config.display(),
-            observer.generation
-        )
-    })
+    install_recorded(observer, variant.provider(), variant.label(), result)
 }
 
 fn install_inner(

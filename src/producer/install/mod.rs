@@ -190,19 +190,24 @@ pub fn write_channel(
     store::write_json_atomic(&path, &channel)
 }
 
-/// Runs an install and records its verdict in `<observer.dir>/channel.json`: `ok` with
-/// `detail(report)`, or not ok with the error chain. The install's own error wins over a
-/// failure to record.
-pub(crate) fn install_recorded<T>(
+/// Runs an install's outcome through to `<observer.dir>/channel.json`: `ok` with "N
+/// hooktrack entries for LABEL in FILE (generation G)", or not ok with the error chain.
+/// The install's own error wins over a failure to record.
+pub(crate) fn install_recorded(
     observer: &Observer,
     provider: &str,
-    result: Result<T, InstallError>,
-    detail: impl FnOnce(&T) -> String,
-) -> Result<T, InstallError> {
+    label: &str,
+    result: Result<InstallReport, InstallError>,
+) -> Result<InstallReport, InstallError> {
     let state = match &result {
         Ok(r) => InstallState {
             ok: true,
-            detail: detail(r),
+            detail: format!(
+                "{} hooktrack entries for {label} in {} (generation {})",
+                r.ours,
+                r.config.display(),
+                observer.generation
+            ),
         },
         Err(e) => InstallState {
             ok: false,
