@@ -540,10 +540,10 @@ pub struct Validation {
 ///   is an object with a string `matcher` (if any) and a `hooks` array, and every entry an
 ///   object with a string `type`; a command entry has a string `command` and a positive
 ///   (Codex: integer) `timeout` if any;
-/// - hooktrack's entries: only on the agent's events, at most one per event, each alone in
-///   its rules `{"type": "command", "command", "timeout"}` under the empty matcher, an
-///   integer timeout within 1 s ..= 600 s in the file's unit, all of one generation;
-///   every event hooked.
+/// - hooktrack's entries: only on the agent's events, one per event, every event hooked,
+///   each in a group under the empty matcher, with exactly the keys `type`, `command`,
+///   `timeout`, an integer timeout within 1 s ..= 600 s in the file's unit, all of one
+///   generation.
 ///
 /// With an `expected` observer, each of hooktrack's entries must be exactly the one it
 /// renders.
