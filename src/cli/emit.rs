@@ -31,7 +31,7 @@ pub struct EmitArgs {
     /// The store's artifact directory.
     #[arg(long)]
     dir: PathBuf,
-    /// The provider written into the row (kimi, kimi-cli).
+    /// The provider written into the row (kimi, kimi-cli, claude, codex, gemini).
     #[arg(long, default_value = "kimi")]
     provider: String,
     /// The channel generation.
@@ -40,6 +40,10 @@ pub struct EmitArgs {
     /// The event this hook is configured for (default: the payload's hook_event_name).
     #[arg(long)]
     event: Option<String>,
+    /// A label only: the JSON installers write `--observer hooktrack` so that they can tell
+    /// their own entries from the user's. Ignored.
+    #[arg(long)]
+    observer: Option<String>,
 }
 
 /// Runs an emit whose argv (after `emit`) was not parsed by clap.
@@ -69,6 +73,10 @@ pub fn run_raw(args: &[OsString]) -> ExitCode {
             "--provider" => provider = value(),
             "--generation" => generation = value(),
             "--event" => event = value(),
+            // The installers' label for their own entries: nothing to do with it.
+            "--observer" => {
+                let _ = value();
+            }
             other => problems.push(EmitError::Args {
                 detail: format!("unknown argument {other:?}"),
             }),

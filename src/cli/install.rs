@@ -1,11 +1,13 @@
-//! `hooktrack install kimi`, `hooktrack uninstall kimi`, `hooktrack check kimi`.
+//! `hooktrack install|uninstall|check kimi|claude|codex|gemini`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use hooktrack::producer::install::kimi::{self, Observer, Uninstalled, Variant};
+use hooktrack::producer::install::claude_style::{self, Agent};
+use hooktrack::producer::install::kimi::{self, Variant};
+use hooktrack::producer::install::{InstallError, InstallReport, Observer, Uninstalled};
 
 use super::fail;
 use hooktrack::diagnostics::error_chain;
@@ -76,6 +78,45 @@ impl KimiTarget {
     }
 }
 
+/// Which settings file of Claude Code, Codex CLI or Gemini CLI.
+#[derive(Args, Clone)]
+pub struct JsonTarget {
+    /// The file to edit (default: ~/.claude/settings.json or $CLAUDE_CONFIG_DIR/settings.json,
+    /// $CODEX_HOME/hooks.json or ~/.codex/hooks.json, ~/.gemini/settings.json).
+    #[arg(long, conflicts_with_all = ["home", "project"])]
+    pub config: Option<PathBuf>,
+    /// The CLI's home directory (~/.claude, ~/.codex, ~/.gemini) whose file to edit.
+    #[arg(long, conflicts_with = "project")]
+    pub home: Option<PathBuf>,
+    /// A project directory: edit its .claude/settings.json, .codex/hooks.json or
+    /// .gemini/settings.json.
+    #[arg(long)]
+    pub project: Option<PathBuf>,
+}
+
+impl JsonTarget {
+    /// The file, absolute.
+    pub fn resolve(&self, agent: Agent) -> Result<PathBuf, String> {
+        let config = match (&self.config, &self.home, &self.project) {
+            (Some(c), _, _) => c.clone(),
+            (None, Some(h), _) => h.join(agent.file_name()),
+            (None, None, Some(p)) => agent.project_config(p),
+            (None, None, None) => agent
+                .default_config(|name| std::env::var_os(name))
+                .ok_or_else(|| {
+                    format!(
+                        "cannot find {}'s home: set {}$HOME, or pass --config",
+                        agent.label(),
+                        agent
+                            .home_env()
+                            .map_or_else(String::new, |e| format!("${e} or "))
+                    )
+                })?,
+        };
+        Ok(absolute(&config))
+    }
+}
+
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
 }
@@ -97,12 +138,31 @@ enum InstallTarget {
     /// the block. If the read-back finds any invalid entry the previous text is restored
     /// and DIR/channel.json records install.ok = false with the reason.
     Kimi(KimiInstall),
+    /// Add hooktrack's entries to Claude Code's settings.json, then read it back.
+    ///
+    /// One matcher group per event (28 events, all but WorktreeCreate/WorktreeRemove;
+    /// matcher "", timeout 5 s) running an absolute, shell-quoted `hooktrack emit
+    /// --observer hooktrack ...`; the token is not in the file. Every other key and entry
+    /// is kept in its place; a re-install replaces hooktrack's entries. If the read-back
+    /// finds a violation the previous bytes are restored and DIR/channel.json records
+    /// install.ok = false with the reason.
+    Claude(JsonInstall),
+    /// Add hooktrack's entries to Codex's hooks.json, then read it back.
+    ///
+    /// As for claude, with Codex's 12 events and timeout 5 s (3 s for SessionEnd and
+    /// Interrupt, which Codex clamps to 3 s). Codex runs a hooks.json entry only in a trusted project and once the
+    /// entry itself is trusted (or with --dangerously-bypass-hook-trust).
+    Codex(JsonInstall),
+    /// Add hooktrack's entries to Gemini CLI's settings.json, then read it back.
+    ///
+    /// As for claude, with Gemini CLI's 11 events and timeout 5000 (Gemini CLI's timeouts
+    /// are in milliseconds).
+    Gemini(JsonInstall),
 }
 
+/// Where hooks send what they get.
 #[derive(Args)]
-struct KimiInstall {
-    #[command(flatten)]
-    target: KimiTarget,
+struct ObserverArgs {
     /// The store's artifact directory (channel.json is written there).
     #[arg(long)]
     dir: PathBuf,
@@ -117,7 +177,38 @@ struct KimiInstall {
     emitter: Option<PathBuf>,
 }
 
-/// Remove hooktrack's observer block from an agent CLI's config.
+impl ObserverArgs {
+    fn observer(&self) -> Result<Observer, String> {
+        let emitter = match &self.emitter {
+            Some(e) => absolute(e),
+            None => this_binary()?,
+        };
+        Ok(Observer {
+            emitter,
+            url: self.url.clone(),
+            dir: absolute(&self.dir),
+            generation: self.generation,
+        })
+    }
+}
+
+#[derive(Args)]
+struct KimiInstall {
+    #[command(flatten)]
+    target: KimiTarget,
+    #[command(flatten)]
+    observer: ObserverArgs,
+}
+
+#[derive(Args)]
+struct JsonInstall {
+    #[command(flatten)]
+    target: JsonTarget,
+    #[command(flatten)]
+    observer: ObserverArgs,
+}
+
+/// Remove hooktrack's observer block or entries from an agent CLI's config.
 #[derive(Args)]
 pub struct UninstallArgs {
     #[command(subcommand)]
@@ -128,6 +219,13 @@ pub struct UninstallArgs {
 enum UninstallTarget {
     /// Remove the observer block from Kimi's config.toml, keeping every other byte.
     Kimi(KimiUninstall),
+    /// Remove hooktrack's entries from Claude Code's settings.json, and any matcher group,
+    /// event list or `hooks` object that became empty; nothing else changes.
+    Claude(JsonUninstall),
+    /// Remove hooktrack's entries from Codex's hooks.json (as for claude).
+    Codex(JsonUninstall),
+    /// Remove hooktrack's entries from Gemini CLI's settings.json (as for claude).
+    Gemini(JsonUninstall),
 }
 
 #[derive(Args)]
@@ -135,6 +233,15 @@ struct KimiUninstall {
     #[command(flatten)]
     target: KimiTarget,
     /// Only remove a block of this generation (a newer session's block is left alone).
+    #[arg(long)]
+    generation: Option<u64>,
+}
+
+#[derive(Args)]
+struct JsonUninstall {
+    #[command(flatten)]
+    target: JsonTarget,
+    /// Only remove entries of this generation (a newer session's entries are left alone).
     #[arg(long)]
     generation: Option<u64>,
 }
@@ -150,12 +257,25 @@ pub struct CheckArgs {
 enum CheckTarget {
     /// Strictly parse Kimi's config.toml and check every [[hooks]] entry.
     Kimi(KimiCheck),
+    /// Check Claude Code's settings.json as Claude Code reads it, and that hooktrack's
+    /// entries are all there and well formed (exit 1 with the reason if not).
+    Claude(JsonCheck),
+    /// Check Codex's hooks.json (as for claude).
+    Codex(JsonCheck),
+    /// Check Gemini CLI's settings.json (as for claude).
+    Gemini(JsonCheck),
 }
 
 #[derive(Args)]
 struct KimiCheck {
     #[command(flatten)]
     target: KimiTarget,
+}
+
+#[derive(Args)]
+struct JsonCheck {
+    #[command(flatten)]
+    target: JsonTarget,
 }
 
 /// The running binary, as the absolute path hooks should run.
@@ -166,37 +286,118 @@ pub fn this_binary() -> Result<PathBuf, String> {
 }
 
 pub fn run_install(args: &InstallArgs) -> ExitCode {
-    let InstallTarget::Kimi(args) = &args.target;
-    let (variant, config) = match args.target.resolve() {
-        Ok(r) => r,
-        Err(e) => return fail(&e),
+    let done = match &args.target {
+        InstallTarget::Kimi(args) => install_kimi(args),
+        InstallTarget::Claude(args) => install_json(Agent::Claude, args),
+        InstallTarget::Codex(args) => install_json(Agent::Codex, args),
+        InstallTarget::Gemini(args) => install_json(Agent::Gemini, args),
     };
-    let emitter = match &args.emitter {
-        Some(e) => absolute(e),
-        None => match this_binary() {
-            Ok(b) => b,
-            Err(e) => return fail(&e),
-        },
-    };
-    let observer = Observer {
-        emitter,
-        url: args.url.clone(),
-        dir: absolute(&args.dir),
-        generation: args.generation,
-    };
-    match kimi::install(&config, variant, &observer) {
-        Ok(report) => {
+    match done {
+        Ok((report, label, generation)) => {
             println!(
-                "installed {} hooktrack entries for {} in {} (generation {}{})",
+                "installed {} hooktrack entries for {label} in {} (generation {generation}{})",
                 report.ours,
-                variant.label(),
                 report.config.display(),
-                args.generation,
                 match report.replaced {
                     Some(Some(g)) => format!(", replacing generation {g}"),
-                    Some(None) => ", replacing an earlier block".to_owned(),
+                    Some(None) => ", replacing earlier entries".to_owned(),
                     None => String::new(),
                 }
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+fn install_kimi(args: &KimiInstall) -> Result<(InstallReport, &'static str, u64), String> {
+    let (variant, config) = args.target.resolve()?;
+    let observer = args.observer.observer()?;
+    kimi::install(&config, variant, &observer)
+        .map(|r| (r, variant.label(), observer.generation))
+        .map_err(|e| error_chain(&e))
+}
+
+fn install_json(
+    agent: Agent,
+    args: &JsonInstall,
+) -> Result<(InstallReport, &'static str, u64), String> {
+    let config = args.target.resolve(agent)?;
+    let observer = args.observer.observer()?;
+    claude_style::install(&config, agent, &observer)
+        .map(|r| (r, agent.label(), observer.generation))
+        .map_err(|e| error_chain(&e))
+}
+
+/// `kimi::uninstall` or `claude_style::uninstall`.
+type Uninstall = fn(&Path, Option<u64>) -> Result<Uninstalled, InstallError>;
+
+pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
+    let json = |agent: Agent, args: &JsonUninstall| -> (_, _, _, Uninstall) {
+        (
+            args.target.resolve(agent),
+            args.generation,
+            "hooktrack entries",
+            claude_style::uninstall,
+        )
+    };
+    let (config, generation, what, uninstall) = match &args.target {
+        UninstallTarget::Kimi(args) => (
+            args.target.config_only(),
+            args.generation,
+            "hooktrack block",
+            kimi::uninstall as Uninstall,
+        ),
+        UninstallTarget::Claude(args) => json(Agent::Claude, args),
+        UninstallTarget::Codex(args) => json(Agent::Codex, args),
+        UninstallTarget::Gemini(args) => json(Agent::Gemini, args),
+    };
+    let config = match config {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    let show = |g: Option<u64>| g.map_or_else(|| "?".to_owned(), |g| g.to_string());
+    match uninstall(&config, generation) {
+        Ok(Uninstalled::Removed { generation }) => println!(
+            "removed the {what} (generation {}) from {}",
+            show(generation),
+            config.display()
+        ),
+        Ok(Uninstalled::NoBlock) => println!("no {what} in {}", config.display()),
+        Ok(Uninstalled::NoFile) => println!("{} does not exist", config.display()),
+        Ok(Uninstalled::KeptOther { generation: found }) => println!(
+            "left the {what} of generation {} in {} (not generation {})",
+            show(found),
+            config.display(),
+            show(generation)
+        ),
+        Err(e) => return fail(&error_chain(&e)),
+    }
+    ExitCode::SUCCESS
+}
+
+pub fn run_check(args: &CheckArgs) -> ExitCode {
+    let (agent, target) = match &args.target {
+        CheckTarget::Kimi(args) => return check_kimi(args),
+        CheckTarget::Claude(args) => (Agent::Claude, &args.target),
+        CheckTarget::Codex(args) => (Agent::Codex, &args.target),
+        CheckTarget::Gemini(args) => (Agent::Gemini, &args.target),
+    };
+    let config = match target.resolve(agent) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    match claude_style::check(&config, agent) {
+        Ok(report) => {
+            let v = &report.validation;
+            println!(
+                "ok: {} has {} hook entries; hooktrack's {} for {} (generation {}) are complete",
+                report.config.display(),
+                v.entries,
+                v.ours,
+                agent.label(),
+                v.generation
+                    .map_or_else(|| "?".to_owned(), |g| g.to_string())
             );
             ExitCode::SUCCESS
         }
@@ -204,40 +405,7 @@ pub fn run_install(args: &InstallArgs) -> ExitCode {
     }
 }
 
-pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
-    let UninstallTarget::Kimi(args) = &args.target;
-    let config = match args.target.config_only() {
-        Ok(r) => r,
-        Err(e) => return fail(&e),
-    };
-    match kimi::uninstall(&config, args.generation) {
-        Ok(done) => {
-            let show = |g: Option<u64>| g.map_or_else(|| "?".to_owned(), |g| g.to_string());
-            match done {
-                Uninstalled::Removed { generation } => println!(
-                    "removed the hooktrack block (generation {}) from {}",
-                    show(generation),
-                    config.display()
-                ),
-                Uninstalled::NoBlock => {
-                    println!("no hooktrack block in {}", config.display());
-                }
-                Uninstalled::NoFile => println!("{} does not exist", config.display()),
-                Uninstalled::KeptOther { generation } => println!(
-                    "left the hooktrack block of generation {} in {} (not generation {})",
-                    show(generation),
-                    config.display(),
-                    show(args.generation)
-                ),
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => fail(&error_chain(&e)),
-    }
-}
-
-pub fn run_check(args: &CheckArgs) -> ExitCode {
-    let CheckTarget::Kimi(args) = &args.target;
+fn check_kimi(args: &KimiCheck) -> ExitCode {
     let (variant, config) = match args.target.resolve() {
         Ok(r) => r,
         Err(e) => return fail(&e),

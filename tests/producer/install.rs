@@ -30,38 +30,21 @@ command  = \"/usr/local/bin/guard --strict\"\n\
 timeout  = 600";
 
 fn run(args: &[&str], config: &Path, extra: &[&str]) -> Output {
-    hooktrack()
-        .args(args)
-        .arg("--config")
-        .arg(config)
-        .args(extra)
-        .output()
-        .expect("run hooktrack")
+    run_with_config(args, config, extra)
 }
 
 fn install(variant: &str, config: &Path, store: &Path, generation: u64, url: &str) -> Output {
-    let generation = generation.to_string();
-    run(
+    install_with(
         &["install", "kimi", "--variant", variant],
         config,
-        &[
-            "--dir",
-            store.to_str().expect("utf-8 path"),
-            "--url",
-            url,
-            "--generation",
-            &generation,
-        ],
+        store,
+        generation,
+        url,
     )
 }
 
 fn text(path: &Path) -> String {
     fs::read_to_string(path).expect("read config")
-}
-
-fn channel(store: &Path) -> serde_json::Value {
-    serde_json::from_slice(&fs::read(store.join("channel.json")).expect("channel.json"))
-        .expect("channel json")
 }
 
 fn hooks(config_text: &str) -> Vec<toml::Table> {

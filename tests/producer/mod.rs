@@ -1,5 +1,5 @@
-//! The producer side: `hooktrack emit`, `collect`, `install|uninstall|check kimi` and
-//! `session`, run as real processes.
+//! The producer side: `hooktrack emit`, `collect`, `install|uninstall|check` (kimi, claude,
+//! codex, gemini) and `session`, run as real processes.
 
 mod util;
 
@@ -7,6 +7,7 @@ mod collect;
 mod e2e;
 mod emit;
 mod install;
+mod install_json;
 mod no_loss;
 mod security;
 mod session;

@@ -14,6 +14,48 @@ pub fn hooktrack() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hooktrack"))
 }
 
+/// `hooktrack ARGS --config CONFIG EXTRA...`, with the test token in the environment (an
+/// installer must never write it anywhere).
+pub fn run_with_config(args: &[&str], config: &Path, extra: &[&str]) -> Output {
+    hooktrack()
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .args(extra)
+        .env("HOOKTRACK_TOKEN", TOKEN)
+        .output()
+        .expect("run hooktrack")
+}
+
+/// `hooktrack ARGS --config CONFIG --dir STORE --url URL --generation N` (an install).
+pub fn install_with(
+    args: &[&str],
+    config: &Path,
+    store: &Path,
+    generation: u64,
+    url: &str,
+) -> Output {
+    let generation = generation.to_string();
+    run_with_config(
+        args,
+        config,
+        &[
+            "--dir",
+            store.to_str().expect("utf-8 path"),
+            "--url",
+            url,
+            "--generation",
+            &generation,
+        ],
+    )
+}
+
+/// The store's `channel.json`, parsed.
+pub fn channel(store: &Path) -> serde_json::Value {
+    serde_json::from_slice(&fs::read(store.join("channel.json")).expect("channel.json"))
+        .expect("channel json")
+}
+
 /// Polls `f` every 10 ms until it returns `Some`, at most `limit`.
 pub fn wait_for<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let start = Instant::now();

@@ -17,18 +17,16 @@
 //! `channel.json`.
 
 use std::ffi::OsString;
-use std::fs;
 use std::io::{self, Read};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use thiserror::Error;
-
-use super::{InstallState, shell_quote, write_channel};
-use crate::producer::http::{Url, UrlError};
-use crate::producer::store::{self, StoreError};
+pub use super::{InstallError, InstallReport, Observer, Uninstalled};
+use super::{
+    check_observer, emit_command, file_mode, install_recorded, read_text, resolve, write_checked,
+    write_config,
+};
 
 /// The pinned Kimi Code 2.x event enum (contract section 3).
 pub const KIMI_CODE_EVENTS: [&str; 20] = [
@@ -142,76 +140,9 @@ impl Variant {
     }
 }
 
-/// What the hook command points at.
-#[derive(Clone, Debug)]
-pub struct Observer {
-    /// The `hooktrack` binary (absolute).
-    pub emitter: PathBuf,
-    /// The collector URL.
-    pub url: String,
-    /// The store's artifact directory (absolute).
-    pub dir: PathBuf,
-    pub generation: u64,
-}
-
-#[derive(Debug, Error)]
-pub enum InstallError {
-    #[error("{what} {path} is not an absolute path")]
-    NotAbsolute { what: &'static str, path: PathBuf },
-    #[error("bad collector URL")]
-    Url {
-        #[source]
-        source: UrlError,
-    },
-    #[error("cannot read {path}")]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("{path} is not UTF-8 text")]
-    NotUtf8 { path: PathBuf },
-    #[error("{path}: {detail}; fix the hooktrack markers by hand")]
-    Markers { path: PathBuf, detail: String },
-    #[error("cannot write {path}")]
-    Write {
-        path: PathBuf,
-        #[source]
-        source: StoreError,
-    },
-    #[error("{path} failed the read-back check, previous text restored: {detail}")]
-    Rejected { path: PathBuf, detail: String },
-    #[error(
-        "{path} failed the read-back check ({detail}) and the previous text could not be restored"
-    )]
-    Restore {
-        path: PathBuf,
-        detail: String,
-        #[source]
-        source: io::Error,
-    },
-    #[error("cannot record the verdict in channel.json")]
-    Channel {
-        #[source]
-        source: StoreError,
-    },
-    #[error("{path} is invalid: {detail}")]
-    Invalid { path: PathBuf, detail: String },
-    #[error("cannot tell which Kimi is installed ({detail}); pass --variant code or --variant cli")]
-    Detect { detail: String },
-}
-
 /// The hook command for one event: absolute, every value POSIX shell-quoted, no secret.
 pub fn command(variant: Variant, observer: &Observer, event: &str) -> String {
-    format!(
-        "{} emit --url {} --dir {} --provider {} --generation {} --event {}",
-        shell_quote(&observer.emitter.to_string_lossy()),
-        shell_quote(&observer.url),
-        shell_quote(&observer.dir.to_string_lossy()),
-        shell_quote(variant.provider()),
-        observer.generation,
-        shell_quote(event),
-    )
+    emit_command(observer, variant.provider(), event, None)
 }
 
 /// The block, from its begin marker to its end marker's newline.
@@ -467,17 +398,6 @@ pub fn validate(
     })
 }
 
-/// What an install did.
-#[derive(Clone, Debug)]
-pub struct InstallReport {
-    pub config: PathBuf,
-    pub entries: usize,
-    pub ours: usize,
-    /// The generation of the block that was replaced, if there was one.
-    pub replaced: Option<Option<u64>>,
-    pub created: bool,
-}
-
 /// Installs (or replaces) the observer block in `config` and records the verdict in
 /// `<observer.dir>/channel.json`.
 pub fn install(
@@ -486,31 +406,7 @@ pub fn install(
     observer: &Observer,
 ) -> Result<InstallReport, InstallError> {
     let result = install_inner(config, variant, observer);
-    let state = match &result {
-        Ok(r) => InstallState {
-            ok: true,
-            detail: format!(
-                "{} hooktrack entries for {} in {} (generation {})",
-                r.ours,
-                variant.label(),
-                r.config.display(),
-                observer.generation
-            ),
-        },
-        Err(e) => InstallState {
-            ok: false,
-            detail: crate::diagnostics::error_chain(e),
-        },
-    };
-    let recorded = write_channel(
-        &observer.dir,
-        variant.provider(),
-        observer.generation,
-        state,
-    );
-    let report = result?;
-    recorded.map_err(|source| InstallError::Channel { source })?;
-    Ok(report)
+    install_recorded(observer, variant.provider(), variant.label(), result)
 }
 
 fn install_inner(
@@ -518,18 +414,7 @@ fn install_inner(
     variant: Variant,
     observer: &Observer,
 ) -> Result<InstallReport, InstallError> {
-    for (what, path) in [
-        ("the emitter", &observer.emitter),
-        ("the store", &observer.dir),
-    ] {
-        if !path.is_absolute() {
-            return Err(InstallError::NotAbsolute {
-                what,
-                path: path.clone(),
-            });
-        }
-    }
-    Url::parse(&observer.url).map_err(|source| InstallError::Url { source })?;
+    check_observer(observer)?;
     let config = resolve(config);
     let original = read_text(&config)?;
     let before = original.as_deref().unwrap_or("");
@@ -538,110 +423,22 @@ fn install_inner(
         detail,
     })?;
     let merged = merge_block(variant, observer, &base, old.as_ref().map(|b| b.start));
-    let mode = fs::metadata(&config)
-        .map(|m| m.permissions().mode() & 0o7777)
-        .unwrap_or(0o600);
-    if let Some(parent) = config.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent).map_err(|source| InstallError::Write {
-            path: config.clone(),
-            source: StoreError::CreateDir {
-                path: parent.to_owned(),
-                source,
-            },
-        })?;
-    }
-    store::write_atomic(&config, merged.as_bytes(), mode).map_err(|source| {
-        InstallError::Write {
-            path: config.clone(),
-            source,
-        }
-    })?;
     // Read back from disk, strictly.
-    let verdict = match read_text(&config) {
-        Ok(back) => {
-            let back = back.unwrap_or_default();
-            validate(&back, variant, Some(observer)).and_then(|v| match strip_block(&back) {
-                Ok((outside, Some(_))) if outside == base => Ok(v),
-                Ok((_, Some(_))) => Err("bytes outside the block changed".to_owned()),
-                Ok((_, None)) => Err("the block is missing".to_owned()),
-                Err(e) => Err(e),
-            })
-        }
-        Err(e) => Err(format!(
-            "cannot read it back: {}",
-            crate::diagnostics::error_chain(&e)
-        )),
-    };
-    match verdict {
-        Ok(v) => Ok(InstallReport {
-            config,
-            entries: v.entries,
-            ours: v.ours,
-            replaced: old.map(|b| b.generation),
-            created: original.is_none(),
-        }),
-        Err(detail) => {
-            restore(&config, original.as_deref(), mode).map_err(|source| {
-                InstallError::Restore {
-                    path: config.clone(),
-                    detail: detail.clone(),
-                    source,
-                }
-            })?;
-            Err(InstallError::Rejected {
-                path: config,
-                detail,
-            })
-        }
-    }
-}
-
-fn restore(config: &Path, original: Option<&str>, mode: u32) -> io::Result<()> {
-    match original {
-        Some(text) => store::write_atomic(config, text.as_bytes(), mode)
-            .map_err(|e| io::Error::other(crate::diagnostics::error_chain(&e))),
-        None => fs::remove_file(config),
-    }
-}
-
-/// Follows a symlinked config file, so the link survives the atomic replace.
-fn resolve(config: &Path) -> PathBuf {
-    match fs::symlink_metadata(config) {
-        Ok(m) if m.file_type().is_symlink() => {
-            fs::canonicalize(config).unwrap_or_else(|_| config.to_owned())
-        }
-        _ => config.to_owned(),
-    }
-}
-
-/// `Ok(None)` when the file does not exist.
-fn read_text(path: &Path) -> Result<Option<String>, InstallError> {
-    match fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes)
-            .map(Some)
-            .map_err(|_| InstallError::NotUtf8 {
-                path: path.to_owned(),
-            }),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(InstallError::Read {
-            path: path.to_owned(),
-            source,
-        }),
-    }
-}
-
-/// What an uninstall did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Uninstalled {
-    Removed {
-        generation: Option<u64>,
-    },
-    NoBlock,
-    NoFile,
-    /// The block belongs to another generation (a newer session): left in place.
-    KeptOther {
-        generation: Option<u64>,
-    },
+    let v = write_checked(&config, original.as_deref(), &merged, |back| {
+        validate(back, variant, Some(observer)).and_then(|v| match strip_block(back) {
+            Ok((outside, Some(_))) if outside == base => Ok(v),
+            Ok((_, Some(_))) => Err("bytes outside the block changed".to_owned()),
+            Ok((_, None)) => Err("the block is missing".to_owned()),
+            Err(e) => Err(e),
+        })
+    })?;
+    Ok(InstallReport {
+        config,
+        entries: v.entries,
+        ours: v.ours,
+        replaced: old.map(|b| b.generation),
+        created: original.is_none(),
+    })
 }
 
 /// Removes the block, restoring the text outside it. With `generation`, only a block of
@@ -663,13 +460,7 @@ pub fn uninstall(config: &Path, generation: Option<u64>) -> Result<Uninstalled, 
             generation: block.generation,
         });
     }
-    let mode = fs::metadata(&config)
-        .map(|m| m.permissions().mode() & 0o7777)
-        .unwrap_or(0o600);
-    store::write_atomic(&config, base.as_bytes(), mode).map_err(|source| InstallError::Write {
-        path: config.clone(),
-        source,
-    })?;
+    write_config(&config, &base, file_mode(&config))?;
     Ok(Uninstalled::Removed {
         generation: block.generation,
     })

@@ -1,0 +1,817 @@
+//! `hooktrack install|uninstall|check claude|codex|gemini` on real files.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+use super::util::*;
+
+/// (subcommand, events hooked, a user file with hooks on one of those events and on
+/// others, odd key order and unrelated settings), each laid out the way the CLI writes
+/// it (two-space indent, final newline), so that uninstall gives back the same bytes.
+const AGENTS: [(&str, usize, &str); 3] = [
+    (
+        "claude",
+        28,
+        r#"{
+  "zeta": true,
+  "permissions": {
+    "deny": [
+      "Bash(rm:*)"
+    ],
+    "allow": [
+      "Bash(ls)"
+    ]
+  },
+  "hooks": {
+    "Stop": [
+      {
+        "hooks": [
+          {
+            "command": "notify-send 'done'",
+            "type": "command"
+          },
+          {
+            "type": "command",
+            "command": "say done",
+            "timeout": 30
+          }
+        ],
+        "matcher": ""
+      }
+    ],
+    "PreToolUse": [
+      {
+        "matcher": "Bash",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "/usr/local/bin/guard --strict"
+          }
+        ]
+      }
+    ],
+    "WorktreeCreate": [
+      {
+        "hooks": [
+          {
+            "type": "command",
+            "command": "make-worktree"
+          }
+        ]
+      }
+    ]
+  },
+  "alpha": {
+    "z": 1,
+    "a": [
+      2,
+      1.5
+    ]
+  },
+  "model": "opus"
+}
+"#,
+    ),
+    (
+        "codex",
+        12,
+        r#"{
+  "hooks": {
+    "Stop": [
+      {
+        "hooks": [
+          {
+            "type": "command",
+            "command": "notify-send 'done'",
+            "timeout": 10,
+            "statusMessage": "notifying"
+          }
+        ]
+      }
+    ],
+    "PreToolUse": [
+      {
+        "matcher": "^Bash$",
+        "hooks": [
+          {
+            "timeout": 600,
+            "command": "/usr/local/bin/guard --strict",
+            "type": "command"
+          }
+        ]
+      }
+    ]
+  },
+  "description": "my hooks"
+}
+"#,
+    ),
+    (
+        "gemini",
+        11,
+        r#"{
+  "ui": {
+    "theme": "GitHub"
+  },
+  "hooks": {
+    "BeforeTool": [
+      {
+        "matcher": "write_file|replace",
+        "sequential": true,
+        "hooks": [
+          {
+            "name": "guard",
+            "type": "command",
+            "command": "$GEMINI_PROJECT_DIR/guard.sh",
+            "timeout": 60000
+          }
+        ]
+      }
+    ],
+    "AfterAgent": [
+      {
+        "hooks": [
+          {
+            "type": "command",
+            "command": "notify-send 'done'"
+          }
+        ]
+      }
+    ]
+  },
+  "general": {
+    "vimMode": true
+  }
+}
+"#,
+    ),
+];
+
+fn run(args: &[&str], config: &Path, extra: &[&str]) -> Output {
+    run_with_config(args, config, extra)
+}
+
+fn install(agent: &str, config: &Path, store: &Path, generation: u64, url: &str) -> Output {
+    install_with(&["install", agent], config, store, generation, url)
+}
+
+fn ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_slice(&fs::read(path).expect("read")).expect("JSON")
+}
+
+fn keys(v: &Value) -> Vec<&str> {
+    v.as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+fn is_ours(entry: &Value) -> bool {
+    entry["command"]
+        .as_str()
+        .is_some_and(|c| c.contains("' emit --observer hooktrack --url "))
+}
+
+/// hooktrack's entries: (event, entry).
+fn ours(doc: &Value) -> Vec<(String, Value)> {
+    let mut found = Vec::new();
+    for (event, groups) in doc["hooks"].as_object().into_iter().flatten() {
+        for group in groups.as_array().into_iter().flatten() {
+            for entry in group["hooks"].as_array().into_iter().flatten() {
+                if is_ours(entry) {
+                    found.push((event.clone(), entry.clone()));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The document without hooktrack's entries, compact and in order.
+fn users_part(doc: &Value) -> String {
+    let mut doc = doc.clone();
+    if let Some(hooks) = doc["hooks"].as_object_mut() {
+        for groups in hooks.values_mut() {
+            if let Some(groups) = groups.as_array_mut() {
+                groups.retain(|g| !g["hooks"].as_array().is_some_and(|h| h.iter().all(is_ours)));
+            }
+        }
+        hooks.retain(|_, g| !g.as_array().is_some_and(Vec::is_empty));
+    }
+    doc.to_string()
+}
+
+#[test]
+fn install_keeps_every_user_key_and_entry_in_order_and_uninstall_restores_the_bytes() {
+    for (agent, events, original) in AGENTS {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let config = tmp.path().join("settings.json");
+        let store = tmp.path().join("store");
+        fs::write(&config, original).expect("write");
+        fs::set_permissions(&config, fs::Permissions::from_mode(0o640)).expect("chmod");
+        let before: Value = serde_json::from_str(original).expect("JSON");
+
+        ok(&install(
+            agent,
+            &config,
+            &store,
+            1,
+            "http://127.0.0.1:4100/events",
+        ));
+        let after = json(&config);
+        // The user's top-level keys, and their hooks' event keys, keep their order; the
+        // events hooktrack adds come after them.
+        assert_eq!(keys(&after), keys(&before), "{agent}");
+        let user_events = keys(&before["hooks"]);
+        assert_eq!(keys(&after["hooks"])[..user_events.len()], user_events[..]);
+        assert_eq!(
+            keys(&after["hooks"]).len(),
+            user_events.len() + events
+                - user_events
+                    .iter()
+                    .filter(|e| ours(&after).iter().any(|(o, _)| o == *e))
+                    .count()
+        );
+        // Every user group is still there, first, untouched; hooktrack's group comes last.
+        for event in &user_events {
+            let old = before["hooks"][event].as_array().expect("groups");
+            let new = after["hooks"][event].as_array().expect("groups");
+            assert_eq!(new[..old.len()], old[..], "{agent} {event}");
+        }
+        assert_eq!(users_part(&after), before.to_string(), "{agent}");
+        // One entry per event, under the empty matcher, exactly these keys.
+        let entries = ours(&after);
+        assert_eq!(entries.len(), events, "{agent}");
+        for (event, groups) in after["hooks"].as_object().expect("hooks") {
+            let Some(last) = groups.as_array().and_then(|g| g.last()) else {
+                continue;
+            };
+            if last["hooks"].as_array().expect("hooks").iter().any(is_ours) {
+                assert_eq!(keys(last), ["matcher", "hooks"]);
+                assert_eq!(last["matcher"], "");
+                assert_eq!(last["hooks"].as_array().map(Vec::len), Some(1), "{event}");
+            }
+        }
+        let binary = fs::canonicalize(env!("CARGO_BIN_EXE_hooktrack")).expect("binary");
+        for (event, entry) in &entries {
+            assert_eq!(keys(entry), ["type", "command", "timeout"]);
+            let command = entry["command"].as_str().expect("command");
+            assert_eq!(
+                command,
+                format!(
+                    "'{}' emit --observer hooktrack --url 'http://127.0.0.1:4100/events' --dir '{}' --provider '{agent}' --generation 1 --event '{event}'",
+                    binary.display(),
+                    store.display()
+                )
+            );
+        }
+        assert_eq!(mode(&config), 0o640, "the file's mode is kept");
+        let verdict = channel(&store);
+        assert_eq!(verdict["install"]["ok"], true, "{verdict}");
+        assert_eq!(verdict["provider"], agent);
+        assert_eq!(verdict["generation"], 1);
+
+        // Installing again changes nothing, byte for byte.
+        let once = fs::read(&config).expect("read");
+        ok(&install(
+            agent,
+            &config,
+            &store,
+            1,
+            "http://127.0.0.1:4100/events",
+        ));
+        assert_eq!(fs::read(&config).expect("read"), once, "{agent}");
+        // A new generation replaces hooktrack's entries.
+        let out = install(agent, &config, &store, 2, "http://127.0.0.1:4200/events");
+        ok(&out);
+        assert!(String::from_utf8_lossy(&out.stdout).contains("replacing generation 1"));
+        let again = json(&config);
+        assert_eq!(ours(&again).len(), events);
+        let text = fs::read_to_string(&config).expect("read");
+        assert!(text.contains(":4200/") && !text.contains(":4100/"));
+        assert!(!text.contains("--generation 1 "));
+        assert_eq!(users_part(&again), before.to_string());
+
+        let out = run(&["check", agent], &config, &[]);
+        ok(&out);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(&format!("hooktrack's {events} for")),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let out = run(&["uninstall", agent], &config, &[]);
+        ok(&out);
+        assert!(String::from_utf8_lossy(&out.stdout).contains("removed the hooktrack entries"));
+        assert_eq!(
+            fs::read_to_string(&config).expect("read"),
+            original,
+            "{agent}: uninstall gives back the original bytes"
+        );
+        assert_eq!(mode(&config), 0o640);
+    }
+}
+
+#[test]
+fn a_hand_laid_out_file_comes_back_with_the_same_content() {
+    // Inline arrays, escapes, CRLF, four-space indent: the bytes change, the settings do
+    // not (key order included), and hooktrack's own lines use the file's indent and CRLF.
+    let original = "{\r\n    \"b\": [1, 2,3],\r\n    \"caf\\u00e9\": \"\\u00e9\\n\",\r\n    \"hooks\": {\"Notification\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"x\"}]}]},\r\n    \"a\": {}\r\n}";
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("settings.json");
+    let store = tmp.path().join("store");
+    fs::write(&config, original).expect("write");
+    ok(&install(
+        "gemini",
+        &config,
+        &store,
+        1,
+        "http://127.0.0.1:1/e",
+    ));
+    let text = fs::read_to_string(&config).expect("read");
+    assert!(text.contains("\r\n        \"BeforeTool\": [\r\n"), "{text}");
+    assert!(!text.replace("\r\n", "").contains('\n'));
+    assert!(!text.ends_with('\n'), "no final newline, as before");
+    ok(&run(&["uninstall", "gemini"], &config, &[]));
+    let back = json(&config);
+    let before: Value = serde_json::from_str(original).expect("JSON");
+    assert_eq!(back.to_string(), before.to_string());
+}
+
+#[test]
+fn uninstall_leaves_a_file_without_hooktrack_entries_untouched() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("settings.json");
+    // Laid out as no serializer would: a rewrite would show.
+    let original = "{ \"hooks\" : { \"Stop\" : [ ] } , \"x\":[1,2] }";
+    fs::write(&config, original).expect("write");
+    let modified = fs::metadata(&config)
+        .expect("meta")
+        .modified()
+        .expect("mtime");
+    for agent in ["claude", "codex", "gemini"] {
+        let out = run(&["uninstall", agent], &config, &[]);
+        ok(&out);
+        assert!(String::from_utf8_lossy(&out.stdout).contains("no hooktrack entries in"));
+    }
+    assert_eq!(fs::read_to_string(&config).expect("read"), original);
+    assert_eq!(
+        fs::metadata(&config)
+            .expect("meta")
+            .modified()
+            .expect("mtime"),
+        modified
+    );
+    let out = run(&["uninstall", "codex"], &tmp.path().join("none.json"), &[]);
+    ok(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("does not exist"));
+}
+
+#[test]
+fn a_file_that_is_not_json_or_has_no_hooks_table_is_refused_unchanged() {
+    let cases = [
+        (
+            "{\n  \"model\": \"opus\",\n}\n",
+            "is not valid JSON (trailing comma",
+        ),
+        (
+            "// a comment\n{}\n",
+            "is not valid JSON (expected value at line 1 column 1)",
+        ),
+        ("[1, 2]", "holds an array, not a JSON object"),
+        (
+            "{\"hooks\": [1]}",
+            "has a `hooks` that is an array, not an object",
+        ),
+        (
+            "{\"hooks\": \"none\"}",
+            "has a `hooks` that is a string, not an object",
+        ),
+    ];
+    for agent in ["claude", "codex", "gemini"] {
+        for (original, reason) in cases {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            let config = tmp.path().join("settings.json");
+            let store = tmp.path().join("store");
+            fs::write(&config, original).expect("write");
+            let out = install(agent, &config, &store, 7, "http://127.0.0.1:1/e");
+            assert_eq!(out.status.code(), Some(1), "{agent} {original:?}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+            assert!(stderr.contains(&config.display().to_string()), "{stderr}");
+            assert!(stderr.contains(reason), "{stderr}");
+            assert!(stderr.contains("nothing was changed"), "{stderr}");
+            assert_eq!(fs::read_to_string(&config).expect("read"), original);
+            let verdict = channel(&store);
+            assert_eq!(verdict["install"]["ok"], false);
+            assert_eq!(verdict["generation"], 7);
+            assert!(
+                verdict["install"]["detail"]
+                    .as_str()
+                    .expect("detail")
+                    .contains(reason)
+            );
+            for command in [&["uninstall", agent][..], &["check", agent][..]] {
+                let out = run(command, &config, &[]);
+                assert_eq!(out.status.code(), Some(1), "{command:?} {original:?}");
+                assert_eq!(fs::read_to_string(&config).expect("read"), original);
+            }
+        }
+    }
+    // An event hooktrack hooks whose value is not a list.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("settings.json");
+    let original = "{\"hooks\": {\"AfterTool\": {\"matcher\": \"\"}}}";
+    fs::write(&config, original).expect("write");
+    let out = install(
+        "gemini",
+        &config,
+        &tmp.path().join("s"),
+        1,
+        "http://127.0.0.1:1/e",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("has a `hooks.AfterTool` that is an object, not a list of matcher groups")
+    );
+    assert_eq!(fs::read_to_string(&config).expect("read"), original);
+}
+
+#[test]
+fn a_read_back_violation_restores_the_previous_bytes_and_says_why() {
+    let cases = [
+        // Claude Code skips a settings file with one invalid entry: nothing would run.
+        (
+            "claude",
+            "{\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\"}]}]}}",
+            "hooks.Stop[0].hooks[0]: `command` is missing or not a string",
+        ),
+        (
+            "claude",
+            "{\"hooks\": {\"Stop\": [{\"matcher\": {\"type\": \"always\"}, \"hooks\": []}]}}",
+            "hooks.Stop[0]: `matcher` is an object, not a string",
+        ),
+        (
+            "claude",
+            "{\"disableAllHooks\": true}",
+            "Claude Code runs no hook: `disableAllHooks` is true",
+        ),
+        // Codex reads hooks.json with deny_unknown_fields and u64 timeouts.
+        (
+            "codex",
+            "{\"version\": 1, \"hooks\": {}}",
+            "top-level key other than description and hooks: `version`",
+        ),
+        (
+            "codex",
+            "{\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"x\", \"timeout\": 2.5}]}]}}",
+            "`timeout` 2.5 is not a whole number of seconds",
+        ),
+        (
+            "codex",
+            "{\"hooks\": {\"PreToolUse\": [{\"hooks\": [{\"type\": \"script\"}]}]}}",
+            "unknown `type` \"script\"",
+        ),
+        (
+            "gemini",
+            "{\"hooksConfig\": {\"enabled\": false}}",
+            "Gemini CLI runs no hook: `hooksConfig.enabled` is false",
+        ),
+    ];
+    for (agent, original, reason) in cases {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let config = tmp.path().join("settings.json");
+        let store = tmp.path().join("store");
+        fs::write(&config, original).expect("write");
+        fs::set_permissions(&config, fs::Permissions::from_mode(0o604)).expect("chmod");
+        let out = install(agent, &config, &store, 3, "http://127.0.0.1:4100/events");
+        assert_eq!(out.status.code(), Some(1), "{agent} {original}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(reason), "{stderr}");
+        assert!(stderr.contains("previous text restored"), "{stderr}");
+        assert_eq!(fs::read_to_string(&config).expect("read"), original);
+        assert_eq!(mode(&config), 0o604);
+        let verdict = channel(&store);
+        assert_eq!(verdict["install"]["ok"], false, "{verdict}");
+        assert_eq!(verdict["provider"], agent);
+        assert_eq!(verdict["generation"], 3);
+        assert!(
+            verdict["install"]["detail"]
+                .as_str()
+                .expect("detail")
+                .contains(reason),
+            "{verdict}"
+        );
+        // check names the same problem.
+        let out = run(&["check", agent], &config, &[]);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(reason));
+    }
+}
+
+#[test]
+fn timeouts_are_in_each_clis_unit() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for (agent, expect) in [
+        ("claude", &[("Stop", 5), ("SessionEnd", 5)][..]),
+        (
+            "codex",
+            &[("Stop", 5), ("SessionEnd", 3), ("Interrupt", 3)][..],
+        ),
+        ("gemini", &[("AfterAgent", 5000), ("SessionEnd", 5000)][..]),
+    ] {
+        let config = tmp.path().join(format!("{agent}.json"));
+        ok(&install(
+            agent,
+            &config,
+            &tmp.path().join(agent),
+            1,
+            "http://127.0.0.1:1/e",
+        ));
+        let doc = json(&config);
+        for (event, timeout) in expect {
+            let found = ours(&doc)
+                .into_iter()
+                .find(|(e, _)| e == event)
+                .expect("entry");
+            assert_eq!(found.1["timeout"], *timeout, "{agent} {event}");
+        }
+        if agent == "gemini" {
+            assert!(ours(&doc).iter().all(|(_, e)| e["timeout"] == 5000));
+        }
+    }
+}
+
+#[test]
+fn a_missing_file_is_created_and_uninstall_leaves_an_empty_object() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    for agent in ["claude", "codex", "gemini"] {
+        let out = hooktrack()
+            .args([
+                "install",
+                agent,
+                "--url",
+                "http://127.0.0.1:9/e",
+                "--generation",
+                "1",
+            ])
+            .arg("--dir")
+            .arg(tmp.path().join("store"))
+            .arg("--home")
+            .arg(home.join(agent))
+            .output()
+            .expect("run");
+        ok(&out);
+        let config = home.join(agent).join(if agent == "codex" {
+            "hooks.json"
+        } else {
+            "settings.json"
+        });
+        assert_eq!(mode(&config), 0o600);
+        assert_eq!(keys(&json(&config)), ["hooks"]);
+        let out = hooktrack()
+            .args(["uninstall", agent, "--home"])
+            .arg(home.join(agent))
+            .output()
+            .expect("run");
+        ok(&out);
+        assert_eq!(fs::read_to_string(&config).expect("read"), "{}\n");
+    }
+}
+
+#[test]
+fn default_files_follow_the_environment() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let project = tmp.path().join("project");
+    // (agent, the home variable set to `other`, --project, the file expected)
+    let other = tmp.path().join("other-home");
+    let cases = [
+        ("claude", None, false, home.join(".claude/settings.json")),
+        (
+            "claude",
+            Some("CLAUDE_CONFIG_DIR"),
+            false,
+            other.join("settings.json"),
+        ),
+        ("codex", None, false, home.join(".codex/hooks.json")),
+        ("codex", Some("CODEX_HOME"), false, other.join("hooks.json")),
+        ("gemini", None, true, project.join(".gemini/settings.json")),
+    ];
+    for (agent, env, in_project, expected) in cases {
+        let mut cmd = hooktrack();
+        cmd.args([
+            "install",
+            agent,
+            "--url",
+            "http://127.0.0.1:9/e",
+            "--generation",
+            "1",
+        ])
+        .arg("--dir")
+        .arg(tmp.path().join("store"))
+        .env("HOME", &home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME");
+        if let Some(name) = env {
+            cmd.env(name, &other);
+        }
+        if in_project {
+            cmd.arg("--project").arg(&project);
+        }
+        let out = cmd.output().expect("run");
+        ok(&out);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(&expected.display().to_string()),
+            "{agent} {env:?}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(expected.is_file());
+        fs::remove_file(&expected).expect("rm");
+    }
+}
+
+#[test]
+fn uninstall_with_a_generation_leaves_a_newer_install_alone() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("hooks.json");
+    // A one-line file stays one line.
+    fs::write(&config, "{\"description\":\"x\"}\n").expect("write");
+    ok(&install(
+        "codex",
+        &config,
+        &tmp.path().join("s"),
+        5,
+        "http://127.0.0.1:1/e",
+    ));
+    let before = fs::read(&config).expect("read");
+    let out = run(&["uninstall", "codex"], &config, &["--generation", "4"]);
+    ok(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("left the hooktrack entries of generation 5")
+    );
+    assert_eq!(fs::read(&config).expect("read"), before);
+    ok(&run(
+        &["uninstall", "codex"],
+        &config,
+        &["--generation", "5"],
+    ));
+    assert_eq!(
+        fs::read_to_string(&config).expect("read"),
+        "{\"description\":\"x\"}\n"
+    );
+}
+
+#[test]
+fn check_says_what_is_missing() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("settings.json");
+    let out = run(&["check", "claude"], &config, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the file does not exist"));
+    fs::write(&config, "{}").expect("write");
+    let out = run(&["check", "claude"], &config, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("it holds no hooktrack entry"));
+    ok(&install(
+        "claude",
+        &config,
+        &tmp.path().join("s"),
+        2,
+        "http://127.0.0.1:1/e",
+    ));
+    let mut doc = json(&config);
+    doc["hooks"]
+        .as_object_mut()
+        .expect("hooks")
+        .shift_remove("Stop");
+    fs::write(&config, doc.to_string()).expect("write");
+    let out = run(&["check", "claude"], &config, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("hooktrack hooks 27 of Claude Code's 28 events; missing: Stop"),
+        "{stderr}"
+    );
+}
+
+/// The installed commands, run by a shell as the CLIs run them, with the payloads of a
+/// real recording: every row names the agent, `hooktrack replay` detects it from the row
+/// and gives the recording's own ledger. The emitter and store paths hold a space and a
+/// quote; the token is in the environment only.
+#[test]
+fn installed_commands_deliver_recorded_payloads_that_replay_as_that_agent() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let cases = [
+        (
+            "claude",
+            "claude-code",
+            corpus.join("claude-code/claude-code-2.1.197-plain-two-turn.ndjson"),
+        ),
+        (
+            "codex",
+            "codex",
+            corpus.join("codex/codex-0.171.0-tools.ndjson"),
+        ),
+        (
+            "gemini",
+            "gemini-cli",
+            corpus.join("gemini-cli/gemini-cli-0.61.0-tools.ndjson"),
+        ),
+    ];
+    for (agent, provider, recording) in cases {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let bin = tmp.path().join("bin dir/it's");
+        fs::create_dir_all(&bin).expect("mkdir");
+        let emitter = bin.join("hooktrack");
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_hooktrack"), &emitter).expect("symlink");
+        let store = tmp.path().join("store dir/it's").join(agent);
+        let config = tmp.path().join("settings.json");
+        let url = format!("http://127.0.0.1:{}/events", dead_port());
+        let out = run(
+            &["install", agent],
+            &config,
+            &[
+                "--dir",
+                store.to_str().expect("utf-8"),
+                "--url",
+                &url,
+                "--generation",
+                "1",
+                "--emitter",
+                emitter.to_str().expect("utf-8"),
+            ],
+        );
+        ok(&out);
+        let text = fs::read_to_string(&config).expect("read");
+        assert!(!text.contains(TOKEN) && !text.to_lowercase().contains("token"));
+        assert!(text.contains("bin dir/it'\\\\''s/hooktrack' emit --observer hooktrack"));
+        let doc = json(&config);
+        let commands: Vec<(String, String)> = ours(&doc)
+            .into_iter()
+            .map(|(e, entry)| (e, entry["command"].as_str().expect("command").to_owned()))
+            .collect();
+        let recorded = fs::read_to_string(&recording).expect("recording");
+        let mut sent = 0;
+        for line in recorded.lines() {
+            let line: Value = serde_json::from_str(line).expect("line");
+            let event = line["event"].as_str().expect("event");
+            let (_, command) = commands
+                .iter()
+                .find(|(e, _)| e == event)
+                .unwrap_or_else(|| panic!("{agent}: no hooktrack entry for {event}"));
+            let mut child = Command::new("sh")
+                .arg("-c")
+                .arg(command)
+                .env("HOOKTRACK_TOKEN", TOKEN)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("sh");
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(line["payload"].to_string().as_bytes())
+                .expect("payload");
+            let out = child.wait_with_output().expect("wait");
+            assert!(out.status.success() && out.stdout.is_empty() && out.stderr.is_empty());
+            sent += 1;
+        }
+        let rows = rows(&store.join("events.ndjson"));
+        assert_eq!(rows.len(), sent, "{agent}");
+        assert!(rows.iter().all(|r| r["provider"] == agent), "{agent}");
+        let log = fs::read_to_string(store.join("emit.log")).unwrap_or_default();
+        assert!(!log.contains("unknown argument"), "{log}");
+        let replayed = replay_json(&store.join("events.ndjson"));
+        assert_eq!(replayed["provider"]["provider"], provider, "{agent}");
+        assert_eq!(
+            replayed["provider"]["reason"],
+            format!("the row names {agent}"),
+            "{agent}"
+        );
+        let original = replay_json(&recording);
+        assert_eq!(
+            ledger(&replayed["turns"]),
+            ledger(&original["turns"]),
+            "{agent}"
+        );
+    }
+}
