@@ -90,7 +90,10 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
         Some(r) => std::path::absolute(r).map_err(|e| format!("bad --root: {e}"))?,
         None => default_root()?,
     };
-    let store = StoreDir::new(root.join("hook-observation").join(variant.provider()));
+    let store = StoreDir::new(
+        root.join(hooktrack::store::OBSERVATION_DIR)
+            .join(variant.provider()),
+    );
     store.create().map_err(|e| error_chain(&e))?;
     let generation = previous_generation(&store) + 1;
     let token = token::generate().map_err(|e| error_chain(&e))?;

@@ -94,14 +94,15 @@ impl StoreDir {
     pub fn path(&self) -> &Path {
         &self.dir
     }
+    // The names readers look for (`crate::store`): one list for both sides.
     pub fn events(&self) -> PathBuf {
-        self.dir.join("events.ndjson")
+        self.dir.join(crate::store::EVENTS_FILE)
     }
     pub fn collector_json(&self) -> PathBuf {
-        self.dir.join("collector.json")
+        self.dir.join(crate::store::COLLECTOR_FILE)
     }
     pub fn channel_json(&self) -> PathBuf {
-        self.dir.join("channel.json")
+        self.dir.join(crate::store::CHANNEL_FILE)
     }
     pub fn counter(&self) -> PathBuf {
         self.dir.join("emitter.seq")
