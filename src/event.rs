@@ -121,6 +121,8 @@ pub enum Event<'a> {
     },
     Stopped {
         stop_hook_active: bool,
+        /// The turn the Stop names (Codex `turn_id`, Claude `prompt_id`), where it says.
+        turn_id: Option<TurnId>,
     },
     StopFailed {
         error_type: Option<Cow<'a, str>>,

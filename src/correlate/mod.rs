@@ -314,7 +314,10 @@ impl Correlator {
             Event::PermissionResolved {
                 tool, approval_id, ..
             } => self.permission_resolved(tool, approval_id.as_deref()),
-            Event::Stopped { stop_hook_active } => self.stopped(*stop_hook_active),
+            Event::Stopped {
+                stop_hook_active,
+                turn_id,
+            } => self.stopped(*stop_hook_active, turn_id.clone()),
             Event::StopFailed { .. } => self.end_innermost(TurnResult::KnownFailure),
             Event::Interrupted { turn_id, .. } => self.interrupt(turn_id.as_ref()),
             Event::SubagentStarted { name, agent_id } => {

@@ -173,7 +173,7 @@ impl Correlator {
     }
 
     /// Stop: success for the innermost turn, or the end of a stop-hook continuation.
-    pub(super) fn stopped(&mut self, stop_hook_active: bool) {
+    pub(super) fn stopped(&mut self, stop_hook_active: bool, turn_id: Option<TurnId>) {
         if !stop_hook_active {
             self.end_innermost(TurnResult::Success);
             return;
@@ -194,7 +194,7 @@ impl Correlator {
             }
             _ => {
                 self.epoch += 1;
-                self.new_record(self.epoch, "main".into(), "continuation", None)
+                self.new_record(self.epoch, "main".into(), "continuation", turn_id)
             }
         };
         self.finish_main(rec, TurnResult::Success);

@@ -123,7 +123,9 @@ fn describe(event: &Event<'_>) -> String {
                 .unwrap_or_default();
             format!("{} {decision}", opt(&tool.call_id))
         }
-        Event::Stopped { stop_hook_active } => {
+        Event::Stopped {
+            stop_hook_active, ..
+        } => {
             if *stop_hook_active {
                 "stop_hook_active".to_owned()
             } else {

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use crate::event::{Decision, Event, ToolRef};
+use crate::event::{Decision, Event, ToolRef, TurnId};
 use crate::payload::Payload;
 
 pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
@@ -29,10 +29,11 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         "SessionEnd" => Event::SessionEnded {
             reason: p.reason.take(),
         },
+        // Every event of a user turn carries the same `prompt_id`: the turn's identity.
         "UserPromptSubmit" => Event::PromptSubmitted {
             text: p.prompt.take().map(|t| t.0).unwrap_or(Cow::Borrowed("")),
             steer: false,
-            turn_id: None,
+            turn_id: p.prompt_id.take().map(|id| TurnId::Text(id.into_owned())),
             agent,
         },
         "PreToolUse" => Event::ToolStarted {
@@ -59,6 +60,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         },
         "Stop" => Event::Stopped {
             stop_hook_active: p.stop_hook_active.unwrap_or(false),
+            turn_id: p.prompt_id.take().map(|id| TurnId::Text(id.into_owned())),
         },
         "StopFailure" => Event::StopFailed {
             error_type: None,

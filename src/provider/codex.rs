@@ -19,7 +19,8 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
     }
     let mut event = claude::normalize(name, p);
     if let Event::PromptSubmitted { turn_id: t, .. }
-    | Event::PermissionRequested { turn_id: t, .. } = &mut event
+    | Event::PermissionRequested { turn_id: t, .. }
+    | Event::Stopped { turn_id: t, .. } = &mut event
     {
         *t = turn_id;
     }

@@ -76,6 +76,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         },
         "Stop" => Event::Stopped {
             stop_hook_active: p.stop_hook_active.unwrap_or(false),
+            turn_id: None,
         },
         "StopFailure" => Event::StopFailed {
             error_type: p.error_type.take(),
