@@ -133,6 +133,11 @@ impl Pipeline {
         let correlator = self
             .correlator
             .get_or_insert_with(|| Correlator::new(provider.capabilities()));
+        // Rows before the first identifying one ran under an assumed provider: from here
+        // on the identified provider's turn structure applies.
+        if correlator.capabilities() != provider.capabilities() {
+            correlator.set_capabilities(provider.capabilities());
+        }
         let mut outcome = correlator.observe(
             Observation {
                 line: number,

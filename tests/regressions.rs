@@ -250,3 +250,21 @@ fn crlf_line_endings_are_accepted() {
     assert_eq!(r.events, 2);
     assert_eq!(r.diagnostics.total(), 0);
 }
+
+#[test]
+fn a_provider_identified_after_the_first_row_applies_from_then_on() {
+    // A Claude stream whose first row says nothing about its CLI: the Kimi Code mapping is
+    // assumed for it, then Claude's prompt-starts-the-turn structure applies.
+    let r = replay(&[
+        r#"{"hook_event_name":"Notification","message":"hi"}"#.to_owned(),
+        r#"{"session_id":"s","transcript_path":"/t","cwd":"/p","prompt_id":"p1","hook_event_name":"UserPromptSubmit","prompt":"go"}"#.to_owned(),
+        r#"{"session_id":"s","transcript_path":"/t","cwd":"/p","prompt_id":"p1","hook_event_name":"Stop","stop_hook_active":false}"#.to_owned(),
+    ]);
+    assert_eq!(
+        r.provider.as_ref().map(|d| d.provider.name()),
+        Some("claude-code")
+    );
+    assert_eq!(counter(&r, "provider_assumed"), 1);
+    assert_eq!(turn_results(&r), ["main success"]);
+    assert_eq!(counter(&r, "turn_start_implied"), 0);
+}

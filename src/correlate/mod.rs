@@ -146,6 +146,12 @@ impl Correlator {
         self.caps
     }
 
+    /// Switches to another provider's turn structure, keeping the state built so far
+    /// (used when the provider is identified only after some rows).
+    pub fn set_capabilities(&mut self, caps: Capabilities) {
+        self.caps = caps;
+    }
+
     /// Feeds one event. `now` is the event's time (its row's `received_at`), if known.
     pub fn observe(&mut self, obs: Observation<'_, '_>, now: Option<Timestamp>) -> Outcome {
         self.line = obs.line;
