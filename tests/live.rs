@@ -12,7 +12,7 @@ use hooktrack::store::StorePaths;
 use hooktrack::tail::Notice;
 use hooktrack::{ChannelState, Phase, Presence, Timestamp, TurnResult};
 
-use crate::support::{Wake, kimi};
+use crate::support::{Wake, kimi, turn_running};
 
 fn t(s: i64) -> Timestamp {
     Timestamp::from_millis(1_790_000_000_000 + s * 1000)
@@ -34,24 +34,6 @@ fn append(path: &Path, lines: &[String]) {
 
 fn start() -> Vec<String> {
     vec![kimi("SessionStart", r#""source":"startup""#)]
-}
-
-/// A prompt and its turn, started, with one tool call open.
-fn turn_running(n: i64) -> Vec<String> {
-    vec![
-        kimi(
-            "UserPromptSubmit",
-            r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#,
-        ),
-        kimi(
-            "TurnStarted",
-            &format!(r#""turn_id":{n},"origin_kind":"user""#),
-        ),
-        kimi(
-            "PreToolUse",
-            &format!(r#""tool_call_id":"call_{n}","tool_name":"Bash","tool_input":{{}}"#),
-        ),
-    ]
 }
 
 fn turn_done(n: i64) -> Vec<String> {

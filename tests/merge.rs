@@ -5,7 +5,7 @@ use hooktrack::pipeline::Pipeline;
 use hooktrack::posture::Work;
 use hooktrack::{ChannelState, Phase, Posture, ProviderChoice, TurnResult};
 
-use crate::support::kimi;
+use crate::support::{kimi, turn_running};
 
 /// The hook posture after `lines`, with the channel in `state`.
 fn hooks(lines: &[String], state: ChannelState) -> Posture {
@@ -14,23 +14,6 @@ fn hooks(lines: &[String], state: ChannelState) -> Posture {
         p.feed_line(i as u64 + 1, l.as_bytes());
     }
     p.hook_posture().with_channel(state)
-}
-
-fn prompt_and_turn(n: i64) -> Vec<String> {
-    vec![
-        kimi(
-            "UserPromptSubmit",
-            r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#,
-        ),
-        kimi(
-            "TurnStarted",
-            &format!(r#""turn_id":{n},"origin_kind":"user""#),
-        ),
-        kimi(
-            "PreToolUse",
-            &format!(r#""tool_call_id":"call_{n}","tool_name":"Bash","tool_input":{{}}"#),
-        ),
-    ]
 }
 
 fn session(rest: &[Vec<String>]) -> Vec<String> {
@@ -73,13 +56,13 @@ fn only_hooks_publish_blocked() {
         ..screen(TerminalPhase::Active)
     };
     // An approval panel without a hook PermissionRequest: active, not blocked.
-    let running = hooks(&session(&[prompt_and_turn(1)]), ChannelState::Active);
+    let running = hooks(&session(&[turn_running(1)]), ChannelState::Active);
     let m = merge(&running, &panel);
     assert_eq!((m.phase, m.phase_from), (Phase::Active, Source::Hooks));
     assert_eq!(m.notes, [MergeNote::ApprovalPanelNotBlocked]);
     // With it: blocked, whatever the screen shows.
     let waiting = hooks(
-        &session(&[prompt_and_turn(1), permission_request(1)]),
+        &session(&[turn_running(1), permission_request(1)]),
         ChannelState::Active,
     );
     assert_eq!(merge(&waiting, &panel).phase, Phase::Blocked);
@@ -94,10 +77,7 @@ fn only_hooks_publish_blocked() {
         ChannelState::Stopped,
     ] {
         let m = merge(
-            &hooks(
-                &session(&[prompt_and_turn(1), permission_request(1)]),
-                state,
-            ),
+            &hooks(&session(&[turn_running(1), permission_request(1)]), state),
             &panel,
         );
         assert_eq!(
@@ -116,7 +96,7 @@ fn a_hook_interrupt_is_authoritative() {
         ..screen(TerminalPhase::Ready)
     };
     let interrupted = hooks(
-        &session(&[prompt_and_turn(1), interrupt(1)]),
+        &session(&[turn_running(1), interrupt(1)]),
         ChannelState::Active,
     );
     let m = merge(&interrupted, &screen(TerminalPhase::Active));
@@ -130,15 +110,12 @@ fn a_hook_interrupt_is_authoritative() {
         [MergeNote::InterruptCorroborated]
     );
     // The notice alone settles nothing while the hooks have authority.
-    let running = hooks(&session(&[prompt_and_turn(2)]), ChannelState::Active);
+    let running = hooks(&session(&[turn_running(2)]), ChannelState::Active);
     let m = merge(&running, &notice_idle);
     assert_eq!(m.phase, Phase::Active);
     assert_eq!(m.last_result, TurnResult::None);
     assert_eq!(m.notes, [MergeNote::InterruptNoticeIgnored]);
-    let succeeded = hooks(
-        &session(&[prompt_and_turn(1), stop()]),
-        ChannelState::Active,
-    );
+    let succeeded = hooks(&session(&[turn_running(1), stop()]), ChannelState::Active);
     assert_eq!(
         merge(&succeeded, &notice_idle).last_result,
         TurnResult::Success
@@ -165,7 +142,7 @@ fn an_open_compaction_window_suppresses_idle_heuristics() {
 #[test]
 fn a_degraded_channel_reverts_every_hook_owned_fact() {
     let lines = session(&[
-        prompt_and_turn(1),
+        turn_running(1),
         interrupt(1),
         vec![kimi("PreCompact", r#""trigger":"auto""#)],
         vec![kimi(
@@ -211,7 +188,7 @@ fn a_degraded_channel_reverts_every_hook_owned_fact() {
 
 #[test]
 fn a_stale_channel_keeps_the_latched_result_only() {
-    let lines = session(&[prompt_and_turn(1), interrupt(1), prompt_and_turn(2)]);
+    let lines = session(&[turn_running(1), interrupt(1), turn_running(2)]);
     let tui = TerminalFacts {
         last_result: TurnResult::Success,
         ..screen(TerminalPhase::Ready)
@@ -225,7 +202,7 @@ fn a_stale_channel_keeps_the_latched_result_only() {
     assert!(m.idle_heuristics);
     // Nothing latched yet: the terminal's reading.
     let fresh = merge(
-        &hooks(&session(&[prompt_and_turn(1)]), ChannelState::Stale),
+        &hooks(&session(&[turn_running(1)]), ChannelState::Stale),
         &tui,
     );
     assert_eq!(

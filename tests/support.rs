@@ -138,3 +138,21 @@ impl Wake {
         true
     }
 }
+
+/// A prompt and its turn, started, with one tool call open.
+pub fn turn_running(n: i64) -> Vec<String> {
+    vec![
+        kimi(
+            "UserPromptSubmit",
+            r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#,
+        ),
+        kimi(
+            "TurnStarted",
+            &format!(r#""turn_id":{n},"origin_kind":"user""#),
+        ),
+        kimi(
+            "PreToolUse",
+            &format!(r#""tool_call_id":"call_{n}","tool_name":"Bash","tool_input":{{}}"#),
+        ),
+    ]
+}
