@@ -35,9 +35,9 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 
 use hooktrack::pipeline::{Fed, Pipeline};
-use hooktrack::provider::{Provider, ProviderChoice};
 use hooktrack::read::{LineReader, ReadLine};
 use hooktrack::row::parse_line;
+use hooktrack::{Agent, ProviderChoice};
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
@@ -612,14 +612,14 @@ fn stage_contenders(bytes: &[u8], n: usize) -> Vec<Contender<'_>> {
             }
             check_count(count, n)
         }),
-        Contender::new("c  + Provider::normalize", move || {
+        Contender::new("c  + Agent::normalize", move || {
             let mut reader = LineReader::new(bytes);
             let mut count = 0usize;
             while let Some(line) = reader.next_line()? {
                 if let ReadLine::Line { bytes, .. } = line
                     && let Ok(mut row) = parse_line(bytes)
                 {
-                    let event = Provider::KimiCode.normalize(&row.event_name, &mut row.payload);
+                    let event = Agent::KimiCode.normalize(&row.event_name, &mut row.payload);
                     black_box(&event);
                     count += 1;
                 }
@@ -663,7 +663,7 @@ fn print_stage_table(n: usize, stats: &[Stat]) {
     let rows = [
         ("a LineReader (split + copy)", a, None),
         ("b row::parse_line", b, Some(a)),
-        ("c Provider::normalize", c, Some(b)),
+        ("c Agent::normalize", c, Some(b)),
         ("d deliveries, detect, correlate", d, Some(c)),
         ("e posture() after every event", replay, Some(d)),
     ];

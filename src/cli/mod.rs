@@ -53,6 +53,18 @@ pub fn run() -> ExitCode {
     }
 }
 
+/// The one parser of agent names for every flag that takes one (`--provider`, `--agent`):
+/// `auto`, `kimi` (either generation) or any name of a [`hooktrack::Agent`].
+pub(crate) fn parse_agent_choice(name: &str) -> Result<hooktrack::ProviderChoice, String> {
+    name.parse().map_err(|e: hooktrack::UnknownAgent| {
+        format!(
+            "unknown agent `{}` (expected {})",
+            e.name,
+            hooktrack::ProviderChoice::names_for_help()
+        )
+    })
+}
+
 pub(crate) fn fail(message: &str) -> ExitCode {
     eprintln!("hooktrack: error: {message}");
     ExitCode::FAILURE

@@ -25,9 +25,10 @@ pub struct ReplayArgs {
     /// Output: a readable timeline, one JSON document, or one JSON line per event.
     #[arg(long, value_enum, default_value_t = FormatArg::Text)]
     format: FormatArg,
-    /// Which agent CLI wrote the log: detected from the rows by default.
-    #[arg(long, value_enum, default_value_t = ProviderArg::Auto)]
-    provider: ProviderArg,
+    /// Which agent CLI wrote the log: auto (detected from the rows), kimi (either Kimi),
+    /// kimi-code, kimi-cli, claude, codex or gemini.
+    #[arg(long, visible_alias = "agent", default_value = "auto", value_parser = super::parse_agent_choice)]
+    provider: ProviderChoice,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -40,42 +41,15 @@ enum FormatArg {
     Ndjson,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum ProviderArg {
-    /// Detect from the envelope's `provider` or the payload's shape.
-    Auto,
-    /// Kimi (Code 2.x or CLI 1.x, told apart by the payload).
-    Kimi,
-    /// Kimi Code 2.x.
-    KimiCode,
-    /// Kimi CLI 1.x (the Python CLI).
-    KimiCli,
-    /// Claude Code.
-    Claude,
-    /// Codex CLI.
-    Codex,
-    /// Gemini CLI.
-    Gemini,
-}
-
 pub fn run(args: &ReplayArgs) -> ExitCode {
     replay(&args.file, args.format, args.provider)
 }
 
-fn replay(file: &Path, format: FormatArg, provider: ProviderArg) -> ExitCode {
+fn replay(file: &Path, format: FormatArg, choice: ProviderChoice) -> ExitCode {
     let format = match format {
         FormatArg::Text => Format::Text,
         FormatArg::Json => Format::Json,
         FormatArg::Ndjson => Format::Ndjson,
-    };
-    let choice = match provider {
-        ProviderArg::Auto => ProviderChoice::Auto,
-        ProviderArg::Kimi => ProviderChoice::Kimi,
-        ProviderArg::KimiCode => ProviderChoice::Exactly(hooktrack::Provider::KimiCode),
-        ProviderArg::KimiCli => ProviderChoice::Exactly(hooktrack::Provider::KimiCli),
-        ProviderArg::Claude => ProviderChoice::Exactly(hooktrack::Provider::ClaudeCode),
-        ProviderArg::Codex => ProviderChoice::Exactly(hooktrack::Provider::Codex),
-        ProviderArg::Gemini => ProviderChoice::Exactly(hooktrack::Provider::GeminiCli),
     };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());

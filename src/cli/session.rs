@@ -30,9 +30,9 @@ use hooktrack::producer::install::InstallState;
 use hooktrack::producer::install::kimi::{self, Observer, Variant};
 use hooktrack::producer::store::{self, StoreDir, TOKEN_ENV};
 use hooktrack::producer::token;
-use hooktrack::provider::{Provider, ProviderChoice};
 use hooktrack::read::ReadLine;
 use hooktrack::tail::Tailer;
+use hooktrack::{Agent, ProviderChoice};
 
 use super::fail;
 use super::install::{KimiTarget, this_binary};
@@ -295,8 +295,8 @@ struct Change {
 impl Tracker {
     fn new(path: PathBuf, variant: Variant) -> Self {
         let provider = match variant {
-            Variant::Code => Provider::KimiCode,
-            Variant::Cli => Provider::KimiCli,
+            Variant::Code => Agent::KimiCode,
+            Variant::Cli => Agent::KimiCli,
         };
         let pipeline = Pipeline::new(ProviderChoice::Exactly(provider));
         let previous = pipeline.posture();

@@ -35,17 +35,13 @@ pub struct WatchArgs {
     /// languages): `{"session", "at", "posture", "channel", "closed", "notices", ...}`.
     #[arg(long)]
     ndjson: bool,
-    /// Which agent CLI wrote the logs (`auto` detects it from the rows; the names
-    /// `replay --provider` takes).
-    #[arg(long, default_value = "auto", value_parser = parse_provider)]
+    /// Which agent CLI wrote the logs: auto (detected from the rows), kimi (either Kimi),
+    /// kimi-code, kimi-cli, claude, codex or gemini.
+    #[arg(long, visible_alias = "agent", default_value = "auto", value_parser = super::parse_agent_choice)]
     provider: ProviderChoice,
     /// Milliseconds between re-checks of every session, whatever the file watcher says.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(10..))]
     recheck_ms: u64,
-}
-
-fn parse_provider(name: &str) -> Result<ProviderChoice, String> {
-    name.parse()
 }
 
 /// How often the live view redraws the ages when nothing else happens.

@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use super::http::{Url, UrlError};
-use super::store::{self, StoreDir, StoreError};
-use crate::diagnostics::error_chain;
+use crate::http::{Url, UrlError};
+use crate::store::{self, StoreDir, StoreError};
+use hooktrack_core::diagnostics::error_chain;
 
 /// What the hook command points at.
 #[derive(Clone, Debug)]

@@ -5,7 +5,7 @@
 //! once where the provider has no TurnStarted) → Idle, through `arm`, `bind`,
 //! `start_implied` and `finish_main` (`turns.rs`). Nested scopes (subagents,
 //! system-triggered turns) sit on top of a running main turn and never end it
-//! (`scopes.rs`). Tool calls and permission windows are in `tools.rs`. Provider
+//! (`scopes.rs`). Tool calls and permission windows are in `tools.rs`. Agent
 //! differences come in as [`Capabilities`]. Every guess leaves a [`Note`].
 
 mod ledger;

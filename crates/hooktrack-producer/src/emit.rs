@@ -20,8 +20,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use thiserror::Error;
 
-use super::http::{self, Limits, PostError, Url};
-use super::store::{
+use crate::http::{self, Limits, PostError, Url};
+use crate::store::{
     self, MAX_PAYLOAD_BYTES, RowParts, StoreDir, StoreError, Via, clip_name, render_row,
 };
 
@@ -330,7 +330,7 @@ pub fn log_report(dir: &Path, report: &EmitReport) {
     for problem in &report.problems {
         text.push_str(&head);
         text.push_str(": ");
-        text.push_str(&crate::diagnostics::error_chain(problem));
+        text.push_str(&hooktrack_core::diagnostics::error_chain(problem));
         text.push('\n');
     }
     log_text(dir, &text);

@@ -25,12 +25,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use thiserror::Error;
 
-use super::http::{self, MAX_HEAD_BYTES};
-use super::store::{
+use crate::http::{self, MAX_HEAD_BYTES};
+use crate::store::{
     self, MAX_BODY_BYTES, RowParts, StoreDir, StoreError, Via, clip_name, render_row,
 };
-use super::token::constant_time_eq;
-use crate::time::Timestamp;
+use crate::token::constant_time_eq;
+use hooktrack_core::time::Timestamp;
 
 /// The one address a collector binds.
 pub const BIND_ADDR: Ipv4Addr = Ipv4Addr::LOCALHOST;
@@ -644,6 +644,6 @@ fn accept(shared: &Shared, body: &[u8]) -> Reply {
             *last = sequence;
             Reply::new(200, format!("{{\"sequence\":{sequence}}}"))
         }
-        Err(e) => Reply::error(500, &crate::diagnostics::error_chain(&e)),
+        Err(e) => Reply::error(500, &hooktrack_core::diagnostics::error_chain(&e)),
     }
 }

@@ -20,9 +20,9 @@ use notify::event::{AccessKind, EventKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use thiserror::Error;
 
-use crate::diagnostics::error_chain;
 use crate::session::{FULL_POLL_EVERY, Session, SessionNotice, Update};
-use crate::time::Timestamp;
+use hooktrack_core::diagnostics::error_chain;
+use hooktrack_core::time::Timestamp;
 
 /// Identifies a session within its hub.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]

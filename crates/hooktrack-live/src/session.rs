@@ -2,9 +2,9 @@
 //! handle a supervisor polls.
 //!
 //! ```no_run
-//! use hooktrack::session::{Session, SessionConfig};
-//! use hooktrack::store::StorePaths;
-//! use hooktrack::Timestamp;
+//! use hooktrack_live::session::{Session, SessionConfig};
+//! use hooktrack_core::store::StorePaths;
+//! use hooktrack_core::time::Timestamp;
 //!
 //! let paths = StorePaths::locate("/tmp/session-1".as_ref())?;
 //! let mut session = Session::open(paths, SessionConfig::default());
@@ -13,7 +13,7 @@
 //! if let Some(update) = session.poll(now) {
 //!     println!("{:?} ({})", update.posture.turn.phase, update.channel.detail);
 //! }
-//! # Ok::<(), hooktrack::store::LocateError>(())
+//! # Ok::<(), hooktrack_core::store::LocateError>(())
 //! ```
 //!
 //! Time is always an argument: the session reads files, never a clock. A hub
@@ -27,16 +27,16 @@ use std::time::SystemTime;
 
 use serde::{Serialize, Serializer};
 
-use crate::channel::{Channel, ChannelConfig, ChannelStatus};
-use crate::correlate::TurnRecord;
-use crate::diagnostics::Diagnostics;
-use crate::diagnostics::error_chain;
-use crate::pipeline::{Fed, Pipeline};
-use crate::posture::Posture;
-use crate::provider::ProviderChoice;
-use crate::store::{self, StorePaths};
 use crate::tail::{self, Checkpoint, Prefix, Tailer};
-use crate::time::Timestamp;
+use hooktrack_core::channel::{Channel, ChannelConfig, ChannelStatus};
+use hooktrack_core::correlate::TurnRecord;
+use hooktrack_core::diagnostics::Diagnostics;
+use hooktrack_core::diagnostics::error_chain;
+use hooktrack_core::pipeline::{Fed, Pipeline};
+use hooktrack_core::posture::Posture;
+use hooktrack_core::provider::ProviderChoice;
+use hooktrack_core::store::{self, StorePaths};
+use hooktrack_core::time::Timestamp;
 
 #[derive(Clone, Debug, Default)]
 pub struct SessionConfig {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::FileId;
-use crate::row::MAX_LINE_BYTES;
+use hooktrack_core::row::MAX_LINE_BYTES;
 
 const VERSION: u32 = 1;
 

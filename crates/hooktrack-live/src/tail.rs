@@ -32,8 +32,8 @@ use thiserror::Error;
 
 pub use checkpoint::{Checkpoint, CheckpointError, FirstLine};
 
-use crate::read::ReadLine;
-use crate::row::MAX_LINE_BYTES;
+use hooktrack_core::read::ReadLine;
+use hooktrack_core::row::MAX_LINE_BYTES;
 
 /// Bytes read per `read` call.
 const CHUNK: usize = 64 * 1024;

@@ -27,9 +27,9 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use thiserror::Error;
 
-use crate::read::{LineReader, ReadLine};
-use crate::row::{MAX_LINE_BYTES, parse_line};
-use crate::time::Timestamp;
+use hooktrack_core::read::{LineReader, ReadLine};
+use hooktrack_core::row::{MAX_LINE_BYTES, parse_line};
+use hooktrack_core::time::Timestamp;
 
 /// Longest request body the collector accepts by default, and the longest delivery an
 /// emitter sends: a row adds at most a few hundred bytes, so every row stays under the
@@ -94,15 +94,15 @@ impl StoreDir {
     pub fn path(&self) -> &Path {
         &self.dir
     }
-    // The names readers look for (`crate::store`): one list for both sides.
+    // The names readers look for (`hooktrack_core::store`): one list for both sides.
     pub fn events(&self) -> PathBuf {
-        self.dir.join(crate::store::EVENTS_FILE)
+        self.dir.join(hooktrack_core::store::EVENTS_FILE)
     }
     pub fn collector_json(&self) -> PathBuf {
-        self.dir.join(crate::store::COLLECTOR_FILE)
+        self.dir.join(hooktrack_core::store::COLLECTOR_FILE)
     }
     pub fn channel_json(&self) -> PathBuf {
-        self.dir.join(crate::store::CHANNEL_FILE)
+        self.dir.join(hooktrack_core::store::CHANNEL_FILE)
     }
     pub fn counter(&self) -> PathBuf {
         self.dir.join("emitter.seq")

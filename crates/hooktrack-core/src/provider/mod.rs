@@ -10,52 +10,17 @@ mod gemini;
 mod kimi;
 
 use std::borrow::Cow;
-use std::fmt;
 use std::str::FromStr;
 
 use serde::Serialize;
 
+use crate::agent::{Agent, UnknownAgent};
 use crate::event::Event;
 use crate::event::TurnId;
 use crate::payload::{Payload, TurnIdField};
 use crate::row::Row;
 
-/// An agent CLI whose hook payloads hooktrack understands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Provider {
-    /// Kimi Code 2.x, the TypeScript CLI with 20 hook events (the reference mapping).
-    KimiCode,
-    /// Kimi CLI 1.x, the legacy Python CLI with 13 hook events.
-    KimiCli,
-    ClaudeCode,
-    Codex,
-    GeminiCli,
-}
-
-impl Provider {
-    pub const fn name(self) -> &'static str {
-        match self {
-            Provider::KimiCode => "kimi-code",
-            Provider::KimiCli => "kimi-cli",
-            Provider::ClaudeCode => "claude-code",
-            Provider::Codex => "codex",
-            Provider::GeminiCli => "gemini-cli",
-        }
-    }
-
-    pub const ALL: [Provider; 5] = [
-        Provider::KimiCode,
-        Provider::KimiCli,
-        Provider::ClaudeCode,
-        Provider::Codex,
-        Provider::GeminiCli,
-    ];
-
-    fn is_kimi(self) -> bool {
-        matches!(self, Provider::KimiCode | Provider::KimiCli)
-    }
-
+impl Agent {
     pub fn capabilities(self) -> Capabilities {
         let kimi = Capabilities {
             prompt_starts_turn: false,
@@ -74,18 +39,18 @@ impl Provider {
             ..kimi
         };
         match self {
-            Provider::KimiCode => kimi,
-            Provider::KimiCli => Capabilities {
+            Agent::KimiCode => kimi,
+            Agent::KimiCli => Capabilities {
                 prompt_starts_turn: true,
                 unannounced_turns: true,
                 ..kimi
             },
-            Provider::ClaudeCode | Provider::Codex => Capabilities {
+            Agent::ClaudeCode | Agent::Codex => Capabilities {
                 agent_scopes: true,
                 subagent_scope_is_turn: true,
                 ..prompt_to_stop
             },
-            Provider::GeminiCli => Capabilities {
+            Agent::GeminiCli => Capabilities {
                 tool_ids: false,
                 ..prompt_to_stop
             },
@@ -95,17 +60,11 @@ impl Provider {
     /// Maps one payload, delivered under the event `name`, into the canonical vocabulary.
     pub fn normalize<'a>(self, name: &Cow<'a, str>, payload: &mut Payload<'a>) -> Event<'a> {
         match self {
-            Provider::KimiCode | Provider::KimiCli => kimi::normalize(name, payload),
-            Provider::ClaudeCode => claude::normalize(name, payload),
-            Provider::Codex => codex::normalize(name, payload),
-            Provider::GeminiCli => gemini::normalize(name, payload),
+            Agent::KimiCode | Agent::KimiCli => kimi::normalize(name, payload),
+            Agent::ClaudeCode => claude::normalize(name, payload),
+            Agent::Codex => codex::normalize(name, payload),
+            Agent::GeminiCli => gemini::normalize(name, payload),
         }
-    }
-}
-
-impl fmt::Display for Provider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 
@@ -141,23 +100,24 @@ pub enum ProviderChoice {
     Auto,
     /// Kimi, either generation: told apart by the payload.
     Kimi,
-    Exactly(Provider),
+    Exactly(Agent),
+}
+
+impl ProviderChoice {
+    /// The names `--provider` / `--agent` take, for help texts.
+    pub fn names_for_help() -> String {
+        format!("auto, kimi (either Kimi), {}", Agent::names_for_help())
+    }
 }
 
 impl FromStr for ProviderChoice {
-    type Err = String;
+    type Err = UnknownAgent;
+    /// `auto`, `kimi` (either generation), or any name of an [`Agent`].
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "auto" => Ok(ProviderChoice::Auto),
             "kimi" => Ok(ProviderChoice::Kimi),
-            "kimi-code" => Ok(ProviderChoice::Exactly(Provider::KimiCode)),
-            "kimi-cli" => Ok(ProviderChoice::Exactly(Provider::KimiCli)),
-            "claude" | "claude-code" => Ok(ProviderChoice::Exactly(Provider::ClaudeCode)),
-            "codex" => Ok(ProviderChoice::Exactly(Provider::Codex)),
-            "gemini" | "gemini-cli" => Ok(ProviderChoice::Exactly(Provider::GeminiCli)),
-            other => Err(format!(
-                "unknown provider `{other}` (expected auto, kimi, kimi-code, kimi-cli, claude, codex or gemini)"
-            )),
+            other => Agent::from_name(other).map(ProviderChoice::Exactly),
         }
     }
 }
@@ -165,7 +125,7 @@ impl FromStr for ProviderChoice {
 /// How a provider was decided, for the report.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Detection {
-    pub provider: Provider,
+    pub provider: Agent,
     /// The line whose row decided it (`None` when chosen on the command line or assumed).
     pub line: Option<u64>,
     pub reason: &'static str,
@@ -175,22 +135,17 @@ pub struct Detection {
 ///
 /// The envelope's `provider` (or a capture line's `cli`) decides when it names one CLI;
 /// otherwise the payload's shape does, using fields only one CLI sends.
-pub fn detect(row: &Row<'_>) -> Option<(Provider, &'static str)> {
+pub fn detect(row: &Row<'_>) -> Option<(Agent, &'static str)> {
     let p = &row.payload;
-    match row.provider_hint.as_deref() {
-        Some("kimi-cli") => return Some((Provider::KimiCli, "the row names kimi-cli")),
-        Some("kimi-code") => return Some((Provider::KimiCode, "the row names kimi-code")),
-        Some("claude" | "claude-code") => {
-            return Some((Provider::ClaudeCode, "the row names claude"));
-        }
-        Some("codex") => return Some((Provider::Codex, "the row names codex")),
-        Some("gemini" | "gemini-cli") => {
-            return Some((Provider::GeminiCli, "the row names gemini"));
-        }
-        _ => {}
+    if let Some(agent) = row
+        .provider_hint
+        .as_deref()
+        .and_then(|h| Agent::from_name(h).ok())
+    {
+        return Some((agent, named_by_row(agent)));
     }
     if p.client_type.as_deref() == Some("kimi_code_cli") {
-        return Some((Provider::KimiCode, "payload client_type is kimi_code_cli"));
+        return Some((Agent::KimiCode, "payload client_type is kimi_code_cli"));
     }
     let gemini_event = matches!(
         row.event_name.as_ref(),
@@ -204,26 +159,23 @@ pub fn detect(row: &Row<'_>) -> Option<(Provider, &'static str)> {
             | "PreCompress"
     );
     if gemini_event || (p.timestamp.is_some() && p.transcript_path.is_some()) {
-        return Some((
-            Provider::GeminiCli,
-            "Gemini event name or payload timestamp",
-        ));
+        return Some((Agent::GeminiCli, "Gemini event name or payload timestamp"));
     }
     if matches!(p.turn_id, Some(TurnIdField(TurnId::Text(_)))) {
-        return Some((Provider::Codex, "string turn_id (Codex)"));
+        return Some((Agent::Codex, "string turn_id (Codex)"));
     }
     if p.prompt_id.is_some() && p.transcript_path.is_some() {
         return Some((
-            Provider::ClaudeCode,
+            Agent::ClaudeCode,
             "prompt_id with transcript_path (Claude Code)",
         ));
     }
     if row.event_name == "SessionStart" && p.transcript_path.is_some() {
         return Some(if p.permission_mode.is_some() {
-            (Provider::Codex, "SessionStart with permission_mode (Codex)")
+            (Agent::Codex, "SessionStart with permission_mode (Codex)")
         } else {
             (
-                Provider::ClaudeCode,
+                Agent::ClaudeCode,
                 "SessionStart with transcript_path, no permission_mode (Claude Code)",
             )
         });
@@ -232,14 +184,14 @@ pub fn detect(row: &Row<'_>) -> Option<(Provider, &'static str)> {
     let session = p.session_id.as_deref()?;
     if session.starts_with("session_") {
         return Some((
-            Provider::KimiCode,
+            Agent::KimiCode,
             "session_id has the session_ prefix of Kimi Code",
         ));
     }
     let plain_uuid = session.len() == 36 && session.bytes().filter(|b| *b == b'-').count() == 4;
     if plain_uuid && p.transcript_path.is_none() && p.client_type.is_none() {
         return Some((
-            Provider::KimiCli,
+            Agent::KimiCli,
             if kimi_family {
                 "kimi row with a plain-uuid session_id and no client_type"
             } else {
@@ -248,6 +200,16 @@ pub fn detect(row: &Row<'_>) -> Option<(Provider, &'static str)> {
         ));
     }
     None
+}
+
+fn named_by_row(agent: Agent) -> &'static str {
+    match agent {
+        Agent::KimiCode => "the row names kimi-code",
+        Agent::KimiCli => "the row names kimi-cli",
+        Agent::ClaudeCode => "the row names claude",
+        Agent::Codex => "the row names codex",
+        Agent::GeminiCli => "the row names gemini",
+    }
 }
 
 /// The stream-level decision: the first row that identifies the provider fixes it.
@@ -276,7 +238,7 @@ impl Detector {
 
     /// The provider for this row. The bool is true when it had to be assumed (nothing
     /// identified the provider yet).
-    pub fn provider_for(&mut self, line: u64, row: &Row<'_>) -> (Provider, bool) {
+    pub fn provider_for(&mut self, line: u64, row: &Row<'_>) -> (Agent, bool) {
         if let Some(d) = &self.decided {
             return (d.provider, false);
         }
@@ -290,6 +252,6 @@ impl Detector {
             });
             return (provider, false);
         }
-        (Provider::KimiCode, true)
+        (Agent::KimiCode, true)
     }
 }

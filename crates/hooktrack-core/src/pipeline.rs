@@ -5,12 +5,13 @@
 
 use std::borrow::Cow;
 
+use crate::agent::Agent;
 use crate::correlate::{Correlator, Observation, Outcome, TurnRecord};
 use crate::deliveries::{Admission, DeliveryFilter};
 use crate::diagnostics::{Diag, Diagnostics, Note};
 use crate::event::Event;
 use crate::posture::{ChannelState, Posture};
-use crate::provider::{Detection, Detector, Provider, ProviderChoice};
+use crate::provider::{Detection, Detector, ProviderChoice};
 use crate::read::ReadLine;
 use crate::row::{LineError, Row, parse_line};
 use crate::time::Timestamp;
@@ -33,7 +34,7 @@ pub struct Step<'a> {
     /// The provider's own event name.
     pub name: Cow<'a, str>,
     pub event: Event<'a>,
-    pub provider: Provider,
+    pub provider: Agent,
     pub outcome: Outcome,
 }
 

@@ -1,0 +1,321 @@
+//! The one agent type: every agent CLI hooktrack observes, with the facts every part of
+//! hooktrack needs about it (its names, where its hook config lives, which events it
+//! fires). Detection, the adapters (`provider/`), the installers and every command-line
+//! flag use this type; no other list of agents exists.
+
+use std::fmt;
+
+use serde::Serialize;
+use thiserror::Error;
+
+/// An agent CLI whose hook payloads hooktrack understands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Agent {
+    /// Kimi Code 2.x, the TypeScript CLI with 20 hook events (the reference mapping).
+    KimiCode,
+    /// Kimi CLI 1.x, the legacy Python CLI with 13 hook events.
+    KimiCli,
+    ClaudeCode,
+    Codex,
+    GeminiCli,
+}
+
+/// How an agent's hook config file is laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigFormat {
+    /// TOML `[[hooks]]` entries (Kimi); hooktrack's are a marker-delimited block.
+    TomlHooks,
+    /// `{"hooks": {Event: [{matcher, hooks: [{type, command, timeout}]}]}}` (Claude Code,
+    /// Codex, Gemini CLI).
+    JsonHooks,
+}
+
+/// Where an agent reads its hook config: `$<home_env>/<file>` when the variable is set,
+/// else `~/<dot_dir>/<file>` (a project's own is `<project>/<dot_dir>/<file>`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConfigLocation {
+    /// The environment variable naming the directory that holds the file, if any.
+    pub home_env: Option<&'static str>,
+    /// The directory under `$HOME` (or a project) holding the file.
+    pub dot_dir: &'static str,
+    pub file: &'static str,
+    pub format: ConfigFormat,
+}
+
+/// A name no agent answers to.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("unknown agent `{name}` (expected {})", Agent::names_for_help())]
+pub struct UnknownAgent {
+    pub name: String,
+}
+
+impl Agent {
+    pub const ALL: [Agent; 5] = [
+        Agent::KimiCode,
+        Agent::KimiCli,
+        Agent::ClaudeCode,
+        Agent::Codex,
+        Agent::GeminiCli,
+    ];
+
+    /// The wire name: in JSON output, `--provider`, `--agent`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Agent::KimiCode => "kimi-code",
+            Agent::KimiCli => "kimi-cli",
+            Agent::ClaudeCode => "claude-code",
+            Agent::Codex => "codex",
+            Agent::GeminiCli => "gemini-cli",
+        }
+    }
+
+    /// The `provider` written into rows and the store directory's name
+    /// (`hook-observation/<store_name>/`); Kimi Code's is the contract's `kimi`.
+    pub const fn store_name(self) -> &'static str {
+        match self {
+            Agent::KimiCode => "kimi",
+            Agent::KimiCli => "kimi-cli",
+            Agent::ClaudeCode => "claude",
+            Agent::Codex => "codex",
+            Agent::GeminiCli => "gemini",
+        }
+    }
+
+    /// For people.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Agent::KimiCode => "Kimi Code 2.x",
+            Agent::KimiCli => "Kimi CLI 1.x",
+            Agent::ClaudeCode => "Claude Code",
+            Agent::Codex => "Codex CLI",
+            Agent::GeminiCli => "Gemini CLI",
+        }
+    }
+
+    /// The other names the agent answers to besides its wire name (its store name is one,
+    /// except Kimi Code's `kimi`, which names the Kimi family: see `ProviderChoice`).
+    pub const fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Agent::KimiCode => &[],
+            Agent::KimiCli => &[],
+            Agent::ClaudeCode => &["claude"],
+            Agent::Codex => &[],
+            Agent::GeminiCli => &["gemini"],
+        }
+    }
+
+    /// The agent a name means (wire name or alias).
+    pub fn from_name(name: &str) -> Result<Agent, UnknownAgent> {
+        Agent::ALL
+            .into_iter()
+            .find(|a| a.name() == name || a.aliases().contains(&name))
+            .ok_or_else(|| UnknownAgent {
+                name: name.to_owned(),
+            })
+    }
+
+    /// The names a user types, for help and error texts: `kimi-code, kimi-cli, claude, ...`.
+    pub fn names_for_help() -> String {
+        Agent::ALL
+            .iter()
+            .map(|a| a.aliases().first().copied().unwrap_or(a.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    pub const fn config(self) -> ConfigLocation {
+        match self {
+            Agent::KimiCode => ConfigLocation {
+                home_env: Some("KIMI_CODE_HOME"),
+                dot_dir: ".kimi-code",
+                file: "config.toml",
+                format: ConfigFormat::TomlHooks,
+            },
+            Agent::KimiCli => ConfigLocation {
+                home_env: Some("KIMI_SHARE_DIR"),
+                dot_dir: ".kimi",
+                file: "config.toml",
+                format: ConfigFormat::TomlHooks,
+            },
+            Agent::ClaudeCode => ConfigLocation {
+                home_env: Some("CLAUDE_CONFIG_DIR"),
+                dot_dir: ".claude",
+                file: "settings.json",
+                format: ConfigFormat::JsonHooks,
+            },
+            Agent::Codex => ConfigLocation {
+                home_env: Some("CODEX_HOME"),
+                dot_dir: ".codex",
+                file: "hooks.json",
+                format: ConfigFormat::JsonHooks,
+            },
+            Agent::GeminiCli => ConfigLocation {
+                home_env: None,
+                dot_dir: ".gemini",
+                file: "settings.json",
+                format: ConfigFormat::JsonHooks,
+            },
+        }
+    }
+
+    /// Every hook event of this agent's pinned version that hooktrack subscribes to. The
+    /// adapter maps each of them (a test checks it).
+    pub const fn hook_events(self) -> &'static [&'static str] {
+        match self {
+            Agent::KimiCode => &KIMI_CODE_EVENTS,
+            Agent::KimiCli => &KIMI_CLI_EVENTS,
+            Agent::ClaudeCode => &CLAUDE_EVENTS,
+            Agent::Codex => &CODEX_EVENTS,
+            Agent::GeminiCli => &GEMINI_EVENTS,
+        }
+    }
+
+    pub(crate) fn is_kimi(self) -> bool {
+        matches!(self, Agent::KimiCode | Agent::KimiCli)
+    }
+}
+
+impl fmt::Display for Agent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Agent {
+    type Err = UnknownAgent;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Agent::from_name(s)
+    }
+}
+
+/// Kimi Code 2.x: the pinned 20-name enum (contract section 3).
+const KIMI_CODE_EVENTS: [&str; 20] = [
+    "SessionStart",
+    "SessionEnd",
+    "SessionHeartbeat",
+    "UserPromptSubmit",
+    "UserPromptQueued",
+    "TurnStarted",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PermissionRequest",
+    "PermissionResult",
+    "Stop",
+    "StopFailure",
+    "Interrupt",
+    "SubagentStart",
+    "SubagentStop",
+    "TaskStarted",
+    "PreCompact",
+    "PostCompact",
+    "Notification",
+];
+
+/// Kimi CLI 1.52's 13 events (an unknown event name fails its startup).
+const KIMI_CLI_EVENTS: [&str; 13] = [
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "UserPromptSubmit",
+    "Stop",
+    "StopFailure",
+    "SessionStart",
+    "SessionEnd",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "PostCompact",
+    "Notification",
+];
+
+/// Claude Code 2.1.197's events, all but `WorktreeCreate` and `WorktreeRemove` (a command
+/// hook there replaces the worktree creation itself).
+const CLAUDE_EVENTS: [&str; 28] = [
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PostToolBatch",
+    "Notification",
+    "UserPromptSubmit",
+    "UserPromptExpansion",
+    "SessionStart",
+    "SessionEnd",
+    "Stop",
+    "StopFailure",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "PostCompact",
+    "PermissionRequest",
+    "PermissionDenied",
+    "Setup",
+    "TeammateIdle",
+    "TaskCreated",
+    "TaskCompleted",
+    "Elicitation",
+    "ElicitationResult",
+    "ConfigChange",
+    "InstructionsLoaded",
+    "CwdChanged",
+    "FileChanged",
+    "MessageDisplay",
+];
+
+/// Codex CLI 0.171.0's events.
+const CODEX_EVENTS: [&str; 12] = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "PreCompact",
+    "PostCompact",
+    "Stop",
+    "SubagentStart",
+    "SubagentStop",
+    "SessionEnd",
+    "Interrupt",
+];
+
+/// Gemini CLI 0.61.0's events.
+const GEMINI_EVENTS: [&str; 11] = [
+    "BeforeTool",
+    "AfterTool",
+    "BeforeAgent",
+    "AfterAgent",
+    "Notification",
+    "SessionStart",
+    "SessionEnd",
+    "PreCompress",
+    "BeforeModel",
+    "AfterModel",
+    "BeforeToolSelection",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_finds_its_agent_and_no_two_agents_share_one() {
+        let mut seen = std::collections::BTreeMap::new();
+        for agent in Agent::ALL {
+            for name in std::iter::once(agent.name()).chain(agent.aliases().iter().copied()) {
+                assert_eq!(Agent::from_name(name), Ok(agent), "{name}");
+                if let Some(other) = seen.insert(name, agent) {
+                    assert_eq!(other, agent, "{name} names two agents");
+                }
+            }
+        }
+        for agent in Agent::ALL.into_iter().filter(|a| *a != Agent::KimiCode) {
+            assert_eq!(Agent::from_name(agent.store_name()), Ok(agent));
+        }
+        let err = Agent::from_name("kimi").unwrap_err().to_string();
+        assert!(
+            err.contains("kimi-code, kimi-cli, claude, codex, gemini"),
+            "{err}"
+        );
+    }
+}

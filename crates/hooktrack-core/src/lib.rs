@@ -1,0 +1,26 @@
+//! hooktrack's pure core: no clock, no file, no socket, no environment.
+//!
+//! Data flows one way: a line of `events.ndjson` ([`read`], [`row`]) passes the
+//! [`deliveries`] filter, is mapped by a [`provider`] adapter into the canonical
+//! [`event`] vocabulary, and drives the [`correlate`] state machine, which projects a
+//! [`posture`] and a turn ledger. [`pipeline`] wires these stages together.
+//!
+//! Beside the pipeline: [`channel`] judges the hook channel's health from inputs and
+//! time, [`merge`] combines a posture with a supervisor's terminal facts, and [`store`] is
+//! the on-disk contract both edges share (paths, the envelope row, the metadata records).
+
+pub mod agent;
+pub mod channel;
+pub mod correlate;
+pub mod deliveries;
+pub mod diagnostics;
+pub mod event;
+pub mod merge;
+pub mod payload;
+pub mod pipeline;
+pub mod posture;
+pub mod provider;
+pub mod read;
+pub mod row;
+pub mod store;
+pub mod time;

@@ -1,0 +1,8 @@
+//! hooktrack's reading edge: [`tail`] follows a growing `events.ndjson` by offset,
+//! [`session`] puts a tailer, a pipeline and the channel state machine behind
+//! `poll(now)`, and [`hub`] follows many sessions with one file watcher. See
+//! `docs/live.md`.
+
+pub mod hub;
+pub mod session;
+pub mod tail;
