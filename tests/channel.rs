@@ -22,7 +22,7 @@ fn state(c: &Channel, now: f64) -> ChannelState {
 fn collector(generation: u64, status: &str) -> CollectorRecord {
     CollectorRecord {
         generation: Some(generation),
-        status: Some(status.into()),
+        status: serde_json::from_value(serde_json::Value::from(status)).ok(),
         ..CollectorRecord::default()
     }
 }
@@ -35,8 +35,9 @@ fn record(generation: u64, ok: bool, state: Option<&str>) -> ChannelRecord {
             ok,
             detail: (!ok).then(|| "unknown key `matchers`".into()),
         }),
-        state: state.map(Into::into),
+        state: state.and_then(|s| serde_json::from_value(serde_json::Value::from(s)).ok()),
         detail: None,
+        rest: Default::default(),
     }
 }
 

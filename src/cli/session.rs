@@ -25,12 +25,14 @@ use hooktrack::correlate::TurnRecord;
 use hooktrack::diagnostics::Diagnostics;
 use hooktrack::pipeline::{Fed, Pipeline};
 use hooktrack::posture::{ChannelState, Posture};
-use hooktrack::producer::collect::{CollectConfig, CollectSummary, Collector, CollectorStatus};
-use hooktrack::producer::install::InstallState;
+use hooktrack::producer::collect::{CollectConfig, CollectSummary, Collector};
 use hooktrack::producer::install::kimi::{self, Observer, Variant};
-use hooktrack::producer::store::{self, StoreDir, TOKEN_ENV};
+use hooktrack::producer::store::{self, TOKEN_ENV};
 use hooktrack::producer::token;
 use hooktrack::read::ReadLine;
+use hooktrack::store::{
+    InstallRecord as InstallState, StorePaths as StoreDir, parse_channel, parse_collector,
+};
 use hooktrack::tail::Tailer;
 use hooktrack::{Agent, ProviderChoice};
 
@@ -90,11 +92,11 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
         Some(r) => std::path::absolute(r).map_err(|e| format!("bad --root: {e}"))?,
         None => default_root()?,
     };
-    let store = StoreDir::new(
+    let store = StoreDir::in_dir(
         root.join(hooktrack::store::OBSERVATION_DIR)
             .join(variant.provider()),
     );
-    store.create().map_err(|e| error_chain(&e))?;
+    store::create_dir(&store).map_err(|e| error_chain(&e))?;
     let generation = previous_generation(&store) + 1;
     let token = token::generate().map_err(|e| error_chain(&e))?;
     let mut out = Output::open(args.output.as_deref(), args.format)?;
@@ -129,7 +131,7 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
 
     // The collector, in this process.
     let collector = Collector::bind(CollectConfig::new(
-        store.path().to_owned(),
+        store.dir.as_path().to_owned(),
         variant.provider().to_owned(),
         generation,
         token.clone(),
@@ -143,22 +145,22 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
     let observer = Observer {
         emitter: this_binary()?,
         url: url.clone(),
-        dir: store.path().to_owned(),
+        dir: store.dir.as_path().to_owned(),
         generation,
     };
     let install = match kimi::install(&config, variant, &observer) {
         Ok(r) => InstallState {
             ok: true,
-            detail: format!(
+            detail: Some(format!(
                 "{} hooks for {} in {}",
                 r.ours,
                 variant.label(),
                 r.config.display()
-            ),
+            )),
         },
         Err(e) => InstallState {
             ok: false,
-            detail: error_chain(&e),
+            detail: Some(error_chain(&e)),
         },
     };
     out.start(variant, &store, generation, &url, &install);
@@ -174,7 +176,7 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
     } else {
         command.spawn()
     };
-    let mut tracker = Tracker::new(store.events(), variant);
+    let mut tracker = Tracker::new(store.events.clone(), variant);
     let status = match spawned {
         Ok(mut child) => {
             child_pid.store(i32::try_from(child.id()).unwrap_or(0), Ordering::SeqCst);
@@ -257,14 +259,15 @@ fn default_root() -> Result<PathBuf, String> {
 
 /// The generation recorded by an earlier collector or installer in this store, or 0.
 fn previous_generation(store: &StoreDir) -> u64 {
-    let from_collector = fs::read(store.collector_json())
+    let from_collector = fs::read(&store.collector)
         .ok()
-        .and_then(|b| serde_json::from_slice::<CollectorStatus>(&b).ok())
-        .map_or(0, |c| c.generation);
-    let from_channel = fs::read(store.channel_json())
+        .and_then(|b| parse_collector(&b).ok())
+        .and_then(|c| c.generation)
+        .unwrap_or(0);
+    let from_channel = fs::read(&store.channel)
         .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| v.get("generation").and_then(serde_json::Value::as_u64))
+        .and_then(|b| parse_channel(&b).ok())
+        .and_then(|c| c.generation)
         .unwrap_or(0);
     from_collector.max(from_channel)
 }
@@ -465,7 +468,7 @@ impl Output {
             OutputFormat::Ndjson => self.json(&StartLine {
                 kind: "start",
                 provider: variant.provider(),
-                store: store.path(),
+                store: store.dir.as_path(),
                 generation,
                 collector: url,
                 install,
@@ -474,14 +477,17 @@ impl Output {
                 self.text(&format!(
                     "observing {} (generation {generation}); store {}; collector {url}",
                     variant.label(),
-                    store.path().display()
+                    store.dir.as_path().display()
                 ));
                 if install.ok {
-                    self.text(&format!("observer installed: {}", install.detail));
+                    self.text(&format!(
+                        "observer installed: {}",
+                        install.detail.as_deref().unwrap_or_default()
+                    ));
                 } else {
                     self.text(&format!(
                         "observer NOT installed, channel unavailable: {}",
-                        install.detail
+                        install.detail.as_deref().unwrap_or_default()
                     ));
                 }
             }

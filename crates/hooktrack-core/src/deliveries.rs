@@ -113,7 +113,7 @@ mod tests {
             generation: Some(generation),
             emitter_seq: Some(seq),
             sequence: None,
-            via: Via::Http,
+            via: Some(Via::Http),
             at: None,
         }
     }

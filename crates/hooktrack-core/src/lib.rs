@@ -14,6 +14,7 @@ pub mod channel;
 pub mod correlate;
 pub mod deliveries;
 pub mod diagnostics;
+pub mod envelope;
 pub mod event;
 pub mod merge;
 pub mod payload;

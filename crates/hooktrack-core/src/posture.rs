@@ -69,7 +69,7 @@ pub enum Work {
 }
 
 /// Health of the hook channel (contract section 6).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum ChannelState {
     Active,

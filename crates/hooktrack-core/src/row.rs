@@ -12,6 +12,7 @@ use serde::de::IgnoredAny;
 use thiserror::Error;
 
 use crate::diagnostics::Diag;
+pub use crate::envelope::Via;
 use crate::payload::Payload;
 use crate::time::Timestamp;
 
@@ -51,22 +52,14 @@ impl LineError {
     }
 }
 
-/// Which path delivered a row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Via {
-    Http,
-    CommandFallback,
-    /// A bare payload or capture line, or an envelope with an unknown `via`.
-    Unknown,
-}
-
 /// Delivery facts of a row, from its envelope. All optional: a bare payload line has none.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RowMeta {
     pub generation: Option<u64>,
     pub emitter_seq: Option<u64>,
     pub sequence: Option<u64>,
-    pub via: Via,
+    /// `None` for a bare payload or capture line, or an envelope with an unknown `via`.
+    pub via: Option<Via>,
     /// When the row was received (envelope `received_at`, capture `recv_ts`, or the
     /// payload's own `timestamp`).
     pub at: Option<Timestamp>,
@@ -153,11 +146,7 @@ pub fn parse_line(bytes: &[u8]) -> Result<Row<'_>, LineError> {
         .as_deref()
         .or(line.recv_ts.as_deref())
         .or(payload.timestamp.as_deref());
-    let via = match line.via.as_deref() {
-        Some("http") => Via::Http,
-        Some("command_fallback") => Via::CommandFallback,
-        _ => Via::Unknown,
-    };
+    let via = line.via.as_deref().and_then(Via::from_name);
     Ok(Row {
         meta: RowMeta {
             generation: line.generation,
@@ -194,7 +183,7 @@ mod tests {
         assert_eq!(row.event_name, "PreToolUse");
         assert_eq!(row.meta.generation, Some(2));
         assert_eq!(row.meta.emitter_seq, Some(57));
-        assert_eq!(row.meta.via, Via::Http);
+        assert_eq!(row.meta.via, Some(Via::Http));
         assert_eq!(row.meta.at.unwrap().to_string(), "2026-10-20T09:14:03.512Z");
         assert_eq!(row.payload.tool_call_id.as_deref(), Some("call_1"));
         assert!(!row.name_mismatch);

@@ -6,12 +6,14 @@
 //! <session_root>/hook-observation/<provider>/events.ndjson
 //!                                           /collector.json   {pid, port, generation, status, ...}
 //!                                           /channel.json     {provider, generation, install: {ok, detail}, state?}
+//!                                           /emitter.seq      the emitter_seq counter and the append lock
+//!                                           /emit.log         the emitter's failures
 //! ```
 
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::posture::ChannelState;
@@ -20,6 +22,10 @@ pub const OBSERVATION_DIR: &str = "hook-observation";
 pub const EVENTS_FILE: &str = "events.ndjson";
 pub const COLLECTOR_FILE: &str = "collector.json";
 pub const CHANNEL_FILE: &str = "channel.json";
+/// The emitter_seq counter; its `flock` is also the store's append lock.
+pub const COUNTER_FILE: &str = "emitter.seq";
+/// The emitter's failures (it never writes to stdout or stderr).
+pub const EMIT_LOG_FILE: &str = "emit.log";
 /// The provider directory assumed when a session root has none yet (the reference
 /// provider; a fresh Kimi TUI creates its store lazily, after the first prompt).
 pub const DEFAULT_PROVIDER_DIR: &str = "kimi";
@@ -31,6 +37,8 @@ pub struct StorePaths {
     pub events: PathBuf,
     pub collector: PathBuf,
     pub channel: PathBuf,
+    pub counter: PathBuf,
+    pub emit_log: PathBuf,
 }
 
 #[derive(Debug, Error)]
@@ -53,6 +61,8 @@ impl StorePaths {
             events: dir.join(EVENTS_FILE),
             collector: dir.join(COLLECTOR_FILE),
             channel: dir.join(CHANNEL_FILE),
+            counter: dir.join(COUNTER_FILE),
+            emit_log: dir.join(EMIT_LOG_FILE),
             dir,
         }
     }
@@ -67,12 +77,19 @@ impl StorePaths {
         Self {
             collector: dir.join(COLLECTOR_FILE),
             channel: dir.join(CHANNEL_FILE),
+            counter: dir.join(COUNTER_FILE),
+            emit_log: dir.join(EMIT_LOG_FILE),
             events,
             dir,
         }
     }
 
-    /// The store of `provider` under a session root.
+    /// The store of `agent` under a session root.
+    pub fn for_agent(root: &Path, agent: crate::agent::Agent) -> Self {
+        Self::for_provider(root, agent.store_name())
+    }
+
+    /// The store of a provider directory name under a session root.
     pub fn for_provider(root: &Path, provider: &str) -> Self {
         Self::in_dir(root.join(OBSERVATION_DIR).join(provider))
     }
@@ -123,36 +140,67 @@ impl StorePaths {
     }
 }
 
-/// `collector.json`. Every field is optional: a reader never trusts the file.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+/// `collector.json`: what a reader needs to find and judge the collector; no secret. The
+/// collector writes every field; a reader never trusts the file, so each is optional.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CollectorRecord {
-    pub pid: Option<u64>,
+    pub pid: Option<u32>,
     pub port: Option<u16>,
     pub generation: Option<u64>,
-    pub status: Option<String>,
+    pub status: Option<CollectorState>,
     pub started_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_at: Option<String>,
+}
+
+/// `collector.json`'s `status`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CollectorState {
+    Running,
+    Stopped,
+    /// A status no collector writes.
+    #[serde(other)]
+    Unknown,
 }
 
 impl CollectorRecord {
     pub fn stopped(&self) -> bool {
-        self.status.as_deref() == Some("stopped")
+        self.status == Some(CollectorState::Stopped)
     }
 }
 
-/// `channel.json`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+/// `channel.json`: the installer's verdict and any state a producer publishes; no secret.
+/// Keys this type does not know are kept (`rest`), so one writer never drops another's.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChannelRecord {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub install: Option<InstallRecord>,
     /// A state published by a producer: a terminal policy state, `error`, `stopped`, or
-    /// `unavailable` (e.g. a remote store).
-    pub state: Option<String>,
+    /// `unavailable` (e.g. a remote store). A name this reader does not know is kept as
+    /// written and honoured as nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<PublishedState>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    #[serde(flatten)]
+    pub rest: serde_json::Map<String, serde_json::Value>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+/// `channel.json`'s `state`: a channel state, or a name kept as written.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum PublishedState {
+    Known(ChannelState),
+    Other(String),
+}
+
+/// `channel.json`'s `install`: did the observer install pass its read-back check.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstallRecord {
     pub ok: bool,
     pub detail: Option<String>,
@@ -162,13 +210,9 @@ impl ChannelRecord {
     /// The published state, if it is one this tracker honours (`active` is never taken
     /// from a file: only events make a channel active).
     pub fn published_state(&self) -> Option<ChannelState> {
-        match self.state.as_deref()? {
-            "unavailable" => Some(ChannelState::Unavailable),
-            "error" => Some(ChannelState::Error),
-            "stopped" => Some(ChannelState::Stopped),
-            "disabled_by_policy" => Some(ChannelState::DisabledByPolicy),
-            "untrusted_workspace" => Some(ChannelState::UntrustedWorkspace),
-            _ => None,
+        match self.state.as_ref()? {
+            PublishedState::Known(ChannelState::Active) | PublishedState::Other(_) => None,
+            PublishedState::Known(state) => Some(*state),
         }
     }
 

@@ -21,15 +21,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use thiserror::Error;
 
 use crate::http::{self, MAX_HEAD_BYTES};
-use crate::store::{
-    self, MAX_BODY_BYTES, RowParts, StoreDir, StoreError, Via, clip_name, render_row,
-};
+use crate::store::{self, MAX_BODY_BYTES, StoreError, StorePaths};
 use crate::token::constant_time_eq;
+use hooktrack_core::envelope::{Envelope, Via, clip_name};
+use hooktrack_core::store::{CollectorRecord, CollectorState};
 use hooktrack_core::time::Timestamp;
 
 /// The one address a collector binds.
@@ -110,18 +110,6 @@ pub enum CollectError {
     },
 }
 
-/// `collector.json`: what a reader needs to find and judge the collector. No secret.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct CollectorStatus {
-    pub pid: u32,
-    pub port: u16,
-    pub generation: u64,
-    pub status: String,
-    pub started_at: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped_at: Option<String>,
-}
-
 /// Counts of one collector run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CollectSummary {
@@ -136,7 +124,7 @@ struct Shared {
     max_body: usize,
     max_connections: usize,
     io_timeout: Duration,
-    store: StoreDir,
+    store: StorePaths,
     events: File,
     counter: File,
     /// The last sequence written. Held while a row is appended, so file order and
@@ -187,15 +175,15 @@ impl Collector {
                 max_body: config.max_body,
             });
         }
-        let store = StoreDir::new(&config.dir);
+        let store = StorePaths::in_dir(&config.dir);
         let store_err = |source| CollectError::Store {
             dir: config.dir.clone(),
             source,
         };
-        store.create().map_err(store_err)?;
-        let events = store.open_events().map_err(store_err)?;
-        let counter = store.open_counter().map_err(store_err)?;
-        let last_sequence = store.max_sequence().map_err(store_err)?;
+        store::create_dir(&store).map_err(store_err)?;
+        let events = store::open_events(&store).map_err(store_err)?;
+        let counter = store::open_counter(&store).map_err(store_err)?;
+        let last_sequence = store::max_sequence(&store).map_err(store_err)?;
         let requested = SocketAddr::new(config.bind, config.port);
         let listener = TcpListener::bind(requested).map_err(|source| CollectError::Bind {
             addr: requested,
@@ -327,20 +315,19 @@ fn publish(
     started_at: Timestamp,
     stopped_at: Option<Timestamp>,
 ) -> Result<(), CollectError> {
-    let status = CollectorStatus {
-        pid: std::process::id(),
-        port,
-        generation: shared.generation,
-        status: if stopped_at.is_some() {
-            "stopped"
+    let status = CollectorRecord {
+        pid: Some(std::process::id()),
+        port: Some(port),
+        generation: Some(shared.generation),
+        status: Some(if stopped_at.is_some() {
+            CollectorState::Stopped
         } else {
-            "running"
-        }
-        .to_owned(),
-        started_at: started_at.to_string(),
+            CollectorState::Running
+        }),
+        started_at: Some(started_at.to_string()),
         stopped_at: stopped_at.map(|t| t.to_string()),
     };
-    let path = shared.store.collector_json();
+    let path = shared.store.collector.clone();
     store::write_json_atomic(&path, &status).map_err(|source| CollectError::Status { path, source })
 }
 
@@ -625,7 +612,7 @@ fn accept(shared: &Shared, body: &[u8]) -> Reply {
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
     let sequence = *last + 1;
-    let row = render_row(&RowParts {
+    let row = Envelope {
         provider,
         generation,
         via: Via::Http,
@@ -635,11 +622,9 @@ fn accept(shared: &Shared, body: &[u8]) -> Reply {
         event: event.as_deref().map(clip_name),
         payload,
         payload_error: delivery.payload_error.as_deref(),
-    });
-    match shared
-        .store
-        .append_locked(&shared.events, &shared.counter, &row)
-    {
+    }
+    .render();
+    match store::append_locked(&shared.store, &shared.events, &shared.counter, &row) {
         Ok(()) => {
             *last = sequence;
             Reply::new(200, format!("{{\"sequence\":{sequence}}}"))

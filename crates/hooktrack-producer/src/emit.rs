@@ -21,9 +21,8 @@ use serde_json::value::RawValue;
 use thiserror::Error;
 
 use crate::http::{self, Limits, PostError, Url};
-use crate::store::{
-    self, MAX_PAYLOAD_BYTES, RowParts, StoreDir, StoreError, Via, clip_name, render_row,
-};
+use crate::store::{self, MAX_PAYLOAD_BYTES, StoreError, StorePaths};
+use hooktrack_core::envelope::{Envelope, Via, clip_name, one_line};
 
 /// Limits of the HTTP attempt: loopback connects at once or is refused, so a slow connect
 /// means trouble; the whole exchange stays far inside Kimi's 5 s hook timeout.
@@ -135,7 +134,7 @@ struct EventName<'a> {
 
 /// One hook delivery, start to end. `problems` found while parsing argv come in first.
 pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> EmitReport {
-    let store = StoreDir::new(&config.dir);
+    let store = StorePaths::in_dir(&config.dir);
     let (bytes, mut payload_error) = match read_payload(stdin) {
         Ok(bytes) => (Some(bytes), None),
         Err(e) => {
@@ -173,8 +172,8 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
     let provider = clip_name(&config.provider);
 
     // emitter_seq, under the lock. Without it the delivery still goes out, unkeyed.
-    let counter = match store.open_counter() {
-        Ok(counter) => match store.take_emitter_seq(&counter) {
+    let counter = match store::open_counter(&store) {
+        Ok(counter) => match store::take_emitter_seq(&store, &counter) {
             Ok(seq) => {
                 report.emitter_seq = Some(seq);
                 Some(counter)
@@ -220,7 +219,7 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
     }
 
     // Fallback: append the row ourselves, under the same lock.
-    let row = render_row(&RowParts {
+    let row = Envelope {
         provider,
         generation: config.generation,
         via: Via::CommandFallback,
@@ -230,14 +229,15 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
         event: event.as_deref(),
         payload,
         payload_error: payload_error.as_deref(),
-    });
+    }
+    .render();
     let appended = (|| {
         let counter = match counter {
             Some(c) => c,
-            None => store.open_counter()?,
+            None => store::open_counter(&store)?,
         };
-        let events = store.open_events()?;
-        store.append_locked(&events, &counter, &row)
+        let events = store::open_events(&store)?;
+        store::append_locked(&store, &events, &counter, &row)
     })();
     let appended = appended.map_err(|source| EmitError::Fallback { source });
     match appended {
@@ -264,7 +264,7 @@ pub fn render_delivery(
     payload: Option<&RawValue>,
     payload_error: Option<&str>,
 ) -> Vec<u8> {
-    let payload_text = payload.map(|p| store::one_line(p.get()));
+    let payload_text = payload.map(|p| one_line(p.get()));
     let mut out = Vec::with_capacity(payload_text.as_ref().map_or(0, |p| p.len()) + 200);
     out.extend_from_slice(b"{\"v\":1,\"provider\":");
     let _ = serde_json::to_writer(&mut out, provider);
@@ -338,7 +338,7 @@ pub fn log_report(dir: &Path, report: &EmitReport) {
 
 /// Appends `text` to `emit.log`, best effort.
 pub fn log_text(dir: &Path, text: &str) {
-    let path = StoreDir::new(dir).emit_log();
+    let path = StorePaths::in_dir(dir).emit_log;
     if fs::metadata(&path).is_ok_and(|m| m.len() > LOG_ROTATE_BYTES) {
         let _ = fs::rename(&path, path.with_extension("log.1"));
     }

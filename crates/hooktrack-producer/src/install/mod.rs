@@ -14,12 +14,12 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::http::{Url, UrlError};
-use crate::store::{self, StoreDir, StoreError};
+use crate::store::{self, StoreError, StorePaths};
 use hooktrack_core::diagnostics::error_chain;
+use hooktrack_core::store::{InstallRecord, parse_channel};
 
 /// What the hook command points at.
 #[derive(Clone, Debug)]
@@ -148,46 +148,24 @@ pub fn shell_quote(word: &str) -> String {
     out
 }
 
-/// The installer's verdict.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct InstallState {
-    pub ok: bool,
-    pub detail: String,
-}
-
-/// `channel.json` (contract section 2). Fields written by others (a policy `state`) are
-/// kept as they are.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ChannelFile {
-    pub provider: String,
-    pub generation: u64,
-    pub install: InstallState,
-    #[serde(flatten)]
-    pub rest: serde_json::Map<String, serde_json::Value>,
-}
-
 /// Records the installer's verdict in `<dir>/channel.json` (0600, atomic).
 pub fn write_channel(
     dir: &Path,
     provider: &str,
     generation: u64,
-    install: InstallState,
+    install: InstallRecord,
 ) -> Result<(), StoreError> {
-    let store = StoreDir::new(dir);
-    store.create()?;
-    let path = store.channel_json();
-    let rest = fs::read(&path)
+    let store = StorePaths::in_dir(dir);
+    store::create_dir(&store)?;
+    // What others published (a policy `state`, ...) is kept; an unreadable file is replaced.
+    let mut channel = fs::read(&store.channel)
         .ok()
-        .and_then(|bytes| serde_json::from_slice::<ChannelFile>(&bytes).ok())
-        .map(|c| c.rest)
+        .and_then(|bytes| parse_channel(&bytes).ok())
         .unwrap_or_default();
-    let channel = ChannelFile {
-        provider: provider.to_owned(),
-        generation,
-        install,
-        rest,
-    };
-    store::write_json_atomic(&path, &channel)
+    channel.provider = Some(provider.to_owned());
+    channel.generation = Some(generation);
+    channel.install = Some(install);
+    store::write_json_atomic(&store.channel, &channel)
 }
 
 /// Runs an install's outcome through to `<observer.dir>/channel.json`: `ok` with "N
@@ -200,18 +178,18 @@ pub(crate) fn install_recorded(
     result: Result<InstallReport, InstallError>,
 ) -> Result<InstallReport, InstallError> {
     let state = match &result {
-        Ok(r) => InstallState {
+        Ok(r) => InstallRecord {
             ok: true,
-            detail: format!(
+            detail: Some(format!(
                 "{} hooktrack entries for {label} in {} (generation {})",
                 r.ours,
                 r.config.display(),
                 observer.generation
-            ),
+            )),
         },
-        Err(e) => InstallState {
+        Err(e) => InstallRecord {
             ok: false,
-            detail: error_chain(e),
+            detail: Some(error_chain(e)),
         },
     };
     let recorded = write_channel(&observer.dir, provider, observer.generation, state);

@@ -1,0 +1,279 @@
+//! The envelope row of `events.ndjson` (contract section 2): the one type both writers
+//! (collector, emitter fallback) render and the store's own readers parse back. The
+//! pipeline's reader ([`crate::row`]) reads the same keys into its typed view.
+//!
+//! ```text
+//! {"v":1,"provider":"kimi","generation":2,"via":"http","sequence":41,"emitter_seq":57,
+//!  "received_at":"2026-10-20T09:14:03.512Z","event":"PreToolUse","payload":{ ...stdin... }}
+//! ```
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::row::MAX_LINE_BYTES;
+use crate::time::Timestamp;
+
+/// Longest request body the collector accepts by default, and the longest delivery an
+/// emitter sends: a row adds at most a few hundred bytes, so every row stays under the
+/// reader's [`MAX_LINE_BYTES`].
+pub const MAX_BODY_BYTES: usize = MAX_LINE_BYTES - 1024;
+/// Longest hook payload (stdin) that is embedded in a row.
+pub const MAX_PAYLOAD_BYTES: usize = MAX_BODY_BYTES - 1024;
+/// Longest provider or event name written into a row.
+pub const MAX_NAME_BYTES: usize = 128;
+
+/// How a row reached the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// Accepted by the collector.
+    Http,
+    /// Appended by the emitter itself when the collector was unreachable.
+    CommandFallback,
+}
+
+impl Via {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Via::Http => "http",
+            Via::CommandFallback => "command_fallback",
+        }
+    }
+
+    /// `None` for a name no writer uses.
+    pub fn from_name(name: &str) -> Option<Via> {
+        match name {
+            "http" => Some(Via::Http),
+            "command_fallback" => Some(Via::CommandFallback),
+            _ => None,
+        }
+    }
+}
+
+/// One envelope row.
+#[derive(Debug)]
+pub struct Envelope<'a> {
+    pub provider: &'a str,
+    pub generation: u64,
+    pub via: Via,
+    /// Assigned by the collector; `None` on fallback rows.
+    pub sequence: Option<u64>,
+    pub emitter_seq: Option<u64>,
+    pub received_at: Timestamp,
+    pub event: Option<&'a str>,
+    /// The payload as it came; `None` writes `null`.
+    pub payload: Option<&'a RawValue>,
+    /// Why there is no payload (stdin was not JSON, too large, ...).
+    pub payload_error: Option<&'a str>,
+}
+
+/// Why a line is not an envelope row the store wrote.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvelopeError {
+    #[error("not an envelope row")]
+    Json(#[from] serde_json::Error),
+    #[error("unknown via `{0}`")]
+    Via(String),
+    #[error("received_at `{0}` is not an RFC 3339 time")]
+    Time(String),
+}
+
+#[derive(Debug, Deserialize)]
+struct Wire<'a> {
+    #[serde(borrow)]
+    provider: Cow<'a, str>,
+    generation: u64,
+    #[serde(borrow)]
+    via: Cow<'a, str>,
+    sequence: Option<u64>,
+    emitter_seq: Option<u64>,
+    #[serde(borrow)]
+    received_at: Cow<'a, str>,
+    #[serde(borrow)]
+    event: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    payload: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    payload_error: Option<Cow<'a, str>>,
+}
+
+/// An envelope parsed back from a line, owning the strings that had escapes.
+#[derive(Debug)]
+pub struct ParsedEnvelope<'a> {
+    wire: Wire<'a>,
+    via: Via,
+    received_at: Timestamp,
+}
+
+impl<'a> ParsedEnvelope<'a> {
+    pub fn envelope(&self) -> Envelope<'_> {
+        Envelope {
+            provider: &self.wire.provider,
+            generation: self.wire.generation,
+            via: self.via,
+            sequence: self.wire.sequence,
+            emitter_seq: self.wire.emitter_seq,
+            received_at: self.received_at,
+            event: self.wire.event.as_deref(),
+            payload: self.wire.payload,
+            payload_error: self.wire.payload_error.as_deref(),
+        }
+    }
+}
+
+impl<'a> Envelope<'a> {
+    /// Renders the row, newline included, keys in the contract's order. The payload is
+    /// spliced in byte for byte (made one line, see [`one_line`]).
+    pub fn render(&self) -> Vec<u8> {
+        let payload = self.payload.map(|p| one_line(p.get()));
+        let mut out = Vec::with_capacity(payload.as_ref().map_or(0, |p| p.len()) + 256);
+        out.extend_from_slice(b"{\"v\":1,\"provider\":");
+        json_str(&mut out, self.provider);
+        out.extend_from_slice(b",\"generation\":");
+        out.extend_from_slice(self.generation.to_string().as_bytes());
+        out.extend_from_slice(b",\"via\":\"");
+        out.extend_from_slice(self.via.name().as_bytes());
+        out.extend_from_slice(b"\",\"sequence\":");
+        opt_num(&mut out, self.sequence);
+        out.extend_from_slice(b",\"emitter_seq\":");
+        opt_num(&mut out, self.emitter_seq);
+        out.extend_from_slice(b",\"received_at\":\"");
+        out.extend_from_slice(self.received_at.to_string().as_bytes());
+        out.extend_from_slice(b"\",\"event\":");
+        match self.event {
+            Some(e) => json_str(&mut out, e),
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(b",\"payload\":");
+        match &payload {
+            Some(p) => out.extend_from_slice(p.as_bytes()),
+            None => out.extend_from_slice(b"null"),
+        }
+        if let Some(err) = self.payload_error {
+            out.extend_from_slice(b",\"payload_error\":");
+            json_str(&mut out, err);
+        }
+        out.extend_from_slice(b"}\n");
+        out
+    }
+
+    /// Parses a line (without its newline) that a writer rendered.
+    pub fn parse(line: &'a str) -> Result<ParsedEnvelope<'a>, EnvelopeError> {
+        let wire: Wire<'a> = serde_json::from_str(line)?;
+        let via =
+            Via::from_name(&wire.via).ok_or_else(|| EnvelopeError::Via(wire.via.to_string()))?;
+        let received_at = Timestamp::parse_rfc3339(&wire.received_at)
+            .ok_or_else(|| EnvelopeError::Time(wire.received_at.to_string()))?;
+        Ok(ParsedEnvelope {
+            wire,
+            via,
+            received_at,
+        })
+    }
+}
+
+/// A JSON text on one line: raw CR and LF can only be whitespace between tokens (inside
+/// strings JSON requires them escaped), so they become spaces and nothing else changes.
+pub fn one_line(json: &str) -> Cow<'_, str> {
+    if json.bytes().any(|b| b == b'\n' || b == b'\r') {
+        Cow::Owned(json.replace(['\n', '\r'], " "))
+    } else {
+        Cow::Borrowed(json)
+    }
+}
+
+/// Cuts a name to [`MAX_NAME_BYTES`] on a character boundary.
+pub fn clip_name(name: &str) -> &str {
+    if name.len() <= MAX_NAME_BYTES {
+        return name;
+    }
+    let mut end = MAX_NAME_BYTES;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
+fn json_str(out: &mut Vec<u8>, s: &str) {
+    // Serializing a &str into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+fn opt_num(out: &mut Vec<u8>, n: Option<u64>) {
+    match n {
+        Some(n) => out.extend_from_slice(n.to_string().as_bytes()),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(payload: &RawValue) -> Envelope<'_> {
+        Envelope {
+            provider: "kimi",
+            generation: 2,
+            via: Via::Http,
+            sequence: Some(41),
+            emitter_seq: Some(57),
+            received_at: Timestamp::parse_rfc3339("2026-10-20T09:14:03.512Z").unwrap(),
+            event: Some("Stop"),
+            payload: Some(payload),
+            payload_error: None,
+        }
+    }
+
+    #[test]
+    fn rows_follow_the_contract_key_order_and_keep_the_payload_verbatim() {
+        let payload: &RawValue =
+            serde_json::from_str(r#"{"hook_event_name": "Stop", "x": [1, 2], "é": "\u00e9"}"#)
+                .unwrap();
+        assert_eq!(
+            String::from_utf8(sample(payload).render()).unwrap(),
+            "{\"v\":1,\"provider\":\"kimi\",\"generation\":2,\"via\":\"http\",\"sequence\":41,\"emitter_seq\":57,\"received_at\":\"2026-10-20T09:14:03.512Z\",\"event\":\"Stop\",\"payload\":{\"hook_event_name\": \"Stop\", \"x\": [1, 2], \"é\": \"\\u00e9\"}}\n"
+        );
+    }
+
+    #[test]
+    fn a_rendered_row_parses_back_to_the_same_envelope_and_row() {
+        let payload: &RawValue =
+            serde_json::from_str(r#"{"hook_event_name":"Stop","stop_hook_active":false}"#).unwrap();
+        let mut original = sample(payload);
+        original.via = Via::CommandFallback;
+        original.sequence = None;
+        original.payload_error = Some("a \"quoted\" cause");
+        let line = original.render();
+        let text = std::str::from_utf8(&line).unwrap().trim_end();
+        let parsed = Envelope::parse(text).unwrap();
+        let back = parsed.envelope();
+        assert_eq!(back.render(), line);
+        assert_eq!(back.via, Via::CommandFallback);
+        assert_eq!(back.payload_error, Some("a \"quoted\" cause"));
+        let row = crate::row::parse_line(text.as_bytes()).unwrap();
+        assert_eq!(row.meta.via, Some(Via::CommandFallback));
+        assert_eq!(row.meta.generation, Some(2));
+        assert_eq!(row.meta.emitter_seq, Some(57));
+        assert_eq!(row.meta.sequence, None);
+        assert_eq!(row.event_name, "Stop");
+    }
+
+    #[test]
+    fn multi_line_json_becomes_one_line_with_the_same_value() {
+        let text = "{\n  \"a\": \"x\\ny\",\r\n  \"b\": 1\n}";
+        let flat = one_line(text);
+        assert!(!flat.contains('\n'));
+        let a: serde_json::Value = serde_json::from_str(text).unwrap();
+        let b: serde_json::Value = serde_json::from_str(&flat).unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn clip_keeps_char_boundaries() {
+        let long = "é".repeat(100);
+        let clipped = clip_name(&long);
+        assert!(clipped.len() <= MAX_NAME_BYTES);
+        assert!(clipped.chars().all(|c| c == 'é'));
+    }
+}
