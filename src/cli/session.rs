@@ -3,8 +3,9 @@
 //! Starts the collector (in this process), installs the observer block, runs the agent
 //! with the token in its environment, follows `events.ndjson` and prints posture
 //! changes, and when the agent exits uninstalls the block, stops the collector and
-//! prints the turn ledger. Exits with the agent's status. `events.ndjson` is followed
-//! with the shared [`Tailer`], the same one `watch` and the hub use.
+//! prints the turn ledger. Exits with the agent's status. The store is followed by the
+//! library's live [`Session`] (tailer, pipeline and channel state machine), the same one
+//! `watch` and the hub use; this file only prints what its updates say.
 
 use std::ffi::OsString;
 use std::fs::{self, File};
@@ -23,18 +24,17 @@ use signal_hook::iterator::Signals;
 
 use hooktrack::correlate::TurnRecord;
 use hooktrack::diagnostics::Diagnostics;
-use hooktrack::pipeline::{Fed, Pipeline};
-use hooktrack::posture::{ChannelState, Posture};
+use hooktrack::hub::wall_clock;
+use hooktrack::posture::Posture;
 use hooktrack::producer::collect::{CollectConfig, CollectSummary, Collector};
 use hooktrack::producer::install::kimi::{self, Observer, Variant};
 use hooktrack::producer::store::{self, TOKEN_ENV};
 use hooktrack::producer::token;
-use hooktrack::read::ReadLine;
+use hooktrack::session::{LineReport, Session, SessionConfig};
 use hooktrack::store::{
     InstallRecord as InstallState, StorePaths as StoreDir, parse_channel, parse_collector,
 };
-use hooktrack::tail::Tailer;
-use hooktrack::{Agent, ProviderChoice};
+use hooktrack::{Agent, ProviderChoice, Timestamp};
 
 use super::fail;
 use super::install::{KimiTarget, this_binary};
@@ -176,7 +176,11 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
     } else {
         command.spawn()
     };
-    let mut tracker = Tracker::new(store.events.clone(), variant);
+    let agent = match variant {
+        Variant::Code => Agent::KimiCode,
+        Variant::Cli => Agent::KimiCli,
+    };
+    let mut tracker = Tracker::new(store.clone(), agent);
     let status = match spawned {
         Ok(mut child) => {
             child_pid.store(i32::try_from(child.id()).unwrap_or(0), Ordering::SeqCst);
@@ -272,116 +276,51 @@ fn previous_generation(store: &StoreDir) -> u64 {
     from_collector.max(from_channel)
 }
 
-/// Follows `events.ndjson` with the shared tailer and feeds its lines to the pipeline.
+/// The live [`Session`] on the store, with the wall clock and the turns its updates
+/// reported ended (for the ledger at the end).
 struct Tracker {
-    tailer: Tailer,
-    follow: Follow,
-}
-
-/// What the followed lines built: the pipeline, the ledger, the changes to report.
-struct Follow {
-    pipeline: Pipeline,
-    turns: Vec<TurnRecord>,
-    previous: Posture,
-    pending: Vec<Change>,
-}
-
-struct Change {
-    line: u64,
-    at: Option<String>,
-    event: Option<String>,
-    skipped: Option<String>,
-    changed: Vec<(&'static str, String, String)>,
-    posture: Posture,
+    session: Session,
+    closed: Vec<TurnRecord>,
 }
 
 impl Tracker {
-    fn new(path: PathBuf, variant: Variant) -> Self {
-        let provider = match variant {
-            Variant::Code => Agent::KimiCode,
-            Variant::Cli => Agent::KimiCli,
+    fn new(store: StoreDir, agent: Agent) -> Self {
+        let config = SessionConfig {
+            provider: ProviderChoice::Exactly(agent),
+            report_lines: true,
+            ..SessionConfig::default()
         };
-        let pipeline = Pipeline::new(ProviderChoice::Exactly(provider));
-        let previous = pipeline.posture();
         Self {
-            tailer: Tailer::new(path),
-            follow: Follow {
-                pipeline,
-                turns: Vec::new(),
-                previous,
-                pending: Vec::new(),
-            },
+            session: Session::open(store, config),
+            closed: Vec::new(),
         }
     }
 
-    /// Reads what was appended since the last call. True if anything new arrived.
+    /// Reads what was appended since the last call. True if any line arrived.
     fn poll(&mut self, out: &mut Output) -> bool {
-        let mut lines = 0;
-        let follow = &mut self.follow;
-        // A read error ends this poll; the tailer recovers by itself at the next one.
-        while let Ok(progress) = self.tailer.poll(&mut |tail| follow.feed(tail.line)) {
-            lines += progress.lines;
-            if !progress.more {
+        let mut lines = false;
+        // Bounded: a poll stops at its read budget with `more`; catch up in a few rounds.
+        for _ in 0..64 {
+            let Some(update) = self.session.poll(wall_clock()) else {
+                break;
+            };
+            lines |= !update.lines.is_empty();
+            for notice in &update.notices {
+                out.notice(&notice.to_string());
+            }
+            for line in &update.lines {
+                out.change(line);
+            }
+            self.closed.extend(update.closed);
+            if !self.session.more() {
                 break;
             }
         }
-        for change in follow.pending.drain(..) {
-            out.change(&change);
-        }
-        lines > 0
+        lines
     }
 
     fn ledger(&self) -> Vec<TurnRecord> {
-        self.follow.ledger()
-    }
-
-    fn diagnostics(&self) -> &Diagnostics {
-        self.follow.pipeline.diagnostics()
-    }
-}
-
-impl Follow {
-    fn feed(&mut self, line: ReadLine<'_>) {
-        let fed = self.pipeline.feed(line);
-        let posture = self.pipeline.posture();
-        let changed: Vec<_> = self
-            .previous
-            .fields()
-            .into_iter()
-            .zip(posture.fields())
-            .filter(|((_, a), (_, b))| a != b)
-            .map(|((name, a), (_, b))| (name, a, b))
-            .collect();
-        let change = match &fed {
-            Fed::Event(step) => {
-                self.turns.extend(step.outcome.closed.iter().cloned());
-                Change {
-                    line: step.line,
-                    at: step.at.map(|t| t.to_string()),
-                    event: Some(step.name.to_string()),
-                    skipped: None,
-                    changed,
-                    posture: posture.clone(),
-                }
-            }
-            Fed::Skipped(skip) => Change {
-                line: skip.line,
-                at: None,
-                event: None,
-                skipped: Some(format!("{}: {}", skip.diag.name(), skip.detail)),
-                changed,
-                posture: posture.clone(),
-            },
-        };
-        self.previous = posture;
-        self.pending.push(change);
-    }
-
-    fn ledger(&self) -> Vec<TurnRecord> {
-        let mut turns = self.turns.clone();
-        turns.extend(self.pipeline.open_turns());
-        turns.sort_by_key(|t| t.id);
-        turns
+        self.session.ledger(self.closed.clone())
     }
 }
 
@@ -406,7 +345,7 @@ struct EventLine<'a> {
     kind: &'static str,
     line: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    at: Option<&'a str>,
+    at: Option<Timestamp>,
     #[serde(skip_serializing_if = "Option::is_none")]
     event: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -494,13 +433,24 @@ impl Output {
         }
     }
 
-    fn change(&mut self, change: &Change) {
+    fn notice(&mut self, notice: &str) {
+        if self.format == OutputFormat::Text {
+            self.text(notice);
+        }
+    }
+
+    fn change(&mut self, change: &LineReport) {
         match self.format {
             OutputFormat::Ndjson => {
                 let changed = change
-                    .changed
+                    .changes
                     .iter()
-                    .map(|(k, _, v)| ((*k).to_owned(), serde_json::Value::from(v.as_str())))
+                    .map(|c| {
+                        (
+                            c.field.to_owned(),
+                            serde_json::Value::from(c.after.as_str()),
+                        )
+                    })
                     .collect();
                 self.json(&EventLine {
                     kind: if change.event.is_some() {
@@ -509,7 +459,7 @@ impl Output {
                         "skipped"
                     },
                     line: change.line,
-                    at: change.at.as_deref(),
+                    at: change.at,
                     event: change.event.as_deref(),
                     skipped: change.skipped.as_deref(),
                     changed,
@@ -520,19 +470,16 @@ impl Output {
                 if let Some(skipped) = &change.skipped {
                     self.text(&format!("line {} skipped ({skipped})", change.line));
                 }
-                if change.changed.is_empty() {
+                if change.changes.is_empty() {
                     return;
                 }
                 let what: Vec<String> = change
-                    .changed
+                    .changes
                     .iter()
-                    .map(|(k, a, b)| format!("{k} {a}→{b}"))
+                    .map(|c| format!("{} {}→{}", c.field, c.before, c.after))
                     .collect();
-                let at = change
-                    .at
-                    .as_deref()
-                    .and_then(|a| a.get(11..23))
-                    .unwrap_or("");
+                let at = change.at.map(|a| a.to_string());
+                let at = at.as_deref().and_then(|a| a.get(11..23)).unwrap_or("");
                 self.text(&format!(
                     "{at} {} {}",
                     change.event.as_deref().unwrap_or("-"),
@@ -544,19 +491,15 @@ impl Output {
 
     fn end(&mut self, tracker: &Tracker, exit_code: i32, collected: Option<CollectSummary>) {
         let turns = tracker.ledger();
-        let final_posture = tracker
-            .follow
-            .pipeline
-            .hook_posture()
-            .with_channel(ChannelState::Stopped);
-        let hook_final = tracker.follow.pipeline.hook_posture();
+        let channel = tracker.session.channel(wall_clock()).state;
+        let hook_final = tracker.session.hook_posture();
         match self.format {
             OutputFormat::Ndjson => self.json(&EndLine {
                 kind: "end",
                 exit_code,
                 turns: &turns,
                 final_posture: &hook_final,
-                diagnostics: tracker.diagnostics(),
+                diagnostics: tracker.session.diagnostics(),
                 collector: collected.map(|c| CollectorCounts {
                     accepted: c.accepted,
                     rejected: c.rejected,
@@ -576,6 +519,7 @@ impl Output {
                     ));
                 }
                 let nonzero: Vec<String> = tracker
+                    .session
                     .diagnostics()
                     .nonzero()
                     .map(|(d, n)| format!("{}={n}", d.name()))
@@ -583,7 +527,7 @@ impl Output {
                 self.text(&format!(
                     "last turn {}; channel {}; diagnostics: {}",
                     hook_final.last_turn.result.name(),
-                    serde_json::to_value(final_posture.channel.state)
+                    serde_json::to_value(channel)
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_owned))
                         .unwrap_or_default(),

@@ -108,9 +108,12 @@ pub fn replay<R: BufRead, W: Write>(
             turns.extend(step.outcome.closed.iter().cloned());
         }
     }
-    let open = pipeline.open_turns();
-    turns.extend(open.iter().cloned());
-    turns.sort_by_key(|t| t.id);
+    // ndjson streamed the closed turns; its end line lists the open ones.
+    let open = match format {
+        Format::Ndjson => pipeline.open_turns(),
+        Format::Text | Format::Json => Vec::new(),
+    };
+    let turns = pipeline.ledger(turns);
     let report = Report {
         provider: pipeline.detection().cloned(),
         turns,

@@ -53,11 +53,9 @@ pub(super) fn write_line<W: Write>(
 
 fn changes(before: &Posture, after: &Posture) -> String {
     let changed: Vec<String> = before
-        .fields()
+        .changes_to(after)
         .into_iter()
-        .zip(after.fields())
-        .filter(|(b, a)| b.1 != a.1)
-        .map(|((name, b), (_, a))| format!("{name} {b}→{a}"))
+        .map(|c| format!("{} {}→{}", c.field, c.before, c.after))
         .collect();
     if changed.is_empty() {
         "·".to_owned()

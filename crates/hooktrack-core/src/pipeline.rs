@@ -198,6 +198,14 @@ impl Pipeline {
         &self.diagnostics
     }
 
+    /// The turn ledger: `closed` (the turns the steps reported ended) with the turns
+    /// still open now, in turn order.
+    pub fn ledger(&self, mut closed: Vec<TurnRecord>) -> Vec<TurnRecord> {
+        closed.extend(self.open_turns());
+        closed.sort_by_key(|t| t.id);
+        closed
+    }
+
     /// Turns still open now.
     pub fn open_turns(&self) -> Vec<TurnRecord> {
         self.correlator

@@ -170,6 +170,31 @@ impl Posture {
     }
 }
 
+/// One field that differs between two postures (named as in [`Posture::fields`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FieldChange {
+    pub field: &'static str,
+    pub before: String,
+    pub after: String,
+}
+
+impl Posture {
+    /// The fields that differ from `self` to `after`, in [`Posture::fields`] order: the one
+    /// posture diff of the timeline, `session` and `watch`.
+    pub fn changes_to(&self, after: &Posture) -> Vec<FieldChange> {
+        self.fields()
+            .into_iter()
+            .zip(after.fields())
+            .filter(|((_, b), (_, a))| b != a)
+            .map(|((field, before), (_, after))| FieldChange {
+                field,
+                before,
+                after,
+            })
+            .collect()
+    }
+}
+
 fn to_name<T: Serialize>(v: &T) -> String {
     match serde_json::to_value(v) {
         Ok(serde_json::Value::String(s)) => s,

@@ -33,7 +33,7 @@ use hooktrack_core::correlate::TurnRecord;
 use hooktrack_core::diagnostics::Diagnostics;
 use hooktrack_core::diagnostics::error_chain;
 use hooktrack_core::pipeline::{Fed, Pipeline};
-use hooktrack_core::posture::Posture;
+use hooktrack_core::posture::{FieldChange, Posture};
 use hooktrack_core::provider::ProviderChoice;
 use hooktrack_core::store::{self, StorePaths};
 use hooktrack_core::time::Timestamp;
@@ -45,6 +45,27 @@ pub struct SessionConfig {
     /// Persist the tailer's position here after every poll that read lines, and resume
     /// from it at open. Keep it outside the store directory (the store is the producer's).
     pub checkpoint: Option<PathBuf>,
+    /// Report every line read in [`Update::lines`] (a posture per line: for a view of one
+    /// session such as `hooktrack session`, not for a hub of hundreds).
+    pub report_lines: bool,
+}
+
+/// One line read, with what it changed (see [`SessionConfig::report_lines`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct LineReport {
+    pub line: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<Timestamp>,
+    /// The provider's event name; `None` for a skipped line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    /// Why the line was skipped: the diagnostic's name and the detail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    /// What the line changed in the posture (channel state applied).
+    pub changes: Vec<FieldChange>,
+    /// The posture after the line, channel state applied.
+    pub posture: Posture,
 }
 
 /// What changed since the last update. Sent when the posture or the channel status
@@ -65,6 +86,9 @@ pub struct Update {
     pub events: u64,
     /// When the tracker saw the last event (the `now` of that poll).
     pub last_event_at: Option<Timestamp>,
+    /// Every line read since the last update, when [`SessionConfig::report_lines`] is on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<LineReport>,
 }
 
 /// Something to log; never an error of the session.
@@ -158,6 +182,9 @@ pub struct Session {
     dir_stamp: Option<Stamp>,
     quiet_rechecks: u32,
     healthy: bool,
+    /// With [`SessionConfig::report_lines`]: the posture after the last line reported.
+    line_posture: Option<Posture>,
+    lines: Vec<LineReport>,
 }
 
 /// Every this many quiet re-checks, [`Session::recheck`] does a full poll anyway: it is
@@ -203,6 +230,8 @@ impl Session {
             dir_stamp: None,
             quiet_rechecks: 0,
             healthy: false,
+            line_posture: config.report_lines.then(Posture::default),
+            lines: Vec::new(),
             paths,
         }
     }
@@ -241,12 +270,38 @@ impl Session {
         self.refresh_records(&mut notices);
         let mut closed = Vec::new();
         let (pipeline, channel) = (&mut self.pipeline, &mut self.channel);
+        let (line_posture, lines) = (&mut self.line_posture, &mut self.lines);
         let polled = self.tailer.poll(&mut |tl| {
-            if let Fed::Event(step) = pipeline.feed(tl.line) {
-                channel.on_event(now, step.generation);
-                if !tl.replay {
-                    closed.extend(step.outcome.closed);
+            let fed = pipeline.feed(tl.line);
+            let report = match &fed {
+                Fed::Event(step) => {
+                    channel.on_event(now, step.generation);
+                    (step.line, step.at, Some(step.name.to_string()), None)
                 }
+                Fed::Skipped(skip) => (
+                    skip.line,
+                    None,
+                    None,
+                    Some(format!("{}: {}", skip.diag.name(), skip.detail)),
+                ),
+            };
+            if let (Some(before), false) = (line_posture.as_mut(), tl.replay) {
+                let posture = pipeline
+                    .hook_posture()
+                    .with_channel(channel.status(now).state);
+                let (line, at, event, skipped) = report;
+                lines.push(LineReport {
+                    line,
+                    at,
+                    event,
+                    skipped,
+                    changes: before.changes_to(&posture),
+                    posture: posture.clone(),
+                });
+                *before = posture;
+            }
+            if let (Fed::Event(step), false) = (fed, tl.replay) {
+                closed.extend(step.outcome.closed);
             }
         });
         let mut read_lines = false;
@@ -306,7 +361,7 @@ impl Session {
             .last
             .as_ref()
             .is_some_and(|(p, c)| *p == posture && *c == channel);
-        if unchanged && closed.is_empty() && notices.is_empty() {
+        if unchanged && closed.is_empty() && notices.is_empty() && self.lines.is_empty() {
             return None;
         }
         self.last = Some((posture.clone(), channel.clone()));
@@ -318,6 +373,7 @@ impl Session {
             notices,
             events: self.pipeline.events(),
             last_event_at: self.channel.last_event(),
+            lines: std::mem::take(&mut self.lines),
         })
     }
 
@@ -330,6 +386,17 @@ impl Session {
 
     pub fn channel(&self, now: Timestamp) -> ChannelStatus {
         self.channel.status(now)
+    }
+
+    /// The posture as the hooks alone see it, no channel state applied.
+    pub fn hook_posture(&self) -> Posture {
+        self.pipeline.hook_posture()
+    }
+
+    /// The turn ledger: `closed` (the turns the updates reported) with the turns still
+    /// open, in turn order.
+    pub fn ledger(&self, closed: Vec<TurnRecord>) -> Vec<TurnRecord> {
+        self.pipeline.ledger(closed)
     }
 
     pub fn diagnostics(&self) -> &Diagnostics {
