@@ -23,11 +23,11 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use hooktrack::hub::{Hub, HubConfig, SessionId};
-use hooktrack::pipeline::Pipeline;
-use hooktrack::provider::ProviderChoice;
-use hooktrack::session::{Session, SessionConfig, Update};
-use hooktrack::store::StorePaths;
+use hooktrack::Pipeline;
+use hooktrack::ProviderChoice;
+use hooktrack::StorePaths;
+use hooktrack::{Hub, HubConfig, SessionId};
+use hooktrack::{Session, SessionConfig, Update};
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 

@@ -26,8 +26,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use hooktrack::producer::emit::render_delivery;
-use hooktrack::producer::http::{Limits, Url, post_json};
+use hooktrack_producer::emit::render_delivery;
+use hooktrack_producer::http::{Limits, Url, post_json};
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 

@@ -34,10 +34,10 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use hooktrack::pipeline::{Fed, Pipeline};
-use hooktrack::read::{LineReader, ReadLine};
-use hooktrack::row::parse_line;
 use hooktrack::{Agent, ProviderChoice};
+use hooktrack::{Fed, Pipeline};
+use hooktrack_core::read::{LineReader, ReadLine};
+use hooktrack_core::row::parse_line;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 

@@ -19,10 +19,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use hooktrack::hub::{Hub, HubConfig, SessionId, wall_clock};
+use hooktrack::StorePaths;
 use hooktrack::merge::{TerminalFacts, TerminalPhase, merge};
-use hooktrack::session::{Session, SessionConfig, Update};
-use hooktrack::store::StorePaths;
+use hooktrack::{Hub, HubConfig, SessionId, wall_clock};
+use hooktrack::{Session, SessionConfig, Update};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let roots: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();

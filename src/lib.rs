@@ -1,18 +1,68 @@
 //! hooktrack: trustworthy turn state from AI coding agents' lifecycle hooks.
-//! (Facade; narrowed below.)
+//!
+//! This crate is the API a supervisor uses; everything here is re-exported from the
+//! workspace's member crates, which are implementation detail:
+//!
+//! - **Replay a log**: [`Pipeline`] takes lines of `events.ndjson` and returns, per line,
+//!   a [`Fed`] (a skipped line, or a [`Step`] with the event, its notes and the turns it
+//!   ended); [`Pipeline::posture`] is what the agent is doing now. [`replay`] writes the
+//!   text timeline, JSON or NDJSON of a whole log.
+//! - **Follow a session live**: [`Session`] follows one store (tailer, pipeline and the
+//!   channel state machine behind `poll(now)`); [`Hub`] follows many with one file
+//!   watcher and one thread. Time is always an argument ([`wall_clock`] reads it).
+//! - **Combine with the terminal**: [`merge::merge`] combines a hook posture with what the
+//!   supervisor reads off the agent's pane.
+//! - **The store's records**: [`StorePaths`] (where a session's files are),
+//!   [`CollectorRecord`] and [`ChannelRecord`] (`collector.json`, `channel.json`).
+//! - **Agents**: [`Agent`] names every agent CLI hooktrack understands.
+//!
+//! ```
+//! use hooktrack::{Fed, Pipeline, ProviderChoice, TurnResult};
+//!
+//! let mut pipeline = Pipeline::new(ProviderChoice::Auto);
+//! let lines = [
+//!     r#"{"hook_event_name":"SessionStart","session_id":"session_1","client_type":"kimi_code_cli","source":"startup"}"#,
+//!     r#"{"hook_event_name":"UserPromptSubmit","session_id":"session_1","client_type":"kimi_code_cli","prompt":[{"type":"text","text":"hi"}],"is_steer":false}"#,
+//!     r#"{"hook_event_name":"TurnStarted","session_id":"session_1","client_type":"kimi_code_cli","turn_id":1,"origin_kind":"user"}"#,
+//!     r#"{"hook_event_name":"Stop","session_id":"session_1","client_type":"kimi_code_cli","stop_hook_active":false}"#,
+//! ];
+//! for (i, line) in lines.iter().enumerate() {
+//!     if let Fed::Event(step) = pipeline.feed_line(i as u64 + 1, line.as_bytes()) {
+//!         for turn in &step.outcome.closed {
+//!             assert_eq!(turn.result, TurnResult::Success);
+//!         }
+//!     }
+//! }
+//! assert_eq!(pipeline.posture().last_turn.result, TurnResult::Success);
+//! ```
 
-pub use hooktrack_core::*;
-pub use hooktrack_live::{hub, session, tail};
-pub mod output;
-pub use hooktrack_producer as producer;
+mod output;
 
-pub use agent::{Agent, UnknownAgent};
-pub use correlate::{Correlator, Observation, Outcome, TurnRecord};
-pub use diagnostics::{Diag, Diagnostics, Note};
-pub use event::{Event, TurnId};
-pub use hub::{Hub, HubConfig, SessionId};
-pub use pipeline::{Fed, Pipeline, Skip, Step};
-pub use posture::{ChannelState, Phase, Posture, Presence, TurnResult};
-pub use provider::ProviderChoice;
-pub use session::{Session, SessionConfig, Update};
-pub use time::Timestamp;
+pub use output::{Format, ReplayError, Report, replay};
+
+pub use hooktrack_core::agent::{Agent, ConfigFormat, ConfigLocation, UnknownAgent};
+pub use hooktrack_core::channel::{ChannelConfig, ChannelStatus};
+pub use hooktrack_core::correlate::{Outcome, TurnRecord};
+pub use hooktrack_core::diagnostics::{Diag, Diagnostics, Note};
+pub use hooktrack_core::event::{Event, TurnId};
+pub use hooktrack_core::pipeline::{Fed, Pipeline, Skip, Step};
+pub use hooktrack_core::provider::{Detection, ProviderChoice};
+pub use hooktrack_core::store::{
+    ChannelRecord, CollectorRecord, CollectorState, InstallRecord, LocateError, PublishedState,
+    RecordError, StorePaths,
+};
+pub use hooktrack_core::time::Timestamp;
+pub use hooktrack_live::hub::{Hub, HubConfig, HubError, SessionId, wall_clock};
+pub use hooktrack_live::session::{LineReport, Session, SessionConfig, SessionNotice, Update};
+pub use hooktrack_live::tail::Notice as TailNotice;
+pub use posture::{ChannelState, Phase, Posture, Presence, TurnResult, Work};
+
+/// Every part of a [`Posture`], what a supervisor reads after every event.
+pub mod posture {
+    pub use hooktrack_core::posture::*;
+}
+
+/// Combining the hook posture with facts the supervisor reads off the terminal.
+pub mod merge {
+    pub use hooktrack_core::merge::*;
+}

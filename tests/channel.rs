@@ -1,10 +1,11 @@
 //! Channel health transitions (contract section 6), driven by a fake clock: time is
 //! always an argument.
 
+use hooktrack::ChannelConfig;
 use hooktrack::ChannelState::{self, *};
 use hooktrack::Timestamp;
-use hooktrack::channel::{Channel, ChannelConfig};
-use hooktrack::store::{ChannelRecord, CollectorRecord, InstallRecord};
+use hooktrack::{ChannelRecord, CollectorRecord, InstallRecord};
+use hooktrack_core::channel::Channel;
 
 /// `s` seconds after an arbitrary start.
 fn t(s: f64) -> Timestamp {

@@ -2,7 +2,7 @@
 //! wrapper (and every hand-written campaign, of its envelope), is recognised as the CLI
 //! that wrote it and tracked the same way.
 
-use hooktrack::output::Format;
+use hooktrack::Format;
 
 use crate::support::{campaigns, replay_bytes, turn_results};
 

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use hooktrack::output::Format;
+use hooktrack::Format;
 use serde::Deserialize;
 
 use crate::support::{campaigns, replay_file, turn_results};

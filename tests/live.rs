@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-use hooktrack::hub::{Hub, HubConfig, SessionId};
-use hooktrack::session::{Session, SessionConfig, SessionNotice, Update};
-use hooktrack::store::StorePaths;
-use hooktrack::tail::Notice;
+use hooktrack::StorePaths;
 use hooktrack::{ChannelState, Phase, Presence, Timestamp, TurnResult};
+use hooktrack::{Hub, HubConfig, SessionId};
+use hooktrack::{Session, SessionConfig, SessionNotice, Update};
+use hooktrack_live::tail::Notice;
 
 use crate::support::{Wake, kimi, turn_running};
 
@@ -269,7 +269,7 @@ fn a_restarted_session_resumes_from_its_checkpoint() {
 fn a_cheap_recheck_still_sees_appends_replacements_and_time() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = SessionConfig {
-        channel: hooktrack::channel::ChannelConfig {
+        channel: hooktrack::ChannelConfig {
             startup_grace_ms: 5_000,
             ..Default::default()
         },
@@ -381,8 +381,8 @@ fn a_hub_follows_sessions_added_and_removed_at_run_time() {
     until(&rx, b, |u| u.posture.turn.turn_id.is_some());
 
     // The supervisor's signals reach the session.
-    hub.prompt_sent(b, hooktrack::hub::wall_clock());
-    hub.terminal_changed(b, hooktrack::hub::wall_clock());
+    hub.prompt_sent(b, hooktrack::wall_clock());
+    hub.terminal_changed(b, hooktrack::wall_clock());
 
     // Removed: later writes to its store report nothing. Sessions added afterwards are
     // barriers: the hub handles messages in order.
@@ -417,7 +417,7 @@ fn a_hub_rechecks_periodically_without_notifications() {
     })
     .expect("hub");
     let config = SessionConfig {
-        channel: hooktrack::channel::ChannelConfig {
+        channel: hooktrack::ChannelConfig {
             startup_grace_ms: 50,
             ..Default::default()
         },
@@ -429,7 +429,7 @@ fn a_hub_rechecks_periodically_without_notifications() {
     let id = hub.add(Session::open(paths.clone(), config));
     assert_eq!(next_of(&rx, id).channel.detail, "no event yet");
     // Time alone changes the state: only a periodic poll can notice.
-    hub.prompt_sent(id, hooktrack::hub::wall_clock());
+    hub.prompt_sent(id, hooktrack::wall_clock());
     until(&rx, id, |u| u.channel.detail.starts_with("startup silence"));
 
     // A write the watcher cannot see: through a hard link in an unwatched directory.

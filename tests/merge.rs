@@ -1,7 +1,7 @@
 //! The merge of hook posture and terminal facts, rule by rule.
 
+use hooktrack::Pipeline;
 use hooktrack::merge::{MergeNote, Source, TerminalFacts, TerminalPhase, merge};
-use hooktrack::pipeline::Pipeline;
 use hooktrack::posture::Work;
 use hooktrack::{ChannelState, Phase, Posture, ProviderChoice, TurnResult};
 

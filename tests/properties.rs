@@ -3,12 +3,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use hooktrack::event::Event;
-use hooktrack::output::Format;
-use hooktrack::pipeline::{Fed, Pipeline};
+use hooktrack::Event;
+use hooktrack::Format;
+use hooktrack::ProviderChoice;
 use hooktrack::posture::{Phase, TurnResult};
-use hooktrack::provider::ProviderChoice;
-use hooktrack::read::LineReader;
+use hooktrack::{Fed, Pipeline};
+use hooktrack_core::read::LineReader;
 use proptest::prelude::*;
 
 use crate::support::{campaigns, replay_bytes};

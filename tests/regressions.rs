@@ -1,6 +1,6 @@
 //! One test per contract case that is easy to get wrong, named after the case.
 
-use hooktrack::output::{Format, Report};
+use hooktrack::{Format, Report};
 
 use crate::support::{kimi, kimi_cli, lines, replay_bytes, turn_results};
 

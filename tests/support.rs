@@ -4,8 +4,8 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use hooktrack::output::{self, Format, Report};
-use hooktrack::provider::ProviderChoice;
+use hooktrack::ProviderChoice;
+use hooktrack::{Format, Report};
 
 pub fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus")
@@ -32,7 +32,7 @@ pub fn campaigns() -> Vec<PathBuf> {
 
 pub fn replay_bytes(bytes: &[u8], format: Format) -> (Report, String) {
     let mut out = Vec::new();
-    let report = output::replay(bytes, "test input", ProviderChoice::Auto, format, &mut out)
+    let report = hooktrack::replay(bytes, "test input", ProviderChoice::Auto, format, &mut out)
         .expect("replaying from memory cannot fail");
     (report, String::from_utf8(out).expect("output is UTF-8"))
 }
@@ -40,7 +40,7 @@ pub fn replay_bytes(bytes: &[u8], format: Format) -> (Report, String) {
 pub fn replay_file(path: &Path, format: Format) -> (Report, String) {
     let file = File::open(path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
     let mut out = Vec::new();
-    let report = output::replay(
+    let report = hooktrack::replay(
         BufReader::new(file),
         &path.display().to_string(),
         ProviderChoice::Auto,

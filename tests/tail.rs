@@ -7,9 +7,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use hooktrack::read::ReadLine;
-use hooktrack::row::{MAX_LINE_BYTES, parse_line};
-use hooktrack::tail::{Checkpoint, Notice, Prefix, TailError, TailLine, Tailer};
+use hooktrack_core::read::ReadLine;
+use hooktrack_core::row::{MAX_LINE_BYTES, parse_line};
+use hooktrack_live::tail::{Checkpoint, Notice, Prefix, TailError, TailLine, Tailer};
 
 use crate::support::{Wake, envelope_row};
 

@@ -1,6 +1,6 @@
 //! Snapshots of the replay timeline of every campaign in `corpus/`.
 
-use hooktrack::output::Format;
+use hooktrack::Format;
 
 use crate::support::replay_file;
 

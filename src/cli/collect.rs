@@ -8,11 +8,11 @@ use clap::Args;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use hooktrack::producer::collect::{CollectConfig, Collector};
-use hooktrack::producer::store::{MAX_BODY_BYTES, TOKEN_ENV};
+use hooktrack_producer::collect::{CollectConfig, Collector};
+use hooktrack_producer::store::{MAX_BODY_BYTES, TOKEN_ENV};
 
 use super::fail;
-use hooktrack::diagnostics::error_chain;
+use hooktrack_core::diagnostics::error_chain;
 
 /// Run a session's collector: 127.0.0.1 only, bearer token from $HOOKTRACK_TOKEN.
 ///

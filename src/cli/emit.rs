@@ -11,11 +11,11 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use hooktrack::producer::emit::{
+use hooktrack_producer::emit::{
     self, DEFAULT_LIMITS, EmitConfig, EmitError, HARD_DEADLINE, log_report, log_text,
 };
-use hooktrack::producer::http::Url;
-use hooktrack::producer::store::{self, TOKEN_ENV};
+use hooktrack_producer::http::Url;
+use hooktrack_producer::store::{self, TOKEN_ENV};
 
 /// The hook command an agent CLI runs on every event (reads the payload on stdin).
 ///

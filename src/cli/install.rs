@@ -5,12 +5,12 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use hooktrack::producer::install::claude_style::{self, Agent};
-use hooktrack::producer::install::kimi::{self, Variant};
-use hooktrack::producer::install::{InstallError, InstallReport, Observer, Uninstalled};
+use hooktrack_producer::install::claude_style::{self, Agent};
+use hooktrack_producer::install::kimi::{self, Variant};
+use hooktrack_producer::install::{InstallError, InstallReport, Observer, Uninstalled};
 
 use super::fail;
-use hooktrack::diagnostics::error_chain;
+use hooktrack_core::diagnostics::error_chain;
 
 /// Which Kimi, and which `config.toml`.
 #[derive(Args, Clone)]

@@ -7,11 +7,11 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use hooktrack::output::{self, Format};
-use hooktrack::provider::ProviderChoice;
+use hooktrack::Format;
+use hooktrack::ProviderChoice;
 
 use super::fail;
-use hooktrack::diagnostics::error_chain;
+use hooktrack_core::diagnostics::error_chain;
 
 /// Replay a hook-event log and show, after every event, what the agent was doing.
 ///
@@ -55,11 +55,11 @@ fn replay(file: &Path, format: FormatArg, choice: ProviderChoice) -> ExitCode {
     let mut out = BufWriter::new(stdout.lock());
     let result = if file.as_os_str() == "-" {
         let stdin = io::stdin();
-        output::replay(stdin.lock(), "standard input", choice, format, &mut out)
+        hooktrack::replay(stdin.lock(), "standard input", choice, format, &mut out)
     } else {
         let name = file.display().to_string();
         match File::open(file) {
-            Ok(f) => output::replay(
+            Ok(f) => hooktrack::replay(
                 BufReader::with_capacity(1 << 16, f),
                 &name,
                 choice,

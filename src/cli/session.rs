@@ -22,23 +22,22 @@ use serde::Serialize;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use hooktrack::correlate::TurnRecord;
-use hooktrack::diagnostics::Diagnostics;
-use hooktrack::hub::wall_clock;
+use hooktrack::Diagnostics;
+use hooktrack::TurnRecord;
 use hooktrack::posture::Posture;
-use hooktrack::producer::collect::{CollectConfig, CollectSummary, Collector};
-use hooktrack::producer::install::kimi::{self, Observer, Variant};
-use hooktrack::producer::store::{self, TOKEN_ENV};
-use hooktrack::producer::token;
-use hooktrack::session::{LineReport, Session, SessionConfig};
-use hooktrack::store::{
-    InstallRecord as InstallState, StorePaths as StoreDir, parse_channel, parse_collector,
-};
+use hooktrack::wall_clock;
 use hooktrack::{Agent, ProviderChoice, Timestamp};
+use hooktrack::{InstallRecord as InstallState, StorePaths as StoreDir};
+use hooktrack::{LineReport, Session, SessionConfig};
+use hooktrack_core::store::{OBSERVATION_DIR, parse_channel, parse_collector};
+use hooktrack_producer::collect::{CollectConfig, CollectSummary, Collector};
+use hooktrack_producer::install::kimi::{self, Observer, Variant};
+use hooktrack_producer::store::{self, TOKEN_ENV};
+use hooktrack_producer::token;
 
 use super::fail;
 use super::install::{KimiTarget, this_binary};
-use hooktrack::diagnostics::error_chain;
+use hooktrack_core::diagnostics::error_chain;
 
 /// Observe an agent live: collector, observer, agent, tracking, cleanup — one command.
 ///
@@ -92,10 +91,7 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
         Some(r) => std::path::absolute(r).map_err(|e| format!("bad --root: {e}"))?,
         None => default_root()?,
     };
-    let store = StoreDir::in_dir(
-        root.join(hooktrack::store::OBSERVATION_DIR)
-            .join(variant.provider()),
-    );
+    let store = StoreDir::in_dir(root.join(OBSERVATION_DIR).join(variant.provider()));
     store::create_dir(&store).map_err(|e| error_chain(&e))?;
     let generation = previous_generation(&store) + 1;
     let token = token::generate().map_err(|e| error_chain(&e))?;

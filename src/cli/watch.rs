@@ -12,13 +12,13 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::Serialize;
 
-use hooktrack::hub::{Hub, HubConfig, SessionId, wall_clock};
-use hooktrack::session::{Session, SessionConfig, Update};
-use hooktrack::store::StorePaths;
+use hooktrack::StorePaths;
+use hooktrack::{Hub, HubConfig, SessionId, wall_clock};
 use hooktrack::{Phase, ProviderChoice, Timestamp};
+use hooktrack::{Session, SessionConfig, Update};
 
 use super::fail;
-use hooktrack::diagnostics::error_chain;
+use hooktrack_core::diagnostics::error_chain;
 
 /// Follow sessions live: one status line per session, redrawn as they change.
 ///

@@ -11,13 +11,13 @@ use std::io::{self, BufRead, Write};
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::correlate::TurnRecord;
-use crate::diagnostics::{Diagnostics, Note};
-use crate::pipeline::{Fed, Pipeline};
-use crate::posture::Posture;
-use crate::provider::{Detection, ProviderChoice};
-use crate::read::LineReader;
-use crate::time::Timestamp;
+use hooktrack_core::correlate::TurnRecord;
+use hooktrack_core::diagnostics::{Diagnostics, Note};
+use hooktrack_core::pipeline::{Fed, Pipeline};
+use hooktrack_core::posture::Posture;
+use hooktrack_core::provider::{Detection, ProviderChoice};
+use hooktrack_core::read::LineReader;
+use hooktrack_core::time::Timestamp;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Format {

@@ -2,10 +2,10 @@
 
 use std::io::{self, Write};
 
-use crate::correlate::TurnRecord;
-use crate::event::{Event, OriginKind, ToolRef};
-use crate::pipeline::Fed;
-use crate::posture::Posture;
+use hooktrack_core::correlate::TurnRecord;
+use hooktrack_core::event::{Event, OriginKind, ToolRef};
+use hooktrack_core::pipeline::Fed;
+use hooktrack_core::posture::Posture;
 
 use super::Report;
 

@@ -12,7 +12,7 @@
 pub mod agent;
 pub mod channel;
 pub mod correlate;
-pub mod deliveries;
+mod deliveries;
 pub mod diagnostics;
 pub mod envelope;
 pub mod event;

@@ -255,3 +255,24 @@ impl Detector {
         (Agent::KimiCode, true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The installers subscribe each agent to `Agent::hook_events()`: its adapter must map
+    /// every one of them (an `Unknown` would be counted as a surprise on every delivery).
+    #[test]
+    fn every_adapter_maps_every_event_its_installer_subscribes() {
+        for agent in Agent::ALL {
+            for name in agent.hook_events() {
+                let mut payload = Payload::default();
+                let event = agent.normalize(&Cow::Borrowed(*name), &mut payload);
+                assert!(
+                    !matches!(event, Event::Unknown { .. }),
+                    "{agent} subscribes to {name} but its adapter does not map it"
+                );
+            }
+        }
+    }
+}
