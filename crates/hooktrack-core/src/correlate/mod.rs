@@ -2,13 +2,15 @@
 //! reads a clock, a file or the environment.
 //!
 //! The main scope moves Idle → Armed (a prompt) → Running (bound by TurnStarted, or at
-//! once where the provider has no TurnStarted) → Idle, through `arm`, `bind`,
-//! `start_implied` and `finish_main` (`turns.rs`). Nested scopes (subagents,
+//! once where the provider has no TurnStarted) → Idle. Its state is private to
+//! `main_state.rs`, whose named transitions are the only way to change it; `turns.rs`
+//! decides when to take them (arm, bind, implied start, terminal outcomes). Nested scopes (subagents,
 //! system-triggered turns) sit on top of a running main turn and never end it
 //! (`scopes.rs`). Tool calls and permission windows are in `tools.rs`. Agent
 //! differences come in as [`Capabilities`]. Every guess leaves a [`Note`].
 
 mod ledger;
+mod main_state;
 mod scopes;
 mod tools;
 mod turns;
@@ -19,6 +21,8 @@ use std::mem;
 use indexmap::IndexMap;
 
 pub use ledger::TurnRecord;
+
+use main_state::MainState;
 
 use crate::diagnostics::{Diag, Note};
 use crate::event::{Event, OriginKind};
@@ -49,17 +53,6 @@ pub struct Observation<'e, 'a> {
 pub struct Outcome {
     pub notes: Vec<Note>,
     pub closed: Vec<TurnRecord>,
-}
-
-#[derive(Debug)]
-enum Main {
-    Idle,
-    Armed {
-        epoch: u64,
-        line: u64,
-        at: Option<Timestamp>,
-    },
-    Running(TurnRecord),
 }
 
 #[derive(Debug)]
@@ -103,7 +96,7 @@ pub struct Correlator {
     epoch: u64,
     next_record: u64,
     next_synthetic: u64,
-    main: Main,
+    main: MainState,
     scopes: Vec<Scope>,
     tools: IndexMap<String, OpenTool>,
     recently_closed_tools: VecDeque<String>,
@@ -127,7 +120,7 @@ impl Correlator {
             epoch: 0,
             next_record: 0,
             next_synthetic: 0,
-            main: Main::Idle,
+            main: MainState::new(),
             scopes: Vec::new(),
             tools: IndexMap::new(),
             recently_closed_tools: VecDeque::new(),
@@ -177,9 +170,7 @@ impl Correlator {
     /// the end of a replay.
     pub fn open_turns(&self) -> Vec<TurnRecord> {
         let mut open = Vec::new();
-        if let Main::Running(rec) = &self.main {
-            open.push(rec.clone());
-        }
+        open.extend(self.main.running().cloned());
         open.extend(self.scopes.iter().filter_map(|s| s.turn.clone()));
         open
     }
@@ -191,7 +182,7 @@ impl Correlator {
             Phase::Unknown
         } else if !self.permissions.is_empty() {
             Phase::Blocked
-        } else if matches!(self.main, Main::Idle) {
+        } else if self.main.is_idle() {
             Phase::Ready
         } else {
             Phase::Active
@@ -201,10 +192,7 @@ impl Correlator {
             turn: TurnPosture {
                 phase,
                 epoch: self.epoch,
-                turn_id: match &self.main {
-                    Main::Running(rec) => rec.turn_id.clone(),
-                    _ => None,
-                },
+                turn_id: self.main.running().and_then(|rec| rec.turn_id.clone()),
                 scope_depth: self.scopes.len(),
                 open_tool_calls: self.tools.len(),
                 pending_permissions: self.permissions.len(),

@@ -4,7 +4,7 @@
 //! Claude and Codex tag subagent events with `agent_id`, so scopes are looked up by id
 //! and parallel subagents can interleave.
 
-use super::{Correlator, MAX_SCOPE_DEPTH, Main, Owner, Scope, TurnRecord, remember};
+use super::{Correlator, MAX_SCOPE_DEPTH, Owner, Scope, TurnRecord, remember};
 use crate::diagnostics::Diag;
 use crate::event::TurnId;
 use crate::posture::TurnResult;
@@ -41,18 +41,15 @@ impl Correlator {
         if let Some(rec) = nested {
             return Owner::Nested(rec.id);
         }
-        match self.main {
-            Main::Running(_) => Owner::Main,
-            _ => Owner::NoTurn,
+        match self.main.running() {
+            Some(_) => Owner::Main,
+            None => Owner::NoTurn,
         }
     }
 
     pub(super) fn turn_mut(&mut self, owner: Owner) -> Option<&mut TurnRecord> {
         match owner {
-            Owner::Main => match &mut self.main {
-                Main::Running(rec) => Some(rec),
-                _ => None,
-            },
+            Owner::Main => self.main.running_mut(),
             Owner::Nested(id) => self
                 .scopes
                 .iter_mut()
@@ -138,19 +135,16 @@ impl Correlator {
     /// turn of its own.
     pub(super) fn system_turn(&mut self, turn_id: Option<TurnId>, name: &str) {
         let origin = format!("system_trigger:{name}");
-        match self.main {
-            Main::Running(_) => {}
-            Main::Armed { .. } => {
-                // The prompt's turn started under a system origin: bind it.
-                self.bind(turn_id);
-                return;
-            }
-            Main::Idle => {
-                self.epoch += 1;
-                let rec = self.new_record(self.epoch, "main".into(), &origin, turn_id);
-                self.main = Main::Running(rec);
-                return;
-            }
+        if self.main.armed().is_some() {
+            // The prompt's turn started under a system origin: bind it.
+            self.bind(turn_id);
+            return;
+        }
+        if self.main.is_idle() {
+            self.epoch += 1;
+            let rec = self.new_record(self.epoch, "main".into(), &origin, turn_id);
+            self.main.start(rec);
+            return;
         }
         let epoch = self.main_epoch();
         // A subagent scope waiting for its turn takes it.
