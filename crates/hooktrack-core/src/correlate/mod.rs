@@ -20,7 +20,7 @@ use std::mem;
 
 use indexmap::IndexMap;
 
-pub use ledger::TurnRecord;
+pub use ledger::{Origin, Scope, TurnRecord};
 
 use main_state::MainState;
 
@@ -56,8 +56,8 @@ pub struct Outcome {
 }
 
 #[derive(Debug)]
-struct Scope {
-    label: String,
+struct NestedScope {
+    label: Scope,
     /// The subagent's id, where the provider sends one (Claude, Codex).
     agent_id: Option<String>,
     /// Opened by a system-triggered TurnStarted (closes with its turn), not by SubagentStart.
@@ -97,7 +97,7 @@ pub struct Correlator {
     next_record: u64,
     next_synthetic: u64,
     main: MainState,
-    scopes: Vec<Scope>,
+    scopes: Vec<NestedScope>,
     tools: IndexMap<String, OpenTool>,
     recently_closed_tools: VecDeque<String>,
     recently_closed_agents: VecDeque<String>,
@@ -348,8 +348,8 @@ impl Correlator {
     fn new_record(
         &mut self,
         epoch: u64,
-        scope: String,
-        origin: &str,
+        scope: Scope,
+        origin: Origin,
         turn_id: Option<crate::event::TurnId>,
     ) -> TurnRecord {
         self.new_record_from(epoch, scope, origin, turn_id, self.line, self.now)
@@ -358,8 +358,8 @@ impl Correlator {
     fn new_record_from(
         &mut self,
         epoch: u64,
-        scope: String,
-        origin: &str,
+        scope: Scope,
+        origin: Origin,
         turn_id: Option<crate::event::TurnId>,
         line: u64,
         at: Option<Timestamp>,
@@ -370,7 +370,7 @@ impl Correlator {
             epoch,
             turn_id,
             scope,
-            origin: origin.to_owned(),
+            origin,
             result: TurnResult::Open,
             first_row: line,
             last_row: self.line,

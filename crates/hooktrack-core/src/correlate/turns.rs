@@ -1,7 +1,7 @@
 //! The main scope: arming, binding, implied starts, terminal outcomes, session ends.
 
 use super::main_state::{Armed, Left};
-use super::{Correlator, remember};
+use super::{Correlator, Origin, Scope, remember};
 use crate::diagnostics::Diag;
 use crate::event::TurnId;
 use crate::posture::{LastTurn, TurnResult};
@@ -34,7 +34,7 @@ impl Correlator {
         self.close_unended_compaction();
         self.epoch += 1;
         if self.caps.prompt_starts_turn {
-            let rec = self.new_record(self.epoch, "main".into(), "user", turn_id);
+            let rec = self.new_record(self.epoch, Scope::Main, Origin::User, turn_id);
             self.main.start(rec);
         } else {
             self.main.arm(Armed {
@@ -50,7 +50,7 @@ impl Correlator {
     /// supersedes it.
     pub(super) fn bind(&mut self, turn_id: Option<TurnId>) {
         if let Some(Armed { epoch, line, at }) = self.main.armed() {
-            let rec = self.new_record_from(epoch, "main".into(), "user", turn_id, line, at);
+            let rec = self.new_record_from(epoch, Scope::Main, Origin::User, turn_id, line, at);
             self.main.bind(rec);
             return;
         }
@@ -82,7 +82,7 @@ impl Correlator {
             }
         }
         self.epoch += 1;
-        let rec = self.new_record(self.epoch, "main".into(), "user", turn_id);
+        let rec = self.new_record(self.epoch, Scope::Main, Origin::User, turn_id);
         self.main.start(rec);
     }
 
@@ -90,7 +90,7 @@ impl Correlator {
     pub(super) fn start_implied(&mut self) {
         if let Some(Armed { epoch, line, at }) = self.main.armed() {
             self.note(Diag::TurnStartImplied, Some(format!("epoch {epoch}")));
-            let rec = self.new_record_from(epoch, "main".into(), "implied", None, line, at);
+            let rec = self.new_record_from(epoch, Scope::Main, Origin::Implied, None, line, at);
             self.main.bind(rec);
         }
     }
@@ -122,7 +122,7 @@ impl Correlator {
             TurnResult::TerminalGap
         };
         while let Some(scope) = self.scopes.pop() {
-            self.note(Diag::ScopeOpenAtTurnEnd, Some(scope.label.clone()));
+            self.note(Diag::ScopeOpenAtTurnEnd, Some(scope.label.to_string()));
             if let Some(agent) = scope.agent_id {
                 remember(&mut self.recently_closed_agents, agent);
             }
@@ -154,7 +154,7 @@ impl Correlator {
         self.clear_main(result, diag);
         // Scopes, calls and permissions that outlived their turn (or never had one).
         while let Some(scope) = self.scopes.pop() {
-            self.note(Diag::ScopeOpenAtTurnEnd, Some(scope.label.clone()));
+            self.note(Diag::ScopeOpenAtTurnEnd, Some(scope.label.to_string()));
             if let Some(nested) = scope.turn {
                 self.close_nested(nested, TurnResult::TerminalGap);
             }
@@ -185,12 +185,12 @@ impl Correlator {
         self.start_implied();
         let rec = match self.main.finish() {
             Some(mut rec) => {
-                rec.origin = "continuation".into();
+                rec.origin = Origin::Continuation;
                 rec
             }
             None => {
                 self.epoch += 1;
-                self.new_record(self.epoch, "main".into(), "continuation", turn_id)
+                self.new_record(self.epoch, Scope::Main, Origin::Continuation, turn_id)
             }
         };
         self.finish_main(rec, TurnResult::Success);
@@ -208,9 +208,9 @@ impl Correlator {
             let rec = match scope.turn.take() {
                 Some(rec) => rec,
                 None => {
-                    self.note(Diag::NestedTurnImplied, Some(label.clone()));
+                    self.note(Diag::NestedTurnImplied, Some(label.to_string()));
                     let epoch = self.main_epoch();
-                    self.new_record(epoch, label, "implied", None)
+                    self.new_record(epoch, label, Origin::Implied, None)
                 }
             };
             if self.scopes[top].opened_by_turn {
@@ -228,7 +228,7 @@ impl Correlator {
             // A late Stop after SessionEnd is not a turn that ran: the process is gone.
             self.note(Diag::UnannouncedTurn, None);
             self.epoch += 1;
-            let rec = self.new_record(self.epoch, "main".into(), "unannounced", None);
+            let rec = self.new_record(self.epoch, Scope::Main, Origin::Unannounced, None);
             self.finish_main(rec, result);
         } else {
             self.note(Diag::StopWithoutTurn, Some(result.name().into()));
