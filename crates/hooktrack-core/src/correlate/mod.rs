@@ -23,6 +23,7 @@ use indexmap::IndexMap;
 pub use ledger::{Origin, Scope, TurnRecord};
 
 use main_state::MainState;
+use tools::{PermissionKey, ToolKey};
 
 use crate::diagnostics::{Diag, Note};
 use crate::event::{Event, OriginKind};
@@ -78,8 +79,6 @@ struct OpenTool {
     owner: Owner,
     name_hash: Option<u64>,
     input_hash: Option<u64>,
-    /// Keyed by a made-up id: the provider sends none (paired first-in-first-out).
-    synthetic: bool,
 }
 
 #[derive(Debug)]
@@ -95,13 +94,14 @@ pub struct Correlator {
     generation: Option<u64>,
     epoch: u64,
     next_record: u64,
-    next_synthetic: u64,
+    /// The last [`ToolKey::Fifo`] number handed out.
+    next_fifo: u64,
     main: MainState,
     scopes: Vec<NestedScope>,
-    tools: IndexMap<String, OpenTool>,
-    recently_closed_tools: VecDeque<String>,
+    tools: IndexMap<ToolKey, OpenTool>,
+    recently_closed_tools: VecDeque<ToolKey>,
     recently_closed_agents: VecDeque<String>,
-    permissions: IndexMap<String, Owner>,
+    permissions: IndexMap<PermissionKey, Owner>,
     queue_length: u64,
     compaction: Option<Compaction>,
     last_turn: LastTurn,
@@ -119,7 +119,7 @@ impl Correlator {
             generation: None,
             epoch: 0,
             next_record: 0,
-            next_synthetic: 0,
+            next_fifo: 0,
             main: MainState::new(),
             scopes: Vec::new(),
             tools: IndexMap::new(),
@@ -397,7 +397,7 @@ impl Correlator {
     }
 }
 
-fn remember(ring: &mut VecDeque<String>, id: String) {
+fn remember<T>(ring: &mut VecDeque<T>, id: T) {
     if ring.len() >= RECENTLY_CLOSED {
         ring.pop_front();
     }

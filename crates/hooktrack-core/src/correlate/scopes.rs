@@ -172,7 +172,7 @@ impl Correlator {
 
     pub(super) fn close_nested(&mut self, mut rec: TurnRecord, result: TurnResult) {
         let owner = Owner::Nested(rec.id);
-        let open: Vec<String> = self
+        let open: Vec<_> = self
             .tools
             .iter()
             .filter(|(_, t)| t.owner == owner)
@@ -180,7 +180,7 @@ impl Correlator {
             .collect();
         for id in open {
             self.tools.shift_remove(&id);
-            self.note(Diag::ToolOpenAtTurnEnd, Some(id.clone()));
+            self.note(Diag::ToolOpenAtTurnEnd, Some(id.to_string()));
             remember(&mut self.recently_closed_tools, id);
         }
         self.permissions.retain(|_, o| *o != owner);

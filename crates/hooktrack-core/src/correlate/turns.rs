@@ -130,14 +130,14 @@ impl Correlator {
                 self.close_nested(nested, nested_result);
             }
         }
-        let open: Vec<String> = self.tools.drain(..).map(|(id, _)| id).collect();
+        let open: Vec<_> = self.tools.drain(..).map(|(id, _)| id).collect();
         for id in open {
-            self.note(Diag::ToolOpenAtTurnEnd, Some(id.clone()));
+            self.note(Diag::ToolOpenAtTurnEnd, Some(id.to_string()));
             remember(&mut self.recently_closed_tools, id);
         }
-        let pending: Vec<String> = self.permissions.drain(..).map(|(k, _)| k).collect();
+        let pending: Vec<_> = self.permissions.drain(..).map(|(k, _)| k).collect();
         for key in pending {
-            self.note(Diag::PermissionOpenAtTurnEnd, Some(key));
+            self.note(Diag::PermissionOpenAtTurnEnd, Some(key.to_string()));
         }
         self.latch(&mut rec, result);
         self.last_turn = LastTurn {
@@ -159,7 +159,7 @@ impl Correlator {
                 self.close_nested(nested, TurnResult::TerminalGap);
             }
         }
-        let open: Vec<String> = self.tools.drain(..).map(|(id, _)| id).collect();
+        let open: Vec<_> = self.tools.drain(..).map(|(id, _)| id).collect();
         for id in open {
             remember(&mut self.recently_closed_tools, id);
         }
