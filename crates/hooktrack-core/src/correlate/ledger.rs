@@ -1,6 +1,8 @@
 //! The turn ledger: one record per turn.
 
-use serde::Serialize;
+use std::fmt;
+
+use serde::{Serialize, Serializer};
 
 use crate::event::TurnId;
 use crate::posture::TurnResult;
@@ -15,11 +17,8 @@ pub struct TurnRecord {
     /// The main-scope epoch this turn belongs to (nested turns share their parent's).
     pub epoch: u64,
     pub turn_id: Option<TurnId>,
-    /// `main`, or the nested scope (`subagent:<name>`, `system_trigger:<name>`).
-    pub scope: String,
-    /// What started it: `user` (a prompt), `system_trigger:<name>`, `unannounced` (a Stop
-    /// with no prompt), `implied` (evidence after the start event was missed).
-    pub origin: String,
+    pub scope: Scope,
+    pub origin: Origin,
     pub result: TurnResult,
     pub first_row: u64,
     pub last_row: u64,
@@ -30,6 +29,114 @@ pub struct TurnRecord {
 
 impl TurnRecord {
     pub fn is_main(&self) -> bool {
-        self.scope == "main"
+        self.scope == Scope::Main
+    }
+}
+
+/// Which scope a turn ran in. Written (in JSON and in text) as `main`,
+/// `subagent:<name>` or `system_trigger:<name>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    Main,
+    /// A subagent's scope, by the name its SubagentStart gave (`None`: no name or an
+    /// empty one, written `?`).
+    Subagent(Option<String>),
+    /// A scope opened by a system-triggered TurnStarted, by its origin name.
+    SystemTrigger(String),
+}
+
+/// What started a turn. Written (in JSON and in text) as its name below, or
+/// `system_trigger:<name>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// `user`: a prompt.
+    User,
+    /// `system_trigger:<name>`: a TurnStarted with a system origin.
+    SystemTrigger(String),
+    /// `subagent`: a SubagentStart, where the provider gives the subagent a turn of its own.
+    Subagent,
+    /// `implied`: evidence after the start event was missed.
+    Implied,
+    /// `unannounced`: a Stop with no prompt.
+    Unannounced,
+    /// `continuation`: the extra turn a stop hook caused.
+    Continuation,
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scope::Main => f.write_str("main"),
+            Scope::Subagent(name) => write!(f, "subagent:{}", name.as_deref().unwrap_or("?")),
+            Scope::SystemTrigger(name) => write!(f, "system_trigger:{name}"),
+        }
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::User => f.write_str("user"),
+            Origin::SystemTrigger(name) => write!(f, "system_trigger:{name}"),
+            Origin::Subagent => f.write_str("subagent"),
+            Origin::Implied => f.write_str("implied"),
+            Origin::Unannounced => f.write_str("unannounced"),
+            Origin::Continuation => f.write_str("continuation"),
+        }
+    }
+}
+
+// Serialized as the strings they display as, so the ledger JSON keeps the plain strings
+// its readers already parse.
+impl Serialize for Scope {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl Serialize for Origin {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Origin, Scope};
+
+    fn json<T: serde::Serialize>(value: &T) -> String {
+        serde_json::to_string(value).unwrap_or_default()
+    }
+
+    #[test]
+    fn scopes_and_origins_serialize_as_their_ledger_strings() {
+        let scopes = [
+            (Scope::Main, "main"),
+            (Scope::Subagent(Some("coder".into())), "subagent:coder"),
+            (Scope::Subagent(None), "subagent:?"),
+            (
+                Scope::SystemTrigger("subagent".into()),
+                "system_trigger:subagent",
+            ),
+        ];
+        for (scope, text) in scopes {
+            assert_eq!(scope.to_string(), text);
+            assert_eq!(json(&scope), format!("\"{text}\""));
+        }
+        let origins = [
+            (Origin::User, "user"),
+            (
+                Origin::SystemTrigger("system".into()),
+                "system_trigger:system",
+            ),
+            (Origin::Subagent, "subagent"),
+            (Origin::Implied, "implied"),
+            (Origin::Unannounced, "unannounced"),
+            (Origin::Continuation, "continuation"),
+        ];
+        for (origin, text) in origins {
+            assert_eq!(origin.to_string(), text);
+            assert_eq!(json(&origin), format!("\"{text}\""));
+        }
     }
 }

@@ -2,13 +2,15 @@
 //! reads a clock, a file or the environment.
 //!
 //! The main scope moves Idle → Armed (a prompt) → Running (bound by TurnStarted, or at
-//! once where the provider has no TurnStarted) → Idle, through `arm`, `bind`,
-//! `start_implied` and `finish_main` (`turns.rs`). Nested scopes (subagents,
+//! once where the provider has no TurnStarted) → Idle. Its state is private to
+//! `main_state.rs`, whose named transitions are the only way to change it; `turns.rs`
+//! decides when to take them (arm, bind, implied start, terminal outcomes). Nested scopes (subagents,
 //! system-triggered turns) sit on top of a running main turn and never end it
 //! (`scopes.rs`). Tool calls and permission windows are in `tools.rs`. Agent
 //! differences come in as [`Capabilities`]. Every guess leaves a [`Note`].
 
 mod ledger;
+mod main_state;
 mod scopes;
 mod tools;
 mod turns;
@@ -18,7 +20,10 @@ use std::mem;
 
 use indexmap::IndexMap;
 
-pub use ledger::TurnRecord;
+pub use ledger::{Origin, Scope, TurnRecord};
+
+use main_state::MainState;
+use tools::{PermissionKey, ToolKey};
 
 use crate::diagnostics::{Diag, Note};
 use crate::event::{Event, OriginKind};
@@ -52,19 +57,8 @@ pub struct Outcome {
 }
 
 #[derive(Debug)]
-enum Main {
-    Idle,
-    Armed {
-        epoch: u64,
-        line: u64,
-        at: Option<Timestamp>,
-    },
-    Running(TurnRecord),
-}
-
-#[derive(Debug)]
-struct Scope {
-    label: String,
+struct NestedScope {
+    label: Scope,
     /// The subagent's id, where the provider sends one (Claude, Codex).
     agent_id: Option<String>,
     /// Opened by a system-triggered TurnStarted (closes with its turn), not by SubagentStart.
@@ -85,8 +79,6 @@ struct OpenTool {
     owner: Owner,
     name_hash: Option<u64>,
     input_hash: Option<u64>,
-    /// Keyed by a made-up id: the provider sends none (paired first-in-first-out).
-    synthetic: bool,
 }
 
 #[derive(Debug)]
@@ -102,13 +94,14 @@ pub struct Correlator {
     generation: Option<u64>,
     epoch: u64,
     next_record: u64,
-    next_synthetic: u64,
-    main: Main,
-    scopes: Vec<Scope>,
-    tools: IndexMap<String, OpenTool>,
-    recently_closed_tools: VecDeque<String>,
+    /// The last [`ToolKey::Fifo`] number handed out.
+    next_fifo: u64,
+    main: MainState,
+    scopes: Vec<NestedScope>,
+    tools: IndexMap<ToolKey, OpenTool>,
+    recently_closed_tools: VecDeque<ToolKey>,
     recently_closed_agents: VecDeque<String>,
-    permissions: IndexMap<String, Owner>,
+    permissions: IndexMap<PermissionKey, Owner>,
     queue_length: u64,
     compaction: Option<Compaction>,
     last_turn: LastTurn,
@@ -126,8 +119,8 @@ impl Correlator {
             generation: None,
             epoch: 0,
             next_record: 0,
-            next_synthetic: 0,
-            main: Main::Idle,
+            next_fifo: 0,
+            main: MainState::new(),
             scopes: Vec::new(),
             tools: IndexMap::new(),
             recently_closed_tools: VecDeque::new(),
@@ -177,9 +170,7 @@ impl Correlator {
     /// the end of a replay.
     pub fn open_turns(&self) -> Vec<TurnRecord> {
         let mut open = Vec::new();
-        if let Main::Running(rec) = &self.main {
-            open.push(rec.clone());
-        }
+        open.extend(self.main.running().cloned());
         open.extend(self.scopes.iter().filter_map(|s| s.turn.clone()));
         open
     }
@@ -191,7 +182,7 @@ impl Correlator {
             Phase::Unknown
         } else if !self.permissions.is_empty() {
             Phase::Blocked
-        } else if matches!(self.main, Main::Idle) {
+        } else if self.main.is_idle() {
             Phase::Ready
         } else {
             Phase::Active
@@ -201,10 +192,7 @@ impl Correlator {
             turn: TurnPosture {
                 phase,
                 epoch: self.epoch,
-                turn_id: match &self.main {
-                    Main::Running(rec) => rec.turn_id.clone(),
-                    _ => None,
-                },
+                turn_id: self.main.running().and_then(|rec| rec.turn_id.clone()),
                 scope_depth: self.scopes.len(),
                 open_tool_calls: self.tools.len(),
                 pending_permissions: self.permissions.len(),
@@ -360,8 +348,8 @@ impl Correlator {
     fn new_record(
         &mut self,
         epoch: u64,
-        scope: String,
-        origin: &str,
+        scope: Scope,
+        origin: Origin,
         turn_id: Option<crate::event::TurnId>,
     ) -> TurnRecord {
         self.new_record_from(epoch, scope, origin, turn_id, self.line, self.now)
@@ -370,8 +358,8 @@ impl Correlator {
     fn new_record_from(
         &mut self,
         epoch: u64,
-        scope: String,
-        origin: &str,
+        scope: Scope,
+        origin: Origin,
         turn_id: Option<crate::event::TurnId>,
         line: u64,
         at: Option<Timestamp>,
@@ -382,7 +370,7 @@ impl Correlator {
             epoch,
             turn_id,
             scope,
-            origin: origin.to_owned(),
+            origin,
             result: TurnResult::Open,
             first_row: line,
             last_row: self.line,
@@ -409,7 +397,7 @@ impl Correlator {
     }
 }
 
-fn remember(ring: &mut VecDeque<String>, id: String) {
+fn remember<T>(ring: &mut VecDeque<T>, id: T) {
     if ring.len() >= RECENTLY_CLOSED {
         ring.pop_front();
     }

@@ -4,13 +4,13 @@
 //! Claude and Codex tag subagent events with `agent_id`, so scopes are looked up by id
 //! and parallel subagents can interleave.
 
-use super::{Correlator, MAX_SCOPE_DEPTH, Main, Owner, Scope, TurnRecord, remember};
+use super::{Correlator, MAX_SCOPE_DEPTH, NestedScope, Origin, Owner, Scope, TurnRecord, remember};
 use crate::diagnostics::Diag;
 use crate::event::TurnId;
 use crate::posture::TurnResult;
 
 impl Correlator {
-    fn push_scope(&mut self, scope: Scope) {
+    fn push_scope(&mut self, scope: NestedScope) {
         if self.scopes.len() >= MAX_SCOPE_DEPTH {
             self.note(Diag::StateLimitReached, Some("nested scopes".into()));
             let oldest = self.scopes.remove(0);
@@ -41,18 +41,15 @@ impl Correlator {
         if let Some(rec) = nested {
             return Owner::Nested(rec.id);
         }
-        match self.main {
-            Main::Running(_) => Owner::Main,
-            _ => Owner::NoTurn,
+        match self.main.running() {
+            Some(_) => Owner::Main,
+            None => Owner::NoTurn,
         }
     }
 
     pub(super) fn turn_mut(&mut self, owner: Owner) -> Option<&mut TurnRecord> {
         match owner {
-            Owner::Main => match &mut self.main {
-                Main::Running(rec) => Some(rec),
-                _ => None,
-            },
+            Owner::Main => self.main.running_mut(),
             Owner::Nested(id) => self
                 .scopes
                 .iter_mut()
@@ -84,14 +81,14 @@ impl Correlator {
     pub(super) fn subagent_started(&mut self, name: Option<&str>, agent_id: Option<&str>) {
         self.start_implied();
         self.touch(None);
-        let label = format!("subagent:{}", name.filter(|n| !n.is_empty()).unwrap_or("?"));
+        let label = Scope::Subagent(name.filter(|n| !n.is_empty()).map(str::to_owned));
         let turn = if self.caps.subagent_scope_is_turn {
             let epoch = self.main_epoch();
-            Some(self.new_record(epoch, label.clone(), "subagent", None))
+            Some(self.new_record(epoch, label.clone(), Origin::Subagent, None))
         } else {
             None
         };
-        self.push_scope(Scope {
+        self.push_scope(NestedScope {
             label,
             agent_id: agent_id.map(str::to_owned),
             opened_by_turn: false,
@@ -109,7 +106,7 @@ impl Correlator {
         if self.scopes[index].turn.is_none() {
             let epoch = self.main_epoch();
             let label = self.scopes[index].label.clone();
-            let rec = self.new_record(epoch, label, "user", None);
+            let rec = self.new_record(epoch, label, Origin::User, None);
             self.scopes[index].turn = Some(rec);
         }
         self.touch(agent);
@@ -125,32 +122,29 @@ impl Correlator {
         if let Some(open) = self.scopes[top].turn.take() {
             self.note(
                 Diag::NestedTurnUnended,
-                Some(self.scopes[top].label.clone()),
+                Some(self.scopes[top].label.to_string()),
             );
             self.close_nested(open, TurnResult::TerminalGap);
         }
         let label = self.scopes[top].label.clone();
-        let rec = self.new_record(epoch, label, "user", None);
+        let rec = self.new_record(epoch, label, Origin::User, None);
         self.scopes[top].turn = Some(rec);
     }
 
     /// TurnStarted(system_trigger): a nested turn under a running main turn, else a main
     /// turn of its own.
     pub(super) fn system_turn(&mut self, turn_id: Option<TurnId>, name: &str) {
-        let origin = format!("system_trigger:{name}");
-        match self.main {
-            Main::Running(_) => {}
-            Main::Armed { .. } => {
-                // The prompt's turn started under a system origin: bind it.
-                self.bind(turn_id);
-                return;
-            }
-            Main::Idle => {
-                self.epoch += 1;
-                let rec = self.new_record(self.epoch, "main".into(), &origin, turn_id);
-                self.main = Main::Running(rec);
-                return;
-            }
+        let origin = Origin::SystemTrigger(name.to_owned());
+        if self.main.armed().is_some() {
+            // The prompt's turn started under a system origin: bind it.
+            self.bind(turn_id);
+            return;
+        }
+        if self.main.is_idle() {
+            self.epoch += 1;
+            let rec = self.new_record(self.epoch, Scope::Main, origin, turn_id);
+            self.main.start(rec);
+            return;
         }
         let epoch = self.main_epoch();
         // A subagent scope waiting for its turn takes it.
@@ -159,16 +153,16 @@ impl Correlator {
         {
             let label = self.scopes[top].label.clone();
             if let Some(open) = self.scopes[top].turn.take() {
-                self.note(Diag::NestedTurnUnended, Some(label.clone()));
+                self.note(Diag::NestedTurnUnended, Some(label.to_string()));
                 self.close_nested(open, TurnResult::TerminalGap);
             }
-            let rec = self.new_record(epoch, label, &origin, turn_id);
+            let rec = self.new_record(epoch, label, origin, turn_id);
             self.scopes[top].turn = Some(rec);
             return;
         }
-        let label = format!("system_trigger:{name}");
-        let rec = self.new_record(epoch, label.clone(), &origin, turn_id);
-        self.push_scope(Scope {
+        let label = Scope::SystemTrigger(name.to_owned());
+        let rec = self.new_record(epoch, label.clone(), origin, turn_id);
+        self.push_scope(NestedScope {
             label,
             agent_id: None,
             opened_by_turn: true,
@@ -178,7 +172,7 @@ impl Correlator {
 
     pub(super) fn close_nested(&mut self, mut rec: TurnRecord, result: TurnResult) {
         let owner = Owner::Nested(rec.id);
-        let open: Vec<String> = self
+        let open: Vec<_> = self
             .tools
             .iter()
             .filter(|(_, t)| t.owner == owner)
@@ -186,7 +180,7 @@ impl Correlator {
             .collect();
         for id in open {
             self.tools.shift_remove(&id);
-            self.note(Diag::ToolOpenAtTurnEnd, Some(id.clone()));
+            self.note(Diag::ToolOpenAtTurnEnd, Some(id.to_string()));
             remember(&mut self.recently_closed_tools, id);
         }
         self.permissions.retain(|_, o| *o != owner);
@@ -218,7 +212,7 @@ impl Correlator {
                 break;
             };
             if let Some(open) = scope.turn {
-                self.note(Diag::NestedTurnUnended, Some(scope.label.clone()));
+                self.note(Diag::NestedTurnUnended, Some(scope.label.to_string()));
                 self.close_nested(open, TurnResult::TerminalGap);
             }
         }
@@ -230,7 +224,7 @@ impl Correlator {
             if !self.caps.subagent_scope_is_turn {
                 self.note(
                     Diag::NestedTurnEndedBySubagentStop,
-                    Some(scope.label.clone()),
+                    Some(scope.label.to_string()),
                 );
             }
             self.close_nested(open, TurnResult::Success);

@@ -1,10 +1,63 @@
 //! Tool calls (paired by id, or first-in-first-out by name and input where the provider
 //! sends no id) and permission windows.
 
+use std::fmt;
+
 use super::{Correlator, MAX_OPEN_TOOLS, MAX_PENDING_PERMISSIONS, OpenTool, Owner};
 use crate::diagnostics::Diag;
 use crate::event::ToolRef;
 use crate::payload::text_hash;
+
+/// The key of an open tool call. Made-up keys are a variant of their own, so a provider's
+/// id can never collide with one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum ToolKey {
+    /// The provider's `tool_call_id`.
+    Id(String),
+    /// The n-th call sent without an id (Gemini), paired first-in-first-out by name and
+    /// input. Written `~n` in notes.
+    Fifo(u64),
+}
+
+/// The key of a pending permission window.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum PermissionKey {
+    /// An id the request or result carries: the `tool_call_id`, else the approval id. The
+    /// two share one namespace: a result may name its window by either.
+    Id(String),
+    /// The id-less open call ([`ToolKey::Fifo`]) the request was matched to.
+    Fifo(u64),
+    /// No id and no open call to match: the tool's name stands in. Written `<name>?`.
+    ByName(String),
+}
+
+impl From<ToolKey> for PermissionKey {
+    fn from(key: ToolKey) -> Self {
+        match key {
+            ToolKey::Id(id) => PermissionKey::Id(id),
+            ToolKey::Fifo(n) => PermissionKey::Fifo(n),
+        }
+    }
+}
+
+impl fmt::Display for ToolKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolKey::Id(id) => f.write_str(id),
+            ToolKey::Fifo(n) => write!(f, "~{n}"),
+        }
+    }
+}
+
+impl fmt::Display for PermissionKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PermissionKey::Id(id) => f.write_str(id),
+            PermissionKey::Fifo(n) => write!(f, "~{n}"),
+            PermissionKey::ByName(name) => write!(f, "{name}?"),
+        }
+    }
+}
 
 impl Correlator {
     pub(super) fn tool_started(&mut self, tool: &ToolRef<'_>) {
@@ -23,11 +76,11 @@ impl Correlator {
                 tool.name.as_deref().map(str::to_owned),
             );
         }
-        let (key, synthetic) = match tool.call_id.as_deref() {
-            Some(id) => (id.to_owned(), false),
+        let key = match tool.call_id.as_deref() {
+            Some(id) => ToolKey::Id(id.to_owned()),
             None if !self.caps.tool_ids => {
-                self.next_synthetic += 1;
-                (format!("~{}", self.next_synthetic), true)
+                self.next_fifo += 1;
+                ToolKey::Fifo(self.next_fifo)
             }
             None => {
                 self.note(
@@ -41,11 +94,10 @@ impl Correlator {
             owner,
             name_hash: tool.name.as_deref().map(text_hash),
             input_hash: tool.input_hash,
-            synthetic,
         };
         if let Some(previous) = self.tools.get_mut(&key) {
             *previous = open;
-            self.note(Diag::ToolStartDuplicate, Some(key));
+            self.note(Diag::ToolStartDuplicate, Some(key.to_string()));
             return;
         }
         if self.tools.len() >= MAX_OPEN_TOOLS {
@@ -58,9 +110,9 @@ impl Correlator {
     /// PostToolUse / PostToolUseFailure. `interrupt`: the user interrupted the call, which
     /// ends the turn interrupted (Claude's only interrupt trace).
     pub(super) fn tool_finished(&mut self, tool: &ToolRef<'_>, interrupt: bool) {
-        let key: Option<std::borrow::Cow<'_, str>> = match tool.call_id.as_deref() {
-            Some(id) => Some(id.into()),
-            None if !self.caps.tool_ids => self.pair_first_in_first_out(tool).map(Into::into),
+        let key = match tool.call_id.as_deref() {
+            Some(id) => Some(ToolKey::Id(id.to_owned())),
+            None if !self.caps.tool_ids => self.pair_first_in_first_out(tool),
             None => {
                 self.note(
                     Diag::ToolCallIdMissing,
@@ -69,24 +121,25 @@ impl Correlator {
                 None
             }
         };
-        match key.as_deref().map(|k| (k, self.tools.shift_remove(k))) {
-            Some((key, Some(open))) => {
+        let open = key.as_ref().and_then(|k| self.tools.shift_remove(k));
+        match (key, open) {
+            (Some(key), Some(open)) => {
                 let line = self.line;
                 if let Some(rec) = self.turn_mut(open.owner) {
                     rec.last_row = line;
                 }
                 if self.caps.permission_ends_with_tool {
                     // No answer event: the call going on to finish answers the request.
-                    self.permissions.shift_remove(key);
+                    self.permissions.shift_remove(&PermissionKey::from(key));
                 }
             }
-            Some((key, None)) if self.recently_closed_tools.iter().any(|c| c == key) => {
-                self.note(Diag::ToolFinishLate, Some(key.to_owned()));
+            (Some(key), None) if self.recently_closed_tools.contains(&key) => {
+                self.note(Diag::ToolFinishLate, Some(key.to_string()));
             }
-            Some((key, None)) => {
-                self.note(Diag::ToolFinishWithoutStart, Some(key.to_owned()));
+            (Some(key), None) => {
+                self.note(Diag::ToolFinishWithoutStart, Some(key.to_string()));
             }
-            None => self.touch(tool.agent.as_deref()),
+            (None, _) => self.touch(tool.agent.as_deref()),
         }
         if interrupt {
             self.interrupt_main();
@@ -95,13 +148,15 @@ impl Correlator {
 
     /// The oldest open id-less call with the same name and input. More than one candidate
     /// is a guess, and is counted.
-    fn pair_first_in_first_out(&mut self, tool: &ToolRef<'_>) -> Option<String> {
+    fn pair_first_in_first_out(&mut self, tool: &ToolRef<'_>) -> Option<ToolKey> {
         let name_hash = tool.name.as_deref().map(text_hash);
         let mut candidates = self
             .tools
             .iter()
-            .filter(|(_, t)| {
-                t.synthetic && t.name_hash == name_hash && t.input_hash == tool.input_hash
+            .filter(|(k, t)| {
+                matches!(k, ToolKey::Fifo(_))
+                    && t.name_hash == name_hash
+                    && t.input_hash == tool.input_hash
             })
             .map(|(k, _)| k.clone());
         let first = candidates.next();
@@ -125,9 +180,9 @@ impl Correlator {
 
     /// The key of a permission window: the call id, the approval id, else the open call it
     /// is about, matched by tool name and input (most recent first).
-    fn permission_key(&mut self, tool: &ToolRef<'_>, approval_id: Option<&str>) -> String {
+    fn permission_key(&mut self, tool: &ToolRef<'_>, approval_id: Option<&str>) -> PermissionKey {
         if let Some(id) = tool.call_id.as_deref().or(approval_id) {
-            return id.to_owned();
+            return PermissionKey::Id(id.to_owned());
         }
         let name_hash = tool.name.as_deref().map(text_hash);
         let owner = self.owner(tool.agent.as_deref());
@@ -145,16 +200,16 @@ impl Correlator {
                 .map(|(k, _)| k.clone())
         };
         if let Some(key) = find(true) {
-            return key;
+            return key.into();
         }
         // Codex adds a `description` to the permission request's input: the inputs differ,
         // the tool is the same.
         if let Some(key) = find(false) {
-            self.note(Diag::PermissionMatchedByName, Some(key.clone()));
-            return key;
+            self.note(Diag::PermissionMatchedByName, Some(key.to_string()));
+            return key.into();
         }
-        let key = format!("{}?", tool.name.as_deref().unwrap_or("permission"));
-        self.note(Diag::PermissionUnmatched, Some(key.clone()));
+        let key = PermissionKey::ByName(tool.name.as_deref().unwrap_or("permission").to_owned());
+        self.note(Diag::PermissionUnmatched, Some(key.to_string()));
         key
     }
 
@@ -164,7 +219,7 @@ impl Correlator {
         let owner = self.owner(tool.agent.as_deref());
         self.touch(tool.agent.as_deref());
         if self.permissions.contains_key(&key) {
-            self.note(Diag::PermissionDuplicate, Some(key));
+            self.note(Diag::PermissionDuplicate, Some(key.to_string()));
             return;
         }
         if self.permissions.len() >= MAX_PENDING_PERMISSIONS {
@@ -177,13 +232,107 @@ impl Correlator {
     pub(super) fn permission_resolved(&mut self, tool: &ToolRef<'_>, approval_id: Option<&str>) {
         self.touch(tool.agent.as_deref());
         let key = match tool.call_id.as_deref().or(approval_id) {
-            Some(id) => id.to_owned(),
+            Some(id) => PermissionKey::Id(id.to_owned()),
             None => self.permission_key(tool, None),
         };
         let removed = self.permissions.shift_remove(&key).is_some()
-            || approval_id.is_some_and(|id| self.permissions.shift_remove(id).is_some());
+            || approval_id.is_some_and(|id| {
+                self.permissions
+                    .shift_remove(&PermissionKey::Id(id.to_owned()))
+                    .is_some()
+            });
         if !removed {
-            self.note(Diag::PermissionResultWithoutRequest, Some(key));
+            self.note(Diag::PermissionResultWithoutRequest, Some(key.to_string()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::super::{Correlator, Observation};
+    use crate::agent::Agent;
+    use crate::diagnostics::{Diag, Note};
+    use crate::event::{Decision, Event, ToolRef};
+
+    fn feed(c: &mut Correlator, line: u64, event: Event<'_>) -> Vec<Note> {
+        let obs = Observation {
+            line,
+            generation: None,
+            event: &event,
+        };
+        c.observe(obs, None).notes
+    }
+
+    fn prompt() -> Event<'static> {
+        Event::PromptSubmitted {
+            text: Cow::Borrowed("go"),
+            steer: false,
+            turn_id: None,
+            agent: None,
+        }
+    }
+
+    fn tool(call_id: Option<&'static str>, name: &'static str) -> ToolRef<'static> {
+        ToolRef {
+            call_id: call_id.map(Cow::Borrowed),
+            name: Some(Cow::Borrowed(name)),
+            ..ToolRef::default()
+        }
+    }
+
+    #[test]
+    fn a_real_id_never_finishes_a_fifo_call() {
+        let mut c = Correlator::new(Agent::GeminiCli.capabilities());
+        feed(&mut c, 1, prompt());
+        feed(
+            &mut c,
+            2,
+            Event::ToolStarted {
+                tool: tool(None, "read"),
+            },
+        );
+        let tool = tool(Some("~1"), "read");
+        let notes = feed(&mut c, 3, Event::ToolFinished { tool });
+        assert_eq!(
+            notes,
+            [Note::new(Diag::ToolFinishWithoutStart, Some("~1".into()))]
+        );
+        assert_eq!(c.posture().turn.open_tool_calls, 1);
+    }
+
+    #[test]
+    fn a_real_id_never_resolves_a_by_name_permission() {
+        let mut c = Correlator::new(Agent::KimiCode.capabilities());
+        feed(&mut c, 1, prompt());
+        let tool_ref = tool(None, "Shell");
+        let notes = feed(
+            &mut c,
+            2,
+            Event::PermissionRequested {
+                tool: tool_ref,
+                approval_id: None,
+                turn_id: None,
+            },
+        );
+        assert!(notes.contains(&Note::new(Diag::PermissionUnmatched, Some("Shell?".into()))));
+        let notes = feed(
+            &mut c,
+            3,
+            Event::PermissionResolved {
+                tool: tool(Some("Shell?"), "Shell"),
+                approval_id: None,
+                decision: Decision::Other,
+            },
+        );
+        assert_eq!(
+            notes,
+            [Note::new(
+                Diag::PermissionResultWithoutRequest,
+                Some("Shell?".into())
+            )]
+        );
+        assert_eq!(c.posture().turn.pending_permissions, 1);
     }
 }

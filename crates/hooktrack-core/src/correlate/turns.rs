@@ -1,8 +1,7 @@
 //! The main scope: arming, binding, implied starts, terminal outcomes, session ends.
 
-use std::mem;
-
-use super::{Correlator, Main, remember};
+use super::main_state::{Armed, Left};
+use super::{Correlator, Origin, Scope, remember};
 use crate::diagnostics::Diag;
 use crate::event::TurnId;
 use crate::posture::{LastTurn, TurnResult};
@@ -21,10 +20,7 @@ impl Correlator {
             self.agent_prompt(agent);
             return;
         }
-        if !self.caps.agent_scopes
-            && matches!(self.main, Main::Running(_))
-            && !self.scopes.is_empty()
-        {
+        if !self.caps.agent_scopes && self.main.running().is_some() && !self.scopes.is_empty() {
             self.nested_prompt();
             return;
         }
@@ -34,53 +30,46 @@ impl Correlator {
 
     /// Idle/Armed/Running → Armed (or Running where the prompt starts the turn).
     fn arm(&mut self, turn_id: Option<TurnId>) {
-        match mem::replace(&mut self.main, Main::Idle) {
-            Main::Idle => {}
-            Main::Armed { epoch, line, .. } => {
-                self.note(
-                    Diag::EpochAbandoned,
-                    Some(format!("epoch {epoch} armed at line {line}")),
-                );
-            }
-            Main::Running(rec) => {
-                self.note(Diag::TurnSuperseded, Some(format!("epoch {}", rec.epoch)));
-                self.finish_main(rec, TurnResult::TerminalGap);
-            }
-        }
+        self.clear_main(TurnResult::TerminalGap, Diag::TurnSuperseded);
         self.close_unended_compaction();
         self.epoch += 1;
-        self.main = if self.caps.prompt_starts_turn {
-            Main::Running(self.new_record(self.epoch, "main".into(), "user", turn_id))
+        if self.caps.prompt_starts_turn {
+            let rec = self.new_record(self.epoch, Scope::Main, Origin::User, turn_id);
+            self.main.start(rec);
         } else {
-            Main::Armed {
+            self.main.arm(Armed {
                 epoch: self.epoch,
                 line: self.line,
                 at: self.now,
-            }
-        };
+            });
+        }
     }
 
-    /// TurnStarted(user): Armed → Running with its turn id.
+    /// TurnStarted(user): Armed → Running with its turn id. A TurnStarted with no armed
+    /// prompt starts a turn of its own; one naming another id than the running turn's
+    /// supersedes it.
     pub(super) fn bind(&mut self, turn_id: Option<TurnId>) {
-        self.main = match mem::replace(&mut self.main, Main::Idle) {
-            Main::Armed { epoch, line, at } => {
-                let rec = self.new_record_from(epoch, "main".into(), "user", turn_id, line, at);
-                Main::Running(rec)
-            }
-            Main::Idle => {
+        if let Some(Armed { epoch, line, at }) = self.main.armed() {
+            let rec = self.new_record_from(epoch, Scope::Main, Origin::User, turn_id, line, at);
+            self.main.bind(rec);
+            return;
+        }
+        let line = self.line;
+        if let Some(rec) = self.main.running_mut()
+            && (rec.turn_id.is_none() || rec.turn_id == turn_id)
+        {
+            rec.turn_id = turn_id;
+            rec.last_row = line;
+            return;
+        }
+        match self.main.finish() {
+            None => {
                 self.note(
                     Diag::TurnStartedWithoutPrompt,
                     turn_id.as_ref().map(|t| format!("turn {t}")),
                 );
-                self.epoch += 1;
-                Main::Running(self.new_record(self.epoch, "main".into(), "user", turn_id))
             }
-            Main::Running(mut rec) if rec.turn_id.is_none() || rec.turn_id == turn_id => {
-                rec.turn_id = turn_id;
-                rec.last_row = self.line;
-                Main::Running(rec)
-            }
-            Main::Running(rec) => {
+            Some(rec) => {
                 self.note(
                     Diag::TurnSuperseded,
                     Some(format!(
@@ -90,22 +79,42 @@ impl Correlator {
                     )),
                 );
                 self.finish_main(rec, TurnResult::TerminalGap);
-                self.epoch += 1;
-                Main::Running(self.new_record(self.epoch, "main".into(), "user", turn_id))
             }
-        };
+        }
+        self.epoch += 1;
+        let rec = self.new_record(self.epoch, Scope::Main, Origin::User, turn_id);
+        self.main.start(rec);
     }
 
     /// Turn evidence while only armed: the TurnStarted was missed or never sent.
     pub(super) fn start_implied(&mut self) {
-        if let Main::Armed { epoch, line, at } = self.main {
+        if let Some(Armed { epoch, line, at }) = self.main.armed() {
             self.note(Diag::TurnStartImplied, Some(format!("epoch {epoch}")));
-            let rec = self.new_record_from(epoch, "main".into(), "implied", None, line, at);
-            self.main = Main::Running(rec);
+            let rec = self.new_record_from(epoch, Scope::Main, Origin::Implied, None, line, at);
+            self.main.bind(rec);
         }
     }
 
-    /// Running → Idle: latches the result, closes everything the turn owned.
+    /// Clears the main scope for a new epoch or a session end: an armed epoch is
+    /// abandoned, a running turn ends with `result` (`diag` says why).
+    fn clear_main(&mut self, result: TurnResult, diag: Diag) {
+        match self.main.clear() {
+            Left::Idle => {}
+            Left::Armed(Armed { epoch, line, .. }) => {
+                self.note(
+                    Diag::EpochAbandoned,
+                    Some(format!("epoch {epoch} armed at line {line}")),
+                );
+            }
+            Left::Running(rec) => {
+                self.note(diag, Some(format!("epoch {}", rec.epoch)));
+                self.finish_main(rec, result);
+            }
+        }
+    }
+
+    /// Ends a main turn that has left the main state (through `finish` or `clear`):
+    /// latches the result, closes everything the turn owned.
     pub(super) fn finish_main(&mut self, mut rec: super::TurnRecord, result: TurnResult) {
         let nested_result = if result == TurnResult::Interrupted {
             TurnResult::Interrupted
@@ -113,7 +122,7 @@ impl Correlator {
             TurnResult::TerminalGap
         };
         while let Some(scope) = self.scopes.pop() {
-            self.note(Diag::ScopeOpenAtTurnEnd, Some(scope.label.clone()));
+            self.note(Diag::ScopeOpenAtTurnEnd, Some(scope.label.to_string()));
             if let Some(agent) = scope.agent_id {
                 remember(&mut self.recently_closed_agents, agent);
             }
@@ -121,14 +130,14 @@ impl Correlator {
                 self.close_nested(nested, nested_result);
             }
         }
-        let open: Vec<String> = self.tools.drain(..).map(|(id, _)| id).collect();
+        let open: Vec<_> = self.tools.drain(..).map(|(id, _)| id).collect();
         for id in open {
-            self.note(Diag::ToolOpenAtTurnEnd, Some(id.clone()));
+            self.note(Diag::ToolOpenAtTurnEnd, Some(id.to_string()));
             remember(&mut self.recently_closed_tools, id);
         }
-        let pending: Vec<String> = self.permissions.drain(..).map(|(k, _)| k).collect();
+        let pending: Vec<_> = self.permissions.drain(..).map(|(k, _)| k).collect();
         for key in pending {
-            self.note(Diag::PermissionOpenAtTurnEnd, Some(key));
+            self.note(Diag::PermissionOpenAtTurnEnd, Some(key.to_string()));
         }
         self.latch(&mut rec, result);
         self.last_turn = LastTurn {
@@ -137,33 +146,20 @@ impl Correlator {
             turn_id: rec.turn_id.clone(),
             at: self.now,
         };
-        self.main = Main::Idle;
         self.out.closed.push(rec);
     }
 
     /// SessionEnd, a new SessionStart or a new generation: whatever is open ended unseen.
     pub(super) fn end_session(&mut self, result: TurnResult, diag: Diag) {
-        match mem::replace(&mut self.main, Main::Idle) {
-            Main::Running(rec) => {
-                self.note(diag, Some(format!("epoch {}", rec.epoch)));
-                self.finish_main(rec, result);
-            }
-            Main::Armed { epoch, line, .. } => {
-                self.note(
-                    Diag::EpochAbandoned,
-                    Some(format!("epoch {epoch} armed at line {line}")),
-                );
-            }
-            Main::Idle => {}
-        }
+        self.clear_main(result, diag);
         // Scopes, calls and permissions that outlived their turn (or never had one).
         while let Some(scope) = self.scopes.pop() {
-            self.note(Diag::ScopeOpenAtTurnEnd, Some(scope.label.clone()));
+            self.note(Diag::ScopeOpenAtTurnEnd, Some(scope.label.to_string()));
             if let Some(nested) = scope.turn {
                 self.close_nested(nested, TurnResult::TerminalGap);
             }
         }
-        let open: Vec<String> = self.tools.drain(..).map(|(id, _)| id).collect();
+        let open: Vec<_> = self.tools.drain(..).map(|(id, _)| id).collect();
         for id in open {
             remember(&mut self.recently_closed_tools, id);
         }
@@ -187,14 +183,14 @@ impl Correlator {
         // Claude, Codex, Gemini: this Stop ends the extra turn a stop hook caused. Gemini
         // announces it with a prompt (the hook's reason); Claude and Codex do not.
         self.start_implied();
-        let rec = match mem::replace(&mut self.main, Main::Idle) {
-            Main::Running(mut rec) => {
-                rec.origin = "continuation".into();
+        let rec = match self.main.finish() {
+            Some(mut rec) => {
+                rec.origin = Origin::Continuation;
                 rec
             }
-            _ => {
+            None => {
                 self.epoch += 1;
-                self.new_record(self.epoch, "main".into(), "continuation", turn_id)
+                self.new_record(self.epoch, Scope::Main, Origin::Continuation, turn_id)
             }
         };
         self.finish_main(rec, TurnResult::Success);
@@ -205,16 +201,16 @@ impl Correlator {
     pub(super) fn end_innermost(&mut self, result: TurnResult) {
         if !self.caps.agent_scopes
             && let Some(top) = self.scopes.len().checked_sub(1)
-            && matches!(self.main, Main::Running(_))
+            && self.main.running().is_some()
         {
             let scope = &mut self.scopes[top];
             let label = scope.label.clone();
             let rec = match scope.turn.take() {
                 Some(rec) => rec,
                 None => {
-                    self.note(Diag::NestedTurnImplied, Some(label.clone()));
+                    self.note(Diag::NestedTurnImplied, Some(label.to_string()));
                     let epoch = self.main_epoch();
-                    self.new_record(epoch, label, "implied", None)
+                    self.new_record(epoch, label, Origin::Implied, None)
                 }
             };
             if self.scopes[top].opened_by_turn {
@@ -223,36 +219,26 @@ impl Correlator {
             self.close_nested(rec, result);
             return;
         }
-        match mem::replace(&mut self.main, Main::Idle) {
-            Main::Running(rec) => self.finish_main(rec, result),
-            armed @ Main::Armed { .. } => {
-                self.main = armed;
-                self.start_implied();
-                if let Main::Running(rec) = mem::replace(&mut self.main, Main::Idle) {
-                    self.finish_main(rec, result);
-                }
-            }
+        // Armed: the turn ran unannounced between its prompt and this end.
+        self.start_implied();
+        if let Some(rec) = self.main.finish() {
+            self.finish_main(rec, result);
+        } else if self.caps.unannounced_turns && self.presence == crate::posture::Presence::Present
+        {
             // A late Stop after SessionEnd is not a turn that ran: the process is gone.
-            Main::Idle
-                if self.caps.unannounced_turns
-                    && self.presence == crate::posture::Presence::Present =>
-            {
-                self.note(Diag::UnannouncedTurn, None);
-                self.epoch += 1;
-                let rec = self.new_record(self.epoch, "main".into(), "unannounced", None);
-                self.finish_main(rec, result);
-            }
-            Main::Idle => self.note(Diag::StopWithoutTurn, Some(result.name().into())),
+            self.note(Diag::UnannouncedTurn, None);
+            self.epoch += 1;
+            let rec = self.new_record(self.epoch, Scope::Main, Origin::Unannounced, None);
+            self.finish_main(rec, result);
+        } else {
+            self.note(Diag::StopWithoutTurn, Some(result.name().into()));
         }
     }
 
     /// Interrupt is authoritative for the turn it names. Turn ids collide across scopes,
     /// so the id decides only when it tells the main and the nested turn apart.
     pub(super) fn interrupt(&mut self, turn_id: Option<&TurnId>) {
-        let main_id = match &self.main {
-            Main::Running(rec) => Some(rec.turn_id.clone()),
-            _ => None,
-        };
+        let main_id = self.main.running().map(|rec| rec.turn_id.clone());
         let nested = self
             .scopes
             .last()
@@ -285,29 +271,29 @@ impl Correlator {
                 )),
             );
         }
-        match &self.main {
-            Main::Idle => self.note(Diag::StopWithoutTurn, Some("interrupted".into())),
+        if self.main.is_idle() {
+            self.note(Diag::StopWithoutTurn, Some("interrupted".into()));
+        } else if self.caps.agent_scopes || self.scopes.last().is_none_or(|s| s.turn.is_none()) {
             // Nested scopes with no turn of their own end with the parent.
-            _ if self.caps.agent_scopes || self.scopes.last().is_none_or(|s| s.turn.is_none()) => {
-                self.interrupt_main()
-            }
-            _ => self.end_innermost(TurnResult::Interrupted),
+            self.interrupt_main();
+        } else {
+            self.end_innermost(TurnResult::Interrupted);
         }
     }
 
     /// The main turn ends interrupted, and every nested turn with it.
     pub(super) fn interrupt_main(&mut self) {
         self.start_implied();
-        if let Main::Running(rec) = mem::replace(&mut self.main, Main::Idle) {
+        if let Some(rec) = self.main.finish() {
             self.finish_main(rec, TurnResult::Interrupted);
         }
     }
 
     pub(super) fn main_epoch(&self) -> u64 {
-        match &self.main {
-            Main::Running(rec) => rec.epoch,
-            Main::Armed { epoch, .. } => *epoch,
-            Main::Idle => self.epoch,
+        match (self.main.running(), self.main.armed()) {
+            (Some(rec), _) => rec.epoch,
+            (None, Some(armed)) => armed.epoch,
+            (None, None) => self.epoch,
         }
     }
 }

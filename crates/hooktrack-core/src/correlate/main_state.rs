@@ -1,0 +1,119 @@
+//! The main scope's state: Idle → Armed (a prompt) → Running (bound by TurnStarted, or at
+//! once where the provider has no TurnStarted) → Idle.
+//!
+//! The state is private to this module so that every transition goes through a named
+//! method that checks the state it leaves. Moving into a state (`arm`, `bind`, `start`)
+//! expects the caller to have left the previous one first; leaving (`finish`, `clear`)
+//! hands back what was open, so the caller can end it and leave its notes. No transition
+//! writes a note or a ledger record itself: those belong to the [`Correlator`].
+//!
+//! [`Correlator`]: super::Correlator
+
+use super::TurnRecord;
+use crate::time::Timestamp;
+
+/// A prompt's epoch, waiting for the TurnStarted that binds it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Armed {
+    pub epoch: u64,
+    /// The prompt's line and time: the turn's record starts there once bound.
+    pub line: u64,
+    pub at: Option<Timestamp>,
+}
+
+/// What was open when the main scope was cleared.
+#[derive(Debug)]
+pub(super) enum Left {
+    Idle,
+    Armed(Armed),
+    Running(TurnRecord),
+}
+
+#[derive(Debug)]
+enum State {
+    Idle,
+    Armed(Armed),
+    Running(TurnRecord),
+}
+
+#[derive(Debug)]
+pub(super) struct MainState {
+    state: State,
+}
+
+impl MainState {
+    pub(super) fn new() -> Self {
+        Self { state: State::Idle }
+    }
+
+    pub(super) fn is_idle(&self) -> bool {
+        matches!(self.state, State::Idle)
+    }
+
+    pub(super) fn armed(&self) -> Option<Armed> {
+        match self.state {
+            State::Armed(armed) => Some(armed),
+            _ => None,
+        }
+    }
+
+    pub(super) fn running(&self) -> Option<&TurnRecord> {
+        match &self.state {
+            State::Running(rec) => Some(rec),
+            _ => None,
+        }
+    }
+
+    pub(super) fn running_mut(&mut self) -> Option<&mut TurnRecord> {
+        match &mut self.state {
+            State::Running(rec) => Some(rec),
+            _ => None,
+        }
+    }
+
+    /// Idle → Armed: a prompt opened an epoch; a TurnStarted is to bind it.
+    pub(super) fn arm(&mut self, armed: Armed) {
+        debug_assert!(self.is_idle(), "arm from {:?}", self.state);
+        self.state = State::Armed(armed);
+    }
+
+    /// Armed → Running: the armed epoch's turn started (seen, or implied by its evidence).
+    /// `rec` is that turn's record, built from [`Self::armed`].
+    pub(super) fn bind(&mut self, rec: TurnRecord) {
+        debug_assert!(
+            matches!(self.state, State::Armed(armed) if armed.epoch == rec.epoch),
+            "bind epoch {} from {:?}",
+            rec.epoch,
+            self.state
+        );
+        self.state = State::Running(rec);
+    }
+
+    /// Idle → Running: a turn that no armed prompt announced (the prompt itself starts the
+    /// turn, or a TurnStarted came without a prompt).
+    pub(super) fn start(&mut self, rec: TurnRecord) {
+        debug_assert!(self.is_idle(), "start from {:?}", self.state);
+        self.state = State::Running(rec);
+    }
+
+    /// Running → Idle: the running turn's record, for the caller to latch. From Idle or
+    /// Armed nothing changes and nothing is returned: there is no turn to end.
+    pub(super) fn finish(&mut self) -> Option<TurnRecord> {
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Running(rec) => Some(rec),
+            other => {
+                self.state = other;
+                None
+            }
+        }
+    }
+
+    /// Any → Idle: whatever was open (a new prompt supersedes it, a session end ends it).
+    pub(super) fn clear(&mut self) -> Left {
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Idle => Left::Idle,
+            State::Armed(armed) => Left::Armed(armed),
+            State::Running(rec) => Left::Running(rec),
+        }
+    }
+}
