@@ -6,7 +6,6 @@
 
 use std::collections::{HashSet, VecDeque};
 
-use crate::diagnostics::Diag;
 use crate::row::RowMeta;
 
 /// How many recent delivery keys are remembered. Duplicates arrive close together (a
@@ -23,21 +22,6 @@ pub enum Admission {
     StaleGeneration {
         current: u64,
     },
-}
-
-impl Admission {
-    pub fn diag(self) -> Option<Diag> {
-        match self {
-            Admission::Fresh => None,
-            Admission::FreshOutOfOrder => Some(Diag::OutOfOrderRow),
-            Admission::Duplicate => Some(Diag::DuplicateDelivery),
-            Admission::StaleGeneration { .. } => Some(Diag::StaleGeneration),
-        }
-    }
-
-    pub fn admitted(self) -> bool {
-        matches!(self, Admission::Fresh | Admission::FreshOutOfOrder)
-    }
 }
 
 #[derive(Debug)]
