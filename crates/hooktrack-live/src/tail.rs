@@ -361,7 +361,9 @@ impl Tailer {
                         Prefix::Replay => self.lines.replay_until = checkpoint.offset,
                     }
                 }
-                Err(reason) => progress.notices.push(Notice::CheckpointRejected { reason }),
+                Err(reason) => progress.notices.push(Notice::CheckpointRejected {
+                    reason: reason.to_string(),
+                }),
             }
             // The check read from the file: start where the state says.
             file.seek(SeekFrom::Start(self.read_pos))

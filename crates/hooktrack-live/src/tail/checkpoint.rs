@@ -87,6 +87,22 @@ pub enum CheckpointError {
     },
 }
 
+/// Why a checkpoint does not fit the file found at its path.
+#[derive(Debug, Error)]
+pub enum Mismatch {
+    #[error("another file: device or inode changed")]
+    OtherFile,
+    #[error("the file has {len} bytes, fewer than the checkpoint's {offset}")]
+    Shorter { len: u64, offset: u64 },
+    #[error("no first-line checksum")]
+    NoFirstLine,
+    /// A notice, not a chain: the cause is part of the one line.
+    #[error("cannot read the first line: {error}")]
+    ReadFirstLine { error: io::Error },
+    #[error("the first line differs")]
+    FirstLineDiffers,
+}
+
 impl Checkpoint {
     /// Loads a checkpoint; `None` if there is none yet.
     pub fn load(path: &Path) -> Result<Option<Self>, CheckpointError> {
@@ -149,22 +165,21 @@ impl Checkpoint {
         file: &mut File,
         meta: &Metadata,
         id: FileId,
-    ) -> Result<(), String> {
+    ) -> Result<(), Mismatch> {
         if self.offset == 0 {
             return Ok(());
         }
         if (self.dev, self.ino) != (id.dev, id.ino) {
-            return Err("another file: device or inode changed".into());
+            return Err(Mismatch::OtherFile);
         }
         if meta.len() < self.offset {
-            return Err(format!(
-                "the file has {} bytes, fewer than the checkpoint's {}",
-                meta.len(),
-                self.offset
-            ));
+            return Err(Mismatch::Shorter {
+                len: meta.len(),
+                offset: self.offset,
+            });
         }
         let Some(first) = self.first_line else {
-            return Err("no first-line checksum".into());
+            return Err(Mismatch::NoFirstLine);
         };
         // A held first line is compared whole; one over the limit by its newline alone.
         let (at, hash) = match first.fnv1a {
@@ -176,11 +191,11 @@ impl Checkpoint {
             .seek(SeekFrom::Start(at))
             .and_then(|_| file.read_exact(&mut head))
         {
-            return Err(format!("cannot read the first line: {e}"));
+            return Err(Mismatch::ReadFirstLine { error: e });
         }
         let (line, newline) = head.split_at(head.len() - 1);
         if newline != b"\n" || hash.is_some_and(|h| h != fnv1a(line)) {
-            return Err("the first line differs".into());
+            return Err(Mismatch::FirstLineDiffers);
         }
         Ok(())
     }
