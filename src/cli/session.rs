@@ -21,12 +21,13 @@ use serde::Serialize;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
+use hooktrack::agent::ConfigFormat;
 use hooktrack::correlate::TurnRecord;
 use hooktrack::diagnostics::Diagnostics;
 use hooktrack::pipeline::{Fed, Pipeline};
 use hooktrack::posture::{ChannelState, Posture};
 use hooktrack::producer::collect::{CollectConfig, CollectSummary, Collector};
-use hooktrack::producer::install::kimi::{self, Observer, Variant};
+use hooktrack::producer::install::{self, Observer};
 use hooktrack::producer::store::{self, TOKEN_ENV};
 use hooktrack::producer::token;
 use hooktrack::read::ReadLine;
@@ -87,14 +88,14 @@ pub fn run(args: &SessionArgs) -> ExitCode {
 }
 
 fn session(args: &SessionArgs) -> Result<ExitCode, String> {
-    let (variant, config) = args.target.resolve()?;
+    let (variant, config) = args.target.resolve().map_err(|e| error_chain(&e))?;
     let root = match &args.root {
         Some(r) => std::path::absolute(r).map_err(|e| format!("bad --root: {e}"))?,
         None => default_root()?,
     };
     let store = StoreDir::in_dir(
         root.join(hooktrack::store::OBSERVATION_DIR)
-            .join(variant.provider()),
+            .join(variant.store_name()),
     );
     store::create_dir(&store).map_err(|e| error_chain(&e))?;
     let generation = previous_generation(&store) + 1;
@@ -132,7 +133,7 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
     // The collector, in this process.
     let collector = Collector::bind(CollectConfig::new(
         store.dir.as_path().to_owned(),
-        variant.provider().to_owned(),
+        variant.store_name().to_owned(),
         generation,
         token.clone(),
     ))
@@ -143,12 +144,12 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
 
     // The observer.
     let observer = Observer {
-        emitter: this_binary()?,
+        emitter: this_binary().map_err(|e| error_chain(&e))?,
         url: url.clone(),
         dir: store.dir.as_path().to_owned(),
         generation,
     };
-    let install = match kimi::install(&config, variant, &observer) {
+    let install = match install::install(&config, variant, &observer) {
         Ok(r) => InstallState {
             ok: true,
             detail: Some(format!(
@@ -168,8 +169,10 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
     // The agent.
     let mut command = Command::new(&args.command[0]);
     command.args(&args.command[1..]).env(TOKEN_ENV, &token);
-    if let Some(home) = &args.target.home {
-        command.env(variant.home_env(), home);
+    if let Some(home) = &args.target.home
+        && let Some(home_env) = variant.config().home_env
+    {
+        command.env(home_env, home);
     }
     let spawned = if terminate.load(Ordering::SeqCst) {
         Err(io::Error::other("terminated before the agent started"))
@@ -210,7 +213,7 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
         std::thread::sleep(POLL.min(linger));
     }
     let uninstall = if install.ok {
-        kimi::uninstall(&config, Some(generation))
+        install::uninstall(&config, ConfigFormat::TomlHooks, Some(generation))
             .map(|_| ())
             .map_err(|e| error_chain(&e))
     } else {
@@ -296,12 +299,8 @@ struct Change {
 }
 
 impl Tracker {
-    fn new(path: PathBuf, variant: Variant) -> Self {
-        let provider = match variant {
-            Variant::Code => Agent::KimiCode,
-            Variant::Cli => Agent::KimiCli,
-        };
-        let pipeline = Pipeline::new(ProviderChoice::Exactly(provider));
+    fn new(path: PathBuf, variant: Agent) -> Self {
+        let pipeline = Pipeline::new(ProviderChoice::Exactly(variant));
         let previous = pipeline.posture();
         Self {
             tailer: Tailer::new(path),
@@ -458,7 +457,7 @@ impl Output {
 
     fn start(
         &mut self,
-        variant: Variant,
+        variant: Agent,
         store: &StoreDir,
         generation: u64,
         url: &str,
@@ -467,7 +466,7 @@ impl Output {
         match self.format {
             OutputFormat::Ndjson => self.json(&StartLine {
                 kind: "start",
-                provider: variant.provider(),
+                provider: variant.store_name(),
                 store: store.dir.as_path(),
                 generation,
                 collector: url,
