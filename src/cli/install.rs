@@ -1,16 +1,38 @@
 //! `hooktrack install|uninstall|check kimi|claude|codex|gemini`.
 
+use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
+use thiserror::Error;
 
-use hooktrack_producer::install::claude_style::{self, Agent};
-use hooktrack_producer::install::kimi::{self, Variant};
-use hooktrack_producer::install::{InstallError, InstallReport, Observer, Uninstalled};
+use hooktrack::Agent;
+use hooktrack::ConfigFormat;
+use hooktrack_producer::install::{
+    self, CheckReport, InstallError, InstallReport, Observer, Replaced, Uninstalled,
+};
 
 use super::fail;
 use hooktrack_core::diagnostics::error_chain;
+
+/// Why a command could not find its file or binary, or what the installer refused.
+#[derive(Debug, Error)]
+pub enum TargetError {
+    #[error(
+        "cannot find {}'s home: set {}$HOME, or pass --config",
+        agent.label(),
+        agent.config().home_env.map_or_else(String::new, |e| format!("${e} or "))
+    )]
+    NoHome { agent: Agent },
+    #[error("cannot locate the hooktrack binary")]
+    ThisBinary {
+        #[source]
+        source: io::Error,
+    },
+    #[error(transparent)]
+    Install(#[from] InstallError),
+}
 
 /// Which Kimi, and which `config.toml`.
 #[derive(Args, Clone)]
@@ -37,46 +59,40 @@ pub enum VariantArg {
 }
 
 impl KimiTarget {
-    /// The variant (detected if asked) and the config file.
-    pub fn resolve(&self) -> Result<(Variant, PathBuf), String> {
+    /// The Kimi (detected if asked) and the config file.
+    pub fn resolve(&self) -> Result<(Agent, PathBuf), TargetError> {
         let env = |name: &str| std::env::var_os(name);
         let explicit = self
             .config
             .clone()
-            .or_else(|| self.home.as_ref().map(|h| h.join("config.toml")));
-        let variant = match self.variant {
-            VariantArg::Code => Variant::Code,
-            VariantArg::Cli => Variant::Cli,
-            VariantArg::Auto => kimi::detect_variant(env, explicit.as_deref())
-                .map(|(v, _)| v)
-                .map_err(|e| error_chain(&e))?,
+            .or_else(|| self.home.as_ref().map(|h| h.join(KIMI_FILE)));
+        let agent = match self.variant {
+            VariantArg::Code => Agent::KimiCode,
+            VariantArg::Cli => Agent::KimiCli,
+            VariantArg::Auto => install::detect_kimi(env, explicit.as_deref())?,
         };
-        let config = match (&self.config, &self.home) {
-            (Some(c), _) => c.clone(),
-            (None, Some(h)) => h.join("config.toml"),
-            (None, None) => variant
-                .home(env)
-                .ok_or_else(|| {
-                    format!(
-                        "cannot find {}'s home: set ${} or $HOME, or pass --config",
-                        variant.label(),
-                        variant.home_env()
-                    )
-                })?
-                .join("config.toml"),
+        let config = match explicit {
+            Some(c) => c,
+            None => agent
+                .config()
+                .user_file(env)
+                .ok_or(TargetError::NoHome { agent })?,
         };
-        Ok((variant, absolute(&config)))
+        Ok((agent, absolute(&config)))
     }
 
     /// The config file alone (uninstall needs no variant when the file is named).
-    pub fn config_only(&self) -> Result<PathBuf, String> {
+    pub fn config_only(&self) -> Result<PathBuf, TargetError> {
         match (&self.config, &self.home) {
             (Some(c), _) => Ok(absolute(c)),
-            (None, Some(h)) => Ok(absolute(&h.join("config.toml"))),
+            (None, Some(h)) => Ok(absolute(&h.join(KIMI_FILE))),
             (None, None) => self.resolve().map(|(_, c)| c),
         }
     }
 }
+
+/// Both Kimis name their file `config.toml`.
+const KIMI_FILE: &str = Agent::KimiCode.config().file;
 
 /// Which settings file of Claude Code, Codex CLI or Gemini CLI.
 #[derive(Args, Clone)]
@@ -96,22 +112,15 @@ pub struct JsonTarget {
 
 impl JsonTarget {
     /// The file, absolute.
-    pub fn resolve(&self, agent: Agent) -> Result<PathBuf, String> {
+    pub fn resolve(&self, agent: Agent) -> Result<PathBuf, TargetError> {
+        let location = agent.config();
         let config = match (&self.config, &self.home, &self.project) {
             (Some(c), _, _) => c.clone(),
-            (None, Some(h), _) => h.join(agent.file_name()),
-            (None, None, Some(p)) => agent.project_config(p),
-            (None, None, None) => agent
-                .default_config(|name| std::env::var_os(name))
-                .ok_or_else(|| {
-                    format!(
-                        "cannot find {}'s home: set {}$HOME, or pass --config",
-                        agent.label(),
-                        agent
-                            .home_env()
-                            .map_or_else(String::new, |e| format!("${e} or "))
-                    )
-                })?,
+            (None, Some(h), _) => h.join(location.file),
+            (None, None, Some(p)) => location.project_file(p),
+            (None, None, None) => location
+                .user_file(|name| std::env::var_os(name))
+                .ok_or(TargetError::NoHome { agent })?,
         };
         Ok(absolute(&config))
     }
@@ -178,7 +187,7 @@ struct ObserverArgs {
 }
 
 impl ObserverArgs {
-    fn observer(&self) -> Result<Observer, String> {
+    fn observer(&self) -> Result<Observer, TargetError> {
         let emitter = match &self.emitter {
             Some(e) => absolute(e),
             None => this_binary()?,
@@ -279,85 +288,89 @@ struct JsonCheck {
 }
 
 /// The running binary, as the absolute path hooks should run.
-pub fn this_binary() -> Result<PathBuf, String> {
+pub fn this_binary() -> Result<PathBuf, TargetError> {
     std::env::current_exe()
         .and_then(std::fs::canonicalize)
-        .map_err(|e| format!("cannot locate the hooktrack binary: {e}"))
+        .map_err(|source| TargetError::ThisBinary { source })
 }
 
 pub fn run_install(args: &InstallArgs) -> ExitCode {
-    let done = match &args.target {
-        InstallTarget::Kimi(args) => install_kimi(args),
-        InstallTarget::Claude(args) => install_json(Agent::Claude, args),
-        InstallTarget::Codex(args) => install_json(Agent::Codex, args),
-        InstallTarget::Gemini(args) => install_json(Agent::Gemini, args),
+    let (agent, done) = match &args.target {
+        InstallTarget::Kimi(args) => match args.target.resolve() {
+            Ok((agent, config)) => (agent, install_to(agent, &config, &args.observer)),
+            Err(e) => return fail(&error_chain(&e)),
+        },
+        InstallTarget::Claude(args) => json_install(Agent::ClaudeCode, args),
+        InstallTarget::Codex(args) => json_install(Agent::Codex, args),
+        InstallTarget::Gemini(args) => json_install(Agent::GeminiCli, args),
     };
     match done {
-        Ok((report, label, generation)) => {
+        Ok((report, generation)) => {
             println!(
-                "installed {} hooktrack entries for {label} in {} (generation {generation}{})",
+                "installed {} hooktrack entries for {} in {} (generation {generation}{})",
                 report.ours,
+                agent.label(),
                 report.config.display(),
                 match report.replaced {
-                    Some(Some(g)) => format!(", replacing generation {g}"),
-                    Some(None) => ", replacing earlier entries".to_owned(),
-                    None => String::new(),
+                    Replaced::Generation(g) => format!(", replacing generation {g}"),
+                    Replaced::Unreadable => ", replacing earlier entries".to_owned(),
+                    Replaced::Nothing => String::new(),
                 }
             );
             ExitCode::SUCCESS
         }
-        Err(e) => fail(&e),
+        Err(e) => fail(&error_chain(&e)),
     }
 }
 
-fn install_kimi(args: &KimiInstall) -> Result<(InstallReport, &'static str, u64), String> {
-    let (variant, config) = args.target.resolve()?;
-    let observer = args.observer.observer()?;
-    kimi::install(&config, variant, &observer)
-        .map(|r| (r, variant.label(), observer.generation))
-        .map_err(|e| error_chain(&e))
-}
-
-fn install_json(
+fn json_install(
     agent: Agent,
     args: &JsonInstall,
-) -> Result<(InstallReport, &'static str, u64), String> {
-    let config = args.target.resolve(agent)?;
-    let observer = args.observer.observer()?;
-    claude_style::install(&config, agent, &observer)
-        .map(|r| (r, agent.label(), observer.generation))
-        .map_err(|e| error_chain(&e))
+) -> (Agent, Result<(InstallReport, u64), TargetError>) {
+    let done = args
+        .target
+        .resolve(agent)
+        .and_then(|config| install_to(agent, &config, &args.observer));
+    (agent, done)
 }
 
-/// `kimi::uninstall` or `claude_style::uninstall`.
-type Uninstall = fn(&Path, Option<u64>) -> Result<Uninstalled, InstallError>;
+fn install_to(
+    agent: Agent,
+    config: &Path,
+    args: &ObserverArgs,
+) -> Result<(InstallReport, u64), TargetError> {
+    let observer = args.observer()?;
+    let report = install::install(config, agent, &observer)?;
+    Ok((report, observer.generation))
+}
 
 pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
-    let json = |agent: Agent, args: &JsonUninstall| -> (_, _, _, Uninstall) {
+    let json = |agent: Agent, args: &JsonUninstall| {
         (
             args.target.resolve(agent),
             args.generation,
-            "hooktrack entries",
-            claude_style::uninstall,
+            ConfigFormat::JsonHooks,
         )
     };
-    let (config, generation, what, uninstall) = match &args.target {
+    let (config, generation, format) = match &args.target {
         UninstallTarget::Kimi(args) => (
             args.target.config_only(),
             args.generation,
-            "hooktrack block",
-            kimi::uninstall as Uninstall,
+            ConfigFormat::TomlHooks,
         ),
-        UninstallTarget::Claude(args) => json(Agent::Claude, args),
+        UninstallTarget::Claude(args) => json(Agent::ClaudeCode, args),
         UninstallTarget::Codex(args) => json(Agent::Codex, args),
-        UninstallTarget::Gemini(args) => json(Agent::Gemini, args),
+        UninstallTarget::Gemini(args) => json(Agent::GeminiCli, args),
     };
     let config = match config {
         Ok(c) => c,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&error_chain(&e)),
     };
-    let show = |g: Option<u64>| g.map_or_else(|| "?".to_owned(), |g| g.to_string());
-    match uninstall(&config, generation) {
+    let what = match format {
+        ConfigFormat::TomlHooks => "hooktrack block",
+        ConfigFormat::JsonHooks => "hooktrack entries",
+    };
+    match install::uninstall(&config, format, generation) {
         Ok(Uninstalled::Removed { generation }) => println!(
             "removed the {what} (generation {}) from {}",
             show(generation),
@@ -377,56 +390,60 @@ pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
 }
 
 pub fn run_check(args: &CheckArgs) -> ExitCode {
-    let (agent, target) = match &args.target {
-        CheckTarget::Kimi(args) => return check_kimi(args),
-        CheckTarget::Claude(args) => (Agent::Claude, &args.target),
-        CheckTarget::Codex(args) => (Agent::Codex, &args.target),
-        CheckTarget::Gemini(args) => (Agent::Gemini, &args.target),
+    let resolved = match &args.target {
+        CheckTarget::Kimi(args) => args.target.resolve(),
+        CheckTarget::Claude(args) => json_check(Agent::ClaudeCode, &args.target),
+        CheckTarget::Codex(args) => json_check(Agent::Codex, &args.target),
+        CheckTarget::Gemini(args) => json_check(Agent::GeminiCli, &args.target),
     };
-    let config = match target.resolve(agent) {
-        Ok(c) => c,
-        Err(e) => return fail(&e),
+    let (agent, config) = match resolved {
+        Ok(r) => r,
+        Err(e) => return fail(&error_chain(&e)),
     };
-    match claude_style::check(&config, agent) {
+    match install::check(&config, agent) {
         Ok(report) => {
-            let v = &report.validation;
-            println!(
-                "ok: {} has {} hook entries; hooktrack's {} for {} (generation {}) are complete",
-                report.config.display(),
-                v.entries,
-                v.ours,
-                agent.label(),
-                v.generation
-                    .map_or_else(|| "?".to_owned(), |g| g.to_string())
-            );
+            println!("ok: {}", check_line(agent, &report));
             ExitCode::SUCCESS
         }
         Err(e) => fail(&error_chain(&e)),
     }
 }
 
-fn check_kimi(args: &KimiCheck) -> ExitCode {
-    let (variant, config) = match args.target.resolve() {
-        Ok(r) => r,
-        Err(e) => return fail(&e),
-    };
-    match kimi::check(&config, variant) {
-        Ok(report) => {
-            let block = match report.block {
-                Some((generation, n)) => format!(
-                    "the hooktrack block (generation {}) has {n}",
-                    generation.map_or_else(|| "?".to_owned(), |g| g.to_string())
-                ),
-                None => "no hooktrack block".to_owned(),
-            };
-            println!(
-                "ok: {} has {} valid [[hooks]] entries for {}; {block}",
-                report.config.display(),
-                report.entries,
-                variant.label()
-            );
-            ExitCode::SUCCESS
-        }
-        Err(e) => fail(&error_chain(&e)),
+fn json_check(agent: Agent, target: &JsonTarget) -> Result<(Agent, PathBuf), TargetError> {
+    target.resolve(agent).map(|config| (agent, config))
+}
+
+/// What `check` found, after "ok: ".
+fn check_line(agent: Agent, report: &CheckReport) -> String {
+    let v = &report.validation;
+    match agent.config().format {
+        ConfigFormat::TomlHooks => format!(
+            "{} has {} valid [[hooks]] entries for {}; {}",
+            report.config.display(),
+            v.entries,
+            agent.label(),
+            if v.ours == 0 {
+                "no hooktrack block".to_owned()
+            } else {
+                format!(
+                    "the hooktrack block (generation {}) has {}",
+                    show(v.generation),
+                    v.ours
+                )
+            }
+        ),
+        ConfigFormat::JsonHooks => format!(
+            "{} has {} hook entries; hooktrack's {} for {} (generation {}) are complete",
+            report.config.display(),
+            v.entries,
+            v.ours,
+            agent.label(),
+            show(v.generation)
+        ),
     }
+}
+
+/// A generation, `?` when unreadable.
+fn show(generation: Option<u64>) -> String {
+    generation.map_or_else(|| "?".to_owned(), |g| g.to_string())
 }

@@ -22,6 +22,7 @@ use serde::Serialize;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
+use hooktrack::ConfigFormat;
 use hooktrack::Diagnostics;
 use hooktrack::TurnRecord;
 use hooktrack::posture::Posture;
@@ -31,7 +32,7 @@ use hooktrack::{InstallRecord as InstallState, StorePaths as StoreDir};
 use hooktrack::{LineReport, Session, SessionConfig};
 use hooktrack_core::store::{OBSERVATION_DIR, parse_channel, parse_collector};
 use hooktrack_producer::collect::{CollectConfig, CollectSummary, Collector};
-use hooktrack_producer::install::kimi::{self, Observer, Variant};
+use hooktrack_producer::install::{self, Observer};
 use hooktrack_producer::store::{self, TOKEN_ENV};
 use hooktrack_producer::token;
 
@@ -86,12 +87,12 @@ pub fn run(args: &SessionArgs) -> ExitCode {
 }
 
 fn session(args: &SessionArgs) -> Result<ExitCode, String> {
-    let (variant, config) = args.target.resolve()?;
+    let (variant, config) = args.target.resolve().map_err(|e| error_chain(&e))?;
     let root = match &args.root {
         Some(r) => std::path::absolute(r).map_err(|e| format!("bad --root: {e}"))?,
         None => default_root()?,
     };
-    let store = StoreDir::in_dir(root.join(OBSERVATION_DIR).join(variant.provider()));
+    let store = StoreDir::in_dir(root.join(OBSERVATION_DIR).join(variant.store_name()));
     store::create_dir(&store).map_err(|e| error_chain(&e))?;
     let generation = previous_generation(&store) + 1;
     let token = token::generate().map_err(|e| error_chain(&e))?;
@@ -128,7 +129,7 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
     // The collector, in this process.
     let collector = Collector::bind(CollectConfig::new(
         store.dir.as_path().to_owned(),
-        variant.provider().to_owned(),
+        variant.store_name().to_owned(),
         generation,
         token.clone(),
     ))
@@ -139,12 +140,12 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
 
     // The observer.
     let observer = Observer {
-        emitter: this_binary()?,
+        emitter: this_binary().map_err(|e| error_chain(&e))?,
         url: url.clone(),
         dir: store.dir.as_path().to_owned(),
         generation,
     };
-    let install = match kimi::install(&config, variant, &observer) {
+    let install = match install::install(&config, variant, &observer) {
         Ok(r) => InstallState {
             ok: true,
             detail: Some(format!(
@@ -164,19 +165,17 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
     // The agent.
     let mut command = Command::new(&args.command[0]);
     command.args(&args.command[1..]).env(TOKEN_ENV, &token);
-    if let Some(home) = &args.target.home {
-        command.env(variant.home_env(), home);
+    if let Some(home) = &args.target.home
+        && let Some(home_env) = variant.config().home_env
+    {
+        command.env(home_env, home);
     }
     let spawned = if terminate.load(Ordering::SeqCst) {
         Err(io::Error::other("terminated before the agent started"))
     } else {
         command.spawn()
     };
-    let agent = match variant {
-        Variant::Code => Agent::KimiCode,
-        Variant::Cli => Agent::KimiCli,
-    };
-    let mut tracker = Tracker::new(store.clone(), agent);
+    let mut tracker = Tracker::new(store.clone(), variant);
     let status = match spawned {
         Ok(mut child) => {
             child_pid.store(i32::try_from(child.id()).unwrap_or(0), Ordering::SeqCst);
@@ -210,7 +209,7 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
         std::thread::sleep(POLL.min(linger));
     }
     let uninstall = if install.ok {
-        kimi::uninstall(&config, Some(generation))
+        install::uninstall(&config, ConfigFormat::TomlHooks, Some(generation))
             .map(|_| ())
             .map_err(|e| error_chain(&e))
     } else {
@@ -393,7 +392,7 @@ impl Output {
 
     fn start(
         &mut self,
-        variant: Variant,
+        variant: Agent,
         store: &StoreDir,
         generation: u64,
         url: &str,
@@ -402,7 +401,7 @@ impl Output {
         match self.format {
             OutputFormat::Ndjson => self.json(&StartLine {
                 kind: "start",
-                provider: variant.provider(),
+                provider: variant.store_name(),
                 store: store.dir.as_path(),
                 generation,
                 collector: url,

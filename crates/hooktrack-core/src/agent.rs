@@ -3,7 +3,9 @@
 //! fires). Detection, the adapters (`provider/`), the installers and every command-line
 //! flag use this type; no other list of agents exists.
 
+use std::ffi::OsString;
 use std::fmt;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use thiserror::Error;
@@ -41,6 +43,29 @@ pub struct ConfigLocation {
     pub dot_dir: &'static str,
     pub file: &'static str,
     pub format: ConfigFormat,
+}
+
+impl ConfigLocation {
+    /// The directory that holds the file: `$<home_env>` when set and not empty, else
+    /// `$HOME/<dot_dir>`. `env` looks a variable up (the caller decides which environment).
+    pub fn home(&self, env: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+        if let Some(dir) = self.home_env.and_then(&env).filter(|d| !d.is_empty()) {
+            return Some(PathBuf::from(dir));
+        }
+        env("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|h| PathBuf::from(h).join(self.dot_dir))
+    }
+
+    /// The user-level file: `<home>/<file>`.
+    pub fn user_file(&self, env: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+        self.home(env).map(|h| h.join(self.file))
+    }
+
+    /// The file of the project in `dir`: `<dir>/<dot_dir>/<file>`.
+    pub fn project_file(&self, dir: &Path) -> PathBuf {
+        dir.join(self.dot_dir).join(self.file)
+    }
 }
 
 /// A name no agent answers to.

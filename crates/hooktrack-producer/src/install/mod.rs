@@ -1,25 +1,37 @@
 //! Observer injection: wiring an agent CLI's hooks to `hooktrack emit`.
 //!
-//! One module per config format: [`kimi`] edits Kimi's `config.toml` as text around a
-//! marker-delimited block; [`claude_style`] edits the Claude-style JSON hooks table that
-//! Claude Code, Codex CLI and Gemini CLI share. What they share lives here: the hook
-//! command, its POSIX shell quoting, the errors, the read-back-or-restore step around an
-//! atomic write, and the installer's verdict in `channel.json`.
+//! One driver ([`install`], [`uninstall`], [`check`]) over two config formats (see
+//! [`format`]): Kimi's `config.toml`, edited as text around a marker-delimited block
+//! ([`toml_block`]), and the JSON hooks table that Claude Code, Codex CLI and Gemini CLI
+//! share ([`json_hooks`]). An install is always: read the file, let the format edit it,
+//! write it atomically, read it back from disk and let the format check it, put the
+//! previous bytes back on any violation, and record the verdict in `channel.json`.
+//!
+//! Which file and which events come from the core's `Agent`; what else the formats must
+//! know about an agent (timeouts, strictness) is in [`facts`]; the hook command and its
+//! shell quoting in [`command`].
 
-pub mod claude_style;
-pub mod kimi;
+pub mod command;
+pub mod detect;
+mod error;
+pub mod facts;
+mod file;
+mod format;
+pub mod json_hooks;
+pub mod toml_block;
 
 use std::fs;
-use std::io;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use thiserror::Error;
-
-use crate::http::{Url, UrlError};
-use crate::store::{self, StoreError, StorePaths};
+use hooktrack_core::agent::{Agent, ConfigFormat};
 use hooktrack_core::diagnostics::error_chain;
 use hooktrack_core::store::{InstallRecord, parse_channel};
+
+use crate::http::Url;
+use crate::store::{self, StoreError, StorePaths};
+pub use detect::detect_kimi;
+pub use error::{InstallError, MarkerError, Refusal, Violation};
+use format::Removal;
 
 /// What the hook command points at.
 #[derive(Clone, Debug)]
@@ -33,55 +45,40 @@ pub struct Observer {
     pub generation: u64,
 }
 
-#[derive(Debug, Error)]
-pub enum InstallError {
-    #[error("{what} {path} is not an absolute path")]
-    NotAbsolute { what: &'static str, path: PathBuf },
-    #[error("bad collector URL")]
-    Url {
-        #[source]
-        source: UrlError,
-    },
-    #[error("cannot read {path}")]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("{path} is not UTF-8 text")]
-    NotUtf8 { path: PathBuf },
-    #[error("{path}: {detail}; fix the hooktrack markers by hand")]
-    Markers { path: PathBuf, detail: String },
-    #[error("{path} {detail}; nothing was changed")]
-    Refused { path: PathBuf, detail: String },
-    #[error("cannot write {path}")]
-    Write {
-        path: PathBuf,
-        #[source]
-        source: StoreError,
-    },
-    #[error("{path} failed the read-back check, previous text restored: {detail}")]
-    Rejected { path: PathBuf, detail: String },
-    #[error(
-        "{path} failed the read-back check ({detail}) and the previous text could not be restored"
-    )]
-    Restore {
-        path: PathBuf,
-        detail: String,
-        #[source]
-        source: io::Error,
-    },
-    #[error("cannot record the verdict in channel.json")]
-    Channel {
-        #[source]
-        source: StoreError,
-    },
-    #[error("{path} is invalid: {detail}")]
-    Invalid { path: PathBuf, detail: String },
-    #[error("hooktrack is not installed in {path}: {detail}")]
-    NotInstalled { path: PathBuf, detail: String },
-    #[error("cannot tell which Kimi is installed ({detail}); pass --variant code or --variant cli")]
-    Detect { detail: String },
+/// What a validation found in a hooks file: the report of the read-back and of `check`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Validation {
+    /// Every hook entry in the file (the user's and hooktrack's).
+    pub entries: usize,
+    /// hooktrack's entries (0: none).
+    pub ours: usize,
+    /// Their generation, when there are some and it is readable.
+    pub generation: Option<u64>,
+}
+
+/// What a check found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckReport {
+    pub config: PathBuf,
+    pub validation: Validation,
+}
+
+/// The hooktrack entries an install replaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Replaced {
+    /// There were none.
+    Nothing,
+    /// Entries of this generation (the newest, if there were several).
+    Generation(u64),
+    /// Entries whose generation could not be read.
+    Unreadable,
+}
+
+impl Replaced {
+    /// Entries were there, of `generation` if it could be read.
+    pub(crate) fn entries_of(generation: Option<u64>) -> Self {
+        generation.map_or(Replaced::Unreadable, Replaced::Generation)
+    }
 }
 
 /// What an install did.
@@ -91,9 +88,7 @@ pub struct InstallReport {
     /// Every hook entry in the file after the install (the user's and hooktrack's).
     pub entries: usize,
     pub ours: usize,
-    /// The generation of the hooktrack entries that were replaced, if there were any
-    /// (`Some(None)`: replaced, generation unreadable).
-    pub replaced: Option<Option<u64>>,
+    pub replaced: Replaced,
     pub created: bool,
 }
 
@@ -112,40 +107,97 @@ pub enum Uninstalled {
     },
 }
 
-/// The `hooktrack emit` command for one event: absolute, every value POSIX shell-quoted,
-/// no secret (the token comes from `$HOOKTRACK_TOKEN`). `label`, when given, is written as
-/// `--observer LABEL` right after `emit`.
-pub fn emit_command(
+/// Installs (or replaces) hooktrack's entries for `agent` in `config` and records the
+/// verdict in `<observer.dir>/channel.json`: `ok` with "N hooktrack entries for LABEL in
+/// FILE (generation G)", or not ok with the error chain. The install's own error wins
+/// over a failure to record.
+pub fn install(
+    config: &Path,
+    agent: Agent,
     observer: &Observer,
-    provider: &str,
-    event: &str,
-    label: Option<&str>,
-) -> String {
-    format!(
-        "{} emit {}--url {} --dir {} --provider {} --generation {} --event {}",
-        shell_quote(&observer.emitter.to_string_lossy()),
-        label.map_or_else(String::new, |l| format!("--observer {l} ")),
-        shell_quote(&observer.url),
-        shell_quote(&observer.dir.to_string_lossy()),
-        shell_quote(provider),
+) -> Result<InstallReport, InstallError> {
+    let result = install_unrecorded(config, agent, observer);
+    let verdict = match &result {
+        Ok(r) => InstallRecord {
+            ok: true,
+            detail: Some(format!(
+                "{} hooktrack entries for {} in {} (generation {})",
+                r.ours,
+                agent.label(),
+                r.config.display(),
+                observer.generation
+            )),
+        },
+        Err(e) => InstallRecord {
+            ok: false,
+            detail: Some(error_chain(e)),
+        },
+    };
+    let recorded = write_channel(
+        &observer.dir,
+        agent.store_name(),
         observer.generation,
-        shell_quote(event),
-    )
+        verdict,
+    );
+    let report = result?;
+    recorded.map_err(|source| InstallError::Channel { source })?;
+    Ok(report)
 }
 
-/// Quotes one word for a POSIX shell: single quotes, each `'` written as `'\''`.
-pub fn shell_quote(word: &str) -> String {
-    let mut out = String::with_capacity(word.len() + 2);
-    out.push('\'');
-    for c in word.chars() {
-        if c == '\'' {
-            out.push_str("'\\''");
-        } else {
-            out.push(c);
+fn install_unrecorded(
+    config: &Path,
+    agent: Agent,
+    observer: &Observer,
+) -> Result<InstallReport, InstallError> {
+    check_observer(observer)?;
+    let config = file::resolve(config);
+    let original = file::read_text(&config)?;
+    let edit = format::edit(
+        agent,
+        &config,
+        original.as_deref().unwrap_or_default(),
+        observer,
+    )?;
+    let validation = write_checked(&config, original.as_deref(), &edit.text, |back| {
+        format::read_back(agent, back, observer, &edit.outside)
+    })?;
+    Ok(InstallReport {
+        config,
+        entries: validation.entries,
+        ours: validation.ours,
+        replaced: edit.replaced,
+        created: original.is_none(),
+    })
+}
+
+/// Removes hooktrack's entries from `config`, keeping the rest. With `generation`, only
+/// entries of that generation go (a newer session's are left in place). A file without
+/// hooktrack entries is not rewritten.
+pub fn uninstall(
+    config: &Path,
+    format: ConfigFormat,
+    generation: Option<u64>,
+) -> Result<Uninstalled, InstallError> {
+    let config = file::resolve(config);
+    let Some(text) = file::read_text(&config)? else {
+        return Ok(Uninstalled::NoFile);
+    };
+    match format::remove(format, &config, &text, generation)? {
+        Removal::Nothing => Ok(Uninstalled::NoBlock),
+        Removal::KeptOther { generation } => Ok(Uninstalled::KeptOther { generation }),
+        Removal::Removed { text, generation } => {
+            file::write(&config, &text, file::mode(&config))?;
+            Ok(Uninstalled::Removed { generation })
         }
     }
-    out.push('\'');
-    out
+}
+
+/// Checks `config` without changing it, as the agent reads it and as the read-back does.
+pub fn check(config: &Path, agent: Agent) -> Result<CheckReport, InstallError> {
+    let config = file::resolve(config);
+    let text = file::read_text(&config)?;
+    let validation = format::check(agent, &config, text.as_deref())?;
+    Ok(CheckReport { config, validation })
 }
 
 /// Records the installer's verdict in `<dir>/channel.json` (0600, atomic).
@@ -168,38 +220,8 @@ pub fn write_channel(
     store::write_json_atomic(&store.channel, &channel)
 }
 
-/// Runs an install's outcome through to `<observer.dir>/channel.json`: `ok` with "N
-/// hooktrack entries for LABEL in FILE (generation G)", or not ok with the error chain.
-/// The install's own error wins over a failure to record.
-pub(crate) fn install_recorded(
-    observer: &Observer,
-    provider: &str,
-    label: &str,
-    result: Result<InstallReport, InstallError>,
-) -> Result<InstallReport, InstallError> {
-    let state = match &result {
-        Ok(r) => InstallRecord {
-            ok: true,
-            detail: Some(format!(
-                "{} hooktrack entries for {label} in {} (generation {})",
-                r.ours,
-                r.config.display(),
-                observer.generation
-            )),
-        },
-        Err(e) => InstallRecord {
-            ok: false,
-            detail: Some(error_chain(e)),
-        },
-    };
-    let recorded = write_channel(&observer.dir, provider, observer.generation, state);
-    let report = result?;
-    recorded.map_err(|source| InstallError::Channel { source })?;
-    Ok(report)
-}
-
 /// The emitter and the store must be absolute, the URL one the emitter accepts.
-pub(crate) fn check_observer(observer: &Observer) -> Result<(), InstallError> {
+fn check_observer(observer: &Observer) -> Result<(), InstallError> {
     for (what, path) in [
         ("the emitter", &observer.emitter),
         ("the store", &observer.dir),
@@ -215,116 +237,32 @@ pub(crate) fn check_observer(observer: &Observer) -> Result<(), InstallError> {
     Ok(())
 }
 
-/// Follows a symlinked config file, so the link survives the atomic replace.
-pub(crate) fn resolve(config: &Path) -> PathBuf {
-    match fs::symlink_metadata(config) {
-        Ok(m) if m.file_type().is_symlink() => {
-            fs::canonicalize(config).unwrap_or_else(|_| config.to_owned())
-        }
-        _ => config.to_owned(),
-    }
-}
-
-/// `Ok(None)` when the file does not exist.
-pub(crate) fn read_text(path: &Path) -> Result<Option<String>, InstallError> {
-    match fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes)
-            .map(Some)
-            .map_err(|_| InstallError::NotUtf8 {
-                path: path.to_owned(),
-            }),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(InstallError::Read {
-            path: path.to_owned(),
-            source,
-        }),
-    }
-}
-
-/// The file's permission bits, 0600 for a file that does not exist yet.
-pub(crate) fn file_mode(path: &Path) -> u32 {
-    fs::metadata(path)
-        .map(|m| m.permissions().mode() & 0o7777)
-        .unwrap_or(0o600)
-}
-
-/// Replaces `config` atomically (temporary file in the same directory, fsync, rename),
-/// creating its directory if needed.
-pub(crate) fn write_config(config: &Path, text: &str, mode: u32) -> Result<(), InstallError> {
-    if let Some(parent) = config.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent).map_err(|source| InstallError::Write {
-            path: config.to_owned(),
-            source: StoreError::CreateDir {
-                path: parent.to_owned(),
-                source,
-            },
-        })?;
-    }
-    store::write_atomic(config, text.as_bytes(), mode).map_err(|source| InstallError::Write {
-        path: config.to_owned(),
-        source,
-    })
-}
-
 /// Writes `text`, reads the file back from disk and runs `verdict` on what is there; on
 /// any violation puts `original` back byte for byte (or removes the file it created).
-pub(crate) fn write_checked<T>(
+fn write_checked<T>(
     config: &Path,
     original: Option<&str>,
     text: &str,
-    verdict: impl FnOnce(&str) -> Result<T, String>,
+    verdict: impl FnOnce(&str) -> Result<T, Violation>,
 ) -> Result<T, InstallError> {
-    let mode = file_mode(config);
-    write_config(config, text, mode)?;
-    let verdict = match read_text(config) {
+    let mode = file::mode(config);
+    file::write(config, text, mode)?;
+    let verdict = match file::read_text(config) {
         Ok(back) => verdict(back.as_deref().unwrap_or_default()),
-        Err(e) => Err(format!("cannot read it back: {}", error_chain(&e))),
+        Err(e) => Err(Violation::new(format!(
+            "cannot read it back: {}",
+            error_chain(&e)
+        ))),
     };
-    verdict.or_else(|detail| {
-        restore(config, original, mode).map_err(|source| InstallError::Restore {
+    verdict.or_else(|violation| {
+        file::restore(config, original, mode).map_err(|source| InstallError::Restore {
             path: config.to_owned(),
-            detail: detail.clone(),
+            violation: violation.clone(),
             source,
         })?;
         Err(InstallError::Rejected {
             path: config.to_owned(),
-            detail,
+            violation,
         })
     })
-}
-
-fn restore(config: &Path, original: Option<&str>, mode: u32) -> io::Result<()> {
-    match original {
-        Some(text) => store::write_atomic(config, text.as_bytes(), mode)
-            .map_err(|e| io::Error::other(error_chain(&e))),
-        None => fs::remove_file(config),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_emit_command_quotes_every_value() {
-        let observer = Observer {
-            emitter: PathBuf::from("/opt/it's here/hooktrack"),
-            url: "http://127.0.0.1:1/e".to_owned(),
-            dir: PathBuf::from("/s"),
-            generation: 4,
-        };
-        assert_eq!(
-            emit_command(&observer, "claude", "Stop", Some("hooktrack")),
-            "'/opt/it'\\''s here/hooktrack' emit --observer hooktrack --url 'http://127.0.0.1:1/e' --dir '/s' --provider 'claude' --generation 4 --event 'Stop'"
-        );
-        assert!(emit_command(&observer, "kimi", "Stop", None).contains("' emit --url '"));
-    }
-
-    #[test]
-    fn quoting() {
-        assert_eq!(shell_quote("plain"), "'plain'");
-        assert_eq!(shell_quote("it's"), "'it'\\''s'");
-        assert_eq!(shell_quote(""), "''");
-        assert_eq!(shell_quote("$HOME `x` \"y\""), "'$HOME `x` \"y\"'");
-    }
 }

@@ -1,0 +1,130 @@
+//! The installers' errors. Every message is lowercase and names the file; what went wrong
+//! inside the file is a typed cause ([`MarkerError`], [`Refusal`], [`Violation`]) so the
+//! format code never builds an `InstallError` from a bare string.
+
+use std::io;
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+use crate::http::UrlError;
+use crate::store::StoreError;
+
+#[derive(Debug, Error)]
+pub enum InstallError {
+    #[error("{what} {path} is not an absolute path")]
+    NotAbsolute { what: &'static str, path: PathBuf },
+    #[error("bad collector URL")]
+    Url {
+        #[source]
+        source: UrlError,
+    },
+    #[error("cannot read {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{path} is not UTF-8 text")]
+    NotUtf8 { path: PathBuf },
+    /// The Kimi block's markers are broken; a human must look (nothing was changed).
+    #[error("{path}: {problem}; fix the hooktrack markers by hand")]
+    Markers { path: PathBuf, problem: MarkerError },
+    /// A JSON hooks file hooktrack will not edit (nothing was changed).
+    #[error("{path} {refusal}; nothing was changed")]
+    Refused { path: PathBuf, refusal: Refusal },
+    #[error("cannot write {path}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: StoreError,
+    },
+    #[error("{path} failed the read-back check, previous text restored")]
+    Rejected {
+        path: PathBuf,
+        #[source]
+        violation: Violation,
+    },
+    #[error(
+        "{path} failed the read-back check ({violation}) and the previous text could not be restored"
+    )]
+    Restore {
+        path: PathBuf,
+        violation: Violation,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot record the verdict in channel.json")]
+    Channel {
+        #[source]
+        source: StoreError,
+    },
+    #[error("{path} is invalid")]
+    Invalid {
+        path: PathBuf,
+        #[source]
+        violation: Violation,
+    },
+    #[error("hooktrack is not installed in {path}: {reason}")]
+    NotInstalled { path: PathBuf, reason: &'static str },
+    #[error("cannot tell which Kimi is installed ({reason}); pass --variant code or --variant cli")]
+    Detect { reason: String },
+}
+
+/// What is wrong with the Kimi block's markers (lines are 1-based).
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum MarkerError {
+    #[error("a second hooktrack begin marker at line {line}")]
+    SecondBegin { line: usize },
+    #[error("a hooktrack end marker at line {line} without a begin marker")]
+    EndWithoutBegin { line: usize },
+    #[error("the hooktrack begin marker at line {line} has no end marker")]
+    NoEnd { line: usize },
+}
+
+/// Why a JSON hooks file cannot be edited. The words follow the file's name.
+#[derive(Debug, Error)]
+pub enum Refusal {
+    #[error("is not valid JSON ({cause})")]
+    NotJson { cause: serde_json::Error },
+    #[error("holds {kind}, not a JSON object")]
+    NotObject { kind: &'static str },
+    #[error("has a `hooks` that is {kind}, not an object")]
+    HooksNotObject { kind: &'static str },
+    #[error("has a `hooks.{event}` that is {kind}, not a list of matcher groups")]
+    EventNotList { event: String, kind: &'static str },
+    #[error("cannot be rendered as JSON ({cause})")]
+    Render { cause: serde_json::Error },
+    #[error("cannot be rendered as UTF-8")]
+    RenderUtf8,
+}
+
+/// A rule the file breaks, as the agent CLI (or the read-back) sees it: one sentence,
+/// written into `channel.json` as it is. The rules are many and only ever shown to
+/// people, so the sentence is the whole of the error.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("{0}")]
+pub struct Violation(pub String);
+
+impl Violation {
+    pub fn new(text: impl Into<String>) -> Self {
+        Self(text.into())
+    }
+
+    /// Whether the sentence contains `part` (for tests and callers that look for a rule).
+    pub fn contains(&self, part: &str) -> bool {
+        self.0.contains(part)
+    }
+}
+
+impl From<MarkerError> for Violation {
+    fn from(e: MarkerError) -> Self {
+        Self(e.to_string())
+    }
+}
+
+impl From<Refusal> for Violation {
+    fn from(e: Refusal) -> Self {
+        Self(e.to_string())
+    }
+}

@@ -1,0 +1,260 @@
+//! The JSON hooks file as the agent CLI reads it, and hooktrack's entries in it.
+
+use std::collections::BTreeSet;
+
+use hooktrack_core::agent::Agent;
+use serde_json::Value;
+
+use super::edit::{MATCH_ALL, Owner, Settings, entry, kind, owner};
+use crate::install::command::generation_of;
+use crate::install::{Observer, Validation, Violation, facts};
+
+/// One of hooktrack's entries where the file holds it.
+struct Found<'a> {
+    event: &'a str,
+    item: &'a Value,
+    matcher: Option<&'a Value>,
+}
+
+/// Parses `text` and checks it as the agent CLI will read it:
+///
+/// - a JSON object, `hooks` (if any) an object, Codex: no top-level key but `description`
+///   and `hooks`; no switch in the file turns every hook off;
+/// - where one malformed entry voids the whole file (Claude, Codex), every matcher group
+///   is an object with a string `matcher` (if any) and a `hooks` array, and every entry an
+///   object with a string `type`; a command entry has a string `command` and a positive
+///   (Codex: integer) `timeout` if any;
+/// - hooktrack's entries: only on the agent's events, one per event, every event hooked,
+///   each in a group under the empty matcher, with exactly the keys `type`, `command`,
+///   `timeout`, an integer timeout within 1 s ..= 600 s in the file's unit, all of one
+///   generation.
+///
+/// With an `expected` observer, each of hooktrack's entries must be exactly the one it
+/// renders.
+pub fn validate(
+    text: &str,
+    agent: Agent,
+    expected: Option<&Observer>,
+) -> Result<Validation, Violation> {
+    let settings = Settings::parse(text)?;
+    let root = &settings.root;
+    if let Some(allowed) = facts::top_level_keys(agent)
+        && let Some(key) = root.keys().find(|k| !allowed.contains(&k.as_str()))
+    {
+        return Err(Violation::new(format!(
+            "{} ignores every hook in a hooks.json with a top-level key other than {}: `{key}`",
+            agent.label(),
+            allowed.join(" and ")
+        )));
+    }
+    if let Some(switch) = facts::hooks_switched_off(agent, root) {
+        return Err(Violation::new(format!(
+            "{} runs no hook: {switch}",
+            agent.label()
+        )));
+    }
+    let strictness = facts::strictness(agent);
+    let mut entries = 0;
+    let mut found: Vec<Found> = Vec::new();
+    for (event, groups) in settings.hooks().into_iter().flatten() {
+        let strict = facts::strict_about(agent, event);
+        let Some(groups) = groups.as_array() else {
+            if strict {
+                return Err(Violation::new(format!(
+                    "`hooks.{event}` is {}, not a list of matcher groups ({strictness})",
+                    kind(groups),
+                )));
+            }
+            continue;
+        };
+        for (g, group) in groups.iter().enumerate() {
+            let at = format!("hooks.{event}[{g}]");
+            if strict {
+                check_group(agent, group)
+                    .map_err(|e| Violation::new(format!("{at}: {e} ({strictness})")))?;
+            }
+            let list = group.get("hooks").and_then(Value::as_array);
+            for (h, item) in list.into_iter().flatten().enumerate() {
+                entries += 1;
+                if owner(item) != Owner::User {
+                    found.push(Found {
+                        event,
+                        item,
+                        matcher: group.get("matcher"),
+                    });
+                } else if strict {
+                    check_entry(agent, item).map_err(|e| {
+                        Violation::new(format!("{at}.hooks[{h}]: {e} ({strictness})"))
+                    })?;
+                }
+            }
+        }
+    }
+    let generation = check_ours(agent, &found, expected)?;
+    Ok(Validation {
+        entries,
+        ours: found.len(),
+        generation,
+    })
+}
+
+/// A matcher group of a strictly read event; `Err` is the rule it breaks.
+fn check_group(agent: Agent, group: &Value) -> Result<(), Violation> {
+    let Some(group) = group.as_object() else {
+        return Err(Violation::new(format!(
+            "a matcher group is {}, not an object",
+            kind(group)
+        )));
+    };
+    let codex = facts::codex_schema(agent);
+    match group.get("matcher") {
+        None | Some(Value::String(_)) => {}
+        Some(Value::Null) if codex => {}
+        Some(other) => {
+            return Err(Violation::new(format!(
+                "`matcher` is {}, not a string",
+                kind(other)
+            )));
+        }
+    }
+    match group.get("hooks") {
+        Some(Value::Array(_)) => Ok(()),
+        None if codex => Ok(()),
+        None => Err(Violation::new("`hooks` is missing")),
+        Some(other) => Err(Violation::new(format!(
+            "`hooks` is {}, not an array",
+            kind(other)
+        ))),
+    }
+}
+
+/// A user's entry of a strictly read event; `Err` is the rule it breaks.
+fn check_entry(agent: Agent, entry: &Value) -> Result<(), Violation> {
+    let Some(entry) = entry.as_object() else {
+        return Err(Violation::new(format!(
+            "an entry is {}, not an object",
+            kind(entry)
+        )));
+    };
+    let Some(kind_of) = entry.get("type").and_then(Value::as_str) else {
+        return Err(Violation::new("`type` is missing or not a string"));
+    };
+    let codex = facts::codex_schema(agent);
+    if codex && !facts::CODEX_ENTRY_TYPES.contains(&kind_of) {
+        return Err(Violation::new(format!("unknown `type` {kind_of:?}")));
+    }
+    if kind_of != "command" {
+        return Ok(());
+    }
+    if !entry.get("command").is_some_and(Value::is_string) {
+        return Err(Violation::new("`command` is missing or not a string"));
+    }
+    match entry.get("timeout") {
+        None => Ok(()),
+        Some(t) if codex && t.is_u64() => Ok(()),
+        Some(t) if !codex && t.as_f64().is_some_and(|t| t > 0.0) => Ok(()),
+        Some(t) if codex => Err(Violation::new(format!(
+            "`timeout` {t} is not a whole number of seconds"
+        ))),
+        Some(t) => Err(Violation::new(format!(
+            "`timeout` {t} is not a positive number"
+        ))),
+    }
+}
+
+/// Checks hooktrack's entries; returns their generation (`None` when there are none).
+fn check_ours(
+    agent: Agent,
+    found: &[Found],
+    expected: Option<&Observer>,
+) -> Result<Option<u64>, Violation> {
+    let events = agent.hook_events();
+    let mut generations = BTreeSet::new();
+    let mut hooked = BTreeSet::new();
+    for Found {
+        event,
+        item,
+        matcher,
+    } in found
+    {
+        let bad = |what: String| Violation::new(format!("hooktrack's `{event}` entry {what}"));
+        if !events.contains(event) {
+            return Err(Violation::new(format!(
+                "a hooktrack entry on `{event}`, which is not one of {}'s {} events",
+                agent.label(),
+                events.len()
+            )));
+        }
+        if !hooked.insert(*event) {
+            return Err(Violation::new(format!(
+                "more than one hooktrack entry on `{event}`"
+            )));
+        }
+        if matcher.and_then(|m| m.as_str()) != Some(MATCH_ALL) {
+            return Err(bad(
+                "is not under the empty matcher, so it misses occurrences".to_owned(),
+            ));
+        }
+        let keys: Vec<&str> = item
+            .as_object()
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        if keys != ["type", "command", "timeout"] {
+            return Err(bad(format!(
+                "has the keys {keys:?}, not type, command, timeout"
+            )));
+        }
+        let range = facts::timeout_range(agent);
+        if !item
+            .get("timeout")
+            .and_then(Value::as_u64)
+            .is_some_and(|t| range.contains(&t))
+        {
+            return Err(bad(format!(
+                "has the timeout {}, not an integer in {range:?} ({})",
+                item.get("timeout").unwrap_or(&Value::Null),
+                facts::timeout_unit(agent).name()
+            )));
+        }
+        let command = item.get("command").and_then(Value::as_str).unwrap_or("");
+        generations.insert(generation_of(command));
+        if let Some(observer) = expected
+            && **item != entry(agent, observer, event)
+        {
+            return Err(bad(format!(
+                "is not the one rendered for generation {}",
+                observer.generation
+            )));
+        }
+    }
+    if found.is_empty() {
+        return match expected {
+            Some(_) => Err(Violation::new("no hooktrack entry")),
+            None => Ok(None),
+        };
+    }
+    let missing: Vec<&str> = events
+        .iter()
+        .copied()
+        .filter(|e| !hooked.contains(e))
+        .collect();
+    if !missing.is_empty() {
+        return Err(Violation::new(format!(
+            "hooktrack hooks {} of {}'s {} events; missing: {}",
+            hooked.len(),
+            agent.label(),
+            events.len(),
+            missing.join(", ")
+        )));
+    }
+    let mut generations = generations.into_iter();
+    match (generations.next(), generations.next()) {
+        (Some(Some(g)), None) => Ok(Some(g)),
+        (Some(None), None) => Err(Violation::new(
+            "a hooktrack entry without a readable generation",
+        )),
+        _ => Err(Violation::new(
+            "hooktrack entries of more than one generation",
+        )),
+    }
+}

@@ -1,0 +1,287 @@
+//! The Kimi observer block in `config.toml` (contract section 7).
+//!
+//! Both Kimi generations read `[[hooks]]` entries `{event, command, matcher?, timeout?}`
+//! from a `config.toml` (where, and which events: `Agent::config()`,
+//! `Agent::hook_events()`; how strictly: [`super::facts`]). The installer keeps its
+//! entries in one marker-delimited block and edits the file as text, so every byte outside
+//! the block stays as it was. The read-back parses the file with a strict TOML parser and
+//! checks every entry, ours and the operator's ([`validate`]).
+
+mod validate;
+
+use std::path::Path;
+
+use hooktrack_core::agent::Agent;
+
+pub use self::validate::validate;
+use super::command::command;
+use super::facts;
+use super::format::{Edit, Removal};
+use super::{InstallError, MarkerError, Observer, Replaced, Validation, Violation};
+
+const BEGIN: &str = "# >>> hooktrack kimi observer";
+const END: &str = "# <<< hooktrack kimi observer <<<";
+
+/// The block, from its begin marker to its end marker's newline.
+pub fn render_block(agent: Agent, observer: &Observer, newline_added: bool) -> String {
+    let mut out = String::new();
+    if newline_added {
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "{BEGIN} (generation {}{}) >>>\n",
+        observer.generation,
+        if newline_added { ", newline added" } else { "" }
+    ));
+    out.push_str(&format!(
+        "# Written by `hooktrack install kimi` for {}; `hooktrack uninstall kimi` removes it.\n\
+         # Edits inside this block are lost at the next install.\n",
+        agent.label()
+    ));
+    for event in agent.hook_events() {
+        out.push_str("[[hooks]]\n");
+        out.push_str(&format!("event = {}\n", toml_string(event)));
+        out.push_str(&format!(
+            "command = {}\n",
+            toml_string(&command(agent, observer, event))
+        ));
+        out.push_str(&format!("timeout = {}\n", facts::timeout(agent, event)));
+    }
+    out.push_str(END);
+    out.push('\n');
+    out
+}
+
+/// A TOML basic string.
+fn toml_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\u{:04X}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Where the block sits in a text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// Byte range, including the newline the installer added before it, if any.
+    pub start: usize,
+    pub end: usize,
+    pub generation: Option<u64>,
+    /// 1-based line of the begin marker.
+    pub line: usize,
+}
+
+/// A begin marker seen, its end not yet.
+struct Open {
+    offset: usize,
+    line: usize,
+    marker: BeginMarker,
+}
+
+/// What a begin marker says: `(generation N[, newline added])`.
+struct BeginMarker {
+    generation: Option<u64>,
+    newline_added: bool,
+}
+
+/// Finds the block; `Err` names what is wrong with the markers.
+pub fn find_block(text: &str) -> Result<Option<Block>, MarkerError> {
+    let mut open: Option<Open> = None;
+    let mut found: Option<Block> = None;
+    let mut offset = 0;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        let number = i + 1;
+        let bare = line.trim_end_matches(['\n', '\r']);
+        if bare.starts_with(BEGIN) {
+            if found.is_some() || open.is_some() {
+                return Err(MarkerError::SecondBegin { line: number });
+            }
+            open = Some(Open {
+                offset,
+                line: number,
+                marker: parse_begin(bare),
+            });
+        } else if bare.starts_with(END) {
+            let Some(begin) = open.take() else {
+                return Err(MarkerError::EndWithoutBegin { line: number });
+            };
+            // The newline the installer added before its block belongs to the block.
+            let start = begin.offset;
+            let start =
+                if begin.marker.newline_added && start > 0 && text.as_bytes()[start - 1] == b'\n' {
+                    start - 1
+                } else {
+                    start
+                };
+            found = Some(Block {
+                start,
+                end: offset + line.len(),
+                generation: begin.marker.generation,
+                line: begin.line,
+            });
+        }
+        offset += line.len();
+    }
+    if let Some(begin) = open {
+        return Err(MarkerError::NoEnd { line: begin.line });
+    }
+    Ok(found)
+}
+
+fn parse_begin(line: &str) -> BeginMarker {
+    let mut marker = BeginMarker {
+        generation: None,
+        newline_added: false,
+    };
+    let Some(inside) = line
+        .strip_prefix(BEGIN)
+        .and_then(|r| r.trim().strip_prefix('('))
+        .and_then(|r| r.split_once(')'))
+        .map(|(inside, _)| inside)
+    else {
+        return marker;
+    };
+    for part in inside.split(',') {
+        let part = part.trim();
+        if let Some(n) = part.strip_prefix("generation ") {
+            marker.generation = n.trim().parse().ok();
+        } else if part == "newline added" {
+            marker.newline_added = true;
+        }
+    }
+    marker
+}
+
+/// The text without the block, and where the block was.
+pub fn strip_block(text: &str) -> Result<(String, Option<Block>), MarkerError> {
+    match find_block(text)? {
+        None => Ok((text.to_owned(), None)),
+        Some(block) => {
+            let mut out = String::with_capacity(text.len());
+            out.push_str(&text[..block.start]);
+            out.push_str(&text[block.end..]);
+            Ok((out, Some(block)))
+        }
+    }
+}
+
+/// Inserts a freshly rendered block into `base` (a text without a block) at `at` (the old
+/// block's place) or at the end.
+pub fn merge_block(agent: Agent, observer: &Observer, base: &str, at: Option<usize>) -> String {
+    let at = at.filter(|a| *a <= base.len()).unwrap_or(base.len());
+    let newline_added = at > 0 && base.as_bytes()[at - 1] != b'\n';
+    let block = render_block(agent, observer, newline_added);
+    let mut out = String::with_capacity(base.len() + block.len());
+    out.push_str(&base[..at]);
+    out.push_str(&block);
+    out.push_str(&base[at..]);
+    out
+}
+
+/// The install edit: the old block out, a new one in its place (or at the end).
+pub(crate) fn edit(
+    agent: Agent,
+    config: &Path,
+    before: &str,
+    observer: &Observer,
+) -> Result<Edit, InstallError> {
+    let (base, old) = strip_block(before).map_err(|problem| InstallError::Markers {
+        path: config.to_owned(),
+        problem,
+    })?;
+    Ok(Edit {
+        text: merge_block(agent, observer, &base, old.as_ref().map(|b| b.start)),
+        replaced: old.map_or(Replaced::Nothing, |b| Replaced::entries_of(b.generation)),
+        outside: base,
+    })
+}
+
+/// The read-back: strict validation, then the text outside the block unchanged.
+pub(crate) fn read_back(
+    agent: Agent,
+    back: &str,
+    observer: &Observer,
+    outside: &str,
+) -> Result<Validation, Violation> {
+    let v = validate(back, agent, Some(observer))?;
+    match strip_block(back)? {
+        (text, Some(_)) if text == outside => Ok(v),
+        (_, Some(_)) => Err(Violation::new("bytes outside the block changed")),
+        (_, None) => Err(Violation::new("the block is missing")),
+    }
+}
+
+pub(crate) fn remove(
+    config: &Path,
+    text: &str,
+    generation: Option<u64>,
+) -> Result<Removal, InstallError> {
+    let (base, block) = strip_block(text).map_err(|problem| InstallError::Markers {
+        path: config.to_owned(),
+        problem,
+    })?;
+    Ok(match block {
+        None => Removal::Nothing,
+        Some(block) if generation.is_some() && block.generation != generation => {
+            Removal::KeptOther {
+                generation: block.generation,
+            }
+        }
+        Some(block) => Removal::Removed {
+            text: base,
+            generation: block.generation,
+        },
+    })
+}
+
+/// Markers well formed, strict TOML, every entry valid, and the block (if any) complete
+/// for its own generation. A missing file is an empty one; no block is not an error.
+pub(crate) fn check(
+    agent: Agent,
+    config: &Path,
+    text: Option<&str>,
+) -> Result<Validation, InstallError> {
+    let text = text.unwrap_or_default();
+    let invalid = |violation: Violation| InstallError::Invalid {
+        path: config.to_owned(),
+        violation,
+    };
+    let block = find_block(text).map_err(|problem| InstallError::Markers {
+        path: config.to_owned(),
+        problem,
+    })?;
+    let all = validate(text, agent, None).map_err(invalid)?;
+    let Some(block) = block else {
+        return Ok(all);
+    };
+    let inside = &text[block.start..block.end];
+    let ours = inside.lines().filter(|l| l.trim() == "[[hooks]]").count();
+    let events = agent.hook_events().len();
+    if ours != events {
+        return Err(invalid(Violation::new(format!(
+            "the hooktrack block has {ours} entries; {} has {events} events",
+            agent.label(),
+        ))));
+    }
+    Ok(Validation {
+        entries: all.entries,
+        ours,
+        generation: block.generation,
+    })
+}
+
+#[cfg(test)]
+mod tests;
