@@ -661,7 +661,7 @@ fn print_stage_table(n: usize, stats: &[Stat]) {
         ""
     );
     let rows = [
-        ("a LineReader (split + copy)", a, None),
+        ("a LineReader (split)", a, None),
         ("b row::parse_line", b, Some(a)),
         ("c Agent::normalize", c, Some(b)),
         ("d deliveries, detect, correlate", d, Some(c)),

@@ -8,8 +8,8 @@
 //! Guarantees, line by line:
 //! - a line is handed out once its newline is on disk; a partial last line stays in memory
 //!   and neither the offset nor a [`Checkpoint`] ever moves past it;
-//! - a line over [`MAX_LINE_BYTES`] is reported as [`ReadLine::Oversized`] without being
-//!   held, and the lines after it are read as usual;
+//! - a line over [`MAX_LINE_BYTES`](hooktrack_core::row::MAX_LINE_BYTES) is reported as
+//!   [`ReadLine::Oversized`] without being held, and the lines after it are read as usual;
 //! - **truncation** (the file is shorter than what was read) restarts at offset 0;
 //! - **replacement** (the path names another device/inode: rotation by rename, delete and
 //!   recreate) first drains the old file to its end through the handle still open, then
@@ -32,17 +32,13 @@ use thiserror::Error;
 
 pub use checkpoint::{Checkpoint, CheckpointError, FirstLine};
 
-use hooktrack_core::read::ReadLine;
-use hooktrack_core::row::MAX_LINE_BYTES;
+use hooktrack_core::read::{LineSplitter, ReadLine};
 
 /// Bytes read per `read` call.
 const CHUNK: usize = 64 * 1024;
 /// Bytes read per poll before yielding ([`Progress::more`]), so one flooded store cannot
 /// starve the others a hub follows.
 pub const DEFAULT_POLL_BUDGET: u64 = 8 * 1024 * 1024;
-/// A partial-line buffer grown past this is released after its line, so one long line
-/// does not pin memory for the life of the session.
-const KEEP_BUFFER: usize = 256 * 1024;
 
 /// Why a poll failed. The tailer's state stays consistent: the next poll retries.
 #[derive(Debug, Error)]
@@ -168,7 +164,7 @@ pub struct Tailer {
     open: Option<OpenFile>,
     /// Bytes read from the open file.
     read_pos: u64,
-    lines: Splitter,
+    lines: FileLines,
     resume: Option<(Checkpoint, Prefix)>,
     budget: u64,
     buf: Box<[u8]>,
@@ -192,7 +188,7 @@ impl Tailer {
             path: path.into(),
             open: None,
             read_pos: 0,
-            lines: Splitter::default(),
+            lines: FileLines::default(),
             resume: None,
             budget: DEFAULT_POLL_BUDGET,
             buf: vec![0; CHUNK].into_boxed_slice(),
@@ -228,7 +224,7 @@ impl Tailer {
         let open = self.open.as_ref()?;
         Some(Checkpoint {
             offset: self.lines.offset,
-            lines: self.lines.number,
+            lines: self.lines.split.lines(),
             dev: open.id.dev,
             ino: open.id.ino,
             first_line: self.lines.first_line,
@@ -333,11 +329,7 @@ impl Tailer {
             });
         }
         let id = FileId::of(&meta);
-        let number = self.lines.number;
-        self.lines = Splitter {
-            number,
-            ..Splitter::default()
-        };
+        self.lines = FileLines::after(self.lines.split.lines());
         self.read_pos = 0;
         if let Some((checkpoint, prefix)) = self.resume.take() {
             match checkpoint.matches(&mut file, &meta, id) {
@@ -354,9 +346,11 @@ impl Tailer {
                                     source,
                                 })?;
                             self.read_pos = checkpoint.offset;
-                            self.lines.offset = checkpoint.offset;
-                            self.lines.number = checkpoint.lines;
-                            self.lines.first_line = checkpoint.first_line;
+                            self.lines = FileLines {
+                                offset: checkpoint.offset,
+                                first_line: checkpoint.first_line,
+                                ..FileLines::after(checkpoint.lines)
+                            };
                         }
                         Prefix::Replay => self.lines.replay_until = checkpoint.offset,
                     }
@@ -433,95 +427,56 @@ impl Tailer {
     }
 }
 
-/// Splits the bytes of one file into lines, holding at most one partial line.
+/// The lines of one file: the core's [`LineSplitter`] (which holds at most one partial
+/// line, and numbers lines over every file), and where they stand in the file.
 #[derive(Debug, Default)]
-struct Splitter {
+struct FileLines {
+    split: LineSplitter,
     /// Where the last whole line ends (after its newline).
     offset: u64,
-    /// The bytes of a line still being written.
-    partial: Vec<u8>,
-    /// In a line over the limit: its length so far (its bytes are not held).
-    skipping: Option<u64>,
-    /// Lines handed out so far (over every file: the next line's number is this + 1).
-    number: u64,
     first_line: Option<FirstLine>,
     /// Lines ending at or before this offset are a replayed prefix.
     replay_until: u64,
 }
 
-impl Splitter {
+impl FileLines {
+    /// A new file; numbering goes on after `lines` lines.
+    fn after(lines: u64) -> Self {
+        Self {
+            split: LineSplitter::after(lines),
+            ..Self::default()
+        }
+    }
+
     /// Hands out every whole line in `chunk`; keeps the rest. Returns the lines handed out.
     fn consume(&mut self, mut chunk: &[u8], sink: &mut dyn FnMut(TailLine<'_>)) -> u64 {
         let mut count = 0;
-        while let Some(i) = memchr::memchr(b'\n', chunk) {
-            self.finish_line(&chunk[..i], sink);
+        while !chunk.is_empty() {
+            let (used, line) = self.split.feed(chunk);
+            // No line: the whole chunk was taken into the current line.
+            let Some(line) = line else { break };
+            chunk = &chunk[used..];
+            let (len, held) = match line {
+                ReadLine::Line { bytes, .. } => (bytes.len() as u64, Some(bytes)),
+                ReadLine::Oversized { len, .. } => (len, None),
+                ReadLine::Truncated { .. } => unreachable!("feed ends lines at a newline"),
+            };
+            let start = self.offset;
+            self.offset = start + len + 1;
+            if start == 0 {
+                self.first_line = Some(FirstLine::of(len, held));
+            }
+            let replay = self.offset <= self.replay_until;
+            sink(TailLine { line, replay });
             count += 1;
-            chunk = &chunk[i + 1..];
         }
-        self.hold(chunk);
         count
-    }
-
-    fn hold(&mut self, bytes: &[u8]) {
-        if bytes.is_empty() {
-            return;
-        }
-        match &mut self.skipping {
-            Some(len) => *len += bytes.len() as u64,
-            None if self.partial.len() + bytes.len() > MAX_LINE_BYTES => {
-                self.skipping = Some((self.partial.len() + bytes.len()) as u64);
-                self.partial = Vec::new();
-            }
-            None => self.partial.extend_from_slice(bytes),
-        }
-    }
-
-    /// The newline of the current line arrived; `tail` is its last bytes.
-    fn finish_line(&mut self, tail: &[u8], sink: &mut dyn FnMut(TailLine<'_>)) {
-        let start = self.offset;
-        self.number += 1;
-        let number = self.number;
-        let (len, held): (u64, Option<&[u8]>) = match self.skipping.take() {
-            Some(skipped) => (skipped + tail.len() as u64, None),
-            None if self.partial.is_empty() => (tail.len() as u64, Some(tail)),
-            None if self.partial.len() + tail.len() > MAX_LINE_BYTES => {
-                ((self.partial.len() + tail.len()) as u64, None)
-            }
-            None => {
-                self.partial.extend_from_slice(tail);
-                (self.partial.len() as u64, Some(self.partial.as_slice()))
-            }
-        };
-        let held = held.filter(|b| b.len() <= MAX_LINE_BYTES);
-        self.offset = start + len + 1;
-        if start == 0 {
-            self.first_line = Some(FirstLine::of(len, held));
-        }
-        let replay = self.offset <= self.replay_until;
-        let line = match held {
-            Some(bytes) => ReadLine::Line { number, bytes },
-            None => ReadLine::Oversized { number, len },
-        };
-        sink(TailLine { line, replay });
-        self.partial.clear();
-        if self.partial.capacity() > KEEP_BUFFER {
-            self.partial = Vec::new();
-        }
     }
 
     /// The file ends for good (removed, replaced, truncated): a partial line left is
     /// handed out as cut off, and the per-file state resets. Returns the lines handed out.
     fn finish_file(&mut self, sink: &mut dyn FnMut(TailLine<'_>)) -> u64 {
-        let number = self.number + 1;
-        let line = match self.skipping.take() {
-            Some(len) => Some(ReadLine::Oversized { number, len }),
-            None if !self.partial.is_empty() => Some(ReadLine::Truncated {
-                number,
-                bytes: &self.partial,
-            }),
-            None => None,
-        };
-        let count = match line {
+        let count = match self.split.finish() {
             Some(line) => {
                 sink(TailLine {
                     line,
@@ -531,10 +486,7 @@ impl Splitter {
             }
             None => 0,
         };
-        *self = Splitter {
-            number: self.number + count,
-            ..Splitter::default()
-        };
+        *self = FileLines::after(self.split.lines());
         count
     }
 }
@@ -542,9 +494,10 @@ impl Splitter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hooktrack_core::row::MAX_LINE_BYTES;
 
     fn split(pieces: &[&[u8]]) -> Vec<String> {
-        let mut s = Splitter::default();
+        let mut s = FileLines::default();
         let mut out = Vec::new();
         for piece in pieces {
             s.consume(piece, &mut |l: TailLine<'_>| {
@@ -582,10 +535,10 @@ mod tests {
 
     #[test]
     fn offset_stops_before_a_partial_line() {
-        let mut s = Splitter::default();
+        let mut s = FileLines::default();
         s.consume(b"one\ntw", &mut |_| {});
         assert_eq!(s.offset, 4);
-        assert_eq!(s.number, 1);
+        assert_eq!(s.split.lines(), 1);
         s.consume(b"o\n", &mut |_| {});
         assert_eq!(s.offset, 8);
     }
