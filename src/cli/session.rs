@@ -21,6 +21,7 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
+use thiserror::Error;
 
 use hooktrack::ConfigFormat;
 use hooktrack::Diagnostics;
@@ -31,13 +32,16 @@ use hooktrack::{Agent, ProviderChoice, Timestamp};
 use hooktrack::{InstallRecord as InstallState, StorePaths as StoreDir};
 use hooktrack::{LineReport, Session, SessionConfig};
 use hooktrack_core::store::{OBSERVATION_DIR, parse_channel, parse_collector};
-use hooktrack_producer::collect::{CollectConfig, CollectSummary, Collector};
+use hooktrack_producer::collect::{CollectConfig, CollectError, CollectSummary, Collector};
+use hooktrack_producer::install::InstallError;
 use hooktrack_producer::install::{self, Observer};
+use hooktrack_producer::store::StoreError;
 use hooktrack_producer::store::{self, TOKEN_ENV};
 use hooktrack_producer::token;
+use hooktrack_producer::token::TokenError;
 
 use super::fail;
-use super::install::{KimiTarget, this_binary};
+use super::install::{KimiTarget, TargetError, this_binary};
 use hooktrack_core::diagnostics::error_chain;
 
 /// Observe an agent live: collector, observer, agent, tracking, cleanup — one command.
@@ -74,6 +78,54 @@ enum OutputFormat {
     Ndjson,
 }
 
+/// Why a session could not run or could not clean up. Messages are lowercase, the cause
+/// is the source: the binary prints the chain in one line.
+#[derive(Debug, Error)]
+enum SessionError {
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error("bad --root {path}")]
+    Root {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot pick a session root: set $HOME or pass --root")]
+    NoRoot,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    #[error("cannot handle signals")]
+    Signals(#[source] io::Error),
+    #[error(transparent)]
+    Collect(#[from] CollectError),
+    #[error(transparent)]
+    Uninstall(#[from] InstallError),
+    #[error("cannot create {path}")]
+    Output {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot start {command}")]
+    Spawn {
+        command: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot wait for the agent")]
+    Wait(#[source] io::Error),
+    #[error("the collector thread panicked")]
+    CollectorPanicked,
+    #[error("the agent exited with status {code}, then cleanup failed")]
+    AfterExit {
+        code: i32,
+        #[source]
+        source: Box<SessionError>,
+    },
+}
+
 /// How often the follower looks for new rows while the agent runs.
 const POLL: Duration = Duration::from_millis(50);
 /// Longest linger after the agent exits, whatever `--linger-ms` says.
@@ -82,26 +134,28 @@ const MAX_LINGER: Duration = Duration::from_secs(5);
 pub fn run(args: &SessionArgs) -> ExitCode {
     match session(args) {
         Ok(code) => code,
-        Err(message) => fail(&message),
+        Err(e) => fail(&error_chain(&e)),
     }
 }
 
-fn session(args: &SessionArgs) -> Result<ExitCode, String> {
-    let (variant, config) = args.target.resolve().map_err(|e| error_chain(&e))?;
+fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
+    let (variant, config) = args.target.resolve()?;
     let root = match &args.root {
-        Some(r) => std::path::absolute(r).map_err(|e| format!("bad --root: {e}"))?,
+        Some(r) => std::path::absolute(r).map_err(|source| SessionError::Root {
+            path: r.clone(),
+            source,
+        })?,
         None => default_root()?,
     };
     let store = StoreDir::in_dir(root.join(OBSERVATION_DIR).join(variant.store_name()));
-    store::create_dir(&store).map_err(|e| error_chain(&e))?;
+    store::create_dir(&store)?;
     let generation = previous_generation(&store) + 1;
-    let token = token::generate().map_err(|e| error_chain(&e))?;
+    let token = token::generate()?;
     let mut out = Output::open(args.output.as_deref(), args.format)?;
 
     // Signals first: TERM and HUP go to the agent, INT is the agent's to handle (the
     // terminal sends it to the whole process group).
-    let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP])
-        .map_err(|e| format!("cannot handle signals: {e}"))?;
+    let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP]).map_err(SessionError::Signals)?;
     let child_pid = Arc::new(AtomicI32::new(0));
     let terminate = Arc::new(AtomicBool::new(false));
     let signal_handle = signals.handle();
@@ -132,15 +186,14 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
         variant.store_name().to_owned(),
         generation,
         token.clone(),
-    ))
-    .map_err(|e| error_chain(&e))?;
+    ))?;
     let url = collector.url();
     let stopper = collector.stopper();
     let collector_thread = std::thread::spawn(move || collector.run());
 
     // The observer.
     let observer = Observer {
-        emitter: this_binary().map_err(|e| error_chain(&e))?,
+        emitter: this_binary()?,
         url: url.clone(),
         dir: store.dir.as_path().to_owned(),
         generation,
@@ -187,14 +240,14 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
                 match child.try_wait() {
                     Ok(Some(status)) => break Ok(status),
                     Ok(None) => std::thread::sleep(POLL),
-                    Err(e) => break Err(format!("cannot wait for the agent: {e}")),
+                    Err(e) => break Err(SessionError::Wait(e)),
                 }
             }
         }
-        Err(e) => Err(format!(
-            "cannot start {}: {e}",
-            args.command[0].to_string_lossy()
-        )),
+        Err(source) => Err(SessionError::Spawn {
+            command: args.command[0].to_string_lossy().into_owned(),
+            source,
+        }),
     };
     child_pid.store(0, Ordering::SeqCst);
 
@@ -211,15 +264,15 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
     let uninstall = if install.ok {
         install::uninstall(&config, ConfigFormat::TomlHooks, Some(generation))
             .map(|_| ())
-            .map_err(|e| error_chain(&e))
+            .map_err(SessionError::from)
     } else {
         Ok(())
     };
     stopper.stop();
     let collected = collector_thread
         .join()
-        .map_err(|_| "the collector thread panicked".to_owned())
-        .and_then(|r| r.map_err(|e| error_chain(&e)));
+        .map_err(|_| SessionError::CollectorPanicked)
+        .and_then(|r| r.map_err(SessionError::from));
     tracker.poll(&mut out);
     signal_handle.close();
     let _ = signal_thread.join();
@@ -231,15 +284,21 @@ fn session(args: &SessionArgs) -> Result<ExitCode, String> {
         .unwrap_or(1);
     out.end(&tracker, code, collected.as_ref().ok().copied());
     if let Err(e) = uninstall {
-        return Err(format!("the agent exited ({code}) but {e}"));
+        return Err(SessionError::AfterExit {
+            code,
+            source: Box::new(e),
+        });
     }
     if let Err(e) = collected {
-        return Err(format!("the agent exited ({code}) but {e}"));
+        return Err(SessionError::AfterExit {
+            code,
+            source: Box::new(e),
+        });
     }
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
 
-fn default_root() -> Result<PathBuf, String> {
+fn default_root() -> Result<PathBuf, SessionError> {
     let base = std::env::var_os("XDG_STATE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -248,7 +307,7 @@ fn default_root() -> Result<PathBuf, String> {
                 .filter(|v| !v.is_empty())
                 .map(|h| PathBuf::from(h).join(".local").join("state"))
         })
-        .ok_or("cannot pick a session root: set $HOME or pass --root")?;
+        .ok_or(SessionError::NoRoot)?;
     let stamp = store::now().to_string().replace([':', '-', '.'], "");
     Ok(base
         .join("hooktrack")
@@ -367,13 +426,14 @@ struct CollectorCounts {
 }
 
 impl Output {
-    fn open(path: Option<&Path>, format: OutputFormat) -> Result<Self, String> {
+    fn open(path: Option<&Path>, format: OutputFormat) -> Result<Self, SessionError> {
         let sink: Box<dyn Write> = match path {
             None => Box::new(io::stderr()),
             Some(p) if p.as_os_str() == "-" => Box::new(io::stdout()),
-            Some(p) => Box::new(
-                File::create(p).map_err(|e| format!("cannot create {}: {e}", p.display()))?,
-            ),
+            Some(p) => Box::new(File::create(p).map_err(|source| SessionError::Output {
+                path: p.to_owned(),
+                source,
+            })?),
         };
         Ok(Self { sink, format })
     }
