@@ -1,7 +1,7 @@
 //! hooktrack's pure core: no clock, no file, no socket, no environment.
 //!
 //! Data flows one way: a line of `events.ndjson` ([`read`], [`row`]) passes the
-//! [`deliveries`] filter, is mapped by a [`provider`] adapter into the canonical
+//! delivery filter (`deliveries.rs`), is mapped by a [`provider`] adapter into the canonical
 //! [`event`] vocabulary, and drives the [`correlate`] state machine, which projects a
 //! [`posture`] and a turn ledger. [`pipeline`] wires these stages together.
 //!

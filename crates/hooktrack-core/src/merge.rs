@@ -18,7 +18,7 @@
 //!    shows of background work is the supervisor's own business.
 //!
 //! The channel state is read from the hook posture (`hook.channel.state`), so pass the
-//! posture of an [`Update`](crate::session::Update) as it is.
+//! posture of an `Update` (hooktrack-live's `session`) as it is.
 
 use serde::Serialize;
 

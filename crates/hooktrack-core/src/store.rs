@@ -1,6 +1,6 @@
 //! Where a session's store lives, and the two metadata records published beside
 //! `events.ndjson` (contract section 2). Parsing is pure; reading the files is the
-//! caller's business ([`crate::session`]).
+//! caller's business (hooktrack-live's `session`).
 //!
 //! ```text
 //! <session_root>/hook-observation/<provider>/events.ndjson

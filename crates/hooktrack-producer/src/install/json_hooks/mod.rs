@@ -9,8 +9,8 @@
 //! [`super::command::is_hooktrack_command`]). The file is parsed with serde_json
 //! (`preserve_order`), so every key keeps its place; hooktrack's entries are removed, one
 //! matcher group per event (`{"matcher": "", "hooks": [entry]}`) is appended
-//! ([`edit`](self::edit)), and the file is written back in its own layout ([`layout`]).
-//! The read-back checks the file as the agent reads it ([`validate`](self::validate)).
+//! (`edit.rs`), and the file is written back in its own layout (`layout.rs`).
+//! The read-back checks the file as the agent reads it (`validate.rs`).
 
 mod edit;
 mod layout;
