@@ -16,13 +16,15 @@ use hooktrack::producer::emit::{
 };
 use hooktrack::producer::http::Url;
 use hooktrack::producer::store::{self, TOKEN_ENV};
+use hooktrack_core::store::TMUX_PANE_ENV;
 
 /// The hook command an agent CLI runs on every event (reads the payload on stdin).
 ///
 /// Takes the next emitter_seq under a lock in DIR, POSTs the delivery to the collector
 /// with the bearer token from $HOOKTRACK_TOKEN, and when that fails for any reason appends
 /// a command_fallback row to DIR/events.ndjson itself. Always exits 0 and prints nothing;
-/// problems go to DIR/emit.log. Gives up after 3 s whatever happens.
+/// problems go to DIR/emit.log. Gives up after 3 s whatever happens. When the agent runs
+/// in tmux, its pane ($TMUX_PANE, e.g. %3) is recorded in the row as `tmux_pane`.
 #[derive(Args)]
 pub struct EmitArgs {
     /// The collector, e.g. http://127.0.0.1:41234/events.
@@ -120,6 +122,7 @@ pub fn run_raw(args: &[OsString]) -> ExitCode {
         event: event.map(|e| e.to_string_lossy().into_owned()),
         token: std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()),
         limits: DEFAULT_LIMITS,
+        tmux_pane: std::env::var(TMUX_PANE_ENV).ok(),
     };
     run_config(config, problems)
 }
@@ -145,6 +148,7 @@ pub fn run(args: &EmitArgs) -> ExitCode {
         event: args.event.clone(),
         token: std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()),
         limits: DEFAULT_LIMITS,
+        tmux_pane: std::env::var(TMUX_PANE_ENV).ok(),
     };
     run_config(config, problems)
 }

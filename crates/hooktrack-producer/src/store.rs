@@ -307,6 +307,8 @@ pub struct RowParts<'a> {
     pub payload: Option<&'a RawValue>,
     /// Why there is no payload (stdin was not JSON, too large, ...).
     pub payload_error: Option<&'a str>,
+    /// The agent's tmux pane (`$TMUX_PANE`), written last and only when known.
+    pub tmux_pane: Option<&'a str>,
 }
 
 /// Renders a row, newline included, keys in the contract's order. The payload is spliced
@@ -339,6 +341,10 @@ pub fn render_row(parts: &RowParts<'_>) -> Vec<u8> {
     if let Some(err) = parts.payload_error {
         out.extend_from_slice(b",\"payload_error\":");
         json_str(&mut out, err);
+    }
+    if let Some(pane) = parts.tmux_pane {
+        out.extend_from_slice(b",\"tmux_pane\":");
+        json_str(&mut out, pane);
     }
     out.extend_from_slice(b"}\n");
     out
@@ -446,11 +452,32 @@ mod tests {
             event: Some("Stop"),
             payload: Some(payload),
             payload_error: None,
+            tmux_pane: None,
         });
         assert_eq!(
             String::from_utf8(row).unwrap(),
             "{\"v\":1,\"provider\":\"kimi\",\"generation\":2,\"via\":\"http\",\"sequence\":41,\"emitter_seq\":57,\"received_at\":\"2026-10-20T09:14:03.512Z\",\"event\":\"Stop\",\"payload\":{\"hook_event_name\": \"Stop\", \"x\": [1, 2], \"é\": \"\\u00e9\"}}\n"
         );
+    }
+
+    #[test]
+    fn a_known_tmux_pane_is_the_last_key() {
+        let row = render_row(&RowParts {
+            provider: "claude",
+            generation: 1,
+            via: Via::CommandFallback,
+            sequence: None,
+            emitter_seq: Some(1),
+            received_at: Timestamp::parse_rfc3339("2026-10-20T09:14:03.512Z").unwrap(),
+            event: Some("Stop"),
+            payload: None,
+            payload_error: None,
+            tmux_pane: Some("%3"),
+        });
+        let text = String::from_utf8(row).unwrap();
+        assert!(text.ends_with(",\"payload\":null,\"tmux_pane\":\"%3\"}\n"), "{text}");
+        let parsed = hooktrack_core::row::parse_line(text.trim_end().as_bytes()).unwrap();
+        assert_eq!(parsed.tmux_pane.as_deref(), Some("%3"));
     }
 
     #[test]

@@ -108,7 +108,8 @@ pub struct Correlator {
     tools: IndexMap<String, OpenTool>,
     recently_closed_tools: VecDeque<String>,
     recently_closed_agents: VecDeque<String>,
-    permissions: IndexMap<String, Owner>,
+    /// Pending permission requests: their owner and the tool they name.
+    permissions: IndexMap<String, (Owner, Option<String>)>,
     queue_length: u64,
     compaction: Option<Compaction>,
     last_turn: LastTurn,
@@ -209,6 +210,11 @@ impl Correlator {
                 open_tool_calls: self.tools.len(),
                 pending_permissions: self.permissions.len(),
                 queue_length: self.queue_length,
+                blocked_tool: if phase == Phase::Blocked {
+                    self.permissions.values().rev().find_map(|(_, tool)| tool.clone())
+                } else {
+                    None
+                },
             },
             maintenance: match &self.compaction {
                 Some(c) => Maintenance {

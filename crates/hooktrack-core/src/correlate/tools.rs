@@ -6,6 +6,21 @@ use crate::diagnostics::Diag;
 use crate::event::ToolRef;
 use crate::payload::text_hash;
 
+/// The longest tool name kept for the posture's `blocked_tool` (in bytes).
+const MAX_TOOL_NAME: usize = 128;
+
+/// `text` cut to at most `max` bytes, on a character boundary.
+fn clip(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 impl Correlator {
     pub(super) fn tool_started(&mut self, tool: &ToolRef<'_>) {
         self.start_implied();
@@ -171,7 +186,8 @@ impl Correlator {
             self.permissions.shift_remove_index(0);
             self.note(Diag::StateLimitReached, Some("pending permissions".into()));
         }
-        self.permissions.insert(key, owner);
+        let name = tool.name.as_deref().map(|n| clip(n, MAX_TOOL_NAME).to_owned());
+        self.permissions.insert(key, (owner, name));
     }
 
     pub(super) fn permission_resolved(&mut self, tool: &ToolRef<'_>, approval_id: Option<&str>) {
