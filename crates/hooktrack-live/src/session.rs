@@ -28,8 +28,8 @@ use std::time::SystemTime;
 use serde::{Serialize, Serializer};
 
 use crate::tail::{self, Checkpoint, Prefix, Tailer};
-use hooktrack_core::channel::{Channel, ChannelConfig, ChannelStatus};
 use hooktrack_core::agent::Agent;
+use hooktrack_core::channel::{Channel, ChannelConfig, ChannelStatus};
 use hooktrack_core::correlate::TurnRecord;
 use hooktrack_core::diagnostics::Diagnostics;
 use hooktrack_core::diagnostics::error_chain;
@@ -259,7 +259,8 @@ impl Session {
         let mut notices = std::mem::take(&mut self.pending);
         self.refresh_records(&mut notices);
         let mut closed = Vec::new();
-        let (pipeline, channel, pane) = (&mut self.pipeline, &mut self.channel, &mut self.tmux_pane);
+        let (pipeline, channel, pane) =
+            (&mut self.pipeline, &mut self.channel, &mut self.tmux_pane);
         let polled = self.tailer.poll(&mut |tl| {
             if let Fed::Event(step) = pipeline.feed(tl.line) {
                 channel.on_event(now, step.generation);

@@ -475,7 +475,10 @@ mod tests {
             tmux_pane: Some("%3"),
         });
         let text = String::from_utf8(row).unwrap();
-        assert!(text.ends_with(",\"payload\":null,\"tmux_pane\":\"%3\"}\n"), "{text}");
+        assert!(
+            text.ends_with(",\"payload\":null,\"tmux_pane\":\"%3\"}\n"),
+            "{text}"
+        );
         let parsed = hooktrack_core::row::parse_line(text.trim_end().as_bytes()).unwrap();
         assert_eq!(parsed.tmux_pane.as_deref(), Some("%3"));
     }

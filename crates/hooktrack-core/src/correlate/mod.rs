@@ -211,7 +211,10 @@ impl Correlator {
                 pending_permissions: self.permissions.len(),
                 queue_length: self.queue_length,
                 blocked_tool: if phase == Phase::Blocked {
-                    self.permissions.values().rev().find_map(|(_, tool)| tool.clone())
+                    self.permissions
+                        .values()
+                        .rev()
+                        .find_map(|(_, tool)| tool.clone())
                 } else {
                     None
                 },

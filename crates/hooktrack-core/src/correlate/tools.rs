@@ -186,7 +186,10 @@ impl Correlator {
             self.permissions.shift_remove_index(0);
             self.note(Diag::StateLimitReached, Some("pending permissions".into()));
         }
-        let name = tool.name.as_deref().map(|n| clip(n, MAX_TOOL_NAME).to_owned());
+        let name = tool
+            .name
+            .as_deref()
+            .map(|n| clip(n, MAX_TOOL_NAME).to_owned());
         self.permissions.insert(key, (owner, name));
     }
 
