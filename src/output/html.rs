@@ -852,7 +852,7 @@ fn axis_ticks(s: &mut String, axis: &Axis, bottom: f64) {
             AXIS_H - 4.0,
         );
         // A label too near an end would be cut off.
-        if x >= LABEL_W + TICK_LABEL_ROOM && x <= LABEL_W + PLOT_W - TICK_LABEL_ROOM {
+        if (LABEL_W + TICK_LABEL_ROOM..=LABEL_W + PLOT_W - TICK_LABEL_ROOM).contains(&x) {
             w!(
                 s,
                 "<text class=\"tick-label\" x=\"{x:.1}\" y=\"{:.0}\">{}</text>",
