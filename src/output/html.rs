@@ -42,6 +42,8 @@ const TICK_LABEL_ROOM: f64 = 36.0;
 /// Bins of the overview strip's event histogram.
 const OVERVIEW_BINS: usize = 240;
 const OVERVIEW_H: f64 = 44.0;
+/// The turn table starts unfolded up to this many turns.
+const LEDGER_OPEN_UP_TO: usize = 100;
 
 /// One event as the page shows it.
 #[derive(Debug)]
@@ -1050,7 +1052,13 @@ fn legend(s: &mut String) {
 fn ledger(s: &mut String, report: &Report, events: &[&EventMark], skips: &[&SkipMark]) {
     w!(
         s,
-        "<section><h2>Turns ({})</h2>\n<table class=\"ledger\"><thead><tr><th>#</th><th>scope</th><th>turn id</th><th>origin</th><th>result</th><th>lines</th><th>started</th><th>ended</th><th>tools</th></tr></thead><tbody>\n",
+        "<section><details{}><summary>Turns ({})</summary>\n<table class=\"ledger\"><thead><tr><th>#</th><th>scope</th><th>turn id</th><th>origin</th><th>result</th><th>lines</th><th>started</th><th>ended</th><th>tools</th></tr></thead><tbody>\n",
+        // A long ledger starts folded: the picture comes first.
+        if report.turns.len() <= LEDGER_OPEN_UP_TO {
+            " open"
+        } else {
+            ""
+        },
         report.turns.len()
     );
     for t in &report.turns {
@@ -1074,7 +1082,7 @@ fn ledger(s: &mut String, report: &Report, events: &[&EventMark], skips: &[&Skip
             t.tool_calls
         );
     }
-    s.push_str("</tbody></table></section>\n");
+    s.push_str("</tbody></table></details></section>\n");
     let notes: Vec<(&EventMark, &Note)> = events
         .iter()
         .flat_map(|e| e.notes.iter().map(move |n| (*e, n)))
