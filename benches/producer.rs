@@ -174,6 +174,7 @@ fn main() -> Result<()> {
             Some("PreToolUse"),
             Some(payload),
             None,
+            None,
         )
     };
     let limits = Limits {

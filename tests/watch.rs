@@ -7,24 +7,24 @@ use std::sync::mpsc::{self, Receiver};
 
 use crate::support::{Wake, kimi};
 
-fn hooktrack() -> Command {
+pub(crate) fn hooktrack() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hooktrack"))
 }
 
 /// A running `hooktrack watch`, killed if a test fails before stopping it.
-struct Running(Option<Child>);
+pub(crate) struct Running(Option<Child>);
 
 impl Running {
-    fn spawn(command: &mut Command) -> Self {
+    pub(crate) fn spawn(command: &mut Command) -> Self {
         Self(Some(command.stdout(Stdio::piped()).spawn().expect("spawn")))
     }
 
-    fn child(&mut self) -> &mut Child {
+    pub(crate) fn child(&mut self) -> &mut Child {
         self.0.as_mut().expect("running")
     }
 
     /// Stops it with SIGINT, as Ctrl-C does, and returns its output.
-    fn interrupt(mut self) -> std::process::Output {
+    pub(crate) fn interrupt(mut self) -> std::process::Output {
         let child = self.0.take().expect("running");
         let status = Command::new("kill")
             .args(["-INT", &child.id().to_string()])
@@ -45,7 +45,7 @@ impl Drop for Running {
 }
 
 /// Stdout lines of a child, read on a thread so waits can be bounded.
-fn lines_of(child: &mut Child) -> Receiver<String> {
+pub(crate) fn lines_of(child: &mut Child) -> Receiver<String> {
     let stdout = child.stdout.take().expect("piped stdout");
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -59,7 +59,7 @@ fn lines_of(child: &mut Child) -> Receiver<String> {
     rx
 }
 
-fn next_json(rx: &Receiver<String>, what: &str) -> serde_json::Value {
+pub(crate) fn next_json(rx: &Receiver<String>, what: &str) -> serde_json::Value {
     let line = rx
         .recv_timeout(Wake::PATIENCE)
         .unwrap_or_else(|e| panic!("no line for {what}: {e}"));
@@ -162,7 +162,7 @@ fn the_status_line_names_the_session_and_its_state() {
             ),
             kimi(
                 "PermissionRequest",
-                r#""tool_call_id":"c1","turn_id":3,"id":"a1","agent_id":"main""#,
+                r#""tool_call_id":"c1","turn_id":3,"id":"a1","agent_id":"main","tool_name":"Bash""#,
             ),
         ]
         .join("\n")
@@ -174,18 +174,21 @@ fn the_status_line_names_the_session_and_its_state() {
     let rx = lines_of(child.child());
     let line = loop {
         let line = rx.recv_timeout(Wake::PATIENCE).expect("a status line");
-        if line.contains("blocked(1)") {
+        if line.contains("  blocked  ") {
             break line;
         }
     };
     assert!(child.interrupt().status.success());
     let fields: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(fields[0], events.display().to_string());
+    // Which agent, doing what, for how long (these rows carry no times: since the
+    // tracker saw the turn), waiting on which tool.
+    assert_eq!(&fields[1..6], ["kimi-code", "blocked", "turn", "3", "for"]);
+    assert!(fields[6].ends_with('s'), "{line}");
     assert_eq!(
-        &fields[1..8],
-        ["blocked", "turn", "3", "tools", "1", "blocked(1)", "last"]
+        &fields[7..14],
+        ["tools", "1", "waits", "Bash", "last", "none", "active"]
     );
-    assert_eq!(&fields[8..10], ["none", "active"]);
     assert!(line.ends_with("s ago"), "{line}");
 }
 

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use hooktrack_core::store::TMUX_PANE_ENV;
 use hooktrack_producer::emit::{
     self, DEFAULT_LIMITS, EmitConfig, EmitError, HARD_DEADLINE, log_report, log_text,
 };
@@ -22,7 +23,8 @@ use hooktrack_producer::store::{self, TOKEN_ENV};
 /// Takes the next emitter_seq under a lock in DIR, POSTs the delivery to the collector
 /// with the bearer token from $HOOKTRACK_TOKEN, and when that fails for any reason appends
 /// a command_fallback row to DIR/events.ndjson itself. Always exits 0 and prints nothing;
-/// problems go to DIR/emit.log. Gives up after 3 s whatever happens.
+/// problems go to DIR/emit.log. Gives up after 3 s whatever happens. When the agent runs
+/// in tmux, its pane ($TMUX_PANE, e.g. %3) is recorded in the row as `tmux_pane`.
 #[derive(Args)]
 pub struct EmitArgs {
     /// The collector, e.g. http://127.0.0.1:41234/events.
@@ -120,6 +122,7 @@ pub fn run_raw(args: &[OsString]) -> ExitCode {
         event: event.map(|e| e.to_string_lossy().into_owned()),
         token: std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()),
         limits: DEFAULT_LIMITS,
+        tmux_pane: std::env::var(TMUX_PANE_ENV).ok(),
     };
     run_config(config, problems)
 }
@@ -145,6 +148,7 @@ pub fn run(args: &EmitArgs) -> ExitCode {
         event: args.event.clone(),
         token: std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()),
         limits: DEFAULT_LIMITS,
+        tmux_pane: std::env::var(TMUX_PANE_ENV).ok(),
     };
     run_config(config, problems)
 }

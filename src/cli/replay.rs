@@ -22,7 +22,8 @@ use hooktrack_core::diagnostics::error_chain;
 pub struct ReplayArgs {
     /// The log to replay; `-` reads standard input.
     file: PathBuf,
-    /// Output: a readable timeline, one JSON document, or one JSON line per event.
+    /// Output: a readable timeline, one JSON document, one JSON line per event, or one
+    /// self-contained HTML page picturing the campaign (`--format html > timeline.html`).
     #[arg(long, value_enum, default_value_t = FormatArg::Text)]
     format: FormatArg,
     /// Which agent CLI wrote the log: auto (detected from the rows), kimi (either Kimi),
@@ -39,6 +40,10 @@ enum FormatArg {
     Json,
     /// One JSON object per line with the posture after it, then an `"end"` line.
     Ndjson,
+    /// One self-contained page (inline SVG, CSS and script, no network): a time axis, a
+    /// lane per scope, every turn a bar coloured by its result with its tool calls, blocked
+    /// and compaction windows shaded, a mark on every guess and skipped line.
+    Html,
 }
 
 pub fn run(args: &ReplayArgs) -> ExitCode {
@@ -50,6 +55,7 @@ fn replay(file: &Path, format: FormatArg, choice: ProviderChoice) -> ExitCode {
         FormatArg::Text => Format::Text,
         FormatArg::Json => Format::Json,
         FormatArg::Ndjson => Format::Ndjson,
+        FormatArg::Html => Format::Html,
     };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());

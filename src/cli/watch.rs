@@ -1,4 +1,10 @@
-//! `hooktrack watch`: follow sessions live.
+//! `hooktrack watch`: follow sessions live; optionally publish them to tmux (`--tmux`,
+//! `watch/tmux.rs`) and run a command on transitions (`--on-change`, `watch/notify.rs`).
+
+mod bounded;
+mod facts;
+mod notify;
+mod tmux;
 
 use std::collections::HashMap;
 use std::io::{self, IsTerminal, Write};
@@ -6,7 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::RecvTimeoutError;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -18,14 +24,16 @@ use hooktrack::{Phase, ProviderChoice, Timestamp};
 use hooktrack::{Session, SessionConfig, Update};
 
 use super::fail;
+use facts::{Facts, age_text, display_text};
 use hooktrack_core::diagnostics::error_chain;
 
 /// Follow sessions live: one status line per session, redrawn as they change.
 ///
 /// Each PATH is a session root (its `hook-observation/<provider>/` store is found), a
-/// store directory, or an events file. The line shows the turn phase, the turn id, open
-/// tool calls, pending permissions, the last turn's result, the channel state and the age
-/// of the last event. Stop with Ctrl-C.
+/// store directory, or an events file. The line shows the agent, the turn phase, the turn
+/// id and how long it has been running, open tool calls, the tool a blocked turn waits on,
+/// the last turn's result, the channel state and the age of the last event. Stop with
+/// Ctrl-C.
 #[derive(Args)]
 pub struct WatchArgs {
     /// Session roots, store directories or events files.
@@ -42,6 +50,51 @@ pub struct WatchArgs {
     /// Milliseconds between re-checks of every session, whatever the file watcher says.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(10..))]
     recheck_ms: u64,
+    /// Publish each session's posture as tmux user options on the agent's pane
+    /// (@hooktrack_phase, @hooktrack_blocked, @hooktrack_last, @hooktrack_agent,
+    /// @hooktrack_turn, @hooktrack_turn_age, @hooktrack_attention, @hooktrack_status), for
+    /// status-right and window-status-format (docs/tmux.md). The pane is the one the
+    /// rows name (the emitter records $TMUX_PANE), or --tmux-pane. Removed at exit.
+    #[arg(long)]
+    tmux: bool,
+    /// The tmux server: a socket name (tmux -L) or, with a `/`, a socket path (tmux -S).
+    /// Default: tmux's own ($TMUX inside tmux, else the default socket).
+    #[arg(long, value_name = "NAME|PATH", requires = "tmux")]
+    tmux_socket: Option<String>,
+    /// The pane a session's agent runs in, when its rows do not say: PATH as given on the
+    /// command line, PANE a tmux target (%3, work:2.1). Repeatable.
+    #[arg(long, value_name = "PATH=PANE", requires = "tmux", value_parser = parse_pane_flag)]
+    tmux_pane: Vec<(String, String)>,
+    /// Milliseconds after which a tmux command is killed (tracking never waits for it).
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
+    tmux_timeout_ms: u64,
+    /// Run this shell command (sh -c) when a session enters `blocked`, ends a turn, or
+    /// loses its agent. Its environment says what happened: HOOKTRACK_EVENT
+    /// (blocked|turn_ended|absent), HOOKTRACK_SESSION, HOOKTRACK_AGENT, HOOKTRACK_RESULT,
+    /// HOOKTRACK_TURN, HOOKTRACK_TOOL, HOOKTRACK_PANE, HOOKTRACK_PHASE, HOOKTRACK_AT.
+    /// One run per transition, one at a time, off the tracking thread; what the logs held
+    /// at start is not notified. Example:
+    /// --on-change 'notify-send "$HOOKTRACK_AGENT: $HOOKTRACK_EVENT" "$HOOKTRACK_TOOL$HOOKTRACK_RESULT"'
+    #[arg(long, value_name = "CMD")]
+    on_change: Option<String>,
+    /// Seconds after which an --on-change command is killed (with its process group).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    on_change_timeout: u64,
+}
+
+fn parse_pane_flag(text: &str) -> Result<(String, String), String> {
+    let (path, pane) = text
+        .rsplit_once('=')
+        .ok_or_else(|| format!("expected PATH=PANE, got `{text}`"))?;
+    if path.is_empty() {
+        return Err(format!("no PATH in `{text}`"));
+    }
+    if !tmux::is_pane_target(pane) {
+        return Err(format!(
+            "`{pane}` is not a tmux pane target (a pane id like %3, or session:window.pane)"
+        ));
+    }
+    Ok((path.to_owned(), pane.to_owned()))
 }
 
 /// How often the live view redraws the ages when nothing else happens.
@@ -64,6 +117,41 @@ pub fn run(args: &WatchArgs) -> ExitCode {
             Err(e) => return fail(&error_chain(&e)),
         }
     }
+    let mut given_panes: HashMap<String, String> = HashMap::new();
+    for (path, pane) in &args.tmux_pane {
+        if !stores.iter().any(|(name, _)| name == path) {
+            eprintln!(
+                "hooktrack: error: --tmux-pane {path}={pane}: {path} is not one of the watched paths"
+            );
+            return ExitCode::from(2);
+        }
+        given_panes.insert(path.clone(), pane.clone());
+    }
+    let (warn_tx, warnings) = mpsc::channel::<String>();
+    let mut tmux = if args.tmux {
+        let target = tmux::TmuxTarget {
+            socket: args.tmux_socket.clone(),
+            timeout: Duration::from_millis(args.tmux_timeout_ms),
+        };
+        match tmux::Tmux::start(target, warn_tx.clone()) {
+            Ok(t) => Some(t),
+            Err(e) => return fail(&format!("cannot start the tmux publisher: {e}")),
+        }
+    } else {
+        None
+    };
+    let mut notifier = match &args.on_change {
+        Some(command) => match notify::Notifier::start(
+            command.clone(),
+            Duration::from_secs(args.on_change_timeout),
+            warn_tx.clone(),
+        ) {
+            Ok(n) => Some(n),
+            Err(e) => return fail(&format!("cannot start the --on-change runner: {e}")),
+        },
+        None => None,
+    };
+    drop(warn_tx);
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)) {
@@ -85,9 +173,13 @@ pub fn run(args: &WatchArgs) -> ExitCode {
         .max()
         .unwrap_or(0);
     let mut names = HashMap::new();
+    let mut panes: HashMap<SessionId, String> = HashMap::new();
     let mut order = Vec::new();
     for (name, paths) in stores {
         let id = hub.add(Session::open(paths, config.clone()));
+        if let Some(pane) = given_panes.remove(&name) {
+            panes.insert(id, pane);
+        }
         names.insert(id, format!("{name:<width$}"));
         order.push(id);
     }
@@ -110,6 +202,15 @@ pub fn run(args: &WatchArgs) -> ExitCode {
         let step = match updates.recv_timeout(wait) {
             Ok((id, update)) => {
                 let name = names.get(&id).map_or("?", |n| n.trim_end());
+                if tmux.is_some() || notifier.is_some() {
+                    let facts = Facts::of(name, &update, panes.get(&id).map(String::as_str));
+                    if let Some(t) = &mut tmux {
+                        t.update(&facts, wall_clock());
+                    }
+                    if let Some(n) = &mut notifier {
+                        n.update(&facts, &update);
+                    }
+                }
                 let shown = view.update(&mut out, name, &update);
                 latest.insert(id, update);
                 shown
@@ -118,12 +219,20 @@ pub fn run(args: &WatchArgs) -> ExitCode {
             Err(RecvTimeoutError::Disconnected) => break view.finish(&mut out),
         };
         let step = step.and_then(|()| {
+            for warning in warnings.try_iter() {
+                view.notice(&mut out, &warning)?;
+            }
             if Instant::now() < next_redraw && !view.redraws_on_update() {
                 return Ok(());
             }
-            next_redraw = Instant::now() + REDRAW;
             let now = wall_clock();
-            let lines: Vec<String> = order
+            if Instant::now() >= next_redraw
+                && let Some(t) = &mut tmux
+            {
+                t.tick(now);
+            }
+            next_redraw = Instant::now() + REDRAW;
+            let lines: Vec<StatusLine> = order
                 .iter()
                 .filter_map(|id| Some(status_line(names.get(id)?, latest.get(id)?, now)))
                 .collect();
@@ -134,6 +243,12 @@ pub fn run(args: &WatchArgs) -> ExitCode {
         }
     };
     drop(hub);
+    if let Some(t) = tmux {
+        t.finish();
+    }
+    if let Some(n) = notifier {
+        n.finish();
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
@@ -146,7 +261,9 @@ trait View {
     /// One update arrived for `name`.
     fn update(&mut self, out: &mut dyn Write, name: &str, update: &Update) -> io::Result<()>;
     /// The status lines, in the order the sessions were named.
-    fn redraw(&mut self, out: &mut dyn Write, lines: &[String]) -> io::Result<()>;
+    fn redraw(&mut self, out: &mut dyn Write, lines: &[StatusLine]) -> io::Result<()>;
+    /// A problem of a helper (tmux, the --on-change command): never one of tracking.
+    fn notice(&mut self, out: &mut dyn Write, text: &str) -> io::Result<()>;
     fn redraws_on_update(&self) -> bool;
     fn finish(&mut self, out: &mut dyn Write) -> io::Result<()>;
 }
@@ -174,7 +291,13 @@ impl View for Ndjson {
         out.flush()
     }
 
-    fn redraw(&mut self, _out: &mut dyn Write, _lines: &[String]) -> io::Result<()> {
+    fn redraw(&mut self, _out: &mut dyn Write, _lines: &[StatusLine]) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn notice(&mut self, _out: &mut dyn Write, text: &str) -> io::Result<()> {
+        // Standard output is for JSON lines only.
+        eprintln!("hooktrack: watch: {text}");
         Ok(())
     }
 
@@ -200,7 +323,12 @@ impl View for LiveView {
         Ok(())
     }
 
-    fn redraw(&mut self, out: &mut dyn Write, lines: &[String]) -> io::Result<()> {
+    fn notice(&mut self, _out: &mut dyn Write, text: &str) -> io::Result<()> {
+        self.notices.push(text.to_owned());
+        Ok(())
+    }
+
+    fn redraw(&mut self, out: &mut dyn Write, lines: &[StatusLine]) -> io::Result<()> {
         if self.drawn > 0 {
             // Back to the first status line.
             write!(out, "\x1b[{}F", self.drawn)?;
@@ -209,7 +337,7 @@ impl View for LiveView {
             writeln!(out, "\x1b[2K{notice}")?;
         }
         for line in lines {
-            writeln!(out, "\x1b[2K{line}")?;
+            writeln!(out, "\x1b[2K{}", line.text)?;
         }
         self.drawn = lines.len();
         out.flush()
@@ -237,17 +365,21 @@ impl View for Lines {
         Ok(())
     }
 
-    fn redraw(&mut self, out: &mut dyn Write, lines: &[String]) -> io::Result<()> {
+    fn notice(&mut self, _out: &mut dyn Write, text: &str) -> io::Result<()> {
+        self.pending.push(text.to_owned());
+        Ok(())
+    }
+
+    fn redraw(&mut self, out: &mut dyn Write, lines: &[StatusLine]) -> io::Result<()> {
         for notice in self.pending.drain(..) {
             writeln!(out, "{notice}")?;
         }
         self.last.resize(lines.len(), String::new());
         for (line, last) in lines.iter().zip(&mut self.last) {
-            // The age changes every second; compare what is before it.
-            let (key, _) = line.rsplit_once("  event ").unwrap_or((line, ""));
-            if last != key {
-                writeln!(out, "{line}")?;
-                *last = key.to_owned();
+            // The ages change every second; compare the line without them.
+            if *last != line.key {
+                writeln!(out, "{}", line.text)?;
+                last.clone_from(&line.key);
             }
         }
         out.flush()
@@ -275,29 +407,56 @@ fn events_of<'a>(name: &'a str, update: &'a Update) -> impl Iterator<Item = Stri
     notices.chain(turns)
 }
 
-fn status_line(name: &str, update: &Update, now: Timestamp) -> String {
+/// A session's status line, and the same line without its ages (what the piped view
+/// compares, so that it prints a line when the state changes, not every second).
+struct StatusLine {
+    text: String,
+    key: String,
+}
+
+/// `NAME  AGENT  PHASE  turn ID  for AGE  tools N  waits TOOL  last RESULT  CHANNEL
+/// event AGE`: which agent, what it does, since when, and what it waits for.
+fn status_line(name: &str, update: &Update, now: Timestamp) -> StatusLine {
     let p = &update.posture;
-    let blocked = if p.turn.phase == Phase::Blocked {
-        format!("blocked({})", p.turn.pending_permissions)
+    let agent = update.agent.map_or("?", |a| a.name());
+    let waits = if p.turn.phase == Phase::Blocked {
+        let tool = p
+            .turn
+            .blocked_tool
+            .as_deref()
+            .map_or_else(|| "?".to_owned(), |t| display_text(t, 24).replace(' ', "_"));
+        match p.turn.pending_permissions {
+            0 | 1 => tool,
+            n => format!("{tool}+{}", n - 1),
+        }
     } else {
         "-".to_owned()
     };
-    let age = match update.last_event_at {
+    let turn_age = update.turn_started_at.map_or_else(
+        || "-".to_owned(),
+        |at| age_text(now.as_millis() - at.as_millis()),
+    );
+    let event_age = match update.last_event_at {
         Some(at) => format!(
             "{:.1}s ago",
             (now.as_millis() - at.as_millis()).max(0) as f64 / 1000.0
         ),
         None => "never".to_owned(),
     };
-    format!(
-        "{name}  {:<7}  turn {:<4}  tools {:<3}  {:<10}  last {:<13}  {:<19}  event {age}",
-        name_of(&p.turn.phase),
-        turn_name(p.turn.turn_id.as_ref()),
-        p.turn.open_tool_calls,
-        blocked,
-        p.last_turn.result.name(),
-        name_of(&update.channel.state),
-    )
+    let line = |turn_age: &str, event_age: &str| {
+        format!(
+            "{name}  {agent:<11}  {:<7}  turn {:<4}  for {turn_age:<6}  tools {:<3}  waits {waits:<10}  last {:<13}  {:<19}  event {event_age}",
+            name_of(&p.turn.phase),
+            turn_name(p.turn.turn_id.as_ref()),
+            p.turn.open_tool_calls,
+            p.last_turn.result.name(),
+            name_of(&update.channel.state),
+        )
+    };
+    StatusLine {
+        text: line(&turn_age, &event_age),
+        key: line("", ""),
+    }
 }
 
 fn turn_name(id: Option<&hooktrack::TurnId>) -> String {

@@ -2,8 +2,10 @@
 //!
 //! - `text`: a timeline (one line per input line), then the turn ledger and diagnostics;
 //! - `json`: one document `{"provider", "turns", "final", "diagnostics"}`;
-//! - `ndjson`: one line per input line with the posture after it, then one `end` line.
+//! - `ndjson`: one line per input line with the posture after it, then one `end` line;
+//! - `html`: one self-contained page picturing the campaign (`html.rs`).
 
+mod html;
 mod timeline;
 
 use std::io::{self, BufRead, Write};
@@ -25,6 +27,7 @@ pub enum Format {
     Text,
     Json,
     Ndjson,
+    Html,
 }
 
 /// Errors of a replay: reading its input or writing its output.
@@ -64,7 +67,7 @@ pub struct Report {
 }
 
 /// Replays `input` and writes it in `format` to `out`. `source_name` names the input in
-/// errors. Returns the report (turns are collected for `text` and `json` only; `ndjson`
+/// errors. Returns the report (turns are collected for `text`, `json` and `html`; `ndjson`
 /// streams them and keeps memory flat).
 pub fn replay<R: BufRead, W: Write>(
     input: R,
@@ -78,6 +81,7 @@ pub fn replay<R: BufRead, W: Write>(
     let mut turns = Vec::new();
     let mut lines = 0;
     let mut previous = pipeline.posture();
+    let mut recorder = html::Recorder::default();
     let write = |source| ReplayError::Write { source };
     loop {
         let line = match reader.next_line() {
@@ -102,16 +106,17 @@ pub fn replay<R: BufRead, W: Write>(
             Format::Ndjson => {
                 write_ndjson_line(out, &fed, &pipeline).map_err(write)?;
             }
+            Format::Html => recorder.record(&fed, &pipeline),
             Format::Json => {}
         }
-        if let (Fed::Event(step), Format::Text | Format::Json) = (&fed, format) {
+        if let (Fed::Event(step), Format::Text | Format::Json | Format::Html) = (&fed, format) {
             turns.extend(step.outcome.closed.iter().cloned());
         }
     }
     // ndjson streamed the closed turns; its end line lists the open ones.
     let open = match format {
         Format::Ndjson => pipeline.open_turns(),
-        Format::Text | Format::Json => Vec::new(),
+        Format::Text | Format::Json | Format::Html => Vec::new(),
     };
     let turns = pipeline.ledger(turns);
     let report = Report {
@@ -124,6 +129,7 @@ pub fn replay<R: BufRead, W: Write>(
     };
     match format {
         Format::Text => timeline::write_summary(out, &report).map_err(write)?,
+        Format::Html => html::write(out, source_name, &report, &recorder).map_err(write)?,
         Format::Json => {
             serde_json::to_writer_pretty(&mut *out, &report)
                 .map_err(|e| write(io::Error::other(e)))?;

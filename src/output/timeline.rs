@@ -64,7 +64,7 @@ fn changes(before: &Posture, after: &Posture) -> String {
     }
 }
 
-fn describe(event: &Event<'_>) -> String {
+pub(super) fn describe(event: &Event<'_>) -> String {
     let opt = |v: &Option<std::borrow::Cow<'_, str>>| v.as_deref().unwrap_or("?").to_owned();
     match event {
         Event::SessionStarted { source } => opt(source),

@@ -235,3 +235,51 @@ fn fallback_rows_replay_exactly_like_http_rows() {
     assert_eq!(a["diagnostics"], b["diagnostics"]);
     assert_eq!(a["provider"]["provider"], "kimi-cli");
 }
+
+#[test]
+fn inside_tmux_the_row_names_the_agents_pane() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    let dead = format!("http://127.0.0.1:{}/events", dead_port());
+    // Over HTTP (the collector writes it), by fallback (the emitter does), and a value
+    // that is not a pane id (not recorded).
+    for (url, pane) in [
+        (collector.url(), "%3"),
+        (dead, "%12"),
+        (collector.url(), "x;y"),
+    ] {
+        let mut child = hooktrack()
+            .args(["emit", "--url", &url, "--dir"])
+            .arg(&dir)
+            .args([
+                "--provider",
+                "claude",
+                "--generation",
+                "1",
+                "--event",
+                "Stop",
+            ])
+            .env("HOOKTRACK_TOKEN", TOKEN)
+            .env("TMUX_PANE", pane)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn emit");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(br#"{"hook_event_name":"Stop","stop_hook_active":false}"#)
+            .expect("write the payload");
+        assert!(child.wait_with_output().expect("wait").status.success());
+    }
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0]["via"], "http");
+    assert_eq!(rows[0]["tmux_pane"], "%3");
+    assert_eq!(rows[1]["via"], "command_fallback");
+    assert_eq!(rows[1]["tmux_pane"], "%12");
+    assert!(rows[2].get("tmux_pane").is_none(), "{}", rows[2]);
+    assert!(collector.stop().success());
+}

@@ -66,6 +66,8 @@ pub struct Envelope<'a> {
     pub payload: Option<&'a RawValue>,
     /// Why there is no payload (stdin was not JSON, too large, ...).
     pub payload_error: Option<&'a str>,
+    /// The agent's tmux pane (`$TMUX_PANE`), written last and only when known.
+    pub tmux_pane: Option<&'a str>,
 }
 
 /// Why a line is not an envelope row the store wrote.
@@ -96,6 +98,8 @@ struct Wire<'a> {
     payload: Option<&'a RawValue>,
     #[serde(borrow, default)]
     payload_error: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tmux_pane: Option<Cow<'a, str>>,
 }
 
 /// An envelope parsed back from a line, owning the strings that had escapes.
@@ -118,6 +122,7 @@ impl<'a> ParsedEnvelope<'a> {
             event: self.wire.event.as_deref(),
             payload: self.wire.payload,
             payload_error: self.wire.payload_error.as_deref(),
+            tmux_pane: self.wire.tmux_pane.as_deref(),
         }
     }
 }
@@ -153,6 +158,10 @@ impl<'a> Envelope<'a> {
         if let Some(err) = self.payload_error {
             out.extend_from_slice(b",\"payload_error\":");
             json_str(&mut out, err);
+        }
+        if let Some(pane) = self.tmux_pane {
+            out.extend_from_slice(b",\"tmux_pane\":");
+            json_str(&mut out, pane);
         }
         out.extend_from_slice(b"}\n");
         out
@@ -222,6 +231,7 @@ mod tests {
             event: Some("Stop"),
             payload: Some(payload),
             payload_error: None,
+            tmux_pane: None,
         }
     }
 
@@ -257,6 +267,22 @@ mod tests {
         assert_eq!(row.meta.emitter_seq, Some(57));
         assert_eq!(row.meta.sequence, None);
         assert_eq!(row.event_name, "Stop");
+    }
+
+    #[test]
+    fn a_known_tmux_pane_is_the_last_key() {
+        let mut envelope = sample(serde_json::from_str("null").unwrap());
+        envelope.payload = None;
+        envelope.tmux_pane = Some("%3");
+        let text = String::from_utf8(envelope.render()).unwrap();
+        assert!(
+            text.ends_with(",\"payload\":null,\"tmux_pane\":\"%3\"}\n"),
+            "{text}"
+        );
+        let parsed = crate::row::parse_line(text.trim_end().as_bytes()).unwrap();
+        assert_eq!(parsed.tmux_pane.as_deref(), Some("%3"));
+        let back = Envelope::parse(text.trim_end()).unwrap();
+        assert_eq!(back.envelope().tmux_pane, Some("%3"));
     }
 
     #[test]

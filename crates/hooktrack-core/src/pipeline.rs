@@ -36,6 +36,8 @@ pub struct Step<'a> {
     pub event: Event<'a>,
     pub provider: Agent,
     pub outcome: Outcome,
+    /// The tmux pane the row names (envelope `tmux_pane`), if any.
+    pub tmux_pane: Option<String>,
 }
 
 // A step is returned for nearly every line; boxing it would cost an allocation per event.
@@ -125,7 +127,10 @@ impl Pipeline {
         let mut row = row;
         let event = provider.normalize(&row.event_name, &mut row.payload);
         let Row {
-            meta, event_name, ..
+            meta,
+            event_name,
+            tmux_pane,
+            ..
         } = row;
         if let Event::Unknown { name } = &event {
             self.diagnostics.count_unknown_name(name);
@@ -163,6 +168,7 @@ impl Pipeline {
             event,
             provider,
             outcome,
+            tmux_pane,
         })
     }
 

@@ -94,6 +94,10 @@ pub struct TurnPosture {
     pub open_tool_calls: usize,
     pub pending_permissions: usize,
     pub queue_length: u64,
+    /// While blocked: the tool the newest pending permission request names, if it names
+    /// one. Serialized only when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked_tool: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Default)]
@@ -134,9 +138,13 @@ impl Posture {
         self.channel.state = state;
         match state {
             ChannelState::Active => {}
-            ChannelState::Stale => self.turn.phase = Phase::Unknown,
+            ChannelState::Stale => {
+                self.turn.phase = Phase::Unknown;
+                self.turn.blocked_tool = None;
+            }
             _ => {
                 self.turn.phase = Phase::Unknown;
+                self.turn.blocked_tool = None;
                 self.last_turn = LastTurn::default();
             }
         }

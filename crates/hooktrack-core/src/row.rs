@@ -76,6 +76,10 @@ pub struct Row<'a> {
     /// True when the envelope's `event` and the payload's `hook_event_name` disagree.
     pub name_mismatch: bool,
     pub payload: Payload<'a>,
+    /// The tmux pane the agent ran in (`$TMUX_PANE` as the emitter saw it, e.g. `%3`):
+    /// the envelope's optional `tmux_pane`. Rows without it (older emitters, capture lines,
+    /// bare payloads) are unchanged.
+    pub tmux_pane: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -99,6 +103,17 @@ struct Line<'a> {
     hook_event_name: Option<Cow<'a, str>>,
     #[serde(borrow)]
     payload: Option<Payload<'a>>,
+    /// Lenient: a pane of the wrong type is dropped, never the row.
+    #[serde(default)]
+    tmux_pane: Option<Lenient>,
+}
+
+/// A string, or anything else (then ignored).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Lenient {
+    Text(String),
+    Other(IgnoredAny),
 }
 
 /// Parses one line (without its newline). Never panics.
@@ -159,6 +174,12 @@ pub fn parse_line(bytes: &[u8]) -> Result<Row<'_>, LineError> {
         event_name,
         name_mismatch,
         payload,
+        // Only an envelope carries it: in a bare payload line the field would be the
+        // agent's, not the emitter's.
+        tmux_pane: match line.tmux_pane {
+            Some(Lenient::Text(pane)) if !bare => Some(pane),
+            _ => None,
+        },
     })
 }
 
@@ -187,6 +208,16 @@ mod tests {
         assert_eq!(row.meta.at.unwrap().to_string(), "2026-10-20T09:14:03.512Z");
         assert_eq!(row.payload.tool_call_id.as_deref(), Some("call_1"));
         assert!(!row.name_mismatch);
+    }
+
+    #[test]
+    fn an_envelope_may_name_its_tmux_pane() {
+        let row = parse_line(br#"{"v":1,"provider":"claude","generation":1,"via":"http","sequence":1,"emitter_seq":1,"received_at":"2026-10-20T09:14:03.512Z","event":"Stop","payload":{"hook_event_name":"Stop"},"tmux_pane":"%3"}"#).unwrap();
+        assert_eq!(row.tmux_pane.as_deref(), Some("%3"));
+        let row = parse_line(br#"{"event":"Stop","payload":{"hook_event_name":"Stop"}}"#).unwrap();
+        assert_eq!(row.tmux_pane, None);
+        let row = parse_line(br#"{"event":"Stop","payload":{},"tmux_pane":3}"#).unwrap();
+        assert_eq!(row.tmux_pane, None);
     }
 
     #[test]

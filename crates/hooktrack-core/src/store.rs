@@ -30,6 +30,17 @@ pub const EMIT_LOG_FILE: &str = "emit.log";
 /// provider; a fresh Kimi TUI creates its store lazily, after the first prompt).
 pub const DEFAULT_PROVIDER_DIR: &str = "kimi";
 
+/// The environment variable tmux sets in every pane (`%3`); the emitter records it in the
+/// row as `tmux_pane`.
+pub const TMUX_PANE_ENV: &str = "TMUX_PANE";
+
+/// True for a tmux pane id as tmux writes it into `$TMUX_PANE`: `%` and 1 to 10 digits.
+/// Only such values are recorded in rows and used as `tmux -t` targets from rows.
+pub fn is_tmux_pane_id(text: &str) -> bool {
+    text.strip_prefix('%')
+        .is_some_and(|d| (1..=10).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The files of one store. The directory may not exist yet.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StorePaths {

@@ -28,6 +28,7 @@ use std::time::SystemTime;
 use serde::{Serialize, Serializer};
 
 use crate::tail::{self, Checkpoint, Prefix, Tailer};
+use hooktrack_core::agent::Agent;
 use hooktrack_core::channel::{Channel, ChannelConfig, ChannelStatus};
 use hooktrack_core::correlate::TurnRecord;
 use hooktrack_core::diagnostics::Diagnostics;
@@ -89,6 +90,16 @@ pub struct Update {
     /// Every line read since the last update, when [`SessionConfig::report_lines`] is on.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub lines: Vec<LineReport>,
+    /// The agent the rows were recognised as, once they say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<Agent>,
+    /// The tmux pane the last row that named one was emitted from (`$TMUX_PANE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tmux_pane: Option<String>,
+    /// When the open main turn started: its first row's time, else the `now` of the poll
+    /// that first saw it. `None` when no main turn is open.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_started_at: Option<Timestamp>,
 }
 
 /// Something to log; never an error of the session.
@@ -185,7 +196,13 @@ pub struct Session {
     /// With [`SessionConfig::report_lines`]: the posture after the last line reported.
     line_posture: Option<Posture>,
     lines: Vec<LineReport>,
+    tmux_pane: Option<String>,
+    /// The open main turn's ledger id and when the tracker first saw it.
+    turn_seen: Option<(u64, Timestamp)>,
 }
+
+/// The longest `tmux_pane` value kept from a row (pane ids are `%` and a few digits).
+const MAX_PANE_LEN: usize = 64;
 
 /// Every this many quiet re-checks, [`Session::recheck`] does a full poll anyway: it is
 /// the only way to see a metadata record rewritten in place while its notification was
@@ -232,6 +249,8 @@ impl Session {
             healthy: false,
             line_posture: config.report_lines.then(Posture::default),
             lines: Vec::new(),
+            tmux_pane: None,
+            turn_seen: None,
             paths,
         }
     }
@@ -269,13 +288,17 @@ impl Session {
         let mut notices = std::mem::take(&mut self.pending);
         self.refresh_records(&mut notices);
         let mut closed = Vec::new();
-        let (pipeline, channel) = (&mut self.pipeline, &mut self.channel);
+        let (pipeline, channel, pane) =
+            (&mut self.pipeline, &mut self.channel, &mut self.tmux_pane);
         let (line_posture, lines) = (&mut self.line_posture, &mut self.lines);
         let polled = self.tailer.poll(&mut |tl| {
             let fed = pipeline.feed(tl.line);
             let report = match &fed {
                 Fed::Event(step) => {
                     channel.on_event(now, step.generation);
+                    if let Some(p) = step.tmux_pane.as_ref().filter(|p| p.len() <= MAX_PANE_LEN) {
+                        *pane = Some(p.clone());
+                    }
                     (step.line, step.at, Some(step.name.to_string()), None)
                 }
                 Fed::Skipped(skip) => (
@@ -365,6 +388,7 @@ impl Session {
             return None;
         }
         self.last = Some((posture.clone(), channel.clone()));
+        let turn_started_at = self.turn_started_at(now);
         Some(Update {
             at: now,
             posture,
@@ -374,7 +398,27 @@ impl Session {
             events: self.pipeline.events(),
             last_event_at: self.channel.last_event(),
             lines: std::mem::take(&mut self.lines),
+            agent: self.pipeline.detection().map(|d| d.provider),
+            tmux_pane: self.tmux_pane.clone(),
+            turn_started_at,
         })
+    }
+
+    /// When the open main turn started (see [`Update::turn_started_at`]).
+    fn turn_started_at(&mut self, now: Timestamp) -> Option<Timestamp> {
+        let open = self.pipeline.open_turns();
+        let Some(main) = open.iter().find(|t| t.is_main()) else {
+            self.turn_seen = None;
+            return None;
+        };
+        let seen = match self.turn_seen {
+            Some((id, at)) if id == main.id => at,
+            _ => {
+                self.turn_seen = Some((main.id, now));
+                now
+            }
+        };
+        Some(main.started_at.unwrap_or(seen))
     }
 
     /// The posture at `now`, without reading anything.

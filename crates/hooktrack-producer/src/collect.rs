@@ -562,6 +562,9 @@ struct Delivery<'a> {
     payload: Option<&'a RawValue>,
     #[serde(borrow)]
     payload_error: Option<Cow<'a, str>>,
+    /// Kept only when it is a pane id; anything else is dropped, never the delivery.
+    #[serde(default)]
+    tmux_pane: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -622,6 +625,11 @@ fn accept(shared: &Shared, body: &[u8]) -> Reply {
         event: event.as_deref().map(clip_name),
         payload,
         payload_error: delivery.payload_error.as_deref(),
+        tmux_pane: delivery
+            .tmux_pane
+            .as_ref()
+            .and_then(serde_json::Value::as_str)
+            .filter(|p| hooktrack_core::store::is_tmux_pane_id(p)),
     }
     .render();
     match store::append_locked(&shared.store, &shared.events, &shared.counter, &row) {

@@ -54,6 +54,8 @@ pub struct EmitConfig {
     pub event: Option<String>,
     pub token: Option<String>,
     pub limits: Limits,
+    /// The agent's tmux pane (`$TMUX_PANE`), recorded in the row when it is a pane id.
+    pub tmux_pane: Option<String>,
 }
 
 /// Something that went wrong in one invocation. None of these stops the emitter.
@@ -170,6 +172,10 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
     let event = event.map(|e| clip_name(&e).to_owned());
     report.event.clone_from(&event);
     let provider = clip_name(&config.provider);
+    let tmux_pane = config
+        .tmux_pane
+        .as_deref()
+        .filter(|p| hooktrack_core::store::is_tmux_pane_id(p));
 
     // emitter_seq, under the lock. Without it the delivery still goes out, unkeyed.
     let counter = match store::open_counter(&store) {
@@ -204,6 +210,7 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
                 event.as_deref(),
                 payload,
                 payload_error.as_deref(),
+                tmux_pane,
             );
             http::post_json(url, token, &body, config.limits)
                 .map(|_| ())
@@ -229,6 +236,7 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
         event: event.as_deref(),
         payload,
         payload_error: payload_error.as_deref(),
+        tmux_pane,
     }
     .render();
     let appended = (|| {
@@ -263,6 +271,7 @@ pub fn render_delivery(
     event: Option<&str>,
     payload: Option<&RawValue>,
     payload_error: Option<&str>,
+    tmux_pane: Option<&str>,
 ) -> Vec<u8> {
     let payload_text = payload.map(|p| one_line(p.get()));
     let mut out = Vec::with_capacity(payload_text.as_ref().map_or(0, |p| p.len()) + 200);
@@ -285,6 +294,10 @@ pub fn render_delivery(
     if let Some(e) = payload_error {
         out.extend_from_slice(b",\"payload_error\":");
         let _ = serde_json::to_writer(&mut out, e);
+    }
+    if let Some(pane) = tmux_pane {
+        out.extend_from_slice(b",\"tmux_pane\":");
+        let _ = serde_json::to_writer(&mut out, pane);
     }
     out.push(b'}');
     out
@@ -359,10 +372,20 @@ mod tests {
     #[test]
     fn delivery_body_embeds_the_payload_verbatim() {
         let raw: &RawValue = serde_json::from_str("{\"a\": 1,\n \"b\": \"x\"}").unwrap();
-        let body = render_delivery("kimi", 3, Some(7), Some("Stop"), Some(raw), None);
+        let body = render_delivery("kimi", 3, Some(7), Some("Stop"), Some(raw), None, None);
         assert_eq!(
             String::from_utf8(body).unwrap(),
             "{\"v\":1,\"provider\":\"kimi\",\"generation\":3,\"emitter_seq\":7,\"event\":\"Stop\",\"payload\":{\"a\": 1,  \"b\": \"x\"}}"
+        );
+    }
+
+    #[test]
+    fn the_tmux_pane_rides_along_when_known() {
+        let body = render_delivery("claude", 1, Some(2), Some("Stop"), None, None, Some("%12"));
+        assert!(
+            String::from_utf8(body)
+                .unwrap()
+                .ends_with(",\"payload\":null,\"tmux_pane\":\"%12\"}")
         );
     }
 

@@ -101,7 +101,8 @@ pub struct Correlator {
     tools: IndexMap<ToolKey, OpenTool>,
     recently_closed_tools: VecDeque<ToolKey>,
     recently_closed_agents: VecDeque<String>,
-    permissions: IndexMap<PermissionKey, Owner>,
+    /// Pending permission requests: their owner and the tool they name.
+    permissions: IndexMap<PermissionKey, (Owner, Option<String>)>,
     queue_length: u64,
     compaction: Option<Compaction>,
     last_turn: LastTurn,
@@ -197,6 +198,14 @@ impl Correlator {
                 open_tool_calls: self.tools.len(),
                 pending_permissions: self.permissions.len(),
                 queue_length: self.queue_length,
+                blocked_tool: if phase == Phase::Blocked {
+                    self.permissions
+                        .values()
+                        .rev()
+                        .find_map(|(_, tool)| tool.clone())
+                } else {
+                    None
+                },
             },
             maintenance: match &self.compaction {
                 Some(c) => Maintenance {

@@ -183,7 +183,7 @@ impl Correlator {
             self.note(Diag::ToolOpenAtTurnEnd, Some(id.to_string()));
             remember(&mut self.recently_closed_tools, id);
         }
-        self.permissions.retain(|_, o| *o != owner);
+        self.permissions.retain(|_, (o, _)| *o != owner);
         self.latch(&mut rec, result);
         self.out.closed.push(rec);
     }

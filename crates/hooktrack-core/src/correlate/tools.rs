@@ -226,7 +226,11 @@ impl Correlator {
             self.permissions.shift_remove_index(0);
             self.note(Diag::StateLimitReached, Some("pending permissions".into()));
         }
-        self.permissions.insert(key, owner);
+        let name = tool
+            .name
+            .as_deref()
+            .map(|n| crate::envelope::clip_name(n).to_owned());
+        self.permissions.insert(key, (owner, name));
     }
 
     pub(super) fn permission_resolved(&mut self, tool: &ToolRef<'_>, approval_id: Option<&str>) {

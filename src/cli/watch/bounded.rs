@@ -1,0 +1,95 @@
+//! Runs a helper command (tmux, an `--on-change` hook) with a deadline: it gets its own
+//! process group, and the group is killed when the deadline passes.
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+
+/// How often a running helper is looked at.
+const POLL: Duration = Duration::from_millis(10);
+
+#[derive(Debug, Error)]
+pub enum RunError {
+    #[error("cannot start it")]
+    Spawn {
+        #[source]
+        source: io::Error,
+    },
+    #[error("killed after {} ms", .after.as_millis())]
+    TimedOut { after: Duration },
+    #[error("cannot wait for it")]
+    Wait {
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Runs `command` with no stdin, discarded stdout and stderr, killed with its process
+/// group after `timeout`.
+pub fn run_bounded(command: &mut Command, timeout: Duration) -> Result<ExitStatus, RunError> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|source| RunError::Spawn { source })?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(status),
+            Ok(None) => {}
+            Err(source) => {
+                kill_group(child.id());
+                let _ = child.wait();
+                return Err(RunError::Wait { source });
+            }
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            kill_group(child.id());
+            let _ = child.wait();
+            return Err(RunError::TimedOut { after: timeout });
+        }
+        std::thread::sleep(POLL.min(deadline - now));
+    }
+}
+
+/// Kills the process group this module started for a helper (its id is the helper's pid).
+fn kill_group(pid: u32) {
+    if let Ok(pid) = libc::pid_t::try_from(pid) {
+        // SAFETY: kill(2) with the negated id of a process group we created.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_helper_past_its_deadline_is_killed_with_its_children() {
+        let mut command = Command::new("sh");
+        command.args(["-c", "sleep 30 & sleep 30"]);
+        let result = run_bounded(&mut command, Duration::from_millis(100));
+        assert!(
+            matches!(result, Err(RunError::TimedOut { .. })),
+            "{result:?}"
+        );
+    }
+
+    #[test]
+    fn a_quick_helper_reports_its_status() {
+        let status = run_bounded(
+            Command::new("sh").args(["-c", "exit 3"]),
+            Duration::from_secs(30),
+        )
+        .expect("runs");
+        assert_eq!(status.code(), Some(3));
+    }
+}

@@ -1,0 +1,123 @@
+//! What `watch --tmux` and `watch --on-change` publish about a session, from its update.
+
+use hooktrack_core::posture::{Phase, Presence, TurnResult};
+use hooktrack_core::store::is_tmux_pane_id;
+use hooktrack_core::time::Timestamp;
+use hooktrack_live::session::Update;
+
+/// One session's state, as a person asks for it: which agent, doing what, since when,
+/// waiting on which tool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Facts {
+    /// The session as `watch` names it (the path it was given).
+    pub session: String,
+    pub agent: Option<&'static str>,
+    pub presence: Presence,
+    pub phase: Phase,
+    /// The open main turn's id, if it has one.
+    pub turn: Option<String>,
+    pub turn_started_at: Option<Timestamp>,
+    /// While blocked: the tool the permission request names.
+    pub blocked_tool: Option<String>,
+    pub last_result: TurnResult,
+    /// The tmux pane to publish on: the supervisor's `--tmux-pane`, else the rows'.
+    pub pane: Option<String>,
+}
+
+impl Facts {
+    pub fn of(session: &str, update: &Update, given_pane: Option<&str>) -> Self {
+        let p = &update.posture;
+        Self {
+            session: session.to_owned(),
+            agent: update.agent.map(|a| a.name()),
+            presence: p.presence,
+            phase: p.turn.phase,
+            turn: p.turn.turn_id.as_ref().map(ToString::to_string),
+            turn_started_at: update.turn_started_at,
+            blocked_tool: p.turn.blocked_tool.clone(),
+            last_result: p.last_turn.result,
+            pane: given_pane.map(str::to_owned).or_else(|| {
+                update
+                    .tmux_pane
+                    .clone()
+                    .filter(|pane| is_tmux_pane_id(pane))
+            }),
+        }
+    }
+
+    /// `absent` when the agent is gone, else the turn phase.
+    pub fn phase_name(&self) -> &'static str {
+        if self.presence == Presence::Absent {
+            return "absent";
+        }
+        match self.phase {
+            Phase::Ready => "ready",
+            Phase::Active => "active",
+            Phase::Blocked => "blocked",
+            Phase::Unknown => "unknown",
+        }
+    }
+
+    /// How long the open main turn has been running at `now`.
+    pub fn turn_age_ms(&self, now: Timestamp) -> Option<i64> {
+        self.turn_started_at
+            .map(|at| (now.as_millis() - at.as_millis()).max(0))
+    }
+}
+
+/// `7s`, `4m05s`, `2h03m`.
+pub fn age_text(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// Like [`age_text`], but changing at most every 5 s under a minute and every minute
+/// after, so a status bar is not rewritten every second: `0s`, `5s`, …, `4m`, `2h03m`.
+pub fn coarse_age_text(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..60 => format!("{}s", s / 5 * 5),
+        60..3600 => format!("{}m", s / 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// Payload text made safe for a one-line display, a tmux option value or an environment
+/// variable: at most `max` characters; control characters, and the characters tmux
+/// formats and command lines give meaning to (`#`, `;`, `{`, `}`), become `_`.
+pub fn display_text(text: &str, max: usize) -> String {
+    text.chars()
+        .take(max)
+        .map(|c| {
+            if c.is_control() || matches!(c, '#' | ';' | '{' | '}') {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_read_like_a_clock() {
+        assert_eq!(age_text(7_400), "7s");
+        assert_eq!(age_text(245_000), "4m05s");
+        assert_eq!(age_text(7_380_000), "2h03m");
+        assert_eq!(coarse_age_text(7_400), "5s");
+        assert_eq!(coarse_age_text(245_000), "4m");
+    }
+
+    #[test]
+    fn payload_text_cannot_steer_tmux() {
+        assert_eq!(display_text("#[bg=red]x;y\n", 64), "_[bg=red]x_y_");
+        assert_eq!(display_text("abcdef", 3), "abc");
+    }
+}

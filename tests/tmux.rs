@@ -1,0 +1,299 @@
+//! `hooktrack watch --tmux` against a real tmux server on a private socket: the options
+//! appear on the pane the rows name and on the pane the supervisor names, follow the
+//! session, and are removed when `watch` stops.
+
+use std::collections::BTreeMap;
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use crate::support::{Wake, kimi};
+use crate::watch::{Running, hooktrack, lines_of, next_json};
+
+/// A tmux server this test started, on its own socket; killed (that server only) on
+/// drop, and its socket file removed.
+struct Server {
+    socket: String,
+    socket_path: Option<String>,
+}
+
+impl Server {
+    fn tmux(&self) -> Command {
+        let mut command = Command::new("tmux");
+        command.args(["-L", &self.socket]).env_remove("TMUX");
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = self.tmux().args(args).output().expect("run tmux");
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("UTF-8")
+    }
+
+    /// hooktrack's options on `pane`, unquoted.
+    fn options(&self, pane: &str) -> BTreeMap<String, String> {
+        self.run(&["show-options", "-p", "-t", pane])
+            .lines()
+            .filter(|l| l.starts_with("@hooktrack_"))
+            .map(|l| {
+                let (name, value) = l.split_once(' ').unwrap_or((l, ""));
+                (name.to_owned(), value.trim_matches(['"', '\'']).to_owned())
+            })
+            .collect()
+    }
+
+    /// Waits (bounded) until `pane`'s options satisfy `ok`.
+    fn wait_for(
+        &self,
+        pane: &str,
+        what: &str,
+        ok: impl Fn(&BTreeMap<String, String>) -> bool,
+    ) -> BTreeMap<String, String> {
+        let deadline = Instant::now() + Wake::PATIENCE;
+        loop {
+            let options = self.options(pane);
+            if ok(&options) {
+                return options;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what} on {pane}: options are {options:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self
+            .tmux()
+            .arg("kill-server")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if let Some(path) = &self.socket_path {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+/// An envelope row, as the emitter writes it inside tmux (`tmux_pane` last).
+fn row(seq: u64, payload: &str, pane: Option<&str>) -> String {
+    let event: serde_json::Value = serde_json::from_str(payload).expect("payload JSON");
+    let name = event["hook_event_name"].as_str().expect("an event name");
+    let pane = pane.map_or_else(String::new, |p| format!(r#","tmux_pane":"{p}""#));
+    format!(
+        r#"{{"v":1,"provider":"kimi","generation":1,"via":"http","sequence":{seq},"emitter_seq":{seq},"event":"{name}","payload":{payload}{pane}}}"#
+    )
+}
+
+fn append(path: &Path, lines: &[String]) {
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("open");
+    for line in lines {
+        writeln!(f, "{line}").expect("append");
+    }
+}
+
+fn tmux_available() -> Result<(), String> {
+    match Command::new("tmux").arg("-V").output() {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => Err(format!("tmux -V failed: {}", out.status)),
+        Err(e) => Err(format!("no tmux ({e})")),
+    }
+}
+
+#[test]
+fn watch_publishes_each_session_on_its_pane_and_cleans_up() {
+    if let Err(reason) = tmux_available() {
+        assert!(
+            std::env::var_os("HOOKTRACK_E2E_REQUIRE").is_none_or(|v| v != "1"),
+            "HOOKTRACK_E2E_REQUIRE=1 but {reason}"
+        );
+        println!("SKIPPED tmux test: {reason}");
+        return;
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mut server = Server {
+        socket: format!("hooktrack-test-{}-{nanos}", std::process::id()),
+        socket_path: None,
+    };
+    server.run(&[
+        "-f",
+        "/dev/null",
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "100",
+        "-y",
+        "30",
+    ]);
+    server.socket_path = Some(
+        server
+            .run(&["display-message", "-p", "#{socket_path}"])
+            .trim()
+            .to_owned(),
+    );
+    server.run(&["new-window", "-d", "-t", "t"]);
+    let panes: Vec<String> = server
+        .run(&["list-panes", "-a", "-F", "#{pane_id}"])
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(panes.len(), 2, "{panes:?}");
+    let (pane_a, pane_b) = (panes[0].as_str(), panes[1].as_str());
+
+    let root = tempfile::tempdir().expect("tempdir");
+    // A: the rows name the pane (the emitter recorded $TMUX_PANE).
+    let a = root.path().join("a").join("events.ndjson");
+    // B: an older emitter, no pane in the rows; the supervisor names it.
+    let b = root.path().join("b").join("events.ndjson");
+    for file in [&a, &b] {
+        fs::create_dir_all(file.parent().expect("a parent")).expect("mkdir");
+    }
+    let rows_a = |first: u64, payloads: &[String]| -> Vec<String> {
+        payloads
+            .iter()
+            .zip(first..)
+            .map(|(p, seq)| row(seq, p, Some(pane_a)))
+            .collect()
+    };
+    append(
+        &a,
+        &rows_a(
+            1,
+            &[
+                kimi("SessionStart", r#""source":"startup""#),
+                kimi(
+                    "UserPromptSubmit",
+                    r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#,
+                ),
+                kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
+                kimi(
+                    "PreToolUse",
+                    r#""tool_call_id":"c1","tool_name":"Bash","tool_input":{}"#,
+                ),
+                kimi(
+                    "PermissionRequest",
+                    r#""tool_call_id":"c1","turn_id":1,"id":"a1","tool_name":"Bash""#,
+                ),
+            ],
+        ),
+    );
+    append(
+        &b,
+        &[
+            kimi("SessionStart", r#""source":"startup""#),
+            kimi(
+                "UserPromptSubmit",
+                r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#,
+            ),
+            kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
+            kimi("Stop", r#""stop_hook_active":false"#),
+        ],
+    );
+
+    let b_arg = b.display().to_string();
+    let mut watch = Running::spawn(
+        hooktrack()
+            .args([
+                "watch",
+                "--ndjson",
+                "--recheck-ms",
+                "50",
+                "--tmux",
+                "--tmux-socket",
+            ])
+            .arg(&server.socket)
+            .arg("--tmux-pane")
+            .arg(format!("{b_arg}={pane_b}"))
+            .arg(&a)
+            .arg(&b)
+            .env_remove("TMUX")
+            .stderr(Stdio::piped()),
+    );
+    let rx = lines_of(watch.child());
+    next_json(&rx, "the first update");
+
+    let blocked = server.wait_for(pane_a, "blocked on Bash", |o| {
+        o.get("@hooktrack_blocked").map(String::as_str) == Some("Bash")
+    });
+    assert_eq!(blocked["@hooktrack_phase"], "blocked");
+    assert_eq!(blocked["@hooktrack_agent"], "kimi-code");
+    assert_eq!(blocked["@hooktrack_turn"], "1");
+    assert_eq!(blocked["@hooktrack_attention"], "1");
+    assert_eq!(blocked["@hooktrack_status"], "kimi-code blocked Bash");
+    assert!(
+        blocked["@hooktrack_turn_age"].ends_with(['s', 'm']),
+        "{blocked:?}"
+    );
+
+    let done_b = server.wait_for(pane_b, "B's finished turn", |o| {
+        o.get("@hooktrack_last").map(String::as_str) == Some("success")
+    });
+    assert_eq!(done_b["@hooktrack_phase"], "ready");
+    assert_eq!(done_b["@hooktrack_blocked"], "");
+    assert_eq!(done_b["@hooktrack_turn_age"], "");
+    assert_eq!(done_b["@hooktrack_attention"], "");
+
+    append(
+        &a,
+        &rows_a(
+            6,
+            &[
+                kimi(
+                    "PermissionResult",
+                    r#""tool_call_id":"c1","id":"a1","decision":"approved""#,
+                ),
+                kimi("PostToolUse", r#""tool_call_id":"c1","tool_name":"Bash""#),
+                kimi("Stop", r#""stop_hook_active":false"#),
+            ],
+        ),
+    );
+    let done_a = server.wait_for(pane_a, "A's answered permission", |o| {
+        o.get("@hooktrack_last").map(String::as_str) == Some("success")
+    });
+    assert_eq!(done_a["@hooktrack_phase"], "ready");
+    assert_eq!(done_a["@hooktrack_blocked"], "");
+
+    let out = watch.interrupt();
+    assert!(out.status.success(), "exit {:?}", out.status);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for pane in [pane_a, pane_b] {
+        assert_eq!(server.options(pane), BTreeMap::new(), "left on {pane}");
+    }
+}
+
+#[test]
+fn a_pane_flag_must_name_a_watched_path_and_a_tmux_target() {
+    let out = hooktrack()
+        .args(["watch", "--tmux", "--tmux-pane", "elsewhere=%1", "."])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not one of the watched paths"), "{stderr}");
+    let out = hooktrack()
+        .args(["watch", "--tmux", "--tmux-pane", ".=a;b", "."])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+}
