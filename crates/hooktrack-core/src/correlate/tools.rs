@@ -2,6 +2,9 @@
 //! sends no id) and permission windows.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
+
+use indexmap::Equivalent;
 
 use super::{Correlator, MAX_OPEN_TOOLS, MAX_PENDING_PERMISSIONS, OpenTool, Owner};
 use crate::diagnostics::Diag;
@@ -10,7 +13,7 @@ use crate::payload::text_hash;
 
 /// The key of an open tool call. Made-up keys are a variant of their own, so a provider's
 /// id can never collide with one.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum ToolKey {
     /// The provider's `tool_call_id`.
     Id(String),
@@ -20,7 +23,7 @@ pub(super) enum ToolKey {
 }
 
 /// The key of a pending permission window.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum PermissionKey {
     /// An id the request or result carries: the `tool_call_id`, else the approval id. The
     /// two share one namespace: a result may name its window by either.
@@ -29,6 +32,102 @@ pub(super) enum PermissionKey {
     Fifo(u64),
     /// No id and no open call to match: the tool's name stands in. Written `<name>?`.
     ByName(String),
+}
+
+/// A tool key borrowed from the event, to look a call (or the permission window it opened)
+/// up without allocating: a finish is the hottest path of the correlator. It hashes like
+/// the owned keys ([`KeyHash`]), so maps keyed by [`ToolKey`] or [`PermissionKey`] find it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ToolKeyRef<'a> {
+    Id(&'a str),
+    Fifo(u64),
+}
+
+/// The one hash of all three key types: variant tag, then the id or number.
+enum KeyHash<'a> {
+    Id(&'a str),
+    Fifo(u64),
+    ByName(&'a str),
+}
+
+impl Hash for KeyHash<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match self {
+            KeyHash::Id(id) => {
+                state.write_u8(0);
+                id.hash(state);
+            }
+            KeyHash::Fifo(n) => {
+                state.write_u8(1);
+                n.hash(state);
+            }
+            KeyHash::ByName(name) => {
+                state.write_u8(2);
+                name.hash(state);
+            }
+        }
+    }
+}
+
+impl Hash for ToolKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_ref().hash(state);
+    }
+}
+
+impl Hash for ToolKeyRef<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match *self {
+            ToolKeyRef::Id(id) => KeyHash::Id(id),
+            ToolKeyRef::Fifo(n) => KeyHash::Fifo(n),
+        }
+        .hash(state);
+    }
+}
+
+impl Hash for PermissionKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match self {
+            PermissionKey::Id(id) => KeyHash::Id(id),
+            PermissionKey::Fifo(n) => KeyHash::Fifo(*n),
+            PermissionKey::ByName(name) => KeyHash::ByName(name),
+        }
+        .hash(state);
+    }
+}
+
+impl ToolKey {
+    pub(super) fn as_ref(&self) -> ToolKeyRef<'_> {
+        match self {
+            ToolKey::Id(id) => ToolKeyRef::Id(id),
+            ToolKey::Fifo(n) => ToolKeyRef::Fifo(*n),
+        }
+    }
+}
+
+impl Equivalent<ToolKey> for ToolKeyRef<'_> {
+    fn equivalent(&self, key: &ToolKey) -> bool {
+        *self == key.as_ref()
+    }
+}
+
+impl Equivalent<PermissionKey> for ToolKeyRef<'_> {
+    fn equivalent(&self, key: &PermissionKey) -> bool {
+        match (*self, key) {
+            (ToolKeyRef::Id(a), PermissionKey::Id(b)) => a == b,
+            (ToolKeyRef::Fifo(a), PermissionKey::Fifo(b)) => a == *b,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for ToolKeyRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolKeyRef::Id(id) => f.write_str(id),
+            ToolKeyRef::Fifo(n) => write!(f, "~{n}"),
+        }
+    }
 }
 
 impl From<ToolKey> for PermissionKey {
@@ -111,8 +210,8 @@ impl Correlator {
     /// ends the turn interrupted (Claude's only interrupt trace).
     pub(super) fn tool_finished(&mut self, tool: &ToolRef<'_>, interrupt: bool) {
         let key = match tool.call_id.as_deref() {
-            Some(id) => Some(ToolKey::Id(id.to_owned())),
-            None if !self.caps.tool_ids => self.pair_first_in_first_out(tool),
+            Some(id) => Some(ToolKeyRef::Id(id)),
+            None if !self.caps.tool_ids => self.pair_first_in_first_out(tool).map(ToolKeyRef::Fifo),
             None => {
                 self.note(
                     Diag::ToolCallIdMissing,
@@ -121,7 +220,7 @@ impl Correlator {
                 None
             }
         };
-        let open = key.as_ref().and_then(|k| self.tools.shift_remove(k));
+        let open = key.and_then(|k| self.tools.shift_remove(&k));
         match (key, open) {
             (Some(key), Some(open)) => {
                 let line = self.line;
@@ -130,10 +229,10 @@ impl Correlator {
                 }
                 if self.caps.permission_ends_with_tool {
                     // No answer event: the call going on to finish answers the request.
-                    self.permissions.shift_remove(&PermissionKey::from(key));
+                    self.permissions.shift_remove(&key);
                 }
             }
-            (Some(key), None) if self.recently_closed_tools.contains(&key) => {
+            (Some(key), None) if self.recently_closed_tools.iter().any(|k| key.equivalent(k)) => {
                 self.note(Diag::ToolFinishLate, Some(key.to_string()));
             }
             (Some(key), None) => {
@@ -148,17 +247,16 @@ impl Correlator {
 
     /// The oldest open id-less call with the same name and input. More than one candidate
     /// is a guess, and is counted.
-    fn pair_first_in_first_out(&mut self, tool: &ToolRef<'_>) -> Option<ToolKey> {
+    fn pair_first_in_first_out(&mut self, tool: &ToolRef<'_>) -> Option<u64> {
         let name_hash = tool.name.as_deref().map(text_hash);
         let mut candidates = self
             .tools
             .iter()
-            .filter(|(k, t)| {
-                matches!(k, ToolKey::Fifo(_))
-                    && t.name_hash == name_hash
-                    && t.input_hash == tool.input_hash
-            })
-            .map(|(k, _)| k.clone());
+            .filter(|(_, t)| t.name_hash == name_hash && t.input_hash == tool.input_hash)
+            .filter_map(|(k, _)| match k {
+                ToolKey::Fifo(n) => Some(*n),
+                ToolKey::Id(_) => None,
+            });
         let first = candidates.next();
         let more = candidates.next().is_some();
         match &first {
@@ -169,7 +267,7 @@ impl Correlator {
             Some(key) if more => self.note(
                 Diag::ToolPairingAmbiguous,
                 Some(format!(
-                    "{} paired with {key}",
+                    "{} paired with ~{key}",
                     tool.name.as_deref().unwrap_or("?")
                 )),
             ),
@@ -254,6 +352,27 @@ impl Correlator {
 #[cfg(test)]
 mod tests {
     use std::borrow::Cow;
+
+    use indexmap::IndexMap;
+
+    use super::{PermissionKey, ToolKey, ToolKeyRef};
+
+    #[test]
+    fn a_borrowed_key_finds_the_owned_one_and_nothing_else() {
+        let mut tools = IndexMap::new();
+        tools.insert(ToolKey::Id("call_1".into()), 1);
+        tools.insert(ToolKey::Fifo(1), 2);
+        assert_eq!(tools.get(&ToolKeyRef::Id("call_1")), Some(&1));
+        assert_eq!(tools.get(&ToolKeyRef::Fifo(1)), Some(&2));
+        assert_eq!(tools.get(&ToolKeyRef::Id("~1")), None);
+        let mut permissions = IndexMap::new();
+        permissions.insert(PermissionKey::Id("call_1".into()), 1);
+        permissions.insert(PermissionKey::ByName("call_2".into()), 2);
+        permissions.insert(PermissionKey::Fifo(3), 3);
+        assert_eq!(permissions.get(&ToolKeyRef::Id("call_1")), Some(&1));
+        assert_eq!(permissions.get(&ToolKeyRef::Id("call_2")), None);
+        assert_eq!(permissions.get(&ToolKeyRef::Fifo(3)), Some(&3));
+    }
 
     use super::super::{Correlator, Observation};
     use crate::agent::Agent;
