@@ -231,7 +231,13 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
         })
     };
 
-    let program = which(&args.command[0]);
+    // A command that is not there is refused before anything is installed.
+    let Some(program) = which(&args.command[0]) else {
+        return Err(SessionError::Spawn {
+            command: args.command[0].to_string_lossy().into_owned(),
+            source: io::Error::from(io::ErrorKind::NotFound),
+        });
+    };
     let mut launch = Launch::start(LaunchConfig {
         agent,
         config,
@@ -240,7 +246,7 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
         home: args.home.as_ref().map(|h| absolute(h)),
         cwd: std::env::current_dir().unwrap_or_default(),
         args: args.command[1..].to_vec(),
-        program,
+        program: Some(program),
     })?;
     let gate = kimi_gate(agent, &args.command[0]);
     out.start(&launch, gate.as_deref());
@@ -349,7 +355,7 @@ fn absolute(path: &Path) -> PathBuf {
 fn which(program: &OsString) -> Option<PathBuf> {
     let program = Path::new(program);
     if program.components().count() > 1 {
-        return Some(absolute(program));
+        return program.is_file().then(|| absolute(program));
     }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
