@@ -15,6 +15,9 @@
 //! - **The store's records**: [`StorePaths`] (where a session's files are),
 //!   [`CollectorRecord`] and [`ChannelRecord`] (`collector.json`, `channel.json`).
 //! - **Agents**: [`Agent`] names every agent CLI hooktrack understands.
+//! - **Start an agent under observation**: [`Launch`] is what `hooktrack session` does
+//!   (collector, observer, preflight, live tracking, cleanup), for an agent the
+//!   supervisor starts itself, e.g. in a tmux pane with [`Launch::env`] as `-e` options.
 //!
 //! ```
 //! use hooktrack::{Fed, Pipeline, ProviderChoice, TurnResult};
@@ -36,7 +39,10 @@
 //! assert_eq!(pipeline.posture().last_turn.result, TurnResult::Success);
 //! ```
 
+mod launch;
 mod output;
+
+pub use launch::{Finished, Installed, Launch, LaunchConfig, LaunchError};
 
 pub use output::{Format, ReplayError, Report, replay};
 

@@ -16,7 +16,7 @@ use hooktrack_core::diagnostics::error_chain;
 
 /// Run a session's collector: 127.0.0.1 only, bearer token from $HOOKTRACK_TOKEN.
 ///
-/// Binds an ephemeral port, writes DIR/collector.json (pid, port, generation, status)
+/// Binds an ephemeral port, prints its URL on one line of stdout, writes DIR/collector.json (pid, port, generation, status)
 /// once it listens, and appends every authenticated delivery to DIR/events.ndjson (0600)
 /// with a strictly increasing sequence. On SIGTERM or SIGINT it finishes in-flight
 /// requests, records status "stopped" and exits 0.
@@ -73,6 +73,8 @@ pub fn run(args: &CollectArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(&error_chain(&e)),
     };
+    // The URL on one line of stdout, for the caller to hand to the hooks.
+    println!("{}", collector.url());
     let stopper = collector.stopper();
     let handle = signals.handle();
     let watcher = std::thread::spawn(move || {

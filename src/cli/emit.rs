@@ -16,7 +16,7 @@ use hooktrack_producer::emit::{
     self, DEFAULT_LIMITS, EmitConfig, EmitError, HARD_DEADLINE, log_report, log_text,
 };
 use hooktrack_producer::http::Url;
-use hooktrack_producer::store::{self, TOKEN_ENV};
+use hooktrack_producer::store::{self, DIR_ENV, GENERATION_ENV, TOKEN_ENV, URL_ENV};
 
 /// The hook command an agent CLI runs on every event (reads the payload on stdin).
 ///
@@ -25,20 +25,25 @@ use hooktrack_producer::store::{self, TOKEN_ENV};
 /// a command_fallback row to DIR/events.ndjson itself. Always exits 0 and prints nothing;
 /// problems go to DIR/emit.log. Gives up after 3 s whatever happens. When the agent runs
 /// in tmux, its pane ($TMUX_PANE, e.g. %3) is recorded in the row as `tmux_pane`.
+///
+/// Without --url/--dir/--generation it is routed by the environment the agent inherited
+/// ($HOOKTRACK_URL, $HOOKTRACK_DIR, $HOOKTRACK_GENERATION): the entries hooktrack writes in
+/// user-global configs. With no $HOOKTRACK_DIR either (an agent started outside hooktrack)
+/// it exits at once.
 #[derive(Args)]
 pub struct EmitArgs {
-    /// The collector, e.g. http://127.0.0.1:41234/events.
+    /// The collector, e.g. http://127.0.0.1:41234/events (default: $HOOKTRACK_URL).
     #[arg(long)]
     url: Option<String>,
-    /// The store's artifact directory.
+    /// The store's artifact directory (default: $HOOKTRACK_DIR).
     #[arg(long)]
-    dir: PathBuf,
+    dir: Option<PathBuf>,
     /// The provider written into the row (kimi, kimi-cli, claude, codex, gemini).
-    #[arg(long, default_value = "kimi")]
+    #[arg(long, visible_alias = "agent", default_value = "kimi")]
     provider: String,
-    /// The channel generation.
-    #[arg(long, default_value_t = 0)]
-    generation: u64,
+    /// The channel generation (default: $HOOKTRACK_GENERATION, else 0).
+    #[arg(long)]
+    generation: Option<u64>,
     /// The event this hook is configured for (default: the payload's hook_event_name).
     #[arg(long)]
     event: Option<String>,
@@ -72,7 +77,8 @@ pub fn run_raw(args: &[OsString]) -> ExitCode {
         match flag.as_str() {
             "--url" => url = value(),
             "--dir" => dir = value(),
-            "--provider" => provider = value(),
+            // `--agent` is what environment-routed entries write; the same thing.
+            "--provider" | "--agent" => provider = value(),
             "--generation" => generation = value(),
             "--event" => event = value(),
             // The installers' label for their own entries: nothing to do with it.
@@ -84,7 +90,17 @@ pub fn run_raw(args: &[OsString]) -> ExitCode {
             }),
         }
     }
+    // An environment-routed entry names no session: the agent's environment does.
+    let routed = dir.is_none();
+    let from_env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let dir = dir.or_else(|| from_env(DIR_ENV));
     let Some(dir) = dir.map(PathBuf::from) else {
+        if routed {
+            // An agent started outside hooktrack: no session to deliver to. Exit at once,
+            // after taking the payload so the agent's write to our stdin cannot fail.
+            drain_stdin();
+            return ExitCode::SUCCESS;
+        }
         // Nowhere to log or to append: say so on stderr (never stdout), still exit 0.
         let _ = writeln!(
             io::stderr(),
@@ -92,6 +108,8 @@ pub fn run_raw(args: &[OsString]) -> ExitCode {
         );
         return ExitCode::SUCCESS;
     };
+    let url = url.or_else(|| routed.then(|| from_env(URL_ENV)).flatten());
+    let generation = generation.or_else(|| routed.then(|| from_env(GENERATION_ENV)).flatten());
     let generation = match generation.map(|g| g.to_string_lossy().parse::<u64>()) {
         Some(Ok(g)) => g,
         Some(Err(_)) | None => {
@@ -140,11 +158,20 @@ pub fn run(args: &EmitArgs) -> ExitCode {
             None
         }
     });
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let Some(dir) = args.dir.clone().or_else(|| env(DIR_ENV).map(PathBuf::from)) else {
+        drain_stdin();
+        return ExitCode::SUCCESS;
+    };
+    let url = url.or_else(|| env(URL_ENV).and_then(|u| Url::parse(&u).ok()));
     let config = EmitConfig {
         url,
-        dir: args.dir.clone(),
+        dir,
         provider: args.provider.clone(),
-        generation: args.generation,
+        generation: args
+            .generation
+            .or_else(|| env(GENERATION_ENV).and_then(|g| g.parse().ok()))
+            .unwrap_or(0),
         event: args.event.clone(),
         token: std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()),
         limits: DEFAULT_LIMITS,
@@ -152,6 +179,30 @@ pub fn run(args: &EmitArgs) -> ExitCode {
     };
     run_config(config, problems)
 }
+
+/// Reads what the agent wrote to the hook's stdin and throws it away, bounded (the hook
+/// must not make the agent's write fail, nor wait on a stdin that never closes).
+fn drain_stdin() {
+    let _ = std::thread::Builder::new()
+        .name("emit-drain".into())
+        .spawn(|| {
+            let _ = io::copy(
+                &mut io::Read::take(io::stdin().lock(), DRAIN_LIMIT),
+                &mut io::sink(),
+            );
+        })
+        .map(|reader| {
+            let started = std::time::Instant::now();
+            while !reader.is_finished() && started.elapsed() < DRAIN_WAIT {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        });
+}
+
+/// An unrouted hook reads at most this much stdin...
+const DRAIN_LIMIT: u64 = 4 * 1024 * 1024;
+/// ...for at most this long, then exits whatever the agent does with the pipe.
+const DRAIN_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 fn run_config(config: EmitConfig, problems: Vec<EmitError>) -> ExitCode {
     // The watchdog: whatever blocks (a lock held by a stopped process, a stdin that never

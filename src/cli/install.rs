@@ -10,8 +10,11 @@ use thiserror::Error;
 use hooktrack::Agent;
 use hooktrack::ConfigFormat;
 use hooktrack_producer::install::{
-    self, CheckReport, InstallError, InstallReport, Observer, Replaced, Uninstalled,
+    self, CheckReport, Destination, InstallError, InstallReport, Observer, Replaced, Route,
+    Uninstalled,
 };
+
+use hooktrack_producer::install::preflight::{self, Probe};
 
 use super::fail;
 use hooktrack_core::diagnostics::error_chain;
@@ -101,7 +104,8 @@ pub struct JsonTarget {
     /// $CODEX_HOME/hooks.json or ~/.codex/hooks.json, ~/.gemini/settings.json).
     #[arg(long, conflicts_with_all = ["home", "project"])]
     pub config: Option<PathBuf>,
-    /// The CLI's home directory (~/.claude, ~/.codex, ~/.gemini) whose file to edit.
+    /// The CLI's home: the value of $CLAUDE_CONFIG_DIR (~/.claude), $CODEX_HOME
+    /// (~/.codex) or $GEMINI_CLI_HOME (the directory holding .gemini/, ~ by default).
     #[arg(long, conflicts_with = "project")]
     pub home: Option<PathBuf>,
     /// A project directory: edit its .claude/settings.json, .codex/hooks.json or
@@ -116,7 +120,7 @@ impl JsonTarget {
         let location = agent.config();
         let config = match (&self.config, &self.home, &self.project) {
             (Some(c), _, _) => c.clone(),
-            (None, Some(h), _) => h.join(location.file),
+            (None, Some(h), _) => location.file_in_home(h),
             (None, None, Some(p)) => location.project_file(p),
             (None, None, None) => location
                 .user_file(|name| std::env::var_os(name))
@@ -169,18 +173,20 @@ enum InstallTarget {
     Gemini(JsonInstall),
 }
 
-/// Where hooks send what they get.
+/// Where hooks send what they get: one session's collector, store and generation, or
+/// (all three left out) whatever session the agent process was started in, routed by its
+/// environment ($HOOKTRACK_URL, $HOOKTRACK_DIR, $HOOKTRACK_GENERATION, $HOOKTRACK_TOKEN).
 #[derive(Args)]
 struct ObserverArgs {
     /// The store's artifact directory (channel.json is written there).
-    #[arg(long)]
-    dir: PathBuf,
+    #[arg(long, requires_all = ["url", "generation"])]
+    dir: Option<PathBuf>,
     /// The collector URL, e.g. http://127.0.0.1:41234/events.
-    #[arg(long)]
-    url: String,
+    #[arg(long, requires_all = ["dir", "generation"])]
+    url: Option<String>,
     /// The channel generation.
-    #[arg(long)]
-    generation: u64,
+    #[arg(long, requires_all = ["dir", "url"])]
+    generation: Option<u64>,
     /// The hooktrack binary the hooks run (default: this one).
     #[arg(long)]
     emitter: Option<PathBuf>,
@@ -192,12 +198,15 @@ impl ObserverArgs {
             Some(e) => absolute(e),
             None => this_binary()?,
         };
-        Ok(Observer {
-            emitter,
-            url: self.url.clone(),
-            dir: absolute(&self.dir),
-            generation: self.generation,
-        })
+        let route = match (&self.dir, &self.url, self.generation) {
+            (Some(dir), Some(url), Some(generation)) => Route::Argv(Destination {
+                url: url.clone(),
+                dir: absolute(dir),
+                generation,
+            }),
+            _ => Route::Environment,
+        };
+        Ok(Observer { emitter, route })
     }
 }
 
@@ -279,12 +288,28 @@ enum CheckTarget {
 struct KimiCheck {
     #[command(flatten)]
     target: KimiTarget,
+    #[command(flatten)]
+    probe: ProbeArgs,
 }
 
 #[derive(Args)]
 struct JsonCheck {
     #[command(flatten)]
     target: JsonTarget,
+    #[command(flatten)]
+    probe: ProbeArgs,
+}
+
+/// Beyond the file: what else decides whether the hooks fire.
+#[derive(Args)]
+struct ProbeArgs {
+    /// Only check the file (as the installer's read-back does), not the agent's switches,
+    /// trust and auth.
+    #[arg(long)]
+    file_only: bool,
+    /// The agent binary to ask (Codex's trust state; default: `codex` on PATH).
+    #[arg(long)]
+    agent_bin: Option<PathBuf>,
 }
 
 /// The running binary, as the absolute path hooks should run.
@@ -307,10 +332,14 @@ pub fn run_install(args: &InstallArgs) -> ExitCode {
     match done {
         Ok((report, generation)) => {
             println!(
-                "installed {} hooktrack entries for {} in {} (generation {generation}{})",
+                "installed {} hooktrack entries for {} in {} ({}{})",
                 report.ours,
                 agent.label(),
                 report.config.display(),
+                generation.map_or_else(
+                    || "routed by environment".to_owned(),
+                    |g| format!("generation {g}")
+                ),
                 match report.replaced {
                     Replaced::Generation(g) => format!(", replacing generation {g}"),
                     Replaced::Unreadable => ", replacing earlier entries".to_owned(),
@@ -326,7 +355,7 @@ pub fn run_install(args: &InstallArgs) -> ExitCode {
 fn json_install(
     agent: Agent,
     args: &JsonInstall,
-) -> (Agent, Result<(InstallReport, u64), TargetError>) {
+) -> (Agent, Result<(InstallReport, Option<u64>), TargetError>) {
     let done = args
         .target
         .resolve(agent)
@@ -338,10 +367,10 @@ fn install_to(
     agent: Agent,
     config: &Path,
     args: &ObserverArgs,
-) -> Result<(InstallReport, u64), TargetError> {
+) -> Result<(InstallReport, Option<u64>), TargetError> {
     let observer = args.observer()?;
     let report = install::install(config, agent, &observer)?;
-    Ok((report, observer.generation))
+    Ok((report, observer.generation()))
 }
 
 pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
@@ -390,27 +419,65 @@ pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
 }
 
 pub fn run_check(args: &CheckArgs) -> ExitCode {
-    let resolved = match &args.target {
-        CheckTarget::Kimi(args) => args.target.resolve(),
-        CheckTarget::Claude(args) => json_check(Agent::ClaudeCode, &args.target),
-        CheckTarget::Codex(args) => json_check(Agent::Codex, &args.target),
-        CheckTarget::Gemini(args) => json_check(Agent::GeminiCli, &args.target),
+    let (resolved, probe, named, project) = match &args.target {
+        CheckTarget::Kimi(args) => (
+            args.target.resolve(),
+            &args.probe,
+            args.target.config.is_some(),
+            None,
+        ),
+        CheckTarget::Claude(args) => json_check(Agent::ClaudeCode, args),
+        CheckTarget::Codex(args) => json_check(Agent::Codex, args),
+        CheckTarget::Gemini(args) => json_check(Agent::GeminiCli, args),
     };
     let (agent, config) = match resolved {
         Ok(r) => r,
         Err(e) => return fail(&error_chain(&e)),
     };
-    match install::check(&config, agent) {
-        Ok(report) => {
-            println!("ok: {}", check_line(agent, &report));
-            ExitCode::SUCCESS
+    let report = match install::check(&config, agent) {
+        Ok(report) => report,
+        Err(e) => return fail(&error_chain(&e)),
+    };
+    if !probe.file_only {
+        let env = |name: &str| std::env::var_os(name);
+        let cwd = project
+            .map(absolute)
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_default();
+        let findings = preflight::preflight(&Probe {
+            agent,
+            config: &config,
+            env: &env,
+            cwd: &cwd,
+            args: &[],
+            program: probe.agent_bin.as_deref(),
+            file_named: named,
+        });
+        if !findings.is_empty() {
+            for finding in &findings {
+                eprintln!("hooktrack: error: {finding}");
+            }
+            return ExitCode::FAILURE;
         }
-        Err(e) => fail(&error_chain(&e)),
     }
+    println!("ok: {}", check_line(agent, &report));
+    ExitCode::SUCCESS
 }
 
-fn json_check(agent: Agent, target: &JsonTarget) -> Result<(Agent, PathBuf), TargetError> {
-    target.resolve(agent).map(|config| (agent, config))
+type Checked<'a> = (
+    Result<(Agent, PathBuf), TargetError>,
+    &'a ProbeArgs,
+    bool,
+    Option<&'a Path>,
+);
+
+fn json_check(agent: Agent, args: &JsonCheck) -> Checked<'_> {
+    (
+        args.target.resolve(agent).map(|config| (agent, config)),
+        &args.probe,
+        args.target.config.is_some(),
+        args.target.project.as_deref(),
+    )
 }
 
 /// What `check` found, after "ok: ".
@@ -425,21 +492,26 @@ fn check_line(agent: Agent, report: &CheckReport) -> String {
             if v.ours == 0 {
                 "no hooktrack block".to_owned()
             } else {
-                format!(
-                    "the hooktrack block (generation {}) has {}",
-                    show(v.generation),
-                    v.ours
-                )
+                format!("the hooktrack block ({}) has {}", scope(v), v.ours)
             }
         ),
         ConfigFormat::JsonHooks => format!(
-            "{} has {} hook entries; hooktrack's {} for {} (generation {}) are complete",
+            "{} has {} hook entries; hooktrack's {} for {} ({}) are complete",
             report.config.display(),
             v.entries,
             v.ours,
             agent.label(),
-            show(v.generation)
+            scope(v)
         ),
+    }
+}
+
+/// Whose session the entries deliver to.
+fn scope(v: &install::Validation) -> String {
+    if v.routed {
+        "routed by environment".to_owned()
+    } else {
+        format!("generation {}", show(v.generation))
     }
 }
 

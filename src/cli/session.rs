@@ -1,14 +1,13 @@
-//! `hooktrack session -- AGENT...`: observe one agent run, start to end.
+//! `hooktrack session [--agent A] -- AGENT...`: observe one agent run, start to end.
 //!
-//! Starts the collector (in this process), installs the observer block, runs the agent
-//! with the token in its environment, follows `events.ndjson` and prints posture
-//! changes, and when the agent exits uninstalls the block, stops the collector and
-//! prints the turn ledger. Exits with the agent's status. The store is followed by the
-//! library's live [`Session`] (tailer, pipeline and channel state machine), the same one
-//! `watch` and the hub use; this file only prints what its updates say.
+//! A thin user of the library's [`Launch`]: it recognises the agent, starts the launch
+//! (collector, observer, preflight), prints what the preflight found, runs the agent with
+//! the launch's environment, prints posture changes as the live session reports them,
+//! finishes the launch and prints the turn ledger, warning when the agent delivered no
+//! event. Exits with the agent's status.
 
 use std::ffi::OsString;
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -23,37 +22,42 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use thiserror::Error;
 
-use hooktrack::ConfigFormat;
 use hooktrack::Diagnostics;
 use hooktrack::TurnRecord;
 use hooktrack::posture::Posture;
 use hooktrack::wall_clock;
-use hooktrack::{Agent, ProviderChoice, Timestamp};
+use hooktrack::{Agent, Timestamp};
 use hooktrack::{InstallRecord as InstallState, StorePaths as StoreDir};
-use hooktrack::{LineReport, Session, SessionConfig};
-use hooktrack_core::store::{OBSERVATION_DIR, parse_channel, parse_collector};
-use hooktrack_producer::collect::{CollectConfig, CollectError, CollectSummary, Collector};
-use hooktrack_producer::install::InstallError;
-use hooktrack_producer::install::{self, Observer};
-use hooktrack_producer::store::StoreError;
-use hooktrack_producer::store::{self, TOKEN_ENV};
-use hooktrack_producer::token;
-use hooktrack_producer::token::TokenError;
+use hooktrack::{Launch, LaunchConfig, LaunchError};
+use hooktrack::{LineReport, SessionNotice};
+use hooktrack_producer::collect::CollectSummary;
+use hooktrack_producer::install::preflight::Finding;
+use hooktrack_producer::store;
 
 use super::fail;
-use super::install::{KimiTarget, TargetError, this_binary};
+use super::install::{TargetError, this_binary};
 use hooktrack_core::diagnostics::error_chain;
 
 /// Observe an agent live: collector, observer, agent, tracking, cleanup — one command.
 ///
-/// Example: `hooktrack session -- kimi`. The store is
+/// Example: `hooktrack session -- claude -p hi`. The agent is recognised from the command
+/// (claude, codex, gemini, kimi) or named with --agent. The store is
 /// ROOT/hook-observation/<provider>/ (events.ndjson, collector.json, channel.json). The
-/// agent gets the bearer token in $HOOKTRACK_TOKEN and nowhere else. Posture changes go
-/// to stderr (or --output); the exit status is the agent's.
+/// agent gets the routing variables and the bearer token in its environment and nowhere
+/// else. Posture changes go to stderr (or --output); the exit status is the agent's.
 #[derive(Args)]
 pub struct SessionArgs {
-    #[command(flatten)]
-    target: KimiTarget,
+    /// The agent: claude, codex, gemini, kimi-code, kimi-cli (default: from the command;
+    /// `kimi` asks `kimi --version`).
+    #[arg(long)]
+    agent: Option<String>,
+    /// The agent's hooks file (default: where the agent reads it).
+    #[arg(long, conflicts_with = "home")]
+    config: Option<PathBuf>,
+    /// The agent's home: the value of $CLAUDE_CONFIG_DIR, $CODEX_HOME, $GEMINI_CLI_HOME,
+    /// $KIMI_CODE_HOME or $KIMI_SHARE_DIR, which the agent is started with.
+    #[arg(long)]
+    home: Option<PathBuf>,
     /// The session root (default: $XDG_STATE_HOME/hooktrack/sessions/<time>-<pid>, or
     /// ~/.local/state/...). Reusing a root starts the next generation.
     #[arg(long)]
@@ -84,24 +88,20 @@ enum OutputFormat {
 enum SessionError {
     #[error(transparent)]
     Target(#[from] TargetError),
-    #[error("bad --root {path}")]
-    Root {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error(
+        "cannot tell which agent `{program}` is (supported: claude, codex, gemini, kimi-code, kimi-cli); pass --agent"
+    )]
+    UnknownCommand { program: String },
+    #[error("unknown agent `{name}` (supported: claude, codex, gemini, kimi-code, kimi-cli)")]
+    UnknownAgent { name: String },
+    #[error("cannot find {}'s hooks file: set $HOME or pass --config", agent.label())]
+    NoConfig { agent: Agent },
     #[error("cannot pick a session root: set $HOME or pass --root")]
     NoRoot,
     #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error(transparent)]
-    Token(#[from] TokenError),
+    Launch(#[from] LaunchError),
     #[error("cannot handle signals")]
     Signals(#[source] io::Error),
-    #[error(transparent)]
-    Collect(#[from] CollectError),
-    #[error(transparent)]
-    Uninstall(#[from] InstallError),
     #[error("cannot create {path}")]
     Output {
         path: PathBuf,
@@ -116,8 +116,6 @@ enum SessionError {
     },
     #[error("cannot wait for the agent")]
     Wait(#[source] io::Error),
-    #[error("the collector thread panicked")]
-    CollectorPanicked,
     #[error("the agent exited with status {code}, then cleanup failed")]
     AfterExit {
         code: i32,
@@ -138,19 +136,72 @@ pub fn run(args: &SessionArgs) -> ExitCode {
     }
 }
 
+/// The agent a session observes: `--agent`, else the command's program name.
+fn recognise(args: &SessionArgs) -> Result<Agent, SessionError> {
+    let env = |name: &str| std::env::var_os(name);
+    let kimi = |explicit: Option<&Path>| {
+        hooktrack_producer::install::detect_kimi(env, explicit)
+            .map_err(|e| SessionError::Target(TargetError::from(e)))
+    };
+    let explicit = args
+        .config
+        .clone()
+        .or_else(|| args.home.as_ref().map(|h| h.join("config.toml")));
+    if let Some(name) = &args.agent {
+        return match name.as_str() {
+            "kimi" => kimi(explicit.as_deref()),
+            other => Agent::from_name(other).map_err(|_| SessionError::UnknownAgent {
+                name: other.to_owned(),
+            }),
+        };
+    }
+    let program = Path::new(&args.command[0])
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match program.as_str() {
+        "claude" => Ok(Agent::ClaudeCode),
+        "codex" => Ok(Agent::Codex),
+        "gemini" => Ok(Agent::GeminiCli),
+        "kimi" | "kimi-cli" | "kimi-code" => kimi(explicit.as_deref()),
+        _ => Err(SessionError::UnknownCommand {
+            program: args.command[0].to_string_lossy().into_owned(),
+        }),
+    }
+}
+
+/// Kimi CLI 1.52's `kimi` console script is a deprecation gate: it prints a notice (or
+/// downloads an installer) and never starts the agent, so no hook can fire.
+fn kimi_gate(agent: Agent, program: &OsString) -> Option<String> {
+    let name = Path::new(program).file_name()?;
+    if agent != Agent::KimiCli || name != "kimi" {
+        return None;
+    }
+    Some(
+        "Kimi CLI 1.52's `kimi` command is a deprecation gate that runs neither the agent nor \
+         its hooks; run the real CLI with the venv's python: `python -c 'import sys; from \
+         kimi_cli.__main__ import run_original_cli; sys.exit(run_original_cli(sys.argv[1:]))' \
+         ARGS` (hooktrack session --agent kimi-cli -- python -c ...)"
+            .to_owned(),
+    )
+}
+
 fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
-    let (variant, config) = args.target.resolve()?;
+    let agent = recognise(args)?;
+    let location = agent.config();
+    let env = |name: &str| std::env::var_os(name);
+    let config = match (&args.config, &args.home) {
+        (Some(c), _) => absolute(c),
+        (None, Some(h)) => absolute(&location.file_in_home(h)),
+        (None, None) => location
+            .user_file(env)
+            .map(|c| absolute(&c))
+            .ok_or(SessionError::NoConfig { agent })?,
+    };
     let root = match &args.root {
-        Some(r) => std::path::absolute(r).map_err(|source| SessionError::Root {
-            path: r.clone(),
-            source,
-        })?,
+        Some(r) => r.clone(),
         None => default_root()?,
     };
-    let store = StoreDir::in_dir(root.join(OBSERVATION_DIR).join(variant.store_name()));
-    store::create_dir(&store)?;
-    let generation = previous_generation(&store) + 1;
-    let token = token::generate()?;
     let mut out = Output::open(args.output.as_deref(), args.format)?;
 
     // Signals first: TERM and HUP go to the agent, INT is the agent's to handle (the
@@ -180,63 +231,43 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
         })
     };
 
-    // The collector, in this process.
-    let collector = Collector::bind(CollectConfig::new(
-        store.dir.as_path().to_owned(),
-        variant.store_name().to_owned(),
-        generation,
-        token.clone(),
-    ))?;
-    let url = collector.url();
-    let stopper = collector.stopper();
-    let collector_thread = std::thread::spawn(move || collector.run());
-
-    // The observer.
-    let observer = Observer {
+    // A command that is not there is refused before anything is installed.
+    let Some(program) = which(&args.command[0]) else {
+        return Err(SessionError::Spawn {
+            command: args.command[0].to_string_lossy().into_owned(),
+            source: io::Error::from(io::ErrorKind::NotFound),
+        });
+    };
+    let mut launch = Launch::start(LaunchConfig {
+        agent,
+        config,
+        root,
         emitter: this_binary()?,
-        url: url.clone(),
-        dir: store.dir.as_path().to_owned(),
-        generation,
-    };
-    let install = match install::install(&config, variant, &observer) {
-        Ok(r) => InstallState {
-            ok: true,
-            detail: Some(format!(
-                "{} hooks for {} in {}",
-                r.ours,
-                variant.label(),
-                r.config.display()
-            )),
-        },
-        Err(e) => InstallState {
-            ok: false,
-            detail: Some(error_chain(&e)),
-        },
-    };
-    out.start(variant, &store, generation, &url, &install);
+        home: args.home.as_ref().map(|h| absolute(h)),
+        cwd: std::env::current_dir().unwrap_or_default(),
+        args: args.command[1..].to_vec(),
+        program: Some(program),
+    })?;
+    let gate = kimi_gate(agent, &args.command[0]);
+    out.start(&launch, gate.as_deref());
 
     // The agent.
     let mut command = Command::new(&args.command[0]);
-    command.args(&args.command[1..]).env(TOKEN_ENV, &token);
-    if let Some(home) = &args.target.home
-        && let Some(home_env) = variant.config().home_env
-    {
-        command.env(home_env, home);
-    }
+    command.args(&args.command[1..]).envs(launch.env());
     let spawned = if terminate.load(Ordering::SeqCst) {
         Err(io::Error::other("terminated before the agent started"))
     } else {
         command.spawn()
     };
-    let mut tracker = Tracker::new(store.clone(), variant);
     let status = match spawned {
         Ok(mut child) => {
+            launch.set_child_pid(child.id());
             child_pid.store(i32::try_from(child.id()).unwrap_or(0), Ordering::SeqCst);
             if terminate.load(Ordering::SeqCst) {
                 let _ = child.kill();
             }
             loop {
-                tracker.poll(&mut out);
+                out.updates(&mut launch);
                 match child.try_wait() {
                     Ok(Some(status)) => break Ok(status),
                     Ok(None) => std::thread::sleep(POLL),
@@ -256,24 +287,11 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
     let started = Instant::now();
     let mut quiet_since = Instant::now();
     while started.elapsed() < MAX_LINGER && quiet_since.elapsed() < linger {
-        if tracker.poll(&mut out) {
+        if out.updates(&mut launch) {
             quiet_since = Instant::now();
         }
         std::thread::sleep(POLL.min(linger));
     }
-    let uninstall = if install.ok {
-        install::uninstall(&config, ConfigFormat::TomlHooks, Some(generation))
-            .map(|_| ())
-            .map_err(SessionError::from)
-    } else {
-        Ok(())
-    };
-    stopper.stop();
-    let collected = collector_thread
-        .join()
-        .map_err(|_| SessionError::CollectorPanicked)
-        .and_then(|r| r.map_err(SessionError::from));
-    tracker.poll(&mut out);
     signal_handle.close();
     let _ = signal_thread.join();
 
@@ -282,20 +300,67 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
         .unwrap_or(1);
-    out.end(&tracker, code, collected.as_ref().ok().copied());
-    if let Err(e) = uninstall {
+    let turns = launch.ledger();
+    let findings = launch.findings().to_vec();
+    let end = End {
+        turns,
+        channel: launch.session().channel(wall_clock()).state,
+        posture: launch.session().hook_posture(),
+        diagnostics: launch.session().diagnostics().clone(),
+    };
+    let finished = launch.finish(wall_clock());
+    let (collected, events) = match &finished {
+        Ok(f) => (f.collector, f.events),
+        Err(_) => (None, 0),
+    };
+    let silence = (events == 0).then(|| silence_reason(&findings, gate.as_deref(), code));
+    out.end(&end, code, collected, silence.as_deref());
+    if let Err(e) = finished {
         return Err(SessionError::AfterExit {
             code,
-            source: Box::new(e),
-        });
-    }
-    if let Err(e) = collected {
-        return Err(SessionError::AfterExit {
-            code,
-            source: Box::new(e),
+            source: Box::new(e.into()),
         });
     }
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// Why an agent that ran delivered nothing: what the preflight found, else the likely
+/// causes.
+fn silence_reason(findings: &[Finding], gate: Option<&str>, code: i32) -> String {
+    let mut causes: Vec<String> = findings.iter().map(ToString::to_string).collect();
+    if let Some(gate) = gate {
+        causes.push(gate.to_owned());
+    }
+    if causes.is_empty() {
+        causes.push(format!(
+            "the agent exited with status {code} before its first hook (did it get a prompt?), or it reads another hooks file"
+        ));
+    }
+    format!("the agent delivered no hook event: {}", causes.join("; "))
+}
+
+/// What the end line reports, taken before the launch is finished.
+struct End {
+    turns: Vec<TurnRecord>,
+    channel: hooktrack::ChannelState,
+    posture: Posture,
+    diagnostics: Diagnostics,
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// The program as the agent's PATH finds it (for Codex's trust query).
+fn which(program: &OsString) -> Option<PathBuf> {
+    let program = Path::new(program);
+    if program.components().count() > 1 {
+        return program.is_file().then(|| absolute(program));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
 }
 
 fn default_root() -> Result<PathBuf, SessionError> {
@@ -315,69 +380,6 @@ fn default_root() -> Result<PathBuf, SessionError> {
         .join(format!("{stamp}-{}", std::process::id())))
 }
 
-/// The generation recorded by an earlier collector or installer in this store, or 0.
-fn previous_generation(store: &StoreDir) -> u64 {
-    let from_collector = fs::read(&store.collector)
-        .ok()
-        .and_then(|b| parse_collector(&b).ok())
-        .and_then(|c| c.generation)
-        .unwrap_or(0);
-    let from_channel = fs::read(&store.channel)
-        .ok()
-        .and_then(|b| parse_channel(&b).ok())
-        .and_then(|c| c.generation)
-        .unwrap_or(0);
-    from_collector.max(from_channel)
-}
-
-/// The live [`Session`] on the store, with the wall clock and the turns its updates
-/// reported ended (for the ledger at the end).
-struct Tracker {
-    session: Session,
-    closed: Vec<TurnRecord>,
-}
-
-impl Tracker {
-    fn new(store: StoreDir, agent: Agent) -> Self {
-        let config = SessionConfig {
-            provider: ProviderChoice::Exactly(agent),
-            report_lines: true,
-            ..SessionConfig::default()
-        };
-        Self {
-            session: Session::open(store, config),
-            closed: Vec::new(),
-        }
-    }
-
-    /// Reads what was appended since the last call. True if any line arrived.
-    fn poll(&mut self, out: &mut Output) -> bool {
-        let mut lines = false;
-        // Bounded: a poll stops at its read budget with `more`; catch up in a few rounds.
-        for _ in 0..64 {
-            let Some(update) = self.session.poll(wall_clock()) else {
-                break;
-            };
-            lines |= !update.lines.is_empty();
-            for notice in &update.notices {
-                out.notice(&notice.to_string());
-            }
-            for line in &update.lines {
-                out.change(line);
-            }
-            self.closed.extend(update.closed);
-            if !self.session.more() {
-                break;
-            }
-        }
-        lines
-    }
-
-    fn ledger(&self) -> Vec<TurnRecord> {
-        self.session.ledger(self.closed.clone())
-    }
-}
-
 /// Where and how the session reports.
 struct Output {
     sink: Box<dyn Write>,
@@ -392,6 +394,8 @@ struct StartLine<'a> {
     generation: u64,
     collector: &'a str,
     install: &'a InstallState,
+    /// Why the hooks will not fire, one line each (empty: they will).
+    findings: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -417,6 +421,9 @@ struct EndLine<'a> {
     final_posture: &'a Posture,
     diagnostics: &'a Diagnostics,
     collector: Option<CollectorCounts>,
+    /// Set when the agent delivered no hook event: the likely cause.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warning: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -450,28 +457,29 @@ impl Output {
         let _ = self.sink.flush();
     }
 
-    fn start(
-        &mut self,
-        variant: Agent,
-        store: &StoreDir,
-        generation: u64,
-        url: &str,
-        install: &InstallState,
-    ) {
+    fn start(&mut self, launch: &Launch, gate: Option<&str>) {
+        let store: &StoreDir = launch.store();
+        let install = &launch.installed().record;
+        let mut findings: Vec<String> = launch.findings().iter().map(ToString::to_string).collect();
+        findings.extend(gate.map(str::to_owned));
+        let agent = launch.agent();
         match self.format {
             OutputFormat::Ndjson => self.json(&StartLine {
                 kind: "start",
-                provider: variant.store_name(),
+                provider: agent.store_name(),
                 store: store.dir.as_path(),
-                generation,
-                collector: url,
+                generation: launch.generation(),
+                collector: launch.url(),
                 install,
+                findings,
             }),
             OutputFormat::Text => {
                 self.text(&format!(
-                    "observing {} (generation {generation}); store {}; collector {url}",
-                    variant.label(),
-                    store.dir.as_path().display()
+                    "observing {} (generation {}); store {}; collector {}",
+                    agent.label(),
+                    launch.generation(),
+                    store.dir.as_path().display(),
+                    launch.url()
                 ));
                 if install.ok {
                     self.text(&format!(
@@ -484,13 +492,32 @@ impl Output {
                         install.detail.as_deref().unwrap_or_default()
                     ));
                 }
+                for finding in &findings {
+                    self.text(&format!("WARNING: the hooks will not fire: {finding}"));
+                }
             }
         }
     }
 
-    fn notice(&mut self, notice: &str) {
+    /// Prints what the launch's live session reported since the last call. True if any
+    /// line arrived.
+    fn updates(&mut self, launch: &mut Launch) -> bool {
+        let mut lines = false;
+        for update in launch.poll(wall_clock()) {
+            lines |= !update.lines.is_empty();
+            for notice in &update.notices {
+                self.notice(notice);
+            }
+            for line in &update.lines {
+                self.change(line);
+            }
+        }
+        lines
+    }
+
+    fn notice(&mut self, notice: &SessionNotice) {
         if self.format == OutputFormat::Text {
-            self.text(notice);
+            self.text(&notice.to_string());
         }
     }
 
@@ -544,25 +571,31 @@ impl Output {
         }
     }
 
-    fn end(&mut self, tracker: &Tracker, exit_code: i32, collected: Option<CollectSummary>) {
-        let turns = tracker.ledger();
-        let channel = tracker.session.channel(wall_clock()).state;
-        let hook_final = tracker.session.hook_posture();
+    fn end(
+        &mut self,
+        end: &End,
+        exit_code: i32,
+        collected: Option<CollectSummary>,
+        warning: Option<&str>,
+    ) {
+        let turns = &end.turns;
+        let hook_final = &end.posture;
         match self.format {
             OutputFormat::Ndjson => self.json(&EndLine {
                 kind: "end",
                 exit_code,
-                turns: &turns,
-                final_posture: &hook_final,
-                diagnostics: tracker.session.diagnostics(),
+                turns,
+                final_posture: hook_final,
+                diagnostics: &end.diagnostics,
                 collector: collected.map(|c| CollectorCounts {
                     accepted: c.accepted,
                     rejected: c.rejected,
                 }),
+                warning,
             }),
             OutputFormat::Text => {
                 self.text(&format!("agent exited with status {exit_code}"));
-                for t in &turns {
+                for t in turns {
                     self.text(&format!(
                         "turn {} ({}, {}): {}, {} tool call{}",
                         t.id,
@@ -573,16 +606,15 @@ impl Output {
                         if t.tool_calls == 1 { "" } else { "s" }
                     ));
                 }
-                let nonzero: Vec<String> = tracker
-                    .session
-                    .diagnostics()
+                let nonzero: Vec<String> = end
+                    .diagnostics
                     .nonzero()
                     .map(|(d, n)| format!("{}={n}", d.name()))
                     .collect();
                 self.text(&format!(
                     "last turn {}; channel {}; diagnostics: {}",
                     hook_final.last_turn.result.name(),
-                    serde_json::to_value(channel)
+                    serde_json::to_value(end.channel)
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_owned))
                         .unwrap_or_default(),
@@ -592,6 +624,9 @@ impl Output {
                         nonzero.join(" ")
                     }
                 ));
+                if let Some(warning) = warning {
+                    self.text(&format!("WARNING: {warning}"));
+                }
             }
         }
     }

@@ -1,71 +1,192 @@
 #!/usr/bin/env python3
-"""A scripted stand-in for an OpenAI-compatible chat-completions model server.
+"""A scripted stand-in for the model servers of the four agent CLIs.
 
 Binds 127.0.0.1 on an ephemeral port, prints the port on the first line of stdout, and
-answers `POST /v1/chat/completions` (streamed or not) from a fixed script chosen by a
-`[[marker]]` in the latest user message:
+answers from a fixed script chosen by a `[[marker]]` in the conversation's latest prompt:
 
-- `[[tools]]`: step 1 runs Shell and WriteFile in parallel, step 2 reads the file back,
-  step 3 answers in text;
+- OpenAI chat completions, `POST /v1/chat/completions` (Kimi CLI), streamed or not;
+- Anthropic Messages, `POST /v1/messages` (Claude Code), streamed (SSE) or not;
+- OpenAI Responses, `POST /v1/responses` (Codex), streamed (SSE);
+- Gemini, `POST /v1beta/models/M:streamGenerateContent` (SSE), `:generateContent` and
+  `:countTokens` (Gemini CLI).
+
+Scripts:
+
+- `[[tools]]`: step 1 runs a shell command and writes `notes.txt`, step 2 reads it back,
+  step 3 answers in text (each CLI with its own tool names);
+- `[[fail]]`: every model call fails with a non-retryable 400;
 - `[[plain]]` (or anything else): one text answer.
 
-The step is the number of tool results after the latest user message, so the script is
-stateless and a re-run gives the same conversation. Standard library only; it serves until
-it is killed or its stdin closes.
+The step is the number of tool results after the prompt carrying the marker, so the
+script is stateless and a re-run gives the same conversation. Standard library only; it
+serves until it is killed or its stdin closes.
 """
 
 import json
+import re
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-MODEL = "kimi-mock"
+MARKER = re.compile(r"\[\[(\w+)\]\]")
+FINAL = "The file holds two lines. Done."
+HELLO = "Hello from the mock model."
+
+# The tool calls of `[[tools]]`, per CLI: (id, name, arguments) per step.
+TOOLS = {
+    "kimi": [
+        [("call_t_0", "Shell", {"command": "echo hello-from-shell"}),
+         ("call_t_1", "WriteFile", {"path": "notes.txt", "content": "line one\nline two\n"})],
+        [("call_t_2", "ReadFile", {"path": "notes.txt"})],
+    ],
+    "claude": [
+        [("toolu_mock_0", "Bash", {"command": "echo hello-from-shell", "description": "Print a greeting"}),
+         ("toolu_mock_1", "Write", {"file_path": "{cwd}/notes.txt", "content": "line one\nline two\n"})],
+        [("toolu_mock_2", "Read", {"file_path": "{cwd}/notes.txt"})],
+    ],
+    "codex": [
+        [("call_mock_0", "exec_command", {"cmd": "echo hello-from-shell"}),
+         ("call_mock_1", "exec_command", {"cmd": "printf 'line one\\nline two\\n' > notes.txt"})],
+        [("call_mock_2", "exec_command", {"cmd": "cat notes.txt"})],
+    ],
+    "gemini": [
+        [("", "run_shell_command", {"command": "echo hello-from-shell", "description": "Print a greeting"}),
+         ("", "write_file", {"file_path": "{cwd}/notes.txt", "content": "line one\nline two\n"})],
+        [("", "read_file", {"file_path": "{cwd}/notes.txt"})],
+    ],
+}
 
 
-def text(content):
-    return {"content": content}
+class Turn:
+    """What the conversation so far asks for: the script, the step, the working dir."""
+
+    def __init__(self, prompts, results_after, cwd):
+        marker = ""
+        index = -1
+        for i, text in enumerate(prompts):
+            found = MARKER.findall(text)
+            if found:
+                marker, index = found[-1], i
+        self.marker = marker
+        self.step = results_after(index)
+        self.cwd = cwd
 
 
-def calls(*specs):
-    return {"tool_calls": [{"id": i, "name": n, "arguments": json.dumps(a)} for i, n, a in specs]}
+def reply(cli, turn):
+    """`("fail", None)`, `("text", str)` or `("calls", [(id, name, args)])`."""
+    if turn.marker == "fail":
+        return ("fail", None)
+    if turn.marker == "tools":
+        steps = TOOLS[cli]
+        # Both calls of step 1 come back before step 2.
+        done = 0
+        for n, calls in enumerate(steps):
+            if turn.step == done:
+                return ("calls", [(i, name, fill(args, turn.cwd)) for i, name, args in calls])
+            done += len(calls)
+        return ("text", FINAL)
+    return ("text", HELLO)
 
 
-def reply_for(messages):
-    last_user = 0
+def fill(args, cwd):
+    return {k: v.replace("{cwd}", cwd or ".") if isinstance(v, str) else v for k, v in args.items()}
+
+
+def cwd_in(text):
+    match = re.search(r"(?:working directory|Working directory|cwd)[^/]*(/[^\s'\"`<>]+)", text or "")
+    return match.group(1).rstrip(".,)") if match else ""
+
+
+# ---------------------------------------------------------------- per-protocol parsing
+
+def turn_chat(body):
+    messages = body.get("messages", [])
+    prompts, owners = [], []
     for i, m in enumerate(messages):
         if m.get("role") == "user":
-            last_user = i
-    prompt = content_text(messages[last_user].get("content")) if messages else ""
-    step = sum(1 for m in messages[last_user + 1:] if m.get("role") == "tool")
-    if "[[tools]]" in prompt:
-        if step == 0:
-            return calls(
-                ("call_t_0", "Shell", {"command": "echo hello-from-shell"}),
-                ("call_t_1", "WriteFile", {"path": "notes.txt", "content": "line one\nline two\n"}),
-            )
-        if step == 2:
-            return calls(("call_t_2", "ReadFile", {"path": "notes.txt"}))
-        return text("The file holds two lines. Done.")
-    return text("Hello from the mock model.")
+            prompts.append(flatten(m.get("content")))
+            owners.append(i)
+
+    def after(index):
+        start = owners[index] if index >= 0 else 0
+        return sum(1 for m in messages[start + 1:] if m.get("role") == "tool")
+    return Turn(prompts, after, "")
 
 
-def content_text(content):
+def turn_anthropic(body):
+    messages = body.get("messages", [])
+    prompts, owners = [], []
+    for i, m in enumerate(messages):
+        if m.get("role") != "user":
+            continue
+        content = m.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+        text = " ".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+        prompts.append(text)
+        owners.append(i)
+
+    def after(index):
+        start = owners[index] if index >= 0 else 0
+        n = 0
+        for m in messages[start:]:
+            content = m.get("content")
+            if m.get("role") == "user" and isinstance(content, list):
+                n += sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_result")
+        return n
+    system = flatten(body.get("system"))
+    return Turn(prompts, after, cwd_in(system))
+
+
+def turn_responses(body):
+    items = body.get("input", [])
+    if isinstance(items, str):
+        items = [{"type": "message", "role": "user", "content": items}]
+    prompts, owners = [], []
+    cwd = ""
+    for i, item in enumerate(items):
+        if item.get("type", "message") == "message" and item.get("role") == "user":
+            text = flatten(item.get("content"))
+            prompts.append(text)
+            owners.append(i)
+            m = re.search(r"<cwd>([^<]+)</cwd>", text)
+            if m:
+                cwd = m.group(1)
+
+    def after(index):
+        start = owners[index] if index >= 0 else 0
+        return sum(1 for it in items[start + 1:] if it.get("type") == "function_call_output")
+    return Turn(prompts, after, cwd)
+
+
+def turn_gemini(body):
+    contents = body.get("contents", [])
+    prompts, owners = [], []
+    for i, c in enumerate(contents):
+        if c.get("role") == "user":
+            texts = [p.get("text", "") for p in c.get("parts", []) if "text" in p]
+            if texts:
+                prompts.append(" ".join(texts))
+                owners.append(i)
+
+    def after(index):
+        start = owners[index] if index >= 0 else 0
+        return sum(1 for c in contents[start + 1:] for p in c.get("parts", []) if "functionResponse" in p)
+    everything = " ".join(prompts) + " " + flatten(body.get("systemInstruction", {}).get("parts"))
+    return Turn(prompts, after, cwd_in(everything))
+
+
+def flatten(content):
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+        return " ".join(flatten(p.get("text", p.get("content", ""))) if isinstance(p, dict) else str(p)
+                        for p in content)
+    if isinstance(content, dict):
+        return flatten(content.get("text", ""))
     return ""
 
 
-def chunk(delta, finish=None):
-    return {
-        "id": "chatcmpl-mock",
-        "object": "chat.completion.chunk",
-        "created": 0,
-        "model": MODEL,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-
+# ------------------------------------------------------------------------- the server
 
 USAGE = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
 
@@ -76,23 +197,42 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):
         sys.stderr.write("mock: " + (fmt % args) + "\n")
 
+    def do_HEAD(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
     def do_GET(self):
-        if self.path.rstrip("/").endswith("/models"):
-            self.send_json({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+        if self.path.split("?")[0].rstrip("/").endswith("/models"):
+            self.send_json({"object": "list", "data": [{"id": "kimi-mock", "object": "model"}],
+                            "models": []})
         else:
             self.send_json({"error": "not found"}, 404)
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
-        if not self.path.rstrip("/").endswith("/chat/completions"):
-            self.send_json({"error": "not found"}, 404)
-            return
-        reply = reply_for(body.get("messages", []))
-        if body.get("stream"):
-            self.send_stream(reply)
+        raw = self.rfile.read(length) or b"{}"
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = {}
+        path = self.path.split("?")[0].rstrip("/")
+        if path.endswith("/chat/completions"):
+            self.chat(body)
+        elif path.endswith("/messages/count_tokens"):
+            self.send_json({"input_tokens": 100})
+        elif path.endswith("/messages"):
+            self.anthropic(body)
+        elif path.endswith("/responses"):
+            self.openai_responses(body)
+        elif ":countTokens" in path:
+            self.send_json({"totalTokens": 100})
+        elif ":streamGenerateContent" in path or ":generateContent" in path:
+            self.gemini(body, stream=":streamGenerateContent" in path)
         else:
-            self.send_whole(reply)
+            self.send_json({"error": "not found"}, 404)
+
+    # -- plumbing
 
     def send_json(self, doc, status=200):
         data = json.dumps(doc).encode()
@@ -102,46 +242,153 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def send_whole(self, reply):
-        message = {"role": "assistant", "content": reply.get("content")}
-        finish = "stop"
-        if "tool_calls" in reply:
-            finish = "tool_calls"
-            message["tool_calls"] = [
-                {"id": c["id"], "type": "function",
-                 "function": {"name": c["name"], "arguments": c["arguments"]}}
-                for c in reply["tool_calls"]
-            ]
-        self.send_json({
-            "id": "chatcmpl-mock", "object": "chat.completion", "created": 0, "model": MODEL,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": USAGE,
-        })
-
-    def send_stream(self, reply):
-        events = [chunk({"role": "assistant", "content": ""})]
-        if "tool_calls" in reply:
-            for index, c in enumerate(reply["tool_calls"]):
-                events.append(chunk({"tool_calls": [{
-                    "index": index, "id": c["id"], "type": "function",
-                    "function": {"name": c["name"], "arguments": c["arguments"]},
-                }]}))
-            events.append(chunk({}, "tool_calls"))
-        else:
-            events.append(chunk({"content": reply["content"]}))
-            events.append(chunk({}, "stop"))
-        events.append({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0,
-                       "model": MODEL, "choices": [], "usage": USAGE})
+    def send_sse(self, events, named=True):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
         for e in events:
-            self.wfile.write(b"data: " + json.dumps(e).encode() + b"\n\n")
-        self.wfile.write(b"data: [DONE]\n\n")
+            if named and isinstance(e, dict) and "type" in e:
+                self.wfile.write(b"event: " + e["type"].encode() + b"\n")
+            data = e if isinstance(e, str) else json.dumps(e)
+            self.wfile.write(b"data: " + data.encode() + b"\n\n")
         self.wfile.flush()
         self.close_connection = True
+
+    def fail(self, shape):
+        self.send_json(shape, 400)
+
+    # -- OpenAI chat completions (Kimi CLI)
+
+    def chat(self, body):
+        kind, value = reply("kimi", turn_chat(body))
+        if kind == "fail":
+            return self.fail({"error": {"message": "mock model: scripted failure",
+                                        "type": "invalid_request_error"}})
+        calls = value if kind == "calls" else []
+        text = value if kind == "text" else None
+
+        def chunk(delta, finish=None):
+            return {"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0,
+                    "model": "kimi-mock", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        if not body.get("stream"):
+            message = {"role": "assistant", "content": text}
+            if calls:
+                message["tool_calls"] = [{"id": i, "type": "function",
+                                          "function": {"name": n, "arguments": json.dumps(a)}}
+                                         for i, n, a in calls]
+            return self.send_json({"id": "chatcmpl-mock", "object": "chat.completion", "created": 0,
+                                   "model": "kimi-mock", "usage": USAGE,
+                                   "choices": [{"index": 0, "message": message,
+                                                "finish_reason": "tool_calls" if calls else "stop"}]})
+        events = [chunk({"role": "assistant", "content": ""})]
+        for index, (i, n, a) in enumerate(calls):
+            events.append(chunk({"tool_calls": [{"index": index, "id": i, "type": "function",
+                                                 "function": {"name": n, "arguments": json.dumps(a)}}]}))
+        if calls:
+            events.append(chunk({}, "tool_calls"))
+        else:
+            events.append(chunk({"content": text}))
+            events.append(chunk({}, "stop"))
+        events.append({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0,
+                       "model": "kimi-mock", "choices": [], "usage": USAGE})
+        events.append("[DONE]")
+        self.send_sse(events, named=False)
+
+    # -- Anthropic Messages (Claude Code)
+
+    def anthropic(self, body):
+        kind, value = reply("claude", turn_anthropic(body))
+        if kind == "fail":
+            return self.fail({"type": "error", "error": {"type": "invalid_request_error",
+                                                         "message": "mock model: scripted failure"}})
+        model = body.get("model", "claude-mock")
+        blocks = []
+        if kind == "text":
+            blocks.append({"type": "text", "text": value})
+        else:
+            for i, n, a in value:
+                blocks.append({"type": "tool_use", "id": i, "name": n, "input": a})
+        stop = "tool_use" if kind == "calls" else "end_turn"
+        usage = {"input_tokens": 100, "output_tokens": 10}
+        if not body.get("stream"):
+            return self.send_json({"id": "msg_mock", "type": "message", "role": "assistant",
+                                   "model": model, "content": blocks, "stop_reason": stop,
+                                   "stop_sequence": None, "usage": usage})
+        events = [{"type": "message_start", "message": {
+            "id": "msg_mock", "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 100, "output_tokens": 1}}}]
+        for index, b in enumerate(blocks):
+            if b["type"] == "text":
+                events.append({"type": "content_block_start", "index": index,
+                               "content_block": {"type": "text", "text": ""}})
+                events.append({"type": "content_block_delta", "index": index,
+                               "delta": {"type": "text_delta", "text": b["text"]}})
+            else:
+                events.append({"type": "content_block_start", "index": index,
+                               "content_block": {"type": "tool_use", "id": b["id"], "name": b["name"],
+                                                 "input": {}}})
+                events.append({"type": "content_block_delta", "index": index,
+                               "delta": {"type": "input_json_delta",
+                                         "partial_json": json.dumps(b["input"])}})
+            events.append({"type": "content_block_stop", "index": index})
+        events.append({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                       "usage": {"output_tokens": 10}})
+        events.append({"type": "message_stop"})
+        self.send_sse(events)
+
+    # -- OpenAI Responses (Codex)
+
+    def openai_responses(self, body):
+        kind, value = reply("codex", turn_responses(body))
+        if kind == "fail":
+            return self.fail({"error": {"message": "mock model: scripted failure",
+                                        "type": "invalid_request_error", "code": "invalid_request"}})
+        output = []
+        if kind == "text":
+            output.append({"type": "message", "id": "msg_mock", "role": "assistant", "status": "completed",
+                           "content": [{"type": "output_text", "text": value, "annotations": []}]})
+        else:
+            for n, (i, name, args) in enumerate(value):
+                output.append({"type": "function_call", "id": f"fc_mock_{n}", "call_id": i, "name": name,
+                               "arguments": json.dumps(args), "status": "completed"})
+        response = {"id": "resp_mock", "object": "response", "created_at": 0, "status": "in_progress",
+                    "model": body.get("model", "gpt-mock"), "output": []}
+        events = [{"type": "response.created", "response": response}]
+        for index, item in enumerate(output):
+            events.append({"type": "response.output_item.added", "output_index": index,
+                           "item": dict(item, status="in_progress")})
+            if item["type"] == "message":
+                events.append({"type": "response.output_text.delta", "item_id": item["id"],
+                               "output_index": index, "content_index": 0,
+                               "delta": item["content"][0]["text"]})
+            events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+        done = dict(response, status="completed", output=output, usage={
+            "input_tokens": 100, "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 10, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 110})
+        events.append({"type": "response.completed", "response": done})
+        self.send_sse(events)
+
+    # -- Gemini (Gemini CLI)
+
+    def gemini(self, body, stream):
+        kind, value = reply("gemini", turn_gemini(body))
+        if kind == "fail":
+            return self.fail({"error": {"code": 400, "message": "mock model: scripted failure",
+                                        "status": "INVALID_ARGUMENT"}})
+        if kind == "text":
+            parts = [{"text": value}]
+        else:
+            parts = [{"functionCall": {"name": n, "args": a}} for _, n, a in value]
+        doc = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
+                               "index": 0}],
+               "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 10,
+                                 "totalTokenCount": 110},
+               "modelVersion": "gemini-mock"}
+        if not stream:
+            return self.send_json(doc)
+        self.send_sse([doc], named=False)
 
 
 def main():

@@ -199,3 +199,41 @@ fn expect_100_continue_is_answered() {
     assert_eq!(parse_response(&response).0, 200);
     assert!(collector.stop().success());
 }
+
+#[test]
+fn collect_prints_its_url_on_one_line_of_stdout() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut child = hooktrack()
+        .args([
+            "collect",
+            "--provider",
+            "claude",
+            "--generation",
+            "1",
+            "--dir",
+        ])
+        .arg(tmp.path())
+        .env("HOOKTRACK_TOKEN", TOKEN)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn collect");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().expect("stdout")),
+        &mut line,
+    )
+    .expect("a line");
+    let record = wait_for(Duration::from_secs(20), "collector.json", || {
+        serde_json::from_slice::<serde_json::Value>(
+            &std::fs::read(tmp.path().join("collector.json")).ok()?,
+        )
+        .ok()
+    });
+    assert_eq!(
+        line.trim_end(),
+        format!("http://127.0.0.1:{}/events", record["port"])
+    );
+    send_signal(&child, libc::SIGTERM);
+    assert!(wait_child(&mut child, Duration::from_secs(30)).success());
+}

@@ -113,7 +113,7 @@ fn find_python() -> Result<PathBuf, String> {
     })
 }
 
-fn run_bounded(cmd: &mut Command, limit: Duration) -> Result<String, String> {
+pub(super) fn run_bounded(cmd: &mut Command, limit: Duration) -> Result<String, String> {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -208,13 +208,13 @@ fn kimi_venv(python: &Path) -> Result<PathBuf, String> {
 }
 
 /// The mock model server: its port comes on the first stdout line.
-struct Mock {
+pub(super) struct Mock {
     child: Child,
-    port: u16,
+    pub(super) port: u16,
 }
 
 impl Mock {
-    fn start(python: &Path) -> Self {
+    pub(super) fn start(python: &Path) -> Self {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/mock_model.py");
         let mut child = Command::new(python)
             .arg(&script)
@@ -291,7 +291,7 @@ fn kimi_cli_multi_turn_session_with_tools_is_tracked_live() {
         "\n"
     );
     let mut session = hooktrack()
-        .args(["session", "--variant", "cli", "--format", "ndjson", "--root"])
+        .args(["session", "--agent", "kimi-cli", "--format", "ndjson", "--root"])
         .arg(&root)
         .arg("--output")
         .arg(&output)
@@ -346,8 +346,12 @@ fn kimi_cli_multi_turn_session_with_tools_is_tracked_live() {
         "line one\nline two\n"
     );
 
-    // The observer came and went; the operator's config is back byte for byte.
-    assert_eq!(fs::read_to_string(&config).expect("config"), operator);
+    // The operator's bytes are kept; the observer block stays, routed by the environment
+    // (a user-global config is written once, not per session).
+    let after = fs::read_to_string(&config).expect("config");
+    assert!(after.starts_with(&operator), "{after}");
+    assert!(after.contains("# >>> hooktrack kimi observer (routed by environment"));
+    assert!(!after.contains("--generation"), "{after}");
 
     // The store: every hook of both turns, over HTTP, whole rows.
     let store = root.join("hook-observation/kimi-cli");

@@ -306,7 +306,7 @@ fn install_keeps_every_user_key_and_entry_in_order_and_uninstall_restores_the_by
         assert!(!text.contains("--generation 1 "));
         assert_eq!(users_part(&again), before.to_string());
 
-        let out = run(&["check", agent], &config, &[]);
+        let out = run(&["check", agent, "--file-only"], &config, &[]);
         ok(&out);
         assert!(
             String::from_utf8_lossy(&out.stdout).contains(&format!("hooktrack's {events} for")),
@@ -578,10 +578,12 @@ fn a_missing_file_is_created_and_uninstall_leaves_an_empty_object() {
             .output()
             .expect("run");
         ok(&out);
-        let config = home.join(agent).join(if agent == "codex" {
-            "hooks.json"
-        } else {
-            "settings.json"
+        // --home is the agent's home variable: $CLAUDE_CONFIG_DIR and $CODEX_HOME hold the
+        // file, $GEMINI_CLI_HOME holds .gemini/.
+        let config = home.join(agent).join(match agent {
+            "codex" => "hooks.json",
+            "gemini" => ".gemini/settings.json",
+            _ => "settings.json",
         });
         assert_eq!(mode(&config), 0o600);
         assert_eq!(keys(&json(&config)), ["hooks"]);

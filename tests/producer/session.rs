@@ -73,12 +73,7 @@ fn a_session_tracks_the_agent_live_and_cleans_up_after_it() {
     let output = tmp.path().join("session.ndjson");
     let mut session = hooktrack()
         .args([
-            "session",
-            "--variant",
-            "cli",
-            "--format",
-            "ndjson",
-            "--root",
+            "session", "--agent", "kimi-cli", "--format", "ndjson", "--root",
         ])
         .arg(&root)
         .arg("--output")
@@ -109,7 +104,9 @@ fn a_session_tracks_the_agent_live_and_cleans_up_after_it() {
     }
     let during = fs::read_to_string(&config).expect("config");
     assert!(during.starts_with(OPERATOR));
-    assert!(during.contains("# >>> hooktrack kimi observer (generation 1) >>>"));
+    // Kimi CLI's ~/.kimi/config.toml is user-global: the block routes by the environment.
+    assert!(during.contains("# >>> hooktrack kimi observer (routed by environment) >>>"));
+    assert!(!during.contains("--generation"), "{during}");
     let store = root.join("hook-observation/kimi-cli");
     // Posture is followed live: the prompt already shows as an active turn.
     let live = wait_for(Duration::from_secs(30), "live posture", || {
@@ -140,7 +137,9 @@ fn a_session_tracks_the_agent_live_and_cleans_up_after_it() {
     );
 
     // Cleanup: the config is the operator's again, the collector stopped.
-    assert_eq!(fs::read(&config).expect("config"), OPERATOR.as_bytes());
+    // The routed block stays for the next session (written once); the operator's bytes
+    // around it are untouched.
+    assert_eq!(fs::read_to_string(&config).expect("config"), during);
     let collector: serde_json::Value =
         serde_json::from_slice(&fs::read(store.join("collector.json")).expect("collector.json"))
             .expect("json");
@@ -217,7 +216,7 @@ fn a_failed_install_still_runs_the_agent_and_leaves_the_config_alone() {
     fs::write(&config, broken).expect("write");
     let root = tmp.path().join("root");
     let out = hooktrack()
-        .args(["session", "--variant", "cli", "--root"])
+        .args(["session", "--agent", "kimi-cli", "--root"])
         .arg(&root)
         .args(["--", "sh", "-c", "exit 0"])
         .env("HOME", &home)
@@ -245,8 +244,8 @@ fn reusing_a_root_starts_the_next_generation() {
         let out = hooktrack()
             .args([
                 "session",
-                "--variant",
-                "code",
+                "--agent",
+                "kimi-code",
                 "--format",
                 "ndjson",
                 "--output",
@@ -285,7 +284,7 @@ fn a_missing_agent_is_one_clear_error_and_nothing_left_behind() {
     let config = home.join(".kimi/config.toml");
     fs::write(&config, OPERATOR).expect("write");
     let out = hooktrack()
-        .args(["session", "--variant", "cli", "--root"])
+        .args(["session", "--agent", "kimi-cli", "--root"])
         .arg(tmp.path().join("root"))
         .args(["--", "/nonexistent/agent-binary"])
         .env("HOME", &home)
@@ -300,4 +299,89 @@ fn a_missing_agent_is_one_clear_error_and_nothing_left_behind() {
         "{stderr}"
     );
     assert_eq!(fs::read(&config).expect("config"), OPERATOR.as_bytes());
+}
+
+#[test]
+fn an_unknown_agent_is_refused_with_the_supported_agents() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = hooktrack()
+        .args(["session", "--root"])
+        .arg(tmp.path().join("root"))
+        .args(["--", "true"])
+        .env("HOME", tmp.path())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot tell which agent `true` is")
+            && stderr.contains("claude, codex, gemini, kimi-code, kimi-cli"),
+        "{stderr}"
+    );
+    // Nothing was installed or created for it.
+    assert_eq!(fs::read_dir(tmp.path()).expect("dir").count(), 0);
+}
+
+#[test]
+fn kimi_cli_deprecation_gate_is_explained() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    fs::create_dir_all(home.join(".kimi")).expect("mkdir");
+    // A `kimi` that, like Kimi CLI 1.52's console script, prints a notice and runs nothing.
+    let bin = tmp.path().join("bin");
+    fs::create_dir_all(&bin).expect("mkdir");
+    let kimi = bin.join("kimi");
+    fs::write(&kimi, "#!/bin/sh\necho 'kimi-cli is deprecated'\n").expect("write");
+    fs::set_permissions(&kimi, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out = hooktrack()
+        .args(["session", "--agent", "kimi-cli", "--root"])
+        .arg(tmp.path().join("root"))
+        .arg("--")
+        .arg(&kimi)
+        .arg("--print")
+        .env("HOME", &home)
+        .env_remove("KIMI_SHARE_DIR")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("deprecation gate"), "{stderr}");
+    assert!(stderr.contains("run_original_cli"), "{stderr}");
+    assert!(
+        stderr.contains("WARNING: the agent delivered no hook event"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_routed_hook_outside_any_session_exits_zero_and_writes_nothing() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut child = hooktrack()
+        .args([
+            "emit",
+            "--observer",
+            "hooktrack",
+            "--agent",
+            "claude",
+            "--event",
+            "Stop",
+        ])
+        .current_dir(tmp.path())
+        .env_remove("HOOKTRACK_DIR")
+        .env_remove("HOOKTRACK_URL")
+        .env_remove("HOOKTRACK_GENERATION")
+        .env_remove("HOOKTRACK_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let payload = r#"{"hook_event_name":"Stop","session_id":"s"}"#;
+    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), payload.as_bytes())
+        .expect("the hook takes its payload");
+    let status = wait_child(&mut child, Duration::from_secs(10));
+    let out = child.wait_with_output().expect("output");
+    assert_eq!(status.code(), Some(0));
+    assert!(out.stdout.is_empty() && out.stderr.is_empty());
+    assert_eq!(fs::read_dir(tmp.path()).expect("dir").count(), 0);
 }

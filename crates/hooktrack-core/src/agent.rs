@@ -34,11 +34,15 @@ pub enum ConfigFormat {
 }
 
 /// Where an agent reads its hook config: `$<home_env>/<file>` when the variable is set,
-/// else `~/<dot_dir>/<file>` (a project's own is `<project>/<dot_dir>/<file>`).
+/// else `$<user_home_env>/<dot_dir>/<file>` when that one is (Gemini CLI's
+/// `$GEMINI_CLI_HOME` stands in for `$HOME`), else `~/<dot_dir>/<file>` (a project's own is
+/// `<project>/<dot_dir>/<file>`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConfigLocation {
     /// The environment variable naming the directory that holds the file, if any.
     pub home_env: Option<&'static str>,
+    /// The environment variable the agent reads in place of `$HOME`, if any.
+    pub user_home_env: Option<&'static str>,
     /// The directory under `$HOME` (or a project) holding the file.
     pub dot_dir: &'static str,
     pub file: &'static str,
@@ -52,9 +56,29 @@ impl ConfigLocation {
         if let Some(dir) = self.home_env.and_then(&env).filter(|d| !d.is_empty()) {
             return Some(PathBuf::from(dir));
         }
-        env("HOME")
+        self.user_home_env
+            .and_then(&env)
+            .filter(|h| !h.is_empty())
+            .or_else(|| env("HOME"))
             .filter(|h| !h.is_empty())
             .map(|h| PathBuf::from(h).join(self.dot_dir))
+    }
+
+    /// The variable that names the agent's home, and what a directory given for it holds:
+    /// `$CLAUDE_CONFIG_DIR`, `$CODEX_HOME`, `$KIMI_CODE_HOME`, `$KIMI_SHARE_DIR` hold the
+    /// file itself; `$GEMINI_CLI_HOME` holds `.gemini/`. One meaning for `--home DIR`:
+    /// the value of this variable.
+    pub fn home_var(&self) -> Option<&'static str> {
+        self.home_env.or(self.user_home_env)
+    }
+
+    /// The file under `dir` when `dir` is the value of [`Self::home_var`].
+    pub fn file_in_home(&self, dir: &Path) -> PathBuf {
+        if self.home_env.is_some() {
+            dir.join(self.file)
+        } else {
+            dir.join(self.dot_dir).join(self.file)
+        }
     }
 
     /// The user-level file: `<home>/<file>`.
@@ -153,30 +177,35 @@ impl Agent {
         match self {
             Agent::KimiCode => ConfigLocation {
                 home_env: Some("KIMI_CODE_HOME"),
+                user_home_env: None,
                 dot_dir: ".kimi-code",
                 file: "config.toml",
                 format: ConfigFormat::TomlHooks,
             },
             Agent::KimiCli => ConfigLocation {
                 home_env: Some("KIMI_SHARE_DIR"),
+                user_home_env: None,
                 dot_dir: ".kimi",
                 file: "config.toml",
                 format: ConfigFormat::TomlHooks,
             },
             Agent::ClaudeCode => ConfigLocation {
                 home_env: Some("CLAUDE_CONFIG_DIR"),
+                user_home_env: None,
                 dot_dir: ".claude",
                 file: "settings.json",
                 format: ConfigFormat::JsonHooks,
             },
             Agent::Codex => ConfigLocation {
                 home_env: Some("CODEX_HOME"),
+                user_home_env: None,
                 dot_dir: ".codex",
                 file: "hooks.json",
                 format: ConfigFormat::JsonHooks,
             },
             Agent::GeminiCli => ConfigLocation {
                 home_env: None,
+                user_home_env: Some("GEMINI_CLI_HOME"),
                 dot_dir: ".gemini",
                 file: "settings.json",
                 format: ConfigFormat::JsonHooks,
@@ -322,6 +351,33 @@ const GEMINI_EVENTS: [&str; 11] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gemini_reads_gemini_cli_home_in_place_of_home() {
+        let env = |name: &str| match name {
+            "HOME" => Some(OsString::from("/h")),
+            "GEMINI_CLI_HOME" => Some(OsString::from("/g")),
+            _ => None,
+        };
+        let gemini = Agent::GeminiCli.config();
+        assert_eq!(
+            gemini.user_file(env),
+            Some(PathBuf::from("/g/.gemini/settings.json"))
+        );
+        assert_eq!(
+            gemini.file_in_home(Path::new("/g")),
+            PathBuf::from("/g/.gemini/settings.json")
+        );
+        let claude = Agent::ClaudeCode.config();
+        assert_eq!(
+            claude.user_file(env),
+            Some(PathBuf::from("/h/.claude/settings.json"))
+        );
+        assert_eq!(
+            claude.file_in_home(Path::new("/c")),
+            PathBuf::from("/c/settings.json")
+        );
+    }
 
     #[test]
     fn every_name_finds_its_agent_and_no_two_agents_share_one() {

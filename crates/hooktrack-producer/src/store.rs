@@ -37,6 +37,16 @@ pub use hooktrack_core::store::StorePaths;
 /// The environment variable that carries the per-session bearer token.
 pub const TOKEN_ENV: &str = "HOOKTRACK_TOKEN";
 
+/// The routing environment of an environment-routed hook (contract section 10): the
+/// agent process inherits it from `hooktrack session` (or a supervisor's launch) and every
+/// hook it runs delivers there. Without [`DIR_ENV`] the hook has nowhere to deliver and
+/// exits at once.
+pub const URL_ENV: &str = "HOOKTRACK_URL";
+/// The store's artifact directory of the session the agent belongs to.
+pub const DIR_ENV: &str = "HOOKTRACK_DIR";
+/// The session's channel generation.
+pub const GENERATION_ENV: &str = "HOOKTRACK_GENERATION";
+
 /// Errors of the store files.
 #[derive(Debug, Error)]
 pub enum StoreError {

@@ -11,7 +11,7 @@
 
 use hooktrack_core::agent::{Agent, ConfigFormat};
 
-use super::Observer;
+use super::{Observer, Route};
 
 /// The label the JSON installer writes, `--observer hooktrack`, so it can find its own
 /// entries again (JSON has no comments to put markers in).
@@ -23,20 +23,36 @@ const COMMAND_MARK: &str = " emit --observer hooktrack ";
 /// The `hooktrack emit` command for one event: absolute, every value POSIX shell-quoted,
 /// no secret (the token comes from `$HOOKTRACK_TOKEN`). In a JSON hooks table it carries
 /// `--observer hooktrack` right after `emit`; the Kimi block is found by its markers.
+///
+/// An environment-routed command names only the agent and the event, so its text is the
+/// same for every session: `'/abs/hooktrack' emit --observer hooktrack --agent 'claude'
+/// --event 'Stop'`.
 pub fn command(agent: Agent, observer: &Observer, event: &str) -> String {
     let label = match agent.config().format {
         ConfigFormat::JsonHooks => format!("--observer {OBSERVER_LABEL} "),
         ConfigFormat::TomlHooks => String::new(),
     };
-    format!(
-        "{} emit {label}--url {} --dir {} --provider {} --generation {} --event {}",
-        shell_quote(&observer.emitter.to_string_lossy()),
-        shell_quote(&observer.url),
-        shell_quote(&observer.dir.to_string_lossy()),
-        shell_quote(agent.store_name()),
-        observer.generation,
-        shell_quote(event),
-    )
+    let emitter = shell_quote(&observer.emitter.to_string_lossy());
+    match &observer.route {
+        Route::Argv(to) => format!(
+            "{emitter} emit {label}--url {} --dir {} --provider {} --generation {} --event {}",
+            shell_quote(&to.url),
+            shell_quote(&to.dir.to_string_lossy()),
+            shell_quote(agent.store_name()),
+            to.generation,
+            shell_quote(event),
+        ),
+        Route::Environment => format!(
+            "{emitter} emit {label}--agent {} --event {}",
+            shell_quote(agent.store_name()),
+            shell_quote(event),
+        ),
+    }
+}
+
+/// Whether a hooktrack command routes by the environment (it names no collector).
+pub fn is_routed_command(command: &str) -> bool {
+    !command.contains(" --url ") && command.contains(" --agent ")
 }
 
 /// Quotes one word for a POSIX shell: single quotes, each `'` written as `'\''`.
@@ -89,10 +105,33 @@ mod tests {
     fn observer() -> Observer {
         Observer {
             emitter: PathBuf::from("/opt/it's here/hooktrack"),
-            url: "http://127.0.0.1:1/e".to_owned(),
-            dir: PathBuf::from("/s"),
-            generation: 4,
+            route: Route::Argv(crate::install::Destination {
+                url: "http://127.0.0.1:1/e".to_owned(),
+                dir: PathBuf::from("/s"),
+                generation: 4,
+            }),
         }
+    }
+
+    #[test]
+    fn a_routed_command_is_the_same_for_every_session_and_names_no_collector() {
+        let routed = Observer {
+            emitter: PathBuf::from("/bin/hooktrack"),
+            route: Route::Environment,
+        };
+        let c = command(Agent::Codex, &routed, "Stop");
+        assert_eq!(
+            c,
+            "'/bin/hooktrack' emit --observer hooktrack --agent 'codex' --event 'Stop'"
+        );
+        assert!(is_hooktrack_command(&c));
+        assert!(is_routed_command(&c));
+        assert_eq!(generation_of(&c), None);
+        assert!(!is_routed_command(&command(
+            Agent::Codex,
+            &observer(),
+            "Stop"
+        )));
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod facts;
 mod file;
 mod format;
 pub mod json_hooks;
+pub mod preflight;
 pub mod toml_block;
 
 use std::fs;
@@ -33,16 +34,46 @@ pub use detect::detect_kimi;
 pub use error::{InstallError, MarkerError, Refusal, Violation};
 use format::Removal;
 
-/// What the hook command points at.
+/// What the hook command runs and where its deliveries go.
 #[derive(Clone, Debug)]
 pub struct Observer {
     /// The `hooktrack` binary (absolute).
     pub emitter: PathBuf,
+    pub route: Route,
+}
+
+/// How a hook finds its session (contract sections 7 and 10).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Collector URL, store and generation in the command: for a launch-owned config
+    /// (Kimi Code's `$KIMI_CODE_HOME`), rewritten at every start, removed at cleanup.
+    Argv(Destination),
+    /// Nothing session-specific in the command: each delivery is routed by the
+    /// environment the agent inherits (`$HOOKTRACK_URL`, `$HOOKTRACK_DIR`,
+    /// `$HOOKTRACK_GENERATION`, `$HOOKTRACK_TOKEN`). For user-global configs shared by
+    /// every session: written once, its text never changes (so a trust granted in Codex
+    /// stays valid), and a hook without that environment exits at once.
+    Environment,
+}
+
+/// One session's collector, store and generation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Destination {
     /// The collector URL.
     pub url: String,
     /// The store's artifact directory (absolute).
     pub dir: PathBuf,
     pub generation: u64,
+}
+
+impl Observer {
+    /// The entries' generation; `None` for environment-routed entries.
+    pub fn generation(&self) -> Option<u64> {
+        match &self.route {
+            Route::Argv(d) => Some(d.generation),
+            Route::Environment => None,
+        }
+    }
 }
 
 /// What a validation found in a hooks file: the report of the read-back and of `check`.
@@ -52,8 +83,11 @@ pub struct Validation {
     pub entries: usize,
     /// hooktrack's entries (0: none).
     pub ours: usize,
-    /// Their generation, when there are some and it is readable.
+    /// Their generation, when there are some and it is readable (`None` for
+    /// environment-routed entries).
     pub generation: Option<u64>,
+    /// hooktrack's entries route by the environment (no generation in their command).
+    pub routed: bool,
 }
 
 /// What a check found.
@@ -107,16 +141,20 @@ pub enum Uninstalled {
     },
 }
 
-/// Installs (or replaces) hooktrack's entries for `agent` in `config` and records the
-/// verdict in `<observer.dir>/channel.json`: `ok` with "N hooktrack entries for LABEL in
-/// FILE (generation G)", or not ok with the error chain. The install's own error wins
-/// over a failure to record.
+/// Installs (or replaces) hooktrack's entries for `agent` in `config`. With an
+/// [`Route::Argv`] observer the verdict is recorded in `<dir>/channel.json`: `ok` with "N
+/// hooktrack entries for LABEL in FILE (generation G)", or not ok with the error chain
+/// (the install's own error wins over a failure to record). An environment-routed install
+/// belongs to no session, so it records nothing.
 pub fn install(
     config: &Path,
     agent: Agent,
     observer: &Observer,
 ) -> Result<InstallReport, InstallError> {
     let result = install_unrecorded(config, agent, observer);
+    let Route::Argv(destination) = &observer.route else {
+        return result;
+    };
     let verdict = match &result {
         Ok(r) => InstallRecord {
             ok: true,
@@ -125,7 +163,7 @@ pub fn install(
                 r.ours,
                 agent.label(),
                 r.config.display(),
-                observer.generation
+                destination.generation
             )),
         },
         Err(e) => InstallRecord {
@@ -134,9 +172,9 @@ pub fn install(
         },
     };
     let recorded = write_channel(
-        &observer.dir,
+        &destination.dir,
         agent.store_name(),
-        observer.generation,
+        destination.generation,
         verdict,
     );
     let report = result?;
@@ -200,6 +238,20 @@ pub fn check(config: &Path, agent: Agent) -> Result<CheckReport, InstallError> {
     Ok(CheckReport { config, validation })
 }
 
+/// Whether `config` holds exactly the entries `observer` renders for `agent` (so an
+/// install would rewrite nothing): what lets a session leave a shared config untouched.
+pub fn installed_by(config: &Path, agent: Agent, observer: &Observer) -> bool {
+    let config = file::resolve(config);
+    let Ok(Some(text)) = file::read_text(&config) else {
+        return false;
+    };
+    match agent.config().format {
+        ConfigFormat::TomlHooks => toml_block::validate(&text, agent, Some(observer)),
+        ConfigFormat::JsonHooks => json_hooks::validate(&text, agent, Some(observer)),
+    }
+    .is_ok_and(|v| v.ours > 0)
+}
+
 /// Records the installer's verdict in `<dir>/channel.json` (0600, atomic).
 pub fn write_channel(
     dir: &Path,
@@ -222,10 +274,12 @@ pub fn write_channel(
 
 /// The emitter and the store must be absolute, the URL one the emitter accepts.
 fn check_observer(observer: &Observer) -> Result<(), InstallError> {
-    for (what, path) in [
-        ("the emitter", &observer.emitter),
-        ("the store", &observer.dir),
-    ] {
+    let mut paths = vec![("the emitter", &observer.emitter)];
+    if let Route::Argv(destination) = &observer.route {
+        paths.push(("the store", &destination.dir));
+        Url::parse(&destination.url).map_err(|source| InstallError::Url { source })?;
+    }
+    for (what, path) in paths {
         if !path.is_absolute() {
             return Err(InstallError::NotAbsolute {
                 what,
@@ -233,7 +287,6 @@ fn check_observer(observer: &Observer) -> Result<(), InstallError> {
             });
         }
     }
-    Url::parse(&observer.url).map_err(|source| InstallError::Url { source })?;
     Ok(())
 }
 

@@ -1,15 +1,18 @@
 use std::path::PathBuf;
 
 use super::*;
+use crate::install::{Destination, Route};
 
 const JSON_AGENTS: [Agent; 3] = [Agent::ClaudeCode, Agent::Codex, Agent::GeminiCli];
 
 fn observer() -> Observer {
     Observer {
         emitter: PathBuf::from("/opt/it's here/hooktrack"),
-        url: "http://127.0.0.1:4242/events".to_owned(),
-        dir: PathBuf::from("/s/hook-observation/claude"),
-        generation: 3,
+        route: Route::Argv(Destination {
+            url: "http://127.0.0.1:4242/events".to_owned(),
+            dir: PathBuf::from("/s/hook-observation/claude"),
+            generation: 3,
+        }),
     }
 }
 

@@ -6,7 +6,7 @@ use hooktrack_core::agent::Agent;
 use serde_json::Value;
 
 use super::edit::{MATCH_ALL, Owner, Settings, entry, kind, owner};
-use crate::install::command::generation_of;
+use crate::install::command::{generation_of, is_routed_command};
 use crate::install::{Observer, Validation, Violation, facts};
 
 /// One of hooktrack's entries where the file holds it.
@@ -90,12 +90,26 @@ pub fn validate(
             }
         }
     }
-    let generation = check_ours(agent, &found, expected)?;
+    let scope = check_ours(agent, &found, expected)?;
     Ok(Validation {
         entries,
         ours: found.len(),
-        generation,
+        generation: match scope {
+            Scope::Generation(g) => Some(g),
+            Scope::None | Scope::Routed => None,
+        },
+        routed: scope == Scope::Routed,
     })
+}
+
+/// Whose session hooktrack's entries deliver to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Scope {
+    /// There are none.
+    None,
+    Generation(u64),
+    /// The environment the agent inherits decides.
+    Routed,
 }
 
 /// A matcher group of a strictly read event; `Err` is the rule it breaks.
@@ -162,12 +176,12 @@ fn check_entry(agent: Agent, entry: &Value) -> Result<(), Violation> {
     }
 }
 
-/// Checks hooktrack's entries; returns their generation (`None` when there are none).
+/// Checks hooktrack's entries; returns whose session they deliver to.
 fn check_ours(
     agent: Agent,
     found: &[Found],
     expected: Option<&Observer>,
-) -> Result<Option<u64>, Violation> {
+) -> Result<Scope, Violation> {
     let events = agent.hook_events();
     let mut generations = BTreeSet::new();
     let mut hooked = BTreeSet::new();
@@ -217,20 +231,24 @@ fn check_ours(
             )));
         }
         let command = item.get("command").and_then(Value::as_str).unwrap_or("");
-        generations.insert(generation_of(command));
+        generations.insert(if is_routed_command(command) {
+            Some(Scope::Routed)
+        } else {
+            generation_of(command).map(Scope::Generation)
+        });
         if let Some(observer) = expected
             && **item != entry(agent, observer, event)
         {
-            return Err(bad(format!(
-                "is not the one rendered for generation {}",
-                observer.generation
-            )));
+            return Err(bad(match observer.generation() {
+                Some(g) => format!("is not the one rendered for generation {g}"),
+                None => "is not the one rendered for routing by environment".to_owned(),
+            }));
         }
     }
     if found.is_empty() {
         return match expected {
             Some(_) => Err(Violation::new("no hooktrack entry")),
-            None => Ok(None),
+            None => Ok(Scope::None),
         };
     }
     let missing: Vec<&str> = events
@@ -249,7 +267,7 @@ fn check_ours(
     }
     let mut generations = generations.into_iter();
     match (generations.next(), generations.next()) {
-        (Some(Some(g)), None) => Ok(Some(g)),
+        (Some(Some(scope)), None) => Ok(scope),
         (Some(None), None) => Err(Violation::new(
             "a hooktrack entry without a readable generation",
         )),

@@ -21,6 +21,8 @@ use super::{InstallError, MarkerError, Observer, Replaced, Validation, Violation
 
 const BEGIN: &str = "# >>> hooktrack kimi observer";
 const END: &str = "# <<< hooktrack kimi observer <<<";
+/// The begin marker's scope for an environment-routed block (no generation).
+const ROUTED: &str = "routed by environment";
 
 /// The block, from its begin marker to its end marker's newline.
 pub fn render_block(agent: Agent, observer: &Observer, newline_added: bool) -> String {
@@ -28,9 +30,12 @@ pub fn render_block(agent: Agent, observer: &Observer, newline_added: bool) -> S
     if newline_added {
         out.push('\n');
     }
+    let scope = match observer.generation() {
+        Some(g) => format!("generation {g}"),
+        None => ROUTED.to_owned(),
+    };
     out.push_str(&format!(
-        "{BEGIN} (generation {}{}) >>>\n",
-        observer.generation,
+        "{BEGIN} ({scope}{}) >>>\n",
         if newline_added { ", newline added" } else { "" }
     ));
     out.push_str(&format!(
@@ -80,6 +85,8 @@ pub struct Block {
     pub start: usize,
     pub end: usize,
     pub generation: Option<u64>,
+    /// The block routes by the environment.
+    pub routed: bool,
     /// 1-based line of the begin marker.
     pub line: usize,
 }
@@ -94,6 +101,7 @@ struct Open {
 /// What a begin marker says: `(generation N[, newline added])`.
 struct BeginMarker {
     generation: Option<u64>,
+    routed: bool,
     newline_added: bool,
 }
 
@@ -130,6 +138,7 @@ pub fn find_block(text: &str) -> Result<Option<Block>, MarkerError> {
                 start,
                 end: offset + line.len(),
                 generation: begin.marker.generation,
+                routed: begin.marker.routed,
                 line: begin.line,
             });
         }
@@ -144,6 +153,7 @@ pub fn find_block(text: &str) -> Result<Option<Block>, MarkerError> {
 fn parse_begin(line: &str) -> BeginMarker {
     let mut marker = BeginMarker {
         generation: None,
+        routed: false,
         newline_added: false,
     };
     let Some(inside) = line
@@ -158,6 +168,8 @@ fn parse_begin(line: &str) -> BeginMarker {
         let part = part.trim();
         if let Some(n) = part.strip_prefix("generation ") {
             marker.generation = n.trim().parse().ok();
+        } else if part == ROUTED {
+            marker.routed = true;
         } else if part == "newline added" {
             marker.newline_added = true;
         }
@@ -280,6 +292,7 @@ pub(crate) fn check(
         entries: all.entries,
         ours,
         generation: block.generation,
+        routed: block.routed,
     })
 }
 

@@ -105,6 +105,7 @@ pub fn validate(
     Ok(Validation {
         entries: entries.len(),
         ours,
-        generation: expected.filter(|_| ours > 0).map(|o| o.generation),
+        generation: expected.filter(|_| ours > 0).and_then(Observer::generation),
+        routed: expected.is_some_and(|o| ours > 0 && o.generation().is_none()),
     })
 }

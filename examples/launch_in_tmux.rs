@@ -1,0 +1,166 @@
+//! A supervisor starting an agent in a tmux window under observation, with the library's
+//! [`hooktrack::Launch`]: the launch gives the environment to pass (`new-window -e`), the
+//! supervisor follows the session and finishes it when the window's command is gone.
+//!
+//! ```sh
+//! cargo run --example launch_in_tmux -- claude -p 'hello'
+//! ```
+//!
+//! The window lives on a private tmux server (`tmux -L hooktrack-example`), so nothing of
+//! the user's tmux is touched; attach with `tmux -L hooktrack-example attach` to watch.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use hooktrack::{Agent, Launch, LaunchConfig, wall_clock};
+
+/// The private tmux server's socket name.
+const SOCKET: &str = "hooktrack-example";
+/// The longest the example follows one agent.
+const LIMIT: Duration = Duration::from_secs(600);
+
+fn main() -> ExitCode {
+    let argv: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let Some(program) = argv.first() else {
+        eprintln!("usage: launch_in_tmux AGENT [ARGS...]   (claude, codex, gemini, kimi-cli)");
+        return ExitCode::from(2);
+    };
+    let name = Path::new(program)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let agent = match name.as_str() {
+        "kimi" => Agent::KimiCli,
+        other => match Agent::from_name(other) {
+            Ok(agent) => agent,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let env = |name: &str| std::env::var_os(name);
+    let (Some(config), Ok(emitter), Ok(cwd)) = (
+        agent.config().user_file(env),
+        std::env::current_exe()
+            .map(|exe| exe.with_file_name("../hooktrack"))
+            .and_then(std::fs::canonicalize),
+        std::env::current_dir(),
+    ) else {
+        eprintln!("needs $HOME, a built `hooktrack` binary (cargo build) and a working directory");
+        return ExitCode::FAILURE;
+    };
+    let root = std::env::temp_dir().join(format!("hooktrack-example-{}", std::process::id()));
+    let mut launch = match Launch::start(LaunchConfig {
+        agent,
+        config,
+        root,
+        emitter,
+        home: None,
+        cwd,
+        args: argv[1..].to_vec(),
+        program: None,
+    }) {
+        Ok(launch) => launch,
+        Err(e) => {
+            eprintln!("cannot start observing: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for finding in launch.findings() {
+        eprintln!("the hooks will not fire: {finding}");
+    }
+
+    // The window: the agent with the launch's environment, kept after it exits so its end
+    // can be seen (`remain-on-exit`).
+    let mut window = tmux();
+    window.args([
+        "new-session",
+        "-d",
+        "-s",
+        "observed",
+        "-x",
+        "200",
+        "-y",
+        "50",
+    ]);
+    for (key, value) in launch.env() {
+        window
+            .arg("-e")
+            .arg(format!("{key}={}", value.to_string_lossy()));
+    }
+    window.arg("--").args(&argv);
+    if !window.status().is_ok_and(|s| s.success()) {
+        eprintln!("cannot start the tmux window (is tmux installed?)");
+        return ExitCode::FAILURE;
+    }
+    let _ = tmux()
+        .args(["set-option", "-t", "observed", "remain-on-exit", "on"])
+        .status();
+    if let Some(pid) = pane_value("#{pane_pid}").and_then(|p| p.parse().ok()) {
+        launch.set_child_pid(pid);
+    }
+
+    let started = Instant::now();
+    while started.elapsed() < LIMIT {
+        for update in launch.poll(wall_clock()) {
+            for line in update.lines.iter().filter(|l| !l.changes.is_empty()) {
+                let what: Vec<String> = line
+                    .changes
+                    .iter()
+                    .map(|c| format!("{} {}→{}", c.field, c.before, c.after))
+                    .collect();
+                println!(
+                    "{} {}",
+                    line.event.as_deref().unwrap_or("-"),
+                    what.join(", ")
+                );
+            }
+        }
+        if pane_value("#{pane_dead}").is_none_or(|dead| dead == "1") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Late hooks, then the ledger.
+    std::thread::sleep(Duration::from_millis(500));
+    launch.poll(wall_clock());
+    for turn in launch.ledger() {
+        println!(
+            "turn {}: {}, {} tool calls",
+            turn.id,
+            turn.result.name(),
+            turn.tool_calls
+        );
+    }
+    let _ = tmux().args(["kill-server"]).status();
+    match launch.finish(wall_clock()) {
+        Ok(done) => {
+            println!("{} hook events", done.events);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("cleanup failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn tmux() -> Command {
+    let mut command = Command::new("tmux");
+    command.args(["-L", SOCKET]);
+    command
+}
+
+/// One format value of the observed pane, `None` once the server is gone.
+fn pane_value(format: &str) -> Option<String> {
+    let out = tmux()
+        .args(["display-message", "-p", "-t", "observed", format])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}

@@ -1,0 +1,423 @@
+//! Observing an agent the caller starts itself: what `hooktrack session` does, as a type.
+//!
+//! [`Launch::start`] makes a fresh session in a store (next generation, a bearer token, the
+//! collector on 127.0.0.1 in a thread of this process), makes sure hooktrack's observer
+//! entries are in the agent's config, and runs the [`preflight`](Launch::findings) that
+//! says whether the hooks will fire. The caller starts the agent with
+//! [`Launch::env`] in its environment (`tmux new-window -e NAME=VALUE ...`, or
+//! `Command::envs`), follows it with [`Launch::poll`], and ends it with
+//! [`Launch::finish`]. Dropping a `Launch` cleans up the same way, so no exit path leaves
+//! a collector running or a generation-scoped block behind.
+//!
+//! Routing (contract section 10): a user-global config (Claude Code, Codex, Gemini CLI,
+//! Kimi CLI) gets environment-routed entries, written once and never rewritten by a
+//! session, so concurrent sessions share one install and each lands in its own store. A
+//! launch-owned config (Kimi Code's `$KIMI_CODE_HOME/config.toml`) gets the
+//! generation-scoped block, removed again at the end.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+
+use thiserror::Error;
+
+use hooktrack_core::agent::{Agent, ConfigFormat};
+use hooktrack_core::correlate::TurnRecord;
+use hooktrack_core::diagnostics::error_chain;
+use hooktrack_core::provider::ProviderChoice;
+use hooktrack_core::store::{
+    InstallRecord, OBSERVATION_DIR, StorePaths, parse_channel, parse_collector,
+};
+use hooktrack_core::time::Timestamp;
+use hooktrack_live::session::{Session, SessionConfig, Update};
+use hooktrack_producer::collect::{
+    CollectConfig, CollectError, CollectSummary, Collector, Stopper,
+};
+use hooktrack_producer::install::preflight::{self, Finding, Probe};
+use hooktrack_producer::install::{self, Destination, InstallError, Observer, Route};
+use hooktrack_producer::store::{self, DIR_ENV, GENERATION_ENV, StoreError, TOKEN_ENV, URL_ENV};
+use hooktrack_producer::token::{self, TokenError};
+
+/// What to observe and where to keep it.
+#[derive(Clone, Debug)]
+pub struct LaunchConfig {
+    pub agent: Agent,
+    /// The agent's hooks file (see [`Agent::config`]).
+    pub config: PathBuf,
+    /// The session root: the store is `<root>/hook-observation/<store name>/`. Reusing a
+    /// root starts the next generation.
+    pub root: PathBuf,
+    /// The `hooktrack` binary the hooks run (absolute).
+    pub emitter: PathBuf,
+    /// A value for the agent's home variable (`$CLAUDE_CONFIG_DIR`, `$CODEX_HOME`,
+    /// `$GEMINI_CLI_HOME`, ...), passed in [`Launch::env`].
+    pub home: Option<PathBuf>,
+    /// The directory the agent will run in, its arguments and program (for the preflight:
+    /// Gemini's folder trust, Codex's trust state, flags that bypass either).
+    pub cwd: PathBuf,
+    pub args: Vec<OsString>,
+    pub program: Option<PathBuf>,
+}
+
+/// Why a launch could not start or finish cleanly.
+#[derive(Debug, Error)]
+pub enum LaunchError {
+    #[error("bad session root {path}")]
+    Root {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    #[error(transparent)]
+    Collect(#[from] CollectError),
+    #[error(transparent)]
+    Uninstall(#[from] InstallError),
+    #[error("the collector thread panicked")]
+    CollectorPanicked,
+}
+
+/// What the observer install did at start.
+#[derive(Clone, Debug)]
+pub struct Installed {
+    /// Verdict and detail, as `channel.json` records it.
+    pub record: InstallRecord,
+    /// The entries route by the environment (left in place at the end).
+    pub routed: bool,
+}
+
+/// How a finished launch went.
+#[derive(Clone, Debug)]
+pub struct Finished {
+    pub collector: Option<CollectSummary>,
+    /// Hook events this generation delivered.
+    pub events: u64,
+}
+
+/// One observed agent run: collector, observer, live tracking, cleanup.
+pub struct Launch {
+    agent: Agent,
+    config: PathBuf,
+    store: StorePaths,
+    generation: u64,
+    url: String,
+    token: String,
+    home: Option<PathBuf>,
+    installed: Installed,
+    findings: Vec<Finding>,
+    session: Session,
+    closed: Vec<TurnRecord>,
+    events: u64,
+    child_pid: Option<u32>,
+    collector: Option<(Stopper, JoinHandle<Result<CollectSummary, CollectError>>)>,
+}
+
+impl Launch {
+    /// Starts the collector, puts the observer in place and runs the preflight. An install
+    /// that fails is not an error: the launch still collects (the channel says
+    /// `unavailable`, [`Launch::installed`] says why).
+    pub fn start(config: LaunchConfig) -> Result<Self, LaunchError> {
+        let root = std::path::absolute(&config.root).map_err(|source| LaunchError::Root {
+            path: config.root.clone(),
+            source,
+        })?;
+        let agent = config.agent;
+        let store = StorePaths::in_dir(root.join(OBSERVATION_DIR).join(agent.store_name()));
+        store::create_dir(&store)?;
+        let generation = previous_generation(&store) + 1;
+        let token = token::generate()?;
+        let collector = Collector::bind(CollectConfig::new(
+            store.dir.as_path().to_owned(),
+            agent.store_name().to_owned(),
+            generation,
+            token.clone(),
+        ))?;
+        let url = collector.url();
+        let stopper = collector.stopper();
+        let thread = std::thread::spawn(move || collector.run());
+
+        let destination = Destination {
+            url: url.clone(),
+            dir: store.dir.as_path().to_owned(),
+            generation,
+        };
+        let installed = put_observer(agent, &config.config, &config.emitter, &destination);
+        let env = launch_env(agent, config.home.as_deref(), &destination, &token);
+        let lookup = |name: &str| {
+            env.iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+                .or_else(|| std::env::var_os(name))
+        };
+        let findings = preflight::preflight(&Probe {
+            agent,
+            config: &config.config,
+            env: &lookup,
+            cwd: &config.cwd,
+            args: &config.args,
+            program: config.program.as_deref(),
+            file_named: false,
+        });
+        // The channel says `unavailable` with the reason while the hooks cannot fire.
+        if installed.record.ok && !findings.is_empty() {
+            let detail = findings
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
+            let _ = install::write_channel(
+                store.dir.as_path(),
+                agent.store_name(),
+                generation,
+                InstallRecord {
+                    ok: false,
+                    detail: Some(format!("the hooks will not fire: {detail}")),
+                },
+            );
+        }
+        let session = Session::open(
+            store.clone(),
+            SessionConfig {
+                provider: ProviderChoice::Exactly(agent),
+                report_lines: true,
+                ..SessionConfig::default()
+            },
+        );
+        Ok(Self {
+            agent,
+            config: config.config,
+            store,
+            generation,
+            url,
+            token,
+            home: config.home,
+            installed,
+            findings,
+            session,
+            closed: Vec::new(),
+            events: 0,
+            child_pid: None,
+            collector: Some((stopper, thread)),
+        })
+    }
+
+    pub fn agent(&self) -> Agent {
+        self.agent
+    }
+
+    pub fn store(&self) -> &StorePaths {
+        &self.store
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The collector's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn installed(&self) -> &Installed {
+        &self.installed
+    }
+
+    /// Why the hooks will not fire (empty: they will).
+    pub fn findings(&self) -> &[Finding] {
+        &self.findings
+    }
+
+    /// The environment the agent must be started with: the routing variables, the token
+    /// and, when asked for, the agent's home variable.
+    pub fn env(&self) -> Vec<(String, OsString)> {
+        launch_env(
+            self.agent,
+            self.home.as_deref(),
+            &Destination {
+                url: self.url.clone(),
+                dir: self.store.dir.as_path().to_owned(),
+                generation: self.generation,
+            },
+            &self.token,
+        )
+    }
+
+    /// The agent process, once the caller started it (for the process signal of contract
+    /// section 9).
+    pub fn set_child_pid(&mut self, pid: u32) {
+        self.child_pid = Some(pid);
+    }
+
+    pub fn child_pid(&self) -> Option<u32> {
+        self.child_pid
+    }
+
+    /// Reads what arrived; the updates in order (none when nothing changed).
+    pub fn poll(&mut self, now: Timestamp) -> Vec<Update> {
+        let mut updates = Vec::new();
+        // Bounded: a poll stops at its read budget with `more`; catch up in a few rounds.
+        for _ in 0..64 {
+            let Some(update) = self.session.poll(now) else {
+                break;
+            };
+            self.events = update.events;
+            self.closed.extend(update.closed.iter().cloned());
+            updates.push(update);
+            if !self.session.more() {
+                break;
+            }
+        }
+        updates
+    }
+
+    /// The live session (posture, channel, diagnostics).
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The turn ledger so far.
+    pub fn ledger(&self) -> Vec<TurnRecord> {
+        self.session.ledger(self.closed.clone())
+    }
+
+    /// Hook events delivered so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Removes a generation-scoped block, stops the collector, reads the last rows.
+    pub fn finish(mut self, now: Timestamp) -> Result<Finished, LaunchError> {
+        let uninstall = self.remove_observer();
+        let collected = self.stop_collector();
+        self.poll(now);
+        uninstall?;
+        Ok(Finished {
+            collector: Some(collected?),
+            events: self.events,
+        })
+    }
+
+    fn remove_observer(&mut self) -> Result<(), LaunchError> {
+        if self.installed.routed || !self.installed.record.ok {
+            return Ok(());
+        }
+        self.installed.record.ok = false;
+        install::uninstall(&self.config, ConfigFormat::TomlHooks, Some(self.generation))?;
+        Ok(())
+    }
+
+    fn stop_collector(&mut self) -> Result<CollectSummary, LaunchError> {
+        let Some((stopper, thread)) = self.collector.take() else {
+            return Err(LaunchError::CollectorPanicked);
+        };
+        stopper.stop();
+        thread
+            .join()
+            .map_err(|_| LaunchError::CollectorPanicked)?
+            .map_err(LaunchError::from)
+    }
+}
+
+impl Drop for Launch {
+    fn drop(&mut self) {
+        if self.collector.is_some() {
+            let _ = self.remove_observer();
+            let _ = self.stop_collector();
+        }
+    }
+}
+
+/// Environment-routed entries where the config is shared, a generation-scoped block where
+/// the launch owns it. Routed entries already complete are not rewritten.
+fn put_observer(agent: Agent, config: &Path, emitter: &Path, to: &Destination) -> Installed {
+    let routed = agent != Agent::KimiCode;
+    let observer = Observer {
+        emitter: emitter.to_owned(),
+        route: if routed {
+            Route::Environment
+        } else {
+            Route::Argv(to.clone())
+        },
+    };
+    let already = routed
+        && install::check(config, agent)
+            .is_ok_and(|r| r.validation.routed && r.validation.ours > 0)
+        && install::installed_by(config, agent, &observer);
+    let result = if already {
+        Ok(format!(
+            "hooktrack's entries for {} in {} are in place (routed by environment)",
+            agent.label(),
+            config.display()
+        ))
+    } else {
+        install::install(config, agent, &observer).map(|r| {
+            format!(
+                "{} hooktrack entries for {} in {}{}",
+                r.ours,
+                agent.label(),
+                r.config.display(),
+                if routed {
+                    " (routed by environment, left in place)"
+                } else {
+                    ""
+                }
+            )
+        })
+    };
+    let record = match result {
+        Ok(detail) => InstallRecord {
+            ok: true,
+            detail: Some(detail),
+        },
+        Err(e) => InstallRecord {
+            ok: false,
+            detail: Some(error_chain(&e)),
+        },
+    };
+    if routed {
+        // The routed install records nothing itself: this session's channel gets it.
+        let _ = install::write_channel(&to.dir, agent.store_name(), to.generation, record.clone());
+    }
+    Installed { record, routed }
+}
+
+fn launch_env(
+    agent: Agent,
+    home: Option<&Path>,
+    to: &Destination,
+    token: &str,
+) -> Vec<(String, OsString)> {
+    let mut env = vec![
+        (URL_ENV.to_owned(), OsString::from(&to.url)),
+        (DIR_ENV.to_owned(), to.dir.clone().into_os_string()),
+        (
+            GENERATION_ENV.to_owned(),
+            OsString::from(to.generation.to_string()),
+        ),
+        (TOKEN_ENV.to_owned(), OsString::from(token)),
+    ];
+    if let (Some(home), Some(var)) = (home, agent.config().home_var()) {
+        env.push((var.to_owned(), home.as_os_str().to_owned()));
+    }
+    env
+}
+
+/// The generation recorded by an earlier collector or installer in this store, or 0.
+fn previous_generation(store: &StorePaths) -> u64 {
+    let from_collector = fs::read(&store.collector)
+        .ok()
+        .and_then(|b| parse_collector(&b).ok())
+        .and_then(|c| c.generation)
+        .unwrap_or(0);
+    let from_channel = fs::read(&store.channel)
+        .ok()
+        .and_then(|b| parse_channel(&b).ok())
+        .and_then(|c| c.generation)
+        .unwrap_or(0);
+    from_collector.max(from_channel)
+}

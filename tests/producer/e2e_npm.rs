@@ -1,0 +1,508 @@
+//! End to end with the real Claude Code, Codex and Gemini CLIs from npm, installed once
+//! into `target/tmp/e2e-cli`, each driven through `hooktrack session` against
+//! `tests/e2e/mock_model.py` on 127.0.0.1 with a scratch HOME.
+//!
+//! Without npm or the registry each test prints `SKIPPED <cli> ... reason` and passes;
+//! with `HOOKTRACK_E2E_REQUIRE=1` a skip is a failure.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::e2e::{Mock, run_bounded};
+use super::util::*;
+
+const PACKAGES: [&str; 3] = [
+    "@anthropic-ai/claude-code@2.1.197",
+    "@openai/codex@0.171.0",
+    "@google/gemini-cli@0.61.0",
+];
+
+/// One install for every test of this binary.
+static INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
+
+fn skip(cli: &str, reason: &str) {
+    let message = format!(
+        "\nSKIPPED {cli} end to end: {reason}\n(HOOKTRACK_E2E_REQUIRE=1 makes this a failure)\n"
+    );
+    let _ = std::io::stderr().write_all(message.as_bytes());
+    if std::env::var_os("HOOKTRACK_E2E_REQUIRE").is_some_and(|v| v == "1") {
+        panic!("{message}");
+    }
+}
+
+/// `target/tmp/e2e-cli/node_modules/.bin`, installing the three packages on first use.
+fn npm_bin() -> Result<PathBuf, String> {
+    let mut guard = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(done) = guard.as_ref() {
+        return done.clone();
+    }
+    let result = install_clis();
+    *guard = Some(result.clone());
+    result
+}
+
+fn install_clis() -> Result<PathBuf, String> {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-cli");
+    fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
+    let lock = fs::File::create(base.join(".lock")).map_err(|e| e.to_string())?;
+    lock.lock().map_err(|e| e.to_string())?;
+    let bin = base.join("node_modules/.bin");
+    let stamp = base.join("ready");
+    if fs::read_to_string(&stamp).is_ok_and(|s| s == PACKAGES.join(" ")) {
+        return Ok(bin);
+    }
+    run_bounded(
+        Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&base)
+            .args(PACKAGES),
+        Duration::from_secs(900),
+    )
+    .map_err(|e| format!("cannot install the CLIs from npm: {e}"))?;
+    for cli in ["claude", "codex", "gemini"] {
+        run_bounded(
+            Command::new(bin.join(cli)).arg("--version"),
+            Duration::from_secs(120),
+        )
+        .map_err(|e| format!("{cli} installed but does not run: {e}"))?;
+    }
+    fs::write(&stamp, PACKAGES.join(" ")).map_err(|e| e.to_string())?;
+    Ok(bin)
+}
+
+/// A scratch world for one agent run: HOME, a work dir, a session root.
+struct World {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    work: PathBuf,
+    root: PathBuf,
+}
+
+impl World {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let home = tmp.path().join("home");
+        let work = tmp.path().join("work");
+        fs::create_dir_all(&home).expect("mkdir");
+        fs::create_dir_all(&work).expect("mkdir");
+        let root = tmp.path().join("root");
+        Self {
+            _tmp: tmp,
+            home,
+            work,
+            root,
+        }
+    }
+}
+
+/// What one `hooktrack session --format ndjson` run gave.
+struct Run {
+    code: Option<i32>,
+    start: Value,
+    end: Value,
+    agent_out: String,
+    context: String,
+}
+
+fn session(world: &World, root: &Path, env: &[(&str, OsString)], argv: &[OsString]) -> Run {
+    let output = root.with_extension("ndjson");
+    if let Some(parent) = output.parent() {
+        fs::create_dir_all(parent).expect("mkdir");
+    }
+    let mut cmd = hooktrack();
+    cmd.args(["session", "--format", "ndjson", "--root"])
+        .arg(root)
+        .arg("--output")
+        .arg(&output)
+        .arg("--")
+        .args(argv)
+        .current_dir(&world.work)
+        .env("HOME", &world.home)
+        .env_remove("HOOKTRACK_TOKEN")
+        .env_remove("HOOKTRACK_DIR")
+        .env_remove("HOOKTRACK_URL")
+        .env_remove("HOOKTRACK_GENERATION")
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .env_remove("GEMINI_CLI_HOME")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn session");
+    let status = wait_child(&mut child, Duration::from_secs(180));
+    let mut agent_out = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stdout.take().expect("out"), &mut agent_out);
+    let mut stderr = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stderr.take().expect("err"), &mut stderr);
+    let lines: Vec<Value> = fs::read_to_string(&output)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let context = format!(
+        "agent stdout:\n{agent_out}\nstderr:\n{stderr}\nsession:\n{}",
+        lines
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    Run {
+        code: status.code(),
+        start: lines.first().cloned().unwrap_or(Value::Null),
+        end: lines.last().cloned().unwrap_or(Value::Null),
+        agent_out,
+        context,
+    }
+}
+
+fn python() -> PathBuf {
+    PathBuf::from("python3")
+}
+
+fn os(parts: &[&str]) -> Vec<OsString> {
+    parts.iter().map(OsString::from).collect()
+}
+
+fn claude_env(mock: &Mock) -> Vec<(&'static str, OsString)> {
+    vec![
+        (
+            "ANTHROPIC_BASE_URL",
+            format!("http://127.0.0.1:{}", mock.port).into(),
+        ),
+        ("ANTHROPIC_API_KEY", "dummy".into()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+        ("DISABLE_TELEMETRY", "1".into()),
+    ]
+}
+
+fn claude_argv(bin: &Path, prompt: &str) -> Vec<OsString> {
+    let mut argv = vec![bin.join("claude").into_os_string()];
+    argv.extend(os(&["-p", prompt, "--allowedTools", "Bash Write Read"]));
+    argv
+}
+
+/// The end line's ledger, and that the session's store holds one session.
+fn assert_one_ledger(run: &Run, expected: &[&str]) {
+    assert_eq!(run.end["kind"], "end", "{}", run.context);
+    assert_eq!(ledger(&run.end["turns"]), expected, "{}", run.context);
+    let store = PathBuf::from(run.start["store"].as_str().expect("store"));
+    let rows = rows(&store.join("events.ndjson"));
+    assert!(!rows.is_empty(), "{}", run.context);
+    let mut sessions: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| r["payload"]["session_id"].as_str())
+        .collect();
+    sessions.dedup();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    assert!(rows.iter().all(|r| r["via"] == "http"), "{rows:#?}");
+    let replay = replay_json(&store.join("events.ndjson"));
+    assert_eq!(ledger(&replay["turns"]), expected);
+}
+
+#[test]
+fn claude_code_tool_turn_through_session_ends_success_with_three_tools() {
+    let bin = match npm_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip("claude-code 2.1.197", &reason),
+    };
+    let mock = Mock::start(&python());
+    let world = World::new();
+    let run = session(
+        &world,
+        &world.root,
+        &claude_env(&mock),
+        &claude_argv(&bin, "Run a command, write a file, read it back. [[tools]]"),
+    );
+    assert_eq!(run.code, Some(0), "{}", run.context);
+    assert!(run.agent_out.contains("The file holds two lines. Done."));
+    assert_eq!(
+        fs::read_to_string(world.work.join("notes.txt")).expect("Write ran"),
+        "line one\nline two\n"
+    );
+    assert_eq!(run.start["provider"], "claude");
+    assert_eq!(
+        run.start["findings"],
+        serde_json::json!([]),
+        "{}",
+        run.context
+    );
+    assert_one_ledger(&run, &["main success 3"]);
+    assert_eq!(run.end["final"]["presence"], "absent");
+    assert!(run.end.get("warning").is_none(), "{}", run.context);
+    // The routed entries stay in ~/.claude/settings.json, naming no session.
+    let settings = fs::read_to_string(world.home.join(".claude/settings.json")).expect("settings");
+    assert!(settings.contains("emit --observer hooktrack --agent 'claude'"));
+    assert!(!settings.contains("--url") && !settings.contains("--generation"));
+}
+
+#[test]
+fn claude_code_failing_model_call_ends_known_failure() {
+    let bin = match npm_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip("claude-code 2.1.197", &reason),
+    };
+    let mock = Mock::start(&python());
+    let world = World::new();
+    let run = session(
+        &world,
+        &world.root,
+        &claude_env(&mock),
+        &claude_argv(&bin, "This call fails. [[fail]]"),
+    );
+    assert_eq!(run.code, Some(1), "{}", run.context);
+    // Claude Code reports an API error with StopFailure: a known failure, not a guess.
+    assert_one_ledger(&run, &["main known_failure 0"]);
+}
+
+#[test]
+fn two_concurrent_claude_sessions_land_in_two_stores_with_one_ledger_each() {
+    let bin = match npm_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip("claude-code 2.1.197", &reason),
+    };
+    let mock = Mock::start(&python());
+    let world = World::new();
+    // The first session installs the routed entries; note the bytes.
+    let first = session(
+        &world,
+        &world.root.join("warm"),
+        &claude_env(&mock),
+        &claude_argv(&bin, "hello [[plain]]"),
+    );
+    assert_eq!(first.code, Some(0), "{}", first.context);
+    let settings = world.home.join(".claude/settings.json");
+    let installed = fs::read(&settings).expect("settings");
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| {
+            session(
+                &world,
+                &world.root.join("a"),
+                &claude_env(&mock),
+                &claude_argv(&bin, "Run a command, write a file, read it back. [[tools]]"),
+            )
+        });
+        let b = s.spawn(|| {
+            session(
+                &world,
+                &world.root.join("b"),
+                &claude_env(&mock),
+                &claude_argv(&bin, "hello [[plain]]"),
+            )
+        });
+        (a.join().expect("a"), b.join().expect("b"))
+    });
+    assert_eq!(a.code, Some(0), "{}", a.context);
+    assert_eq!(b.code, Some(0), "{}", b.context);
+    assert_ne!(a.start["store"], b.start["store"]);
+    assert_one_ledger(&a, &["main success 3"]);
+    assert_one_ledger(&b, &["main success 0"]);
+    // Starting the two sessions did not rewrite the shared config.
+    assert_eq!(fs::read(&settings).expect("settings"), installed);
+}
+
+fn codex_home(world: &World, mock: &Mock) -> PathBuf {
+    let home = world.home.join(".codex");
+    fs::create_dir_all(&home).expect("mkdir");
+    fs::write(
+        home.join("config.toml"),
+        format!(
+            "model = \"gpt-5.5\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\n\
+             name = \"mock\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\n\
+             env_key = \"MOCK_API_KEY\"\n",
+            mock.port
+        ),
+    )
+    .expect("config.toml");
+    home
+}
+
+fn codex_argv(bin: &Path, prompt: &str, bypass_trust: bool) -> Vec<OsString> {
+    let mut argv = vec![bin.join("codex").into_os_string()];
+    argv.extend(os(&[
+        "exec",
+        "--skip-git-repo-check",
+        "--dangerously-bypass-approvals-and-sandbox",
+    ]));
+    if bypass_trust {
+        argv.push("--dangerously-bypass-hook-trust".into());
+    }
+    argv.push(prompt.into());
+    argv
+}
+
+#[test]
+fn codex_tool_turn_through_session_ends_success_with_three_tools() {
+    let bin = match npm_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip("codex 0.171.0", &reason),
+    };
+    let mock = Mock::start(&python());
+    let world = World::new();
+    codex_home(&world, &mock);
+    let run = session(
+        &world,
+        &world.root,
+        &[("MOCK_API_KEY", "dummy".into())],
+        &codex_argv(
+            &bin,
+            "Run a command, write a file, read it back. [[tools]]",
+            true,
+        ),
+    );
+    assert_eq!(run.code, Some(0), "{}", run.context);
+    assert_eq!(
+        fs::read_to_string(world.work.join("notes.txt")).expect("the command ran"),
+        "line one\nline two\n"
+    );
+    assert_eq!(run.start["provider"], "codex");
+    assert_one_ledger(&run, &["main success 3"]);
+}
+
+#[test]
+fn an_untrusted_codex_hook_is_reported_by_check_and_by_session() {
+    let bin = match npm_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip("codex 0.171.0", &reason),
+    };
+    let mock = Mock::start(&python());
+    let world = World::new();
+    let home = codex_home(&world, &mock);
+    // Without the bypass, Codex skips hooks nobody trusted: session says so up front and
+    // warns at the end that nothing came.
+    let run = session(
+        &world,
+        &world.root,
+        &[("MOCK_API_KEY", "dummy".into())],
+        &codex_argv(&bin, "hello [[plain]]", false),
+    );
+    assert_eq!(run.code, Some(0), "{}", run.context);
+    let findings = run.start["findings"].to_string();
+    assert!(findings.contains("has not trusted"), "{}", run.context);
+    assert!(
+        run.end["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("delivered no hook event") && w.contains("/hooks")),
+        "{}",
+        run.context
+    );
+    let store = PathBuf::from(run.start["store"].as_str().expect("store"));
+    assert_eq!(channel(&store)["install"]["ok"], false, "{}", run.context);
+    // `check codex` asks Codex itself and names the file, the cause and the fix.
+    let out = hooktrack()
+        .args(["check", "codex", "--agent-bin"])
+        .arg(bin.join("codex"))
+        .current_dir(&world.work)
+        .env("HOME", &world.home)
+        .env("CODEX_HOME", &home)
+        .output()
+        .expect("check");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("hooks.json"), "{stderr}");
+    assert!(
+        stderr.contains("Codex has not trusted 12 of hooktrack's entries"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("type /hooks"), "{stderr}");
+}
+
+fn gemini_settings(world: &World, auth: bool) {
+    let dir = world.home.join(".gemini");
+    fs::create_dir_all(&dir).expect("mkdir");
+    let settings = if auth {
+        r#"{"security": {"auth": {"selectedType": "gemini-api-key"}}}"#
+    } else {
+        "{}"
+    };
+    fs::write(dir.join("settings.json"), settings).expect("settings");
+}
+
+fn gemini_env(mock: &Mock) -> Vec<(&'static str, OsString)> {
+    vec![
+        (
+            "GOOGLE_GEMINI_BASE_URL",
+            format!("http://127.0.0.1:{}", mock.port).into(),
+        ),
+        ("GEMINI_API_KEY", "dummy".into()),
+    ]
+}
+
+fn gemini_argv(bin: &Path, prompt: &str) -> Vec<OsString> {
+    let mut argv = vec![bin.join("gemini").into_os_string()];
+    argv.extend(os(&[
+        "-m",
+        "gemini-2.5-flash",
+        "--skip-trust",
+        "--yolo",
+        "-p",
+        prompt,
+    ]));
+    argv
+}
+
+#[test]
+fn gemini_cli_tool_turn_through_session_ends_success_with_three_tools() {
+    let bin = match npm_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip("gemini-cli 0.61.0", &reason),
+    };
+    let mock = Mock::start(&python());
+    let world = World::new();
+    gemini_settings(&world, true);
+    let run = session(
+        &world,
+        &world.root,
+        &gemini_env(&mock),
+        &gemini_argv(&bin, "Run a command, write a file, read it back. [[tools]]"),
+    );
+    assert_eq!(run.code, Some(0), "{}", run.context);
+    assert_eq!(
+        fs::read_to_string(world.work.join("notes.txt")).expect("write_file ran"),
+        "line one\nline two\n"
+    );
+    assert_eq!(run.start["provider"], "gemini");
+    assert_one_ledger(&run, &["main success 3"]);
+}
+
+#[test]
+fn gemini_cli_without_an_auth_type_is_reported_before_it_runs() {
+    let bin = match npm_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip("gemini-cli 0.61.0", &reason),
+    };
+    let mock = Mock::start(&python());
+    let world = World::new();
+    gemini_settings(&world, false);
+    let run = session(
+        &world,
+        &world.root,
+        &gemini_env(&mock),
+        &gemini_argv(&bin, "hello [[plain]]"),
+    );
+    assert_ne!(run.code, Some(0), "{}", run.context);
+    assert!(
+        run.start["findings"]
+            .to_string()
+            .contains("security.auth.selectedType"),
+        "{}",
+        run.context
+    );
+    assert!(
+        run.end["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("security.auth.selectedType")),
+        "{}",
+        run.context
+    );
+}
