@@ -261,6 +261,7 @@ mod tests {
             line,
             generation: None,
             event: &event,
+            source: crate::source::Source::Hook,
         };
         c.observe(obs, None).notes
     }
