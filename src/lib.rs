@@ -37,8 +37,11 @@
 //! ```
 
 mod output;
+pub mod transcripts;
 
-pub use output::{Format, ReplayError, Report, replay};
+pub use output::{
+    Format, Options as ReplayOptions, ReplayError, Report, Transcripts, replay, replay_with,
+};
 
 pub use hooktrack_core::agent::{Agent, ConfigFormat, ConfigLocation, UnknownAgent};
 pub use hooktrack_core::channel::{ChannelConfig, ChannelStatus};

@@ -232,6 +232,8 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
     let status = match spawned {
         Ok(mut child) => {
             child_pid.store(i32::try_from(child.id()).unwrap_or(0), Ordering::SeqCst);
+            // The agent's end is a signal of its own: an open turn ends at once.
+            tracker.session.watch_process(child.id());
             if terminate.load(Ordering::SeqCst) {
                 let _ = child.kill();
             }
@@ -398,6 +400,8 @@ struct StartLine<'a> {
 struct EventLine<'a> {
     kind: &'static str,
     line: u64,
+    /// hook, transcript or process.
+    source: hooktrack_core::source::Source,
     #[serde(skip_serializing_if = "Option::is_none")]
     at: Option<Timestamp>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -514,6 +518,7 @@ impl Output {
                         "skipped"
                     },
                     line: change.line,
+                    source: change.source,
                     at: change.at,
                     event: change.event.as_deref(),
                     skipped: change.skipped.as_deref(),
