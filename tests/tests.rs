@@ -12,6 +12,7 @@ mod merge;
 mod producer;
 mod properties;
 mod regressions;
+mod signals;
 mod tail;
 mod timeline;
 mod watch;
