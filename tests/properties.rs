@@ -217,7 +217,10 @@ fn check_signal_invariants(inputs: &[Input]) -> Result<(), TestCaseError> {
 }
 
 /// The campaigns recorded with transcripts: (hook lines, transcript lines).
-fn signal_campaigns() -> Vec<(Vec<Vec<u8>>, Vec<Vec<u8>>)> {
+/// A file's lines.
+type Lines = Vec<Vec<u8>>;
+
+fn signal_campaigns() -> Vec<(Lines, Lines)> {
     campaigns()
         .iter()
         .filter(|p| p.with_extension("transcripts").is_dir())

@@ -90,10 +90,11 @@ fn replay(
     // The transcripts are named inside the rows: a first pass finds them (standard input
     // is held in memory for it).
     let mut held = Vec::new();
-    if stdin && !matches!(lookup, TranscriptLookup::Off) {
-        if let Err(e) = io::stdin().lock().read_to_end(&mut held) {
-            return fail(&format!("cannot read {name}: {e}"));
-        }
+    if stdin
+        && !matches!(lookup, TranscriptLookup::Off)
+        && let Err(e) = io::stdin().lock().read_to_end(&mut held)
+    {
+        return fail(&format!("cannot read {name}: {e}"));
     }
     let transcripts = match lookup {
         TranscriptLookup::Off => Transcripts::default(),
