@@ -66,7 +66,7 @@ fn main() -> Result<(), Box<dyn Error>> {
 }
 
 fn act(name: &str, update: &Update, screen: &TerminalFacts) {
-    let merged = merge(&update.posture, screen);
+    let merged = merge(&update.posture, screen, update.agent);
     println!(
         "{name}: channel {:?} ({}), phase {:?} from {:?}, last {:?} from {:?}",
         merged.channel,

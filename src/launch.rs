@@ -247,10 +247,11 @@ impl Launch {
         )
     }
 
-    /// The agent process, once the caller started it (for the process signal of contract
-    /// section 9).
+    /// The agent process, once the caller started it: its end is a signal of its own
+    /// (contract section 9), an open turn ends `terminal_gap` at once.
     pub fn set_child_pid(&mut self, pid: u32) {
         self.child_pid = Some(pid);
+        self.session.watch_process(pid);
     }
 
     pub fn child_pid(&self) -> Option<u32> {
@@ -265,7 +266,7 @@ impl Launch {
             let Some(update) = self.session.poll(now) else {
                 break;
             };
-            self.events = update.events;
+            self.events = self.session.hook_events();
             self.closed.extend(update.closed.iter().cloned());
             updates.push(update);
             if !self.session.more() {

@@ -41,10 +41,13 @@
 
 mod launch;
 mod output;
+pub mod transcripts;
 
 pub use launch::{Finished, Installed, Launch, LaunchConfig, LaunchError};
 
-pub use output::{Format, ReplayError, Report, replay};
+pub use output::{
+    Format, Options as ReplayOptions, ReplayError, Report, Transcripts, replay, replay_with,
+};
 
 pub use hooktrack_core::agent::{Agent, ConfigFormat, ConfigLocation, UnknownAgent};
 pub use hooktrack_core::channel::{ChannelConfig, ChannelStatus};

@@ -1,11 +1,17 @@
 //! The merge of hook posture and terminal facts, rule by rule.
 
+use hooktrack::Agent;
 use hooktrack::Pipeline;
-use hooktrack::merge::{MergeNote, Source, TerminalFacts, TerminalPhase, merge};
+use hooktrack::merge::{MergeNote, Merged, Source, TerminalFacts, TerminalPhase};
 use hooktrack::posture::Work;
 use hooktrack::{ChannelState, Phase, Posture, ProviderChoice, TurnResult};
 
 use crate::support::{kimi, turn_running};
+
+/// The rules for a provider with an interrupt hook (Kimi Code, the reference).
+fn merge(hook: &Posture, terminal: &TerminalFacts) -> Merged {
+    hooktrack::merge::merge(hook, terminal, Some(Agent::KimiCode))
+}
 
 /// The hook posture after `lines`, with the channel in `state`.
 fn hooks(lines: &[String], state: ChannelState) -> Posture {
@@ -58,7 +64,7 @@ fn only_hooks_publish_blocked() {
     // An approval panel without a hook PermissionRequest: active, not blocked.
     let running = hooks(&session(&[turn_running(1)]), ChannelState::Active);
     let m = merge(&running, &panel);
-    assert_eq!((m.phase, m.phase_from), (Phase::Active, Source::Hooks));
+    assert_eq!((m.phase, m.phase_from), (Phase::Active, Source::Hook));
     assert_eq!(m.notes, [MergeNote::ApprovalPanelNotBlocked]);
     // With it: blocked, whatever the screen shows.
     let waiting = hooks(
@@ -102,7 +108,7 @@ fn a_hook_interrupt_is_authoritative() {
     let m = merge(&interrupted, &screen(TerminalPhase::Active));
     assert_eq!(
         (m.last_result, m.last_result_from),
-        (TurnResult::Interrupted, Source::Hooks),
+        (TurnResult::Interrupted, Source::Hook),
         "settled without the screen's notice"
     );
     assert_eq!(
@@ -127,7 +133,7 @@ fn an_open_compaction_window_suppresses_idle_heuristics() {
     let pre = vec![kimi("PreCompact", r#""trigger":"manual""#)];
     let compacting = hooks(&session(std::slice::from_ref(&pre)), ChannelState::Active);
     let m = merge(&compacting, &screen(TerminalPhase::Ready));
-    assert_eq!((m.phase, m.phase_from), (Phase::Active, Source::Hooks));
+    assert_eq!((m.phase, m.phase_from), (Phase::Active, Source::Hook));
     assert!(!m.idle_heuristics);
     assert!(m.compacting);
     assert_eq!(m.notes, [MergeNote::IdleSuppressedByCompaction]);
@@ -197,7 +203,7 @@ fn a_stale_channel_keeps_the_latched_result_only() {
     assert_eq!((m.phase, m.phase_from), (Phase::Ready, Source::Terminal));
     assert_eq!(
         (m.last_result, m.last_result_from),
-        (TurnResult::Interrupted, Source::Hooks)
+        (TurnResult::Interrupted, Source::Hook)
     );
     assert!(m.idle_heuristics);
     // Nothing latched yet: the terminal's reading.
@@ -219,5 +225,5 @@ fn without_an_agent_the_hooks_know_of_the_terminal_decides_the_phase() {
     );
     let m = merge(&ended, &screen(TerminalPhase::Unknown));
     assert_eq!((m.phase, m.phase_from), (Phase::Unknown, Source::Terminal));
-    assert_eq!(m.last_result_from, Source::Hooks);
+    assert_eq!(m.last_result_from, Source::Hook);
 }

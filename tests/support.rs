@@ -1,5 +1,6 @@
 //! Helpers shared by the test modules.
 
+use hooktrack::transcripts::{TranscriptLookup, load_transcripts};
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
@@ -37,14 +38,39 @@ pub fn replay_bytes(bytes: &[u8], format: Format) -> (Report, String) {
     (report, String::from_utf8(out).expect("output is UTF-8"))
 }
 
+/// Replays a campaign as `hooktrack replay` does; a campaign recorded with its
+/// transcripts keeps them in `X.transcripts/` beside `X.ndjson` (`--transcripts DIR`).
 pub fn replay_file(path: &Path, format: Format) -> (Report, String) {
-    let file = File::open(path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    let dir = path.with_extension("transcripts");
+    let lookup = if dir.is_dir() {
+        TranscriptLookup::InDir(&dir)
+    } else {
+        TranscriptLookup::Off
+    };
+    replay_file_with(path, format, lookup, false)
+}
+
+pub fn replay_file_with(
+    path: &Path,
+    format: Format,
+    lookup: TranscriptLookup<'_>,
+    explain: bool,
+) -> (Report, String) {
+    let open = || File::open(path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    let transcripts = match lookup {
+        TranscriptLookup::Off => hooktrack::Transcripts::default(),
+        _ => load_transcripts(BufReader::new(open()), &lookup),
+    };
     let mut out = Vec::new();
-    let report = hooktrack::replay(
-        BufReader::new(file),
+    let report = hooktrack::replay_with(
+        BufReader::new(open()),
         &path.display().to_string(),
         ProviderChoice::Auto,
         format,
+        hooktrack::ReplayOptions {
+            transcripts,
+            explain,
+        },
         &mut out,
     )
     .expect("replay");

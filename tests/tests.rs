@@ -14,6 +14,7 @@ mod notify;
 mod producer;
 mod properties;
 mod regressions;
+mod signals;
 mod tail;
 mod timeline;
 mod tmux;

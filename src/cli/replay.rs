@@ -1,14 +1,15 @@
 //! `hooktrack replay`: a recorded log, start to end, in one of three formats.
 
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Write};
+use std::io::{self, BufReader, BufWriter, Cursor, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use hooktrack::Format;
 use hooktrack::ProviderChoice;
+use hooktrack::transcripts::{TranscriptLookup, load_transcripts};
+use hooktrack::{Format, ReplayOptions, Transcripts};
 
 use super::fail;
 use hooktrack_core::diagnostics::error_chain;
@@ -30,6 +31,16 @@ pub struct ReplayArgs {
     /// kimi-code, kimi-cli, claude, codex or gemini.
     #[arg(long, visible_alias = "agent", default_value = "auto", value_parser = super::parse_agent_choice)]
     provider: ProviderChoice,
+    /// Find the transcripts the payloads name (`transcript_path`) by file name in DIR
+    /// (a recording moved from another machine) instead of at the named path.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_transcripts")]
+    transcripts: Option<PathBuf>,
+    /// Do not read transcripts: the hooks alone.
+    #[arg(long)]
+    no_transcripts: bool,
+    /// After the text summary, print what set each fact of the final posture.
+    #[arg(long)]
+    explain: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -47,10 +58,27 @@ enum FormatArg {
 }
 
 pub fn run(args: &ReplayArgs) -> ExitCode {
-    replay(&args.file, args.format, args.provider)
+    let lookup = match (&args.transcripts, args.no_transcripts) {
+        (_, true) => TranscriptLookup::Off,
+        (Some(dir), false) => TranscriptLookup::InDir(dir),
+        (None, false) => TranscriptLookup::AsNamed,
+    };
+    replay(
+        &args.file,
+        args.format,
+        args.provider,
+        &lookup,
+        args.explain,
+    )
 }
 
-fn replay(file: &Path, format: FormatArg, choice: ProviderChoice) -> ExitCode {
+fn replay(
+    file: &Path,
+    format: FormatArg,
+    choice: ProviderChoice,
+    lookup: &TranscriptLookup<'_>,
+    explain: bool,
+) -> ExitCode {
     let format = match format {
         FormatArg::Text => Format::Text,
         FormatArg::Json => Format::Json,
@@ -59,17 +87,46 @@ fn replay(file: &Path, format: FormatArg, choice: ProviderChoice) -> ExitCode {
     };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    let result = if file.as_os_str() == "-" {
-        let stdin = io::stdin();
-        hooktrack::replay(stdin.lock(), "standard input", choice, format, &mut out)
+    let stdin = file.as_os_str() == "-";
+    let name = if stdin {
+        "standard input".to_owned()
     } else {
-        let name = file.display().to_string();
+        file.display().to_string()
+    };
+    // The transcripts are named inside the rows: a first pass finds them (standard input
+    // is held in memory for it).
+    let mut held = Vec::new();
+    if stdin
+        && !matches!(lookup, TranscriptLookup::Off)
+        && let Err(e) = io::stdin().lock().read_to_end(&mut held)
+    {
+        return fail(&format!("cannot read {name}: {e}"));
+    }
+    let transcripts = match lookup {
+        TranscriptLookup::Off => Transcripts::default(),
+        _ if stdin => load_transcripts(Cursor::new(&held), lookup),
+        _ => match File::open(file) {
+            Ok(f) => load_transcripts(BufReader::with_capacity(1 << 16, f), lookup),
+            Err(e) => return fail(&format!("cannot open {name}: {e}")),
+        },
+    };
+    let options = ReplayOptions {
+        transcripts,
+        explain,
+    };
+    let result = if stdin && !matches!(lookup, TranscriptLookup::Off) {
+        hooktrack::replay_with(Cursor::new(held), &name, choice, format, options, &mut out)
+    } else if stdin {
+        let stdin = io::stdin();
+        hooktrack::replay_with(stdin.lock(), &name, choice, format, options, &mut out)
+    } else {
         match File::open(file) {
-            Ok(f) => hooktrack::replay(
+            Ok(f) => hooktrack::replay_with(
                 BufReader::with_capacity(1 << 16, f),
                 &name,
                 choice,
                 format,
+                options,
                 &mut out,
             ),
             Err(e) => return fail(&format!("cannot open {name}: {e}")),

@@ -261,6 +261,7 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
     };
     let status = match spawned {
         Ok(mut child) => {
+            // The agent's end is a signal of its own: an open turn ends at once.
             launch.set_child_pid(child.id());
             child_pid.store(i32::try_from(child.id()).unwrap_or(0), Ordering::SeqCst);
             if terminate.load(Ordering::SeqCst) {
@@ -402,6 +403,8 @@ struct StartLine<'a> {
 struct EventLine<'a> {
     kind: &'static str,
     line: u64,
+    /// hook, transcript or process.
+    source: hooktrack_core::source::Source,
     #[serde(skip_serializing_if = "Option::is_none")]
     at: Option<Timestamp>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -541,6 +544,7 @@ impl Output {
                         "skipped"
                     },
                     line: change.line,
+                    source: change.source,
                     at: change.at,
                     event: change.event.as_deref(),
                     skipped: change.skipped.as_deref(),

@@ -4,6 +4,11 @@
 //! - `json`: one document `{"provider", "turns", "final", "diagnostics"}`;
 //! - `ndjson`: one line per input line with the posture after it, then one `end` line;
 //! - `html`: one self-contained page picturing the campaign (`html.rs`).
+//!
+//! With [`Transcripts`], the transcript lines the caller read are fed in between the hook
+//! rows by time: a transcript line goes just before the first hook row received later
+//! than the line's timestamp (a tie goes to the hook row, which was there first). A line
+//! without a timestamp takes the time of the line before it in its file.
 
 mod html;
 mod timeline;
@@ -17,9 +22,13 @@ use hooktrack_core::correlate::TurnRecord;
 use hooktrack_core::diagnostics::{Diagnostics, Note};
 use hooktrack_core::pipeline::{Fed, Pipeline};
 use hooktrack_core::posture::Posture;
+use hooktrack_core::provenance::Provenance;
 use hooktrack_core::provider::{Detection, ProviderChoice};
-use hooktrack_core::read::LineReader;
+use hooktrack_core::read::{LineReader, ReadLine};
+use hooktrack_core::row::parse_line;
+use hooktrack_core::source::Source;
 use hooktrack_core::time::Timestamp;
+use hooktrack_core::transcript::entry_time;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Format {
@@ -62,8 +71,63 @@ pub struct Report {
     #[serde(rename = "final")]
     pub final_posture: Posture,
     pub diagnostics: Diagnostics,
+    /// What set each fact of the final posture (source, event, line).
+    pub provenance: Provenance,
     pub lines: u64,
     pub events: u64,
+}
+
+/// Transcript lines to feed between the hook rows, from one or more transcript files.
+#[derive(Debug, Default)]
+pub struct Transcripts {
+    lines: Vec<TranscriptLine>,
+}
+
+#[derive(Debug)]
+struct TranscriptLine {
+    at: Option<Timestamp>,
+    number: u64,
+    bytes: Vec<u8>,
+}
+
+impl Transcripts {
+    /// Adds one transcript file's lines (in file order, 1-based numbers).
+    pub fn add_file(&mut self, lines: impl IntoIterator<Item = Vec<u8>>) {
+        let mut file: Vec<TranscriptLine> = lines
+            .into_iter()
+            .enumerate()
+            .map(|(i, bytes)| TranscriptLine {
+                at: entry_time(&bytes),
+                number: i as u64 + 1,
+                bytes,
+            })
+            .collect();
+        // Untimed lines ride with their predecessor (leading ones with the first timed line).
+        let first = file.iter().find_map(|l| l.at);
+        let mut last = first;
+        for line in &mut file {
+            match line.at {
+                Some(at) => last = Some(at),
+                None => line.at = last,
+            }
+        }
+        self.lines.extend(file);
+        // Stable: equal times keep file order.
+        self.lines
+            .sort_by_key(|l| l.at.map_or(i64::MAX, |t| t.as_millis()));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+}
+
+/// What to add to a replay: the transcripts, and `--explain`.
+#[derive(Debug, Default)]
+pub struct Options {
+    pub transcripts: Transcripts,
+    /// Text format: end with the provenance of the final posture.
+    pub explain: bool,
 }
 
 /// Replays `input` and writes it in `format` to `out`. `source_name` names the input in
@@ -76,13 +140,25 @@ pub fn replay<R: BufRead, W: Write>(
     format: Format,
     out: &mut W,
 ) -> Result<Report, ReplayError> {
+    replay_with(input, source_name, choice, format, Options::default(), out)
+}
+
+/// [`replay`] with transcripts fed in by time and, for text, `--explain`.
+pub fn replay_with<R: BufRead, W: Write>(
+    input: R,
+    source_name: &str,
+    choice: ProviderChoice,
+    format: Format,
+    options: Options,
+    out: &mut W,
+) -> Result<Report, ReplayError> {
+    let mut transcript = options.transcripts.lines.into_iter().peekable();
     let mut reader = LineReader::new(input);
     let mut pipeline = Pipeline::new(choice);
     let mut turns = Vec::new();
     let mut lines = 0;
     let mut previous = pipeline.posture();
     let mut recorder = html::Recorder::default();
-    let write = |source| ReplayError::Write { source };
     loop {
         let line = match reader.next_line() {
             Ok(Some(line)) => line,
@@ -96,23 +172,112 @@ pub fn replay<R: BufRead, W: Write>(
             }
         };
         lines = line.number();
+        if transcript.peek().is_some() {
+            let hook_at = match &line {
+                ReadLine::Line { bytes, .. } => parse_line(bytes).ok().and_then(|r| r.meta.at),
+                _ => None,
+            };
+            while let Some(t) =
+                transcript.next_if(|t| matches!((t.at, hook_at), (Some(a), Some(h)) if a < h))
+            {
+                let fed = pipeline.feed_transcript(t.number, &t.bytes);
+                emit(
+                    &fed,
+                    &pipeline,
+                    format,
+                    &mut previous,
+                    &mut turns,
+                    &mut recorder,
+                    out,
+                )?;
+            }
+        }
         let fed = pipeline.feed(line);
+        emit(
+            &fed,
+            &pipeline,
+            format,
+            &mut previous,
+            &mut turns,
+            &mut recorder,
+            out,
+        )?;
+    }
+    for t in transcript {
+        let fed = pipeline.feed_transcript(t.number, &t.bytes);
+        emit(
+            &fed,
+            &pipeline,
+            format,
+            &mut previous,
+            &mut turns,
+            &mut recorder,
+            out,
+        )?;
+    }
+    let extras = Extras {
+        explain: options.explain,
+        recorder: &recorder,
+        source_name,
+    };
+    finish(pipeline, turns, lines, format, extras, out)
+}
+
+/// Writes one fed line in `format` and keeps the closed turns the ledger needs.
+fn emit<W: Write>(
+    fed: &Fed<'_>,
+    pipeline: &Pipeline,
+    format: Format,
+    previous: &mut Posture,
+    turns: &mut Vec<TurnRecord>,
+    recorder: &mut html::Recorder,
+    out: &mut W,
+) -> Result<(), ReplayError> {
+    let write = |source| ReplayError::Write { source };
+    {
         match format {
             Format::Text => {
                 let posture = pipeline.posture();
-                timeline::write_line(out, &fed, &previous, &posture).map_err(write)?;
-                previous = posture;
+                timeline::write_line(out, fed, previous, &posture).map_err(write)?;
+                *previous = posture;
             }
             Format::Ndjson => {
-                write_ndjson_line(out, &fed, &pipeline).map_err(write)?;
+                if !matches!(fed, Fed::Skipped(skip) if skip.source != Source::Hook) {
+                    write_ndjson_line(out, fed, pipeline).map_err(write)?;
+                }
             }
-            Format::Html => recorder.record(&fed, &pipeline),
+            Format::Html => recorder.record(fed, pipeline),
             Format::Json => {}
         }
-        if let (Fed::Event(step), Format::Text | Format::Json | Format::Html) = (&fed, format) {
+        if let (Fed::Event(step), Format::Text | Format::Json | Format::Html) = (fed, format) {
             turns.extend(step.outcome.closed.iter().cloned());
         }
     }
+    Ok(())
+}
+
+/// What the end of a replay writes besides the report: `--explain` (text) and the page's
+/// recorded events (html).
+struct Extras<'a> {
+    explain: bool,
+    recorder: &'a html::Recorder,
+    source_name: &'a str,
+}
+
+fn finish<W: Write>(
+    pipeline: Pipeline,
+    turns: Vec<TurnRecord>,
+    lines: u64,
+    format: Format,
+    extras: Extras<'_>,
+    out: &mut W,
+) -> Result<Report, ReplayError> {
+    let Extras {
+        explain,
+        recorder,
+        source_name,
+    } = extras;
+    let write = |source| ReplayError::Write { source };
     // ndjson streamed the closed turns; its end line lists the open ones.
     let open = match format {
         Format::Ndjson => pipeline.open_turns(),
@@ -124,12 +289,18 @@ pub fn replay<R: BufRead, W: Write>(
         turns,
         final_posture: pipeline.posture(),
         diagnostics: pipeline.diagnostics().clone(),
+        provenance: pipeline.provenance().clone(),
         lines,
         events: pipeline.events(),
     };
     match format {
-        Format::Text => timeline::write_summary(out, &report).map_err(write)?,
-        Format::Html => html::write(out, source_name, &report, &recorder).map_err(write)?,
+        Format::Text => {
+            timeline::write_summary(out, &report).map_err(write)?;
+            if explain {
+                timeline::write_explain(out, &report).map_err(write)?;
+            }
+        }
+        Format::Html => html::write(out, source_name, &report, recorder).map_err(write)?,
         Format::Json => {
             serde_json::to_writer_pretty(&mut *out, &report)
                 .map_err(|e| write(io::Error::other(e)))?;
@@ -142,6 +313,7 @@ pub fn replay<R: BufRead, W: Write>(
                 open_turns: &open,
                 final_posture: &report.final_posture,
                 diagnostics: &report.diagnostics,
+                provenance: &report.provenance,
                 lines,
                 events: report.events,
             };
@@ -156,6 +328,7 @@ pub fn replay<R: BufRead, W: Write>(
 #[derive(Serialize)]
 struct EventLine<'a> {
     line: u64,
+    source: Source,
     at: Option<Timestamp>,
     event: &'a str,
     kind: &'static str,
@@ -181,6 +354,7 @@ struct EndLine<'a> {
     #[serde(rename = "final")]
     final_posture: &'a Posture,
     diagnostics: &'a Diagnostics,
+    provenance: &'a Provenance,
     lines: u64,
     events: u64,
 }
@@ -199,6 +373,7 @@ fn write_ndjson_line<W: Write>(out: &mut W, fed: &Fed<'_>, pipeline: &Pipeline) 
             &mut *out,
             &EventLine {
                 line: step.line,
+                source: step.source,
                 at: step.at,
                 event: &step.name,
                 kind: step.event.kind(),

@@ -6,6 +6,7 @@ use hooktrack_core::correlate::TurnRecord;
 use hooktrack_core::event::{Event, OriginKind, ToolRef};
 use hooktrack_core::pipeline::Fed;
 use hooktrack_core::posture::Posture;
+use hooktrack_core::source::Source;
 
 use super::Report;
 
@@ -18,6 +19,8 @@ pub(super) fn write_line<W: Write>(
     after: &Posture,
 ) -> io::Result<()> {
     match fed {
+        // A transcript is mostly entries that are not markers: counted, not listed.
+        Fed::Skipped(skip) if skip.source != Source::Hook => Ok(()),
         Fed::Skipped(skip) => writeln!(
             out,
             "{:>5}  {:<12}  skipped: {}: {}",
@@ -26,10 +29,16 @@ pub(super) fn write_line<W: Write>(
         Fed::Event(step) => {
             let time = step.at.map_or_else(|| "-".to_owned(), |t| t.clock());
             let what = format!("{} {}", step.name, describe(&step.event));
+            // Lines of a transcript are marked `t<line>`; the process's end `proc`.
+            let line = match step.source {
+                Source::Hook => step.line.to_string(),
+                Source::Transcript => format!("t{}", step.line),
+                Source::Process | Source::Terminal => step.source.name().chars().take(4).collect(),
+            };
             writeln!(
                 out,
                 "{:>5}  {:<12}  {:<44}  {}",
-                step.line,
+                line,
                 time,
                 what.trim_end(),
                 changes(before, after)
@@ -148,6 +157,7 @@ pub(super) fn describe(event: &Event<'_>) -> String {
         }
         Event::Notification { kind, .. } => opt(kind),
         Event::Heartbeat => String::new(),
+        Event::ProcessEnded { pid } => pid.map_or_else(String::new, |p| format!("pid {p}")),
         Event::Unknown { .. } => "(unknown event)".to_owned(),
     }
 }
@@ -182,7 +192,48 @@ fn turn_line(t: &TurnRecord) -> String {
         t.last_row,
         t.tool_calls,
         if t.tool_calls == 1 { "" } else { "s" }
-    )
+    ) + &match t.ended_by {
+        // The hooks end nearly every turn; only another source is named.
+        Some(source) if source != Source::Hook => format!(", ended by the {source}"),
+        _ => String::new(),
+    }
+}
+
+/// `--explain`: what set each fact of the final posture.
+pub(super) fn write_explain<W: Write>(out: &mut W, report: &Report) -> io::Result<()> {
+    let p = &report.final_posture;
+    let value = |fact: &str| match fact {
+        "blocked" => (p.turn.phase == hooktrack_core::posture::Phase::Blocked).to_string(),
+        "last_result" => p.last_turn.result.name().to_owned(),
+        "compacting" => p.maintenance.compacting.to_string(),
+        other => field(p, other),
+    };
+    writeln!(out)?;
+    writeln!(out, "provenance of the final posture:")?;
+    for (fact, cause) in report.provenance.facts() {
+        let why = match cause {
+            None => "never set (the default)".to_owned(),
+            Some(c) => {
+                let line = match c.source {
+                    Source::Hook => format!("line {}", c.line),
+                    Source::Transcript => format!("transcript line {}", c.line),
+                    Source::Process | Source::Terminal => "-".to_owned(),
+                };
+                let at = c.at.map_or_else(|| "-".to_owned(), |t| t.clock());
+                format!("{} {} ({line}, {at})", c.source, c.event)
+            }
+        };
+        writeln!(out, "  {fact:<12} {:<14} ← {why}", value(fact))?;
+    }
+    if let Some(turn) = report
+        .turns
+        .iter()
+        .rev()
+        .find(|t| t.is_main() && t.result.name() == p.last_turn.result.name())
+    {
+        writeln!(out, "  last turn    {}", turn_line(turn))?;
+    }
+    Ok(())
 }
 
 pub(super) fn write_summary<W: Write>(out: &mut W, report: &Report) -> io::Result<()> {

@@ -199,7 +199,15 @@ fn a_session_tracks_the_agent_live_and_cleans_up_after_it() {
     assert_eq!(end["final"]["last_turn"]["result"], "success");
     assert_eq!(end["collector"]["accepted"], 6);
     assert_eq!(end["collector"]["rejected"], 0);
-    assert_eq!(lines.iter().filter(|l| l["kind"] == "event").count(), 6);
+    let from = |source: &str| {
+        lines
+            .iter()
+            .filter(|l| l["kind"] == "event" && l["source"] == source)
+            .count()
+    };
+    assert_eq!(from("hook"), 6);
+    // The agent's exit is watched too: one line from the process, after the hooks'.
+    assert_eq!(from("process"), 1);
     // And replay of the store agrees with what was tracked live.
     let replay = replay_json(&store.join("events.ndjson"));
     assert_eq!(ledger(&replay["turns"]), ledger(&end["turns"]));

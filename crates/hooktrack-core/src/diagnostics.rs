@@ -56,6 +56,13 @@ diagnostics! {
     EventAfterSessionEnd => "event_after_session_end", "an event after SessionEnd that is not a new session (late fire-and-forget delivery)";
     TerminalGapSessionEnd => "terminal_gap_session_end", "a turn was open at SessionEnd: it ended and nobody knows how";
     TerminalGapNewSession => "terminal_gap_new_session", "a turn was open when a new session or generation began";
+    TerminalGapProcessEnded => "terminal_gap_process_ended", "a turn was open when the agent process ended: it ended and nobody knows how";
+    ProcessEndedWhileAbsent => "process_ended_while_absent", "the agent process ended when no session was present (after SessionEnd): nothing to settle";
+    // Transcripts (a second signal where the hooks are silent).
+    TranscriptEntryIgnored => "transcript_entry_ignored", "a transcript entry that is not one of the known markers of a blind moment (ignored)";
+    TranscriptEntryUnreadable => "transcript_entry_unreadable", "a transcript line that is not a JSON object (ignored)";
+    TranscriptMarkerStale => "transcript_marker_stale", "a transcript marker for a turn that is not the open one (older, another turn id, or none open): it settles nothing";
+    TranscriptNotFollowed => "transcript_not_followed", "the provider writes no transcript hooktrack reads (Kimi), so its lines are ignored";
     // Epochs and turns.
     EpochAbandoned => "epoch_abandoned", "an armed prompt never started a turn (blocked by a hook) and was superseded";
     TurnSuperseded => "turn_superseded", "a new prompt arrived while a turn was still open: the open turn is a terminal gap";

@@ -159,6 +159,10 @@ pub enum Event<'a> {
     Activity {
         name: Cow<'a, str>,
     },
+    /// The agent process ended (source: process). Nothing more can happen in its turn.
+    ProcessEnded {
+        pid: Option<u32>,
+    },
     /// An event name the provider mapping does not know. Counted, never an error.
     Unknown {
         name: Cow<'a, str>,
@@ -190,6 +194,7 @@ impl Event<'_> {
             Event::CompactionFinished { .. } => "compaction_finished",
             Event::Notification { .. } => "notification",
             Event::Activity { .. } => "activity",
+            Event::ProcessEnded { .. } => "process_ended",
             Event::Unknown { .. } => "unknown",
         }
     }

@@ -8,6 +8,9 @@
 //! Beside the pipeline: [`channel`] judges the hook channel's health from inputs and
 //! time, [`merge`] combines a posture with a supervisor's terminal facts, and [`store`] is
 //! the on-disk contract both edges share (paths, the envelope row, the metadata records).
+//! Where the hooks are silent, [`transcript`] classifies the entries of the transcript a
+//! payload names and the pipeline takes the agent process's end; every event carries its
+//! [`source`], and [`provenance`] says which source, event and line set each posture fact.
 
 pub mod agent;
 pub mod channel;
@@ -20,8 +23,11 @@ pub mod merge;
 pub mod payload;
 pub mod pipeline;
 pub mod posture;
+pub mod provenance;
 pub mod provider;
 pub mod read;
 pub mod row;
+pub mod source;
 pub mod store;
 pub mod time;
+pub mod transcript;

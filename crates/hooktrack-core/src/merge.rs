@@ -6,9 +6,13 @@
 //!
 //! 1. **Only hooks publish `blocked`.** An approval panel on screen is active evidence:
 //!    the phase stays `active` unless a hook `PermissionRequest` is pending.
-//! 2. **A hook `Interrupt` is authoritative** for its turn; the terminal's "Interrupted by
-//!    user" notice is corroboration. While the channel is active the notice alone settles
-//!    nothing.
+//! 2. **Interrupts follow the provider's capability** ([`Capabilities::interrupt_hook`]).
+//!    For a provider with an interrupt hook (Kimi Code, Codex) the hook `Interrupt` is
+//!    authoritative for its turn and the terminal's "Interrupted by user" notice is
+//!    corroboration: while the channel is active the notice alone settles nothing. For one
+//!    without it (Kimi CLI, Claude Code, Gemini CLI) nothing else would ever say so, so the
+//!    notice settles `interrupted` for the open turn (phase and result from the terminal).
+//!    Until the provider is identified the hook rule applies.
 //! 3. **An open compaction window** (hook `PreCompact` without `PostCompact`) holds the
 //!    phase at `active` and suppresses the terminal's idle heuristics.
 //! 4. **A channel that is not active reverts every hook-owned fact** to the terminal's
@@ -22,7 +26,11 @@
 
 use serde::Serialize;
 
+use crate::agent::Agent;
 use crate::posture::{ChannelState, Phase, Posture, Presence, TurnResult, Work};
+#[cfg(doc)]
+use crate::provider::Capabilities;
+pub use crate::source::Source;
 
 /// What the supervisor's terminal detector concluded from the screen.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -61,14 +69,6 @@ impl TerminalPhase {
     }
 }
 
-/// Which signal a merged fact came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Source {
-    Hooks,
-    Terminal,
-}
-
 /// Where the two sources met or disagreed, for the supervisor's log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -77,8 +77,12 @@ pub enum MergeNote {
     ApprovalPanelNotBlocked,
     /// The hooks settled `interrupted` and the screen shows the notice.
     InterruptCorroborated,
-    /// The screen shows an interrupt notice the hooks do not confirm: ignored.
+    /// The screen shows an interrupt notice the hooks do not confirm: ignored (the
+    /// provider has an interrupt hook).
     InterruptNoticeIgnored,
+    /// The provider has no interrupt hook: the screen's notice settled `interrupted` for
+    /// the open turn.
+    InterruptSettledByTerminal,
     /// The screen looks idle inside a hook compaction window: the idle reading is ignored.
     IdleSuppressedByCompaction,
     /// The channel is not active: the hook facts were withdrawn.
@@ -102,23 +106,26 @@ pub struct Merged {
     pub notes: Vec<MergeNote>,
 }
 
-/// Merges the hook posture (channel state applied) with the terminal's facts.
-pub fn merge(hook: &Posture, terminal: &TerminalFacts) -> Merged {
+/// Merges the hook posture (channel state applied) with the terminal's facts. `agent` is
+/// the provider the hooks came from (an `Update`'s `provider`; `None` before it is known):
+/// its capabilities decide what the terminal's interrupt notice may settle.
+pub fn merge(hook: &Posture, terminal: &TerminalFacts, agent: Option<Agent>) -> Merged {
+    let interrupt_hook = agent.is_none_or(|a| a.capabilities().interrupt_hook);
     match hook.channel.state {
-        ChannelState::Active => with_hook_authority(hook, terminal),
+        ChannelState::Active => with_hook_authority(hook, terminal, interrupt_hook),
         state => terminal_only(hook, terminal, state),
     }
 }
 
-fn with_hook_authority(hook: &Posture, terminal: &TerminalFacts) -> Merged {
+fn with_hook_authority(hook: &Posture, terminal: &TerminalFacts, interrupt_hook: bool) -> Merged {
     let mut notes = Vec::new();
     let compacting = hook.maintenance.compacting;
     let (phase, phase_from) = if hook.turn.phase == Phase::Blocked {
-        (Phase::Blocked, Source::Hooks)
+        (Phase::Blocked, Source::Hook)
     } else if compacting {
-        (Phase::Active, Source::Hooks)
+        (Phase::Active, Source::Hook)
     } else if hook.presence == Presence::Present {
-        (hook.turn.phase, Source::Hooks)
+        (hook.turn.phase, Source::Hook)
     } else {
         // No agent the hooks know of (before SessionStart evidence, after SessionEnd):
         // nothing of theirs to hold, and still nobody but the hooks says `blocked`.
@@ -130,23 +137,34 @@ fn with_hook_authority(hook: &Posture, terminal: &TerminalFacts) -> Merged {
     if terminal.approval_panel && phase != Phase::Blocked {
         notes.push(MergeNote::ApprovalPanelNotBlocked);
     }
-    let last_result = hook.last_turn.result;
+    let mut last_result = hook.last_turn.result;
+    let mut last_result_from = Source::Hook;
+    let (mut phase, mut phase_from) = (phase, phase_from);
+    let turn_open = matches!(hook.turn.phase, Phase::Active | Phase::Blocked);
     if terminal.interrupt_notice {
-        notes.push(if last_result == TurnResult::Interrupted {
-            MergeNote::InterruptCorroborated
+        if last_result == TurnResult::Interrupted && !turn_open {
+            notes.push(MergeNote::InterruptCorroborated);
+        } else if !interrupt_hook && turn_open {
+            // Nothing but the screen will ever say it (no Interrupt hook): the open turn
+            // ended interrupted, and the terminal says what the agent does now.
+            notes.push(MergeNote::InterruptSettledByTerminal);
+            last_result = TurnResult::Interrupted;
+            last_result_from = Source::Terminal;
+            phase = terminal.phase.phase();
+            phase_from = Source::Terminal;
         } else {
-            MergeNote::InterruptNoticeIgnored
-        });
+            notes.push(MergeNote::InterruptNoticeIgnored);
+        }
     }
     Merged {
         phase,
         phase_from,
         last_result,
-        last_result_from: Source::Hooks,
+        last_result_from,
         compacting,
-        compacting_from: Source::Hooks,
+        compacting_from: Source::Hook,
         queued: hook.turn.queue_length > 0,
-        queued_from: Source::Hooks,
+        queued_from: Source::Hook,
         idle_heuristics: !compacting,
         work: Work::Unknown,
         channel: ChannelState::Active,
@@ -159,7 +177,7 @@ fn terminal_only(hook: &Posture, terminal: &TerminalFacts, state: ChannelState) 
     // latched result, which persists here too.
     let (last_result, last_result_from) =
         if state == ChannelState::Stale && hook.last_turn.result != TurnResult::None {
-            (hook.last_turn.result, Source::Hooks)
+            (hook.last_turn.result, Source::Hook)
         } else {
             (terminal.last_result, Source::Terminal)
         };

@@ -20,7 +20,8 @@ pub struct Payload<'a> {
     pub session_id: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "opt_text")]
     pub client_type: Option<Cow<'a, str>>,
-    pub transcript_path: Option<IgnoredAny>,
+    #[serde(borrow, default, deserialize_with = "opt_text")]
+    pub transcript_path: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "opt_text")]
     pub timestamp: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "opt_text")]

@@ -11,15 +11,20 @@ use crate::deliveries::{Admission, DeliveryFilter};
 use crate::diagnostics::{Diag, Diagnostics, Note};
 use crate::event::Event;
 use crate::posture::{ChannelState, Posture};
+use crate::provenance::{Cause, Provenance};
 use crate::provider::{Detection, Detector, ProviderChoice};
 use crate::read::ReadLine;
 use crate::row::{LineError, Row, parse_line};
+use crate::source::Source;
 use crate::time::Timestamp;
+use crate::transcript::{self, Entry};
 
 /// A line that did not become an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skip {
     pub line: u64,
+    /// Where the line was read: `events.ndjson` (hook) or a transcript.
+    pub source: Source,
     pub diag: Diag,
     pub detail: String,
 }
@@ -27,11 +32,13 @@ pub struct Skip {
 /// An event and what it did.
 #[derive(Debug)]
 pub struct Step<'a> {
+    /// The line of its source (`events.ndjson` or the transcript); 0 for the process.
     pub line: u64,
+    pub source: Source,
     pub at: Option<Timestamp>,
     /// The envelope's generation, if the row had one.
     pub generation: Option<u64>,
-    /// The provider's own event name.
+    /// The provider's own event name, a transcript marker's name, or `process_ended`.
     pub name: Cow<'a, str>,
     pub event: Event<'a>,
     pub provider: Agent,
@@ -55,7 +62,13 @@ pub struct Pipeline {
     correlator: Option<Correlator>,
     diagnostics: Diagnostics,
     events: u64,
+    hook_events: u64,
     assumed_noted: bool,
+    /// The hook posture after the last event, to see which facts the next one sets.
+    last_posture: Posture,
+    provenance: Provenance,
+    /// The main agent's transcript, as the last payload that named one said.
+    transcript: Option<String>,
 }
 
 impl Pipeline {
@@ -66,7 +79,11 @@ impl Pipeline {
             correlator: None,
             diagnostics: Diagnostics::new(),
             events: 0,
+            hook_events: 0,
             assumed_noted: false,
+            last_posture: Posture::default(),
+            provenance: Provenance::default(),
+            transcript: None,
         }
     }
 
@@ -125,6 +142,14 @@ impl Pipeline {
             notes.push(Note::new(Diag::ProviderAssumed, None));
         }
         let mut row = row;
+        // A subagent's events name its own transcript (Codex): only the main agent's is
+        // followed.
+        if row.payload.agent_id.is_none()
+            && let Some(path) = row.payload.transcript_path.as_deref()
+            && self.transcript.as_deref() != Some(path)
+        {
+            self.transcript = Some(path.to_owned());
+        }
         let event = provider.normalize(&row.event_name, &mut row.payload);
         let Row {
             meta,
@@ -144,13 +169,113 @@ impl Pipeline {
         if correlator.capabilities() != provider.capabilities() {
             correlator.set_capabilities(provider.capabilities());
         }
+        let step = Step {
+            line: number,
+            source: Source::Hook,
+            at: meta.at,
+            generation: meta.generation,
+            name: event_name,
+            event,
+            provider,
+            outcome: Outcome::default(),
+            tmux_pane,
+        };
+        self.hook_events += 1;
+        Fed::Event(self.observe(step, notes))
+    }
+
+    /// Feeds one line of the transcript the payloads name ([`Pipeline::transcript_path`]).
+    /// `number` is its 1-based line number in the transcript. Only a known marker becomes
+    /// an event (timed by the entry's own timestamp); any other entry is a counted skip.
+    pub fn feed_transcript<'a>(&mut self, number: u64, bytes: &[u8]) -> Fed<'a> {
+        let skip = |diag, detail: &str| Skip {
+            line: number,
+            source: Source::Transcript,
+            diag,
+            detail: detail.to_owned(),
+        };
+        let Some(provider) = self.detection().map(|d| d.provider) else {
+            self.diagnostics.bump(Diag::TranscriptNotFollowed);
+            return Fed::Skipped(skip(
+                Diag::TranscriptNotFollowed,
+                "no provider identified yet",
+            ));
+        };
+        let marker = match transcript::classify(provider, bytes) {
+            Entry::Marker(marker) => marker,
+            Entry::Ignored => {
+                self.diagnostics.bump(Diag::TranscriptEntryIgnored);
+                return Fed::Skipped(skip(Diag::TranscriptEntryIgnored, "not a marker"));
+            }
+            Entry::Unreadable => {
+                self.diagnostics.bump(Diag::TranscriptEntryUnreadable);
+                return Fed::Skipped(skip(Diag::TranscriptEntryUnreadable, "not a JSON object"));
+            }
+            Entry::NotFollowed => {
+                self.diagnostics.bump(Diag::TranscriptNotFollowed);
+                return Fed::Skipped(skip(Diag::TranscriptNotFollowed, provider.label()));
+            }
+        };
+        let step = Step {
+            line: number,
+            source: Source::Transcript,
+            at: marker.at,
+            generation: None,
+            name: Cow::Borrowed(marker.name),
+            event: marker.event,
+            provider,
+            outcome: Outcome::default(),
+            tmux_pane: None,
+        };
+        Fed::Event(self.observe(step, Vec::new()))
+    }
+
+    /// The agent process ended at `at`: an open turn ends `terminal_gap`, presence becomes
+    /// absent. `pid` names it in the ledger's notes.
+    pub fn process_ended<'a>(&mut self, pid: Option<u32>, at: Option<Timestamp>) -> Step<'a> {
+        let provider = self
+            .detection()
+            .map_or(crate::agent::Agent::KimiCode, |d| d.provider);
+        let step = Step {
+            line: 0,
+            source: Source::Process,
+            at,
+            generation: None,
+            name: Cow::Borrowed("process_ended"),
+            event: Event::ProcessEnded { pid },
+            provider,
+            outcome: Outcome::default(),
+            tmux_pane: None,
+        };
+        let note = Note::new(
+            Diag::TerminalGapProcessEnded,
+            Some(pid.map_or_else(
+                || "the agent process ended".to_owned(),
+                |p| format!("pid {p} ended"),
+            )),
+        );
+        let had_turn = self
+            .correlator
+            .as_ref()
+            .is_some_and(|c| !c.open_turns().is_empty());
+        // With a turn open the correlator notes the terminal gap; with none, this note still
+        // says which process ended.
+        let notes = if had_turn { Vec::new() } else { vec![note] };
+        self.observe(step, notes)
+    }
+
+    /// Runs one event through the correlator; counts its notes, records which facts it set.
+    fn observe<'a>(&mut self, mut step: Step<'a>, mut notes: Vec<Note>) -> Step<'a> {
+        let caps = step.provider.capabilities();
+        let correlator = self.correlator.get_or_insert_with(|| Correlator::new(caps));
         let mut outcome = correlator.observe(
             Observation {
-                line: number,
-                generation: meta.generation,
-                event: &event,
+                line: step.line,
+                generation: step.generation,
+                event: &step.event,
+                source: step.source,
             },
-            meta.at,
+            step.at,
         );
         if !notes.is_empty() {
             notes.append(&mut outcome.notes);
@@ -160,16 +285,17 @@ impl Pipeline {
             self.diagnostics.bump(note.diag);
         }
         self.events += 1;
-        Fed::Event(Step {
-            line: number,
-            at: meta.at,
-            generation: meta.generation,
-            name: event_name,
-            event,
-            provider,
-            outcome,
-            tmux_pane,
-        })
+        let after = correlator.posture();
+        let cause = || Cause {
+            source: step.source,
+            event: step.name.to_string(),
+            line: step.line,
+            at: step.at,
+        };
+        self.provenance.record(&self.last_posture, &after, cause);
+        self.last_posture = after;
+        step.outcome = outcome;
+        step
     }
 
     fn skip<'a>(&mut self, line: u64, error: &LineError) -> Fed<'a> {
@@ -178,7 +304,12 @@ impl Pipeline {
 
     fn skip_diag<'a>(&mut self, line: u64, diag: Diag, detail: String) -> Fed<'a> {
         self.diagnostics.bump(diag);
-        Fed::Skipped(Skip { line, diag, detail })
+        Fed::Skipped(Skip {
+            line,
+            source: Source::Hook,
+            diag,
+            detail,
+        })
     }
 
     /// The posture after the last line. In a replay the channel is `active` once an event
@@ -225,9 +356,25 @@ impl Pipeline {
         self.detector.decided()
     }
 
+    /// What set each posture fact, as of the last event.
+    pub fn provenance(&self) -> &Provenance {
+        &self.provenance
+    }
+
+    /// The main agent's transcript, as the last payload that named one said.
+    pub fn transcript_path(&self) -> Option<&str> {
+        self.transcript.as_deref()
+    }
+
     /// Events fed so far (lines that became events).
     pub fn events(&self) -> u64 {
         self.events
+    }
+
+    /// Events from `events.ndjson` alone (not the transcript or the process): what tells
+    /// whether the hooks fire at all.
+    pub fn hook_events(&self) -> u64 {
+        self.hook_events
     }
 }
 

@@ -76,6 +76,7 @@ enum Msg {
     Remove(SessionId),
     PromptSent(SessionId, Timestamp),
     TerminalChanged(SessionId, Timestamp),
+    WatchProcess(SessionId, u32),
     Shutdown,
 }
 
@@ -139,6 +140,11 @@ impl Hub {
     /// See [`Session::terminal_changed`].
     pub fn terminal_changed(&self, id: SessionId, now: Timestamp) {
         self.send(Msg::TerminalChanged(id, now));
+    }
+
+    /// See [`Session::watch_process`]: the hub sees the process end at its next re-check.
+    pub fn watch_process(&self, id: SessionId, pid: u32) {
+        self.send(Msg::WatchProcess(id, pid));
     }
 
     fn send(&self, msg: Msg) {
@@ -284,6 +290,12 @@ impl Worker {
             Msg::TerminalChanged(id, now) => {
                 if let Some(t) = self.sessions.get_mut(&id) {
                     t.session.terminal_changed(now);
+                    dirty.insert(id);
+                }
+            }
+            Msg::WatchProcess(id, pid) => {
+                if let Some(t) = self.sessions.get_mut(&id) {
+                    t.session.watch_process(pid);
                     dirty.insert(id);
                 }
             }

@@ -1,8 +1,11 @@
 //! hooktrack's reading edge: [`tail`] follows a growing `events.ndjson` by offset,
 //! [`session`] puts a tailer, a pipeline and the channel state machine behind
-//! `poll(now)`, and [`hub`] follows many sessions with one file watcher. See
+//! `poll(now)` (with the transcript the hooks name, followed by offset too, and the
+//! agent [`process`] when it is handed one), and [`hub`] follows many sessions with one
+//! file watcher. See
 //! `docs/live.md`.
 
 pub mod hub;
+pub mod process;
 pub mod session;
 pub mod tail;

@@ -27,6 +27,7 @@ use std::time::SystemTime;
 
 use serde::{Serialize, Serializer};
 
+use crate::process::ProcessWatch;
 use crate::tail::{self, Checkpoint, Prefix, Tailer};
 use hooktrack_core::agent::Agent;
 use hooktrack_core::channel::{Channel, ChannelConfig, ChannelStatus};
@@ -36,6 +37,8 @@ use hooktrack_core::diagnostics::error_chain;
 use hooktrack_core::pipeline::{Fed, Pipeline};
 use hooktrack_core::posture::{FieldChange, Posture};
 use hooktrack_core::provider::ProviderChoice;
+use hooktrack_core::read::ReadLine;
+use hooktrack_core::source::Source;
 use hooktrack_core::store::{self, StorePaths};
 use hooktrack_core::time::Timestamp;
 
@@ -49,12 +52,16 @@ pub struct SessionConfig {
     /// Report every line read in [`Update::lines`] (a posture per line: for a view of one
     /// session such as `hooktrack session`, not for a hub of hundreds).
     pub report_lines: bool,
+    /// Do not follow the transcript the payloads name (the hooks alone).
+    pub no_transcripts: bool,
 }
 
 /// One line read, with what it changed (see [`SessionConfig::report_lines`]).
 #[derive(Clone, Debug, Serialize)]
 pub struct LineReport {
     pub line: u64,
+    /// Where the line came from: `events.ndjson` (hook), the transcript, the process.
+    pub source: Source,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub at: Option<Timestamp>,
     /// The provider's event name; `None` for a skipped line.
@@ -90,7 +97,8 @@ pub struct Update {
     /// Every line read since the last update, when [`SessionConfig::report_lines`] is on.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub lines: Vec<LineReport>,
-    /// The agent the rows were recognised as, once they say.
+    /// The agent the rows were recognised as, once they say (for
+    /// [`merge`](hooktrack_core::merge::merge)).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<Agent>,
     /// The tmux pane the last row that named one was emitted from (`$TMUX_PANE`).
@@ -121,6 +129,15 @@ pub enum SessionNotice {
     WatchFailed {
         detail: String,
     },
+    /// The agent process handed to [`Session::watch_process`] ended.
+    ProcessEnded {
+        pid: u32,
+        mechanism: &'static str,
+    },
+    /// Following the transcript the payloads name from here on.
+    TranscriptFollowed {
+        path: String,
+    },
 }
 
 impl fmt::Display for SessionNotice {
@@ -139,6 +156,12 @@ impl fmt::Display for SessionNotice {
             }
             SessionNotice::WatchFailed { detail } => {
                 write!(f, "not watched, re-checked periodically: {detail}")
+            }
+            SessionNotice::ProcessEnded { pid, mechanism } => {
+                write!(f, "the agent process {pid} ended (seen by {mechanism})")
+            }
+            SessionNotice::TranscriptFollowed { path } => {
+                write!(f, "following the transcript {path}")
             }
         }
     }
@@ -199,6 +222,10 @@ pub struct Session {
     tmux_pane: Option<String>,
     /// The open main turn's ledger id and when the tracker first saw it.
     turn_seen: Option<(u64, Timestamp)>,
+    /// The transcript the payloads name, followed by offset like `events.ndjson`.
+    transcript: Option<(String, Tailer)>,
+    follow_transcripts: bool,
+    process: Option<ProcessWatch>,
 }
 
 /// The longest `tmux_pane` value kept from a row (pane ids are `%` and a few digits).
@@ -251,6 +278,9 @@ impl Session {
             lines: Vec::new(),
             tmux_pane: None,
             turn_seen: None,
+            transcript: None,
+            follow_transcripts: !config.no_transcripts,
+            process: None,
             paths,
         }
     }
@@ -267,6 +297,13 @@ impl Session {
     /// The supervisor saw the agent's terminal change.
     pub fn terminal_changed(&mut self, now: Timestamp) {
         self.channel.on_terminal_changed(now);
+    }
+
+    /// Watches the agent's process (a supervisor that started the agent knows its pid;
+    /// tmux gives `#{pane_pid}`): when it ends, an open turn ends `terminal_gap` and
+    /// presence becomes absent at the next poll, with a [`SessionNotice::ProcessEnded`].
+    pub fn watch_process(&mut self, pid: u32) {
+        self.process = Some(ProcessWatch::new(pid));
     }
 
     /// Adds a notice to the next update.
@@ -315,6 +352,7 @@ impl Session {
                 let (line, at, event, skipped) = report;
                 lines.push(LineReport {
                     line,
+                    source: Source::Hook,
                     at,
                     event,
                     skipped,
@@ -328,12 +366,14 @@ impl Session {
             }
         });
         let mut read_lines = false;
+        read_lines |= self.poll_transcript(now, &mut closed, &mut notices);
+        read_lines |= self.poll_process(now, &mut closed, &mut notices);
         match polled {
             Ok(progress) => {
                 self.channel.on_read_ok();
                 self.healthy = true;
                 self.more = progress.more;
-                read_lines = progress.lines > 0;
+                read_lines |= progress.lines > 0;
                 notices.extend(progress.notices.into_iter().map(SessionNotice::Tail));
             }
             Err(e) => {
@@ -357,7 +397,9 @@ impl Session {
             && self.quiet_rechecks + 1 < FULL_POLL_EVERY
             && self.dir_stamp.is_some()
             && Stamp::of(&self.paths.dir) == self.dir_stamp
-            && self.tailer.caught_up();
+            && self.tailer.caught_up()
+            && self.transcript.as_ref().is_none_or(|(_, t)| t.caught_up())
+            && self.process.as_mut().is_none_or(|p| !p.has_ended());
         if !quiet {
             return self.poll(now);
         }
@@ -432,6 +474,11 @@ impl Session {
         self.channel.status(now)
     }
 
+    /// Events read from `events.ndjson` alone (not the transcript or the process).
+    pub fn hook_events(&self) -> u64 {
+        self.pipeline.hook_events()
+    }
+
     /// The posture as the hooks alone see it, no channel state applied.
     pub fn hook_posture(&self) -> Posture {
         self.pipeline.hook_posture()
@@ -445,6 +492,100 @@ impl Session {
 
     pub fn diagnostics(&self) -> &Diagnostics {
         self.pipeline.diagnostics()
+    }
+
+    /// What set each posture fact (source, event, line).
+    pub fn provenance(&self) -> &hooktrack_core::provenance::Provenance {
+        self.pipeline.provenance()
+    }
+
+    /// Follows the transcript the payloads name: starts a tailer when the path changes
+    /// (a `/clear` names a new one), feeds its new lines. True if it read lines.
+    fn poll_transcript(
+        &mut self,
+        now: Timestamp,
+        closed: &mut Vec<TurnRecord>,
+        notices: &mut Vec<SessionNotice>,
+    ) -> bool {
+        if !self.follow_transcripts {
+            return false;
+        }
+        if let Some(path) = self.pipeline.transcript_path()
+            && self.transcript.as_ref().is_none_or(|(p, _)| p != path)
+        {
+            notices.push(SessionNotice::TranscriptFollowed {
+                path: path.to_owned(),
+            });
+            self.transcript = Some((path.to_owned(), Tailer::new(Path::new(path))));
+        }
+        let Some((_, tailer)) = &mut self.transcript else {
+            return false;
+        };
+        let (pipeline, channel) = (&mut self.pipeline, &self.channel);
+        let (line_posture, lines) = (&mut self.line_posture, &mut self.lines);
+        let polled = tailer.poll(&mut |tl| {
+            let ReadLine::Line { number, bytes } = tl.line else {
+                return;
+            };
+            let Fed::Event(step) = pipeline.feed_transcript(number, bytes) else {
+                return;
+            };
+            if let Some(before) = line_posture.as_mut() {
+                let posture = pipeline
+                    .hook_posture()
+                    .with_channel(channel.status(now).state);
+                lines.push(LineReport {
+                    line: step.line,
+                    source: Source::Transcript,
+                    at: step.at,
+                    event: Some(step.name.to_string()),
+                    skipped: None,
+                    changes: before.changes_to(&posture),
+                    posture: posture.clone(),
+                });
+                *before = posture;
+            }
+            closed.extend(step.outcome.closed);
+        });
+        // A transcript that cannot be read leaves the hooks alone in charge: no error.
+        polled.is_ok_and(|p| p.lines > 0)
+    }
+
+    /// Settles the end of the watched process, once. True if it ended now.
+    fn poll_process(
+        &mut self,
+        now: Timestamp,
+        closed: &mut Vec<TurnRecord>,
+        notices: &mut Vec<SessionNotice>,
+    ) -> bool {
+        let Some(watch) = self.process.as_mut() else {
+            return false;
+        };
+        if !watch.has_ended() {
+            return false;
+        }
+        let (pid, mechanism) = (watch.pid(), watch.mechanism().name());
+        self.process = None;
+        let step = self.pipeline.process_ended(Some(pid), Some(now));
+        notices.push(SessionNotice::ProcessEnded { pid, mechanism });
+        if let Some(before) = self.line_posture.as_mut() {
+            let posture = self
+                .pipeline
+                .hook_posture()
+                .with_channel(self.channel.status(now).state);
+            self.lines.push(LineReport {
+                line: 0,
+                source: Source::Process,
+                at: Some(now),
+                event: Some(step.name.to_string()),
+                skipped: None,
+                changes: before.changes_to(&posture),
+                posture: posture.clone(),
+            });
+            *before = posture;
+        }
+        closed.extend(step.outcome.closed);
+        true
     }
 
     /// Where the tailer stands (what a checkpoint would record).

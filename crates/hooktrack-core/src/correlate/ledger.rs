@@ -25,6 +25,9 @@ pub struct TurnRecord {
     pub started_at: Option<crate::time::Timestamp>,
     pub ended_at: Option<Timestamp>,
     pub tool_calls: u64,
+    /// Which signal ended the turn (`None` while open): a hook, a transcript marker, the
+    /// agent process ending.
+    pub ended_by: Option<crate::source::Source>,
 }
 
 impl TurnRecord {

@@ -13,6 +13,7 @@ mod ledger;
 mod main_state;
 mod scopes;
 mod tools;
+mod transcript;
 mod turns;
 
 use std::collections::VecDeque;
@@ -29,6 +30,7 @@ use crate::diagnostics::{Diag, Note};
 use crate::event::{Event, OriginKind};
 use crate::posture::{LastTurn, Maintenance, Phase, Posture, Presence, TurnPosture, TurnResult};
 use crate::provider::Capabilities;
+use crate::source::Source;
 use crate::time::Timestamp;
 
 /// Bounds that keep memory flat whatever the input: open calls, pending permissions,
@@ -46,6 +48,8 @@ pub struct Observation<'e, 'a> {
     /// The envelope's generation, if the row had one.
     pub generation: Option<u64>,
     pub event: &'e Event<'a>,
+    /// Which signal the event came from.
+    pub source: Source,
 }
 
 /// What one event did besides moving the posture: the guesses it needed and the turns
@@ -109,6 +113,7 @@ pub struct Correlator {
     // The step being built: its line, time and output.
     line: u64,
     now: Option<Timestamp>,
+    source: Source,
     out: Outcome,
 }
 
@@ -132,6 +137,7 @@ impl Correlator {
             last_turn: LastTurn::default(),
             line: 0,
             now: None,
+            source: Source::Hook,
             out: Outcome::default(),
         }
     }
@@ -150,6 +156,10 @@ impl Correlator {
     pub fn observe(&mut self, obs: Observation<'_, '_>, now: Option<Timestamp>) -> Outcome {
         self.line = obs.line;
         self.now = now;
+        self.source = obs.source;
+        if obs.source == Source::Transcript && !self.transcript_settles(obs.event) {
+            return mem::take(&mut self.out);
+        }
         if let Some(generation) = obs.generation {
             match self.generation {
                 Some(current) if generation > current => {
@@ -227,8 +237,11 @@ impl Correlator {
     fn check_presence(&mut self, event: &Event<'_>) {
         if matches!(
             event,
-            Event::SessionStarted { .. } | Event::SessionEnded { .. }
-        ) {
+            Event::SessionStarted { .. } | Event::SessionEnded { .. } | Event::ProcessEnded { .. }
+        ) || self.source == Source::Transcript
+        {
+            // A transcript entry is no sign of life (it may be read long after the process
+            // ended); the process ending is judged in `apply`.
             return;
         }
         match self.presence {
@@ -286,6 +299,13 @@ impl Correlator {
             | Event::Notification { .. }
             | Event::Activity { .. }
             | Event::Unknown { .. } => {}
+            Event::ProcessEnded { .. } => {
+                if self.presence == Presence::Absent {
+                    self.note(Diag::ProcessEndedWhileAbsent, None);
+                }
+                self.end_session(TurnResult::TerminalGap, Diag::TerminalGapProcessEnded);
+                self.presence = Presence::Absent;
+            }
             Event::PromptSubmitted {
                 steer,
                 turn_id,
@@ -386,6 +406,7 @@ impl Correlator {
             started_at: at,
             ended_at: None,
             tool_calls: 0,
+            ended_by: None,
         }
     }
 
@@ -399,7 +420,8 @@ impl Correlator {
             "a turn result is latched once"
         );
         rec.result = result;
-        if result != TurnResult::TerminalGap {
+        rec.ended_by = Some(self.source);
+        if result != TurnResult::TerminalGap && self.source == Source::Hook {
             rec.last_row = self.line;
         }
         rec.ended_at = self.now;

@@ -224,7 +224,10 @@ impl Correlator {
         match (key, open) {
             (Some(key), Some(open)) => {
                 let line = self.line;
-                if let Some(rec) = self.turn_mut(open.owner) {
+                // A transcript line is not a row: the turn's rows stay the hooks'.
+                if self.source == crate::source::Source::Hook
+                    && let Some(rec) = self.turn_mut(open.owner)
+                {
                     rec.last_row = line;
                 }
                 if self.caps.permission_ends_with_tool {
@@ -384,6 +387,7 @@ mod tests {
             line,
             generation: None,
             event: &event,
+            source: crate::source::Source::Hook,
         };
         c.observe(obs, None).notes
     }

@@ -30,12 +30,14 @@ impl Agent {
             subagent_scope_is_turn: false,
             tool_ids: true,
             permission_ends_with_tool: false,
+            interrupt_hook: true,
         };
         // Claude, Codex and Gemini share the prompt-to-stop shape.
         let prompt_to_stop = Capabilities {
             prompt_starts_turn: true,
             stop_hook_active_continues: false,
             permission_ends_with_tool: true,
+            interrupt_hook: false,
             ..kimi
         };
         match self {
@@ -43,11 +45,18 @@ impl Agent {
             Agent::KimiCli => Capabilities {
                 prompt_starts_turn: true,
                 unannounced_turns: true,
+                interrupt_hook: false,
                 ..kimi
             },
-            Agent::ClaudeCode | Agent::Codex => Capabilities {
+            Agent::ClaudeCode => Capabilities {
                 agent_scopes: true,
                 subagent_scope_is_turn: true,
+                ..prompt_to_stop
+            },
+            Agent::Codex => Capabilities {
+                agent_scopes: true,
+                subagent_scope_is_turn: true,
+                interrupt_hook: true,
                 ..prompt_to_stop
             },
             Agent::GeminiCli => Capabilities {
@@ -90,6 +99,10 @@ pub struct Capabilities {
     pub tool_ids: bool,
     /// No permission answer event: a pending request ends when its tool call finishes.
     pub permission_ends_with_tool: bool,
+    /// The provider fires a hook when the user interrupts a turn (Kimi Code `Interrupt`,
+    /// Codex `Interrupt`). Without one (Kimi CLI 1.x, Claude Code, Gemini CLI) the
+    /// terminal's interrupt notice settles the open turn in [`merge`](crate::merge::merge).
+    pub interrupt_hook: bool,
 }
 
 /// What the user asked for with `--provider`.
@@ -259,6 +272,19 @@ impl Detector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The merge trusts `interrupt_hook`: it must say exactly whether the agent's hook
+    /// list has an `Interrupt` event.
+    #[test]
+    fn interrupt_hook_capability_matches_the_hook_list() {
+        for agent in Agent::ALL {
+            assert_eq!(
+                agent.capabilities().interrupt_hook,
+                agent.hook_events().contains(&"Interrupt"),
+                "{agent}"
+            );
+        }
+    }
 
     /// The installers subscribe each agent to `Agent::hook_events()`: its adapter must map
     /// every one of them (an `Unknown` would be counted as a surprise on every delivery).

@@ -1,0 +1,31 @@
+//! Gemini CLI's chat recording (`~/.gemini/tmp/<project>/chats/session-*.jsonl`): one
+//! JSON object per line (messages, and `$set` updates of the session's metadata).
+//!
+//! Marker, as Gemini CLI 0.61.0 writes it (recorded in
+//! `corpus/gemini-cli/gemini-cli-0.61.0-interactive-escape-reject-transcript`): a message
+//! `{"type": "info", "content": "Request cancelled."}`, written for a permission answered
+//! "No", for Escape during a tool and for Escape during the answer. The entry names no
+//! turn; its timestamp places it.
+
+use std::borrow::Cow;
+
+use serde_json::{Map, Value};
+
+use crate::event::Event;
+
+const CANCELLED: &str = "Request cancelled.";
+
+pub(super) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Event<'static>)> {
+    if entry.get("type").and_then(Value::as_str) != Some("info")
+        || entry.get("content").and_then(Value::as_str) != Some(CANCELLED)
+    {
+        return None;
+    }
+    Some((
+        "request_cancelled",
+        Event::Interrupted {
+            turn_id: None,
+            reason: Some(Cow::Borrowed("request_cancelled")),
+        },
+    ))
+}

@@ -1,0 +1,93 @@
+//! Transcript entries → canonical events, one file per CLI that writes a transcript.
+//!
+//! Claude Code, Codex and Gemini CLI name a transcript in every hook payload
+//! (`transcript_path`): one JSON object per line, appended as the session goes. Where the
+//! hooks are silent (an Escape, a permission answered "No"), the transcript still records
+//! the moment. A classifier maps one line to an event only when the line is one of the
+//! exact markers recorded from the real CLIs (`docs/providers.md` lists them per version);
+//! every other entry is [`Entry::Ignored`] and counted. A classifier never produces a
+//! `Stop`: only a hook says `success`. Pure: bytes in, an entry out, no state.
+
+mod claude;
+mod codex;
+mod gemini;
+
+use serde_json::Value;
+
+use crate::agent::Agent;
+use crate::event::Event;
+use crate::time::Timestamp;
+
+/// One transcript line, classified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    /// A known marker of a blind moment.
+    Marker(Marker),
+    /// Any other entry (the bulk of a transcript): ignored, counted.
+    Ignored,
+    /// Not a JSON object: ignored, counted separately.
+    Unreadable,
+    /// The agent writes no transcript hooktrack reads.
+    NotFollowed,
+}
+
+/// A marker and the canonical event it stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marker {
+    /// The marker's stable name (`docs/providers.md`), shown as the event name.
+    pub name: &'static str,
+    pub event: Event<'static>,
+    /// The entry's own timestamp: its place among the hook rows and its age against the
+    /// open turn.
+    pub at: Option<Timestamp>,
+}
+
+/// Classifies one transcript line written by `agent`.
+pub fn classify(agent: Agent, bytes: &[u8]) -> Entry {
+    let Ok(Value::Object(entry)) = serde_json::from_slice::<Value>(bytes) else {
+        return Entry::Unreadable;
+    };
+    let at = entry
+        .get("timestamp")
+        .and_then(Value::as_str)
+        .and_then(Timestamp::parse_rfc3339);
+    let found = match agent {
+        Agent::ClaudeCode => claude::classify(&entry),
+        Agent::Codex => codex::classify(&entry),
+        Agent::GeminiCli => gemini::classify(&entry),
+        Agent::KimiCode | Agent::KimiCli => return Entry::NotFollowed,
+    };
+    match found {
+        Some((name, event)) => Entry::Marker(Marker { name, event, at }),
+        None => Entry::Ignored,
+    }
+}
+
+/// The entry's timestamp (`timestamp`, RFC 3339), whatever the CLI: where a replay
+/// places the line among the hook rows.
+pub fn entry_time(bytes: &[u8]) -> Option<Timestamp> {
+    #[derive(serde::Deserialize)]
+    struct Stamped<'a> {
+        #[serde(borrow)]
+        timestamp: Option<std::borrow::Cow<'a, str>>,
+    }
+    let stamped: Stamped<'_> = serde_json::from_slice(bytes).ok()?;
+    Timestamp::parse_rfc3339(stamped.timestamp.as_deref()?)
+}
+
+/// The text of a message content that is one text part (or a plain string).
+fn sole_text(content: &Value) -> Option<&str> {
+    match content {
+        Value::String(s) => Some(s),
+        Value::Array(parts) if parts.len() == 1 => parts[0]
+            .get("type")
+            .and_then(Value::as_str)
+            .filter(|t| *t == "text")
+            .and_then(|_| parts[0].get("text"))
+            .and_then(Value::as_str),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,81 @@
+use super::*;
+
+fn marker(agent: Agent, line: &str) -> Option<&'static str> {
+    match classify(agent, line.as_bytes()) {
+        Entry::Marker(m) => Some(m.name),
+        _ => None,
+    }
+}
+
+#[test]
+fn claude_escape_during_tool_and_rejection_are_told_apart_by_interrupted_message_id() {
+    let tool = r#"{"type":"user","promptId":"p1","timestamp":"2026-12-01T13:14:45.430Z","interruptedMessageId":"m","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]}}"#;
+    let rejected = r#"{"type":"user","promptId":"p1","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]}}"#;
+    assert_eq!(
+        marker(Agent::ClaudeCode, tool),
+        Some("interrupted_by_user_during_tool")
+    );
+    assert_eq!(
+        marker(Agent::ClaudeCode, rejected),
+        Some("interrupted_after_rejection")
+    );
+    let Entry::Marker(m) = classify(Agent::ClaudeCode, tool.as_bytes()) else {
+        panic!("not a marker");
+    };
+    assert_eq!(
+        m.event,
+        Event::Interrupted {
+            turn_id: Some(crate::event::TurnId::Text("p1".into())),
+            reason: Some("interrupted_by_user_during_tool".into())
+        }
+    );
+    assert!(m.at.is_some());
+}
+
+#[test]
+fn claude_user_text_that_merely_mentions_the_marker_is_ignored() {
+    let prompt = r#"{"type":"user","message":{"role":"user","content":"why did it say [Request interrupted by user]?"}}"#;
+    let sidechain = r#"{"type":"user","isSidechain":true,"message":{"role":"user","content":"[Request interrupted by user]"}}"#;
+    assert_eq!(
+        classify(Agent::ClaudeCode, prompt.as_bytes()),
+        Entry::Ignored
+    );
+    assert_eq!(
+        classify(Agent::ClaudeCode, sidechain.as_bytes()),
+        Entry::Ignored
+    );
+}
+
+#[test]
+fn claude_rejected_tool_result_names_its_call() {
+    let line = r#"{"type":"user","toolUseResult":"User rejected tool use","message":{"content":[{"type":"tool_result","is_error":true,"tool_use_id":"toolu_1","content":"The user doesn't want to proceed with this tool use."}]}}"#;
+    let Entry::Marker(m) = classify(Agent::ClaudeCode, line.as_bytes()) else {
+        panic!("not a marker");
+    };
+    assert!(
+        matches!(m.event, Event::ToolFailed { ref tool, interrupt: false, .. } if tool.call_id.as_deref() == Some("toolu_1"))
+    );
+}
+
+#[test]
+fn codex_turn_aborted_other_than_interrupted_is_ignored() {
+    let line = r#"{"timestamp":"2026-12-01T13:16:25.089Z","type":"event_msg","payload":{"type":"turn_aborted","turn_id":"t1","reason":"interrupted"}}"#;
+    let other = r#"{"type":"event_msg","payload":{"type":"turn_aborted","turn_id":"t1","reason":"replaced"}}"#;
+    assert_eq!(marker(Agent::Codex, line), Some("turn_aborted"));
+    assert_eq!(classify(Agent::Codex, other.as_bytes()), Entry::Ignored);
+}
+
+#[test]
+fn gemini_request_cancelled_info_is_the_marker() {
+    let line = r#"{"id":"x","timestamp":"2026-12-01T13:19:04.160Z","type":"info","content":"Request cancelled."}"#;
+    assert_eq!(marker(Agent::GeminiCli, line), Some("request_cancelled"));
+    assert_eq!(
+        classify(Agent::GeminiCli, br#"{"$set":{"lastUpdated":"x"}}"#),
+        Entry::Ignored
+    );
+    assert_eq!(classify(Agent::GeminiCli, b"not json"), Entry::Unreadable);
+    assert_eq!(
+        classify(Agent::KimiCode, line.as_bytes()),
+        Entry::NotFollowed
+    );
+}
