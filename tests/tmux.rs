@@ -141,6 +141,9 @@ fn watch_publishes_each_session_on_its_pane_and_cleans_up() {
         "100",
         "-y",
         "30",
+        // A pane command that lives as long as the test: a login shell can exit early
+        // (no terminal, a busy machine) and take the server with it.
+        "sleep 600",
     ]);
     server.socket_path = Some(
         server
@@ -148,7 +151,7 @@ fn watch_publishes_each_session_on_its_pane_and_cleans_up() {
             .trim()
             .to_owned(),
     );
-    server.run(&["new-window", "-d", "-t", "t"]);
+    server.run(&["new-window", "-d", "-t", "t", "sleep 600"]);
     let panes: Vec<String> = server
         .run(&["list-panes", "-a", "-F", "#{pane_id}"])
         .lines()
