@@ -65,7 +65,7 @@ impl TmuxTarget {
 
     /// Runs one tmux invocation: `set-option -p [-u] -t PANE NAME [VALUE]` for each
     /// pair, separated by `;`.
-    fn set(&self, pane: &str, values: &[(&str, Option<String>)]) -> Result<(), String> {
+    fn set(&self, pane: &str, values: &[(&str, Option<String>)]) -> Result<(), TmuxError> {
         let mut command = self.command();
         for (i, (name, value)) in values.iter().enumerate() {
             if i > 0 {
@@ -78,18 +78,39 @@ impl TmuxTarget {
         }
         match run_bounded(&mut command, self.timeout) {
             Ok(status) if status.success() => Ok(()),
-            Ok(status) => Err(format!(
-                "tmux set-option on pane {pane} failed ({status}); is the pane there, and the server{}?",
-                self.socket
+            Ok(status) => Err(TmuxError::Failed {
+                pane: pane.to_owned(),
+                status,
+                socket: self
+                    .socket
                     .as_deref()
-                    .map_or_else(String::new, |s| format!(" on socket {s}"))
-            )),
-            Err(e) => Err(format!(
-                "tmux set-option on pane {pane}: {}",
-                error_chain(&e)
-            )),
+                    .map_or_else(String::new, |s| format!(" on socket {s}")),
+            }),
+            Err(source) => Err(TmuxError::Run {
+                pane: pane.to_owned(),
+                source,
+            }),
         }
     }
+}
+
+/// Why a pane's options could not be set; a warning, never a stop.
+#[derive(Debug, thiserror::Error)]
+enum TmuxError {
+    #[error(
+        "tmux set-option on pane {pane} failed ({status}); is the pane there, and the server{socket}?"
+    )]
+    Failed {
+        pane: String,
+        status: std::process::ExitStatus,
+        socket: String,
+    },
+    #[error("tmux set-option on pane {pane}")]
+    Run {
+        pane: String,
+        #[source]
+        source: super::bounded::RunError,
+    },
 }
 
 /// True for what `--tmux-pane` accepts as a target: tmux target characters only (a
@@ -213,7 +234,8 @@ fn work(target: &TmuxTarget, rx: &Receiver<Job>, stop: &AtomicBool, warnings: &S
         }
         match target.set(&job.pane, &job.values) {
             Ok(()) => last_problem = None,
-            Err(problem) => {
+            Err(e) => {
+                let problem = error_chain(&e);
                 if last_problem.as_deref() != Some(problem.as_str()) {
                     let _ = warnings.send(problem.clone());
                     last_problem = Some(problem);
