@@ -185,6 +185,9 @@ impl Launch {
             SessionConfig {
                 provider: ProviderChoice::Exactly(agent),
                 report_lines: true,
+                // A reused root holds the earlier generations' rows: this launch follows
+                // and ledgers only its own (read before the agent can write any).
+                skip_existing: true,
                 ..SessionConfig::default()
             },
         );

@@ -205,6 +205,79 @@ fn a_session_tracks_the_agent_live_and_cleans_up_after_it() {
     assert_eq!(ledger(&replay["turns"]), ledger(&end["turns"]));
 }
 
+/// The second run in a reused root appends to the store the first one filled: what it
+/// shows live and its ledger are its own generation's alone.
+#[test]
+fn a_reused_root_shows_only_the_new_generations_events_live() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let out_dir = tmp.path().join("out");
+    let root = tmp.path().join("root");
+    fs::create_dir_all(home.join(".kimi")).expect("mkdir");
+    fs::create_dir_all(&out_dir).expect("mkdir");
+    fs::write(home.join(".kimi/config.toml"), OPERATOR).expect("write config");
+    // The stand-in runs through without waiting.
+    fs::write(out_dir.join("go"), "").expect("go");
+    let agent = fake_agent(tmp.path());
+    let run = |generation: u64| {
+        let output = tmp.path().join(format!("session-{generation}.ndjson"));
+        let status = hooktrack()
+            .args([
+                "session", "--agent", "kimi-cli", "--format", "ndjson", "--root",
+            ])
+            .arg(&root)
+            .arg("--output")
+            .arg(&output)
+            .arg("--")
+            .arg(&agent)
+            .env("HOME", &home)
+            .env("OUT", &out_dir)
+            .env_remove("HOOKTRACK_TOKEN")
+            .env_remove("KIMI_SHARE_DIR")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run session");
+        assert_eq!(status.code(), Some(3));
+        let lines: Vec<serde_json::Value> = fs::read_to_string(&output)
+            .expect("output")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("ndjson"))
+            .collect();
+        assert_eq!(lines[0]["generation"], generation);
+        lines
+    };
+    run(1);
+    let second = run(2);
+    let store = root.join("hook-observation/kimi-cli");
+    let rows = rows(&store.join("events.ndjson"));
+    assert_eq!(rows.len(), 12, "both runs are in the store");
+    assert!(rows[..6].iter().all(|r| r["generation"] == 1));
+    assert!(rows[6..].iter().all(|r| r["generation"] == 2));
+    // Live: the six events of generation 2, at their own line numbers (7 to 12).
+    let live: Vec<u64> = second
+        .iter()
+        .filter(|l| l["kind"] == "event")
+        .filter_map(|l| l["line"].as_u64())
+        .collect();
+    assert_eq!(live, [7, 8, 9, 10, 11, 12]);
+    assert!(second.iter().all(|l| l["kind"] != "skipped"));
+    // The ledger: generation 2's one turn, none of generation 1's.
+    let end = second.last().expect("end line");
+    assert_eq!(ledger(&end["turns"]), ["main success 1"]);
+    assert_eq!(end["turns"][0]["first_row"], 8, "{end}");
+    assert_eq!(end["collector"]["accepted"], 6);
+    assert!(end.get("warning").is_none(), "{end}");
+    let counters = end["diagnostics"]["counters"]
+        .as_object()
+        .expect("counters");
+    assert!(
+        counters.values().all(|v| v == 0),
+        "no diagnostic from the earlier run: {counters:?}"
+    );
+}
+
 #[test]
 fn a_failed_install_still_runs_the_agent_and_leaves_the_config_alone() {
     let tmp = tempfile::tempdir().expect("tempdir");
