@@ -42,7 +42,7 @@
 mod launch;
 mod output;
 
-pub use launch::{Finished, Installed, Launch, LaunchConfig, LaunchError};
+pub use launch::{Finished, Installed, Launch, LaunchConfig, LaunchError, prompt_at_launch};
 
 pub use output::{Format, ReplayError, Report, replay};
 

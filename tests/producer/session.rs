@@ -458,3 +458,72 @@ fn a_routed_hook_outside_any_session_exits_zero_and_writes_nothing() {
     assert!(out.stdout.is_empty() && out.stderr.is_empty());
     assert_eq!(fs::read_dir(tmp.path()).expect("dir").count(), 0);
 }
+
+/// A headless agent that runs but never runs a hook (no preflight finding): the channel
+/// says `unavailable` with the reason once the startup grace after the prompt (given at
+/// launch with `-p`) is over, and the end names the likely cause.
+#[test]
+fn a_silent_headless_agent_is_reported_unavailable_then_warned_about() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    fs::create_dir_all(&home).expect("mkdir");
+    let output = tmp.path().join("session.ndjson");
+    // Stands in for `claude -p`: delivers nothing and exits once the session has said the
+    // channel is silent (bounded: gives up with status 7 after 30 s).
+    let agent = tmp.path().join("claude");
+    fs::write(
+        &agent,
+        "#!/bin/sh\ni=0\nwhile ! grep -q '\"kind\":\"channel\"' \"$OUT\" 2>/dev/null; do\n\
+         i=$((i+1)); [ $i -gt 600 ] && exit 7; sleep 0.05\ndone\nexit 0\n",
+    )
+    .expect("write agent");
+    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out = hooktrack()
+        .args([
+            "session",
+            "--format",
+            "ndjson",
+            "--startup-grace-ms",
+            "100",
+            "--output",
+        ])
+        .arg(&output)
+        .arg("--root")
+        .arg(tmp.path().join("root"))
+        .arg("--")
+        .arg(&agent)
+        .args(["-p", "hello"])
+        .env("HOME", &home)
+        .env("OUT", &output)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("HOOKTRACK_TOKEN")
+        .output()
+        .expect("run");
+    let lines: Vec<serde_json::Value> = fs::read_to_string(&output)
+        .expect("output")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("ndjson"))
+        .collect();
+    let context = format!("{}\n{lines:#?}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{context}");
+    assert_eq!(lines[0]["provider"], "claude");
+    assert_eq!(lines[0]["findings"], serde_json::json!([]), "{context}");
+    let channel: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["kind"] == "channel").collect();
+    assert_eq!(channel.len(), 1, "said once: {context}");
+    assert_eq!(channel[0]["state"], "unavailable");
+    assert_eq!(
+        channel[0]["detail"],
+        "startup silence: no event within 0.1 s of the first prompt"
+    );
+    let end = lines.last().expect("end");
+    assert_eq!(end["kind"], "end");
+    let warning = end["warning"].as_str().expect("a warning");
+    let settings = home.join(".claude/settings.json");
+    assert!(
+        warning
+            .starts_with("the agent delivered no hook event: Claude Code got its prompt at launch")
+            && warning.contains(&format!("another file than {}", settings.display())),
+        "{warning}"
+    );
+}

@@ -288,6 +288,11 @@ impl Session {
         self.channel.on_prompt_sent(now);
     }
 
+    /// A prompt was sent longer than the startup grace ago and no event came.
+    pub fn startup_silent(&self, now: Timestamp) -> bool {
+        self.channel.startup_silent(now)
+    }
+
     /// The supervisor saw the agent's terminal change.
     pub fn terminal_changed(&mut self, now: Timestamp) {
         self.channel.on_terminal_changed(now);
