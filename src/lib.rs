@@ -44,7 +44,7 @@ mod output;
 
 pub use launch::{Finished, Installed, Launch, LaunchConfig, LaunchError, prompt_at_launch};
 
-pub use output::{Format, ReplayError, Report, replay};
+pub use output::{Format, ReplayError, Report, replay, replay_by_session};
 
 pub use hooktrack_core::agent::{Agent, ConfigFormat, ConfigLocation, UnknownAgent};
 pub use hooktrack_core::channel::{ChannelConfig, ChannelStatus};

@@ -1,7 +1,7 @@
 //! `hooktrack replay`: a recorded log, start to end, in one of three formats.
 
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -30,6 +30,11 @@ pub struct ReplayArgs {
     /// kimi-code, kimi-cli, claude, codex or gemini.
     #[arg(long, visible_alias = "agent", default_value = "auto", value_parser = super::parse_agent_choice)]
     provider: ProviderChoice,
+    /// One ledger per `session_id` (a store an agent started by hand or a `/clear` also
+    /// wrote to): text gives a summary per session, json `{"sessions": [...]}`. A log of
+    /// one session reads the same either way.
+    #[arg(long)]
+    by_session: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -47,10 +52,21 @@ enum FormatArg {
 }
 
 pub fn run(args: &ReplayArgs) -> ExitCode {
-    replay(&args.file, args.format, args.provider)
+    replay(&args.file, args.format, args.provider, args.by_session)
 }
 
-fn replay(file: &Path, format: FormatArg, choice: ProviderChoice) -> ExitCode {
+fn replay(file: &Path, format: FormatArg, choice: ProviderChoice, by_session: bool) -> ExitCode {
+    let replay = |input: &mut dyn BufRead,
+                  name: &str,
+                  choice,
+                  format,
+                  out: &mut BufWriter<io::StdoutLock<'_>>| {
+        if by_session {
+            hooktrack::replay_by_session(input, name, choice, format, out)
+        } else {
+            hooktrack::replay(input, name, choice, format, out)
+        }
+    };
     let format = match format {
         FormatArg::Text => Format::Text,
         FormatArg::Json => Format::Json,
@@ -61,12 +77,18 @@ fn replay(file: &Path, format: FormatArg, choice: ProviderChoice) -> ExitCode {
     let mut out = BufWriter::new(stdout.lock());
     let result = if file.as_os_str() == "-" {
         let stdin = io::stdin();
-        hooktrack::replay(stdin.lock(), "standard input", choice, format, &mut out)
+        replay(
+            &mut stdin.lock(),
+            "standard input",
+            choice,
+            format,
+            &mut out,
+        )
     } else {
         let name = file.display().to_string();
         match File::open(file) {
-            Ok(f) => hooktrack::replay(
-                BufReader::with_capacity(1 << 16, f),
+            Ok(f) => replay(
+                &mut BufReader::with_capacity(1 << 16, f),
                 &name,
                 choice,
                 format,

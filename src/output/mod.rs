@@ -19,6 +19,7 @@ use hooktrack_core::pipeline::{Fed, Pipeline};
 use hooktrack_core::posture::Posture;
 use hooktrack_core::provider::{Detection, ProviderChoice};
 use hooktrack_core::read::LineReader;
+use hooktrack_core::sessions::{SessionPipeline, Sessions};
 use hooktrack_core::time::Timestamp;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -76,11 +77,47 @@ pub fn replay<R: BufRead, W: Write>(
     format: Format,
     out: &mut W,
 ) -> Result<Report, ReplayError> {
+    replay_into(
+        input,
+        source_name,
+        format,
+        out,
+        Sessions::with_limit(choice, 1),
+    )
+}
+
+/// As [`replay`], with one ledger per `session_id` of the log (text and json; ndjson and
+/// html read it as one stream). A log of one session gives the same bytes as [`replay`];
+/// one of several gives, in text, a summary section per session after the timeline, in
+/// json `{"sessions": [{"session_id", ...a report}], "lines", "events", "overflow_rows"}`.
+/// Returns the first session's report.
+pub fn replay_by_session<R: BufRead, W: Write>(
+    input: R,
+    source_name: &str,
+    choice: ProviderChoice,
+    format: Format,
+    out: &mut W,
+) -> Result<Report, ReplayError> {
+    let sessions = match format {
+        Format::Text | Format::Json => Sessions::new(choice),
+        Format::Ndjson | Format::Html => Sessions::with_limit(choice, 1),
+    };
+    replay_into(input, source_name, format, out, sessions)
+}
+
+fn replay_into<R: BufRead, W: Write>(
+    input: R,
+    source_name: &str,
+    format: Format,
+    out: &mut W,
+    mut sessions: Sessions,
+) -> Result<Report, ReplayError> {
+    let choice = sessions.choice();
     let mut reader = LineReader::new(input);
-    let mut pipeline = Pipeline::new(choice);
-    let mut turns = Vec::new();
+    // Per session: the turns it closed and the posture after its last line.
+    let mut turns: Vec<Vec<TurnRecord>> = Vec::new();
+    let mut previous: Vec<Posture> = Vec::new();
     let mut lines = 0;
-    let mut previous = pipeline.posture();
     let mut recorder = html::Recorder::default();
     let write = |source| ReplayError::Write { source };
     loop {
@@ -96,12 +133,17 @@ pub fn replay<R: BufRead, W: Write>(
             }
         };
         lines = line.number();
-        let fed = pipeline.feed(line);
+        let (index, fed) = sessions.feed(line);
+        let pipeline = &sessions.get(index).pipeline;
+        while turns.len() <= index {
+            turns.push(Vec::new());
+            previous.push(Pipeline::new(choice).posture());
+        }
         match format {
             Format::Text => {
                 let posture = pipeline.posture();
-                timeline::write_line(out, &fed, &previous, &posture).map_err(write)?;
-                previous = posture;
+                timeline::write_line(out, &fed, &previous[index], &posture).map_err(write)?;
+                previous[index] = posture;
             }
             Format::Ndjson => {
                 write_ndjson_line(out, &fed, &pipeline).map_err(write)?;
@@ -110,22 +152,25 @@ pub fn replay<R: BufRead, W: Write>(
             Format::Json => {}
         }
         if let (Fed::Event(step), Format::Text | Format::Json | Format::Html) = (&fed, format) {
-            turns.extend(step.outcome.closed.iter().cloned());
+            turns[index].extend(step.outcome.closed.iter().cloned());
         }
     }
+    turns.resize_with(sessions.len(), Vec::new);
+    let mut reports: Vec<Report> = sessions
+        .all()
+        .iter()
+        .zip(turns)
+        .map(|(session, turns)| session_report(session, turns, lines))
+        .collect();
+    if reports.len() > 1 {
+        return write_sessions(out, format, &sessions, reports, lines);
+    }
+    let pipeline = &sessions.get(0).pipeline;
+    let report = reports.remove(0);
     // ndjson streamed the closed turns; its end line lists the open ones.
     let open = match format {
         Format::Ndjson => pipeline.open_turns(),
         Format::Text | Format::Json | Format::Html => Vec::new(),
-    };
-    let turns = pipeline.ledger(turns);
-    let report = Report {
-        provider: pipeline.detection().cloned(),
-        turns,
-        final_posture: pipeline.posture(),
-        diagnostics: pipeline.diagnostics().clone(),
-        lines,
-        events: pipeline.events(),
     };
     match format {
         Format::Text => timeline::write_summary(out, &report).map_err(write)?,
@@ -151,6 +196,99 @@ pub fn replay<R: BufRead, W: Write>(
     }
     out.flush().map_err(write)?;
     Ok(report)
+}
+
+/// One session's report; `lines` is the input's (one session: the whole input).
+fn session_report(session: &SessionPipeline, turns: Vec<TurnRecord>, lines: u64) -> Report {
+    let pipeline = &session.pipeline;
+    Report {
+        provider: pipeline.detection().cloned(),
+        turns: pipeline.ledger(turns),
+        final_posture: pipeline.posture(),
+        diagnostics: pipeline.diagnostics().clone(),
+        lines,
+        events: pipeline.events(),
+    }
+}
+
+/// A store that held several sessions: a ledger per session (text: a section each after
+/// the timeline; json: `{"sessions": [...], "lines", "events", "overflow_rows"}`).
+/// Returns the first session's report.
+fn write_sessions<W: Write>(
+    out: &mut W,
+    format: Format,
+    sessions: &Sessions,
+    mut reports: Vec<Report>,
+    lines: u64,
+) -> Result<Report, ReplayError> {
+    let write = |source| ReplayError::Write { source };
+    for (report, session) in reports.iter_mut().zip(sessions.all()) {
+        report.lines = session.lines;
+    }
+    let ids: Vec<Option<&str>> = sessions
+        .all()
+        .iter()
+        .map(|s| s.session_id.as_deref())
+        .collect();
+    match format {
+        Format::Json => {
+            let doc = SessionsDoc {
+                sessions: ids
+                    .iter()
+                    .zip(&reports)
+                    .map(|(id, report)| SessionDoc {
+                        session_id: *id,
+                        report,
+                    })
+                    .collect(),
+                lines,
+                events: reports.iter().map(|r| r.events).sum(),
+                overflow_rows: sessions.overflow_rows(),
+            };
+            serde_json::to_writer_pretty(&mut *out, &doc)
+                .map_err(|e| write(io::Error::other(e)))?;
+            writeln!(out).map_err(write)?;
+        }
+        Format::Text | Format::Ndjson | Format::Html => {
+            writeln!(out).map_err(write)?;
+            writeln!(
+                out,
+                "{} sessions in one log (split by session_id){}",
+                reports.len(),
+                if sessions.overflow_rows() > 0 {
+                    format!(
+                        "; {} rows of further sessions went to the current one",
+                        sessions.overflow_rows()
+                    )
+                } else {
+                    String::new()
+                }
+            )
+            .map_err(write)?;
+            for (id, report) in ids.iter().zip(&reports) {
+                writeln!(out).map_err(write)?;
+                writeln!(out, "== session {} ==", id.unwrap_or("(none)")).map_err(write)?;
+                timeline::write_summary(out, report).map_err(write)?;
+            }
+        }
+    }
+    out.flush().map_err(write)?;
+    Ok(reports.swap_remove(0))
+}
+
+#[derive(Serialize)]
+struct SessionsDoc<'a> {
+    sessions: Vec<SessionDoc<'a>>,
+    lines: u64,
+    events: u64,
+    overflow_rows: u64,
+}
+
+#[derive(Serialize)]
+struct SessionDoc<'a> {
+    session_id: Option<&'a str>,
+    #[serde(flatten)]
+    report: &'a Report,
 }
 
 #[derive(Serialize)]

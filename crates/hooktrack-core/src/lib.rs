@@ -23,5 +23,6 @@ pub mod posture;
 pub mod provider;
 pub mod read;
 pub mod row;
+pub mod sessions;
 pub mod store;
 pub mod time;
