@@ -146,9 +146,9 @@ fn replay_into<R: BufRead, W: Write>(
                 previous[index] = posture;
             }
             Format::Ndjson => {
-                write_ndjson_line(out, &fed, &pipeline).map_err(write)?;
+                write_ndjson_line(out, &fed, pipeline).map_err(write)?;
             }
-            Format::Html => recorder.record(&fed, &pipeline),
+            Format::Html => recorder.record(&fed, pipeline),
             Format::Json => {}
         }
         if let (Fed::Event(step), Format::Text | Format::Json | Format::Html) = (&fed, format) {
