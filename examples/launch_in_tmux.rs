@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use hooktrack::{Agent, Launch, LaunchConfig, wall_clock};
+use hooktrack::{Agent, ChannelConfig, Launch, LaunchConfig, wall_clock};
 
 /// The private tmux server's socket name.
 const SOCKET: &str = "hooktrack-example";
@@ -62,6 +62,7 @@ fn main() -> ExitCode {
         cwd,
         args: argv[1..].to_vec(),
         program: None,
+        channel: ChannelConfig::default(),
     }) {
         Ok(launch) => launch,
         Err(e) => {
@@ -102,10 +103,16 @@ fn main() -> ExitCode {
     if let Some(pid) = pane_value("#{pane_pid}").and_then(|p| p.parse().ok()) {
         launch.set_child_pid(pid);
     }
+    // A headless command got its prompt with its arguments; a TUI's first prompt is the
+    // supervisor's to report (`launch.prompt_sent(now)` after `tmux send-keys`).
+    launch.agent_started(wall_clock());
 
     let started = Instant::now();
     while started.elapsed() < LIMIT {
         for update in launch.poll(wall_clock()) {
+            if update.channel.state == hooktrack::ChannelState::Unavailable {
+                println!("channel unavailable: {}", update.channel.detail);
+            }
             for line in update.lines.iter().filter(|l| !l.changes.is_empty()) {
                 let what: Vec<String> = line
                     .changes

@@ -24,6 +24,7 @@ use std::thread::JoinHandle;
 use thiserror::Error;
 
 use hooktrack_core::agent::{Agent, ConfigFormat};
+use hooktrack_core::channel::ChannelConfig;
 use hooktrack_core::correlate::TurnRecord;
 use hooktrack_core::diagnostics::error_chain;
 use hooktrack_core::provider::ProviderChoice;
@@ -59,6 +60,9 @@ pub struct LaunchConfig {
     pub cwd: PathBuf,
     pub args: Vec<OsString>,
     pub program: Option<PathBuf>,
+    /// The channel's thresholds: after `startup_grace_ms` from the first prompt with no
+    /// event the channel says `unavailable` (startup silence).
+    pub channel: ChannelConfig,
 }
 
 /// Why a launch could not start or finish cleanly.
@@ -114,6 +118,10 @@ pub struct Launch {
     closed: Vec<TurnRecord>,
     events: u64,
     child_pid: Option<u32>,
+    /// The arguments give the agent its first prompt (a headless run).
+    prompt_at_launch: bool,
+    /// When the first prompt was sent, as far as this launch knows.
+    first_prompt: Option<Timestamp>,
     collector: Option<(Stopper, JoinHandle<Result<CollectSummary, CollectError>>)>,
 }
 
@@ -183,8 +191,12 @@ impl Launch {
         let session = Session::open(
             store.clone(),
             SessionConfig {
+                channel: config.channel,
                 provider: ProviderChoice::Exactly(agent),
                 report_lines: true,
+                // A reused root holds the earlier generations' rows: this launch follows
+                // and ledgers only its own (read before the agent can write any).
+                skip_existing: true,
                 ..SessionConfig::default()
             },
         );
@@ -202,6 +214,8 @@ impl Launch {
             closed: Vec::new(),
             events: 0,
             child_pid: None,
+            prompt_at_launch: prompt_at_launch(agent, &config.args),
+            first_prompt: None,
             collector: Some((stopper, thread)),
         })
     }
@@ -256,6 +270,30 @@ impl Launch {
 
     pub fn child_pid(&self) -> Option<u32> {
         self.child_pid
+    }
+
+    /// The caller started the agent. A headless run (see [`prompt_at_launch`]) got its
+    /// first prompt with its arguments, so startup silence is judged from now on; an
+    /// interactive one waits for [`Launch::prompt_sent`].
+    pub fn agent_started(&mut self, now: Timestamp) {
+        if self.prompt_at_launch {
+            self.prompt_sent(now);
+        }
+    }
+
+    /// The caller sent the agent a prompt (e.g. `tmux send-keys` into its TUI). Only the
+    /// first matters: with no event `startup_grace_ms` after it, the channel says
+    /// `unavailable` (startup silence).
+    pub fn prompt_sent(&mut self, now: Timestamp) {
+        if self.first_prompt.is_none() {
+            self.first_prompt = Some(now);
+        }
+        self.session.prompt_sent(now);
+    }
+
+    /// When the first prompt was sent, if this launch was told or the arguments say.
+    pub fn first_prompt(&self) -> Option<Timestamp> {
+        self.first_prompt
     }
 
     /// Reads what arrived; the updates in order (none when nothing changed).
@@ -408,6 +446,63 @@ fn launch_env(
     env
 }
 
+/// True when the arguments hand the agent its first prompt at launch, so the prompt is
+/// sent when the agent starts. Decided per agent from its documented headless modes:
+///
+/// - Claude Code: `-p` / `--print` (the prompt is an argument or stdin);
+/// - Codex: the `exec` subcommand (alias `e`);
+/// - Gemini CLI: `-p` / `--prompt`, or `-i` / `--prompt-interactive` (a TUI started with
+///   its first prompt);
+/// - Kimi Code and Kimi CLI: `--print`, `-p` / `--prompt`, `-c` / `--command`.
+///
+/// Anything else is an interactive TUI whose first prompt only the caller knows
+/// ([`Launch::prompt_sent`]).
+pub fn prompt_at_launch(agent: Agent, args: &[OsString]) -> bool {
+    let has = |flags: &[&str]| {
+        args.iter().any(|a| {
+            let a = a.to_string_lossy();
+            flags
+                .iter()
+                .any(|f| a == *f || (f.starts_with("--") && a.starts_with(&format!("{f}="))))
+        })
+    };
+    match agent {
+        Agent::ClaudeCode => has(&["-p", "--print"]),
+        Agent::Codex => codex_subcommand(args).is_some_and(|a| a == "exec" || a == "e"),
+        Agent::GeminiCli => has(&["-p", "--prompt", "-i", "--prompt-interactive"]),
+        Agent::KimiCode | Agent::KimiCli => has(&["--print", "-p", "--prompt", "-c", "--command"]),
+    }
+}
+
+/// Codex's subcommand: the first argument that is neither an option nor the value of one
+/// of Codex's global options that take a value.
+fn codex_subcommand(args: &[OsString]) -> Option<&OsString> {
+    const TAKES_VALUE: [&str; 12] = [
+        "-c",
+        "--config",
+        "-m",
+        "--model",
+        "-p",
+        "--profile",
+        "-s",
+        "--sandbox",
+        "-a",
+        "--ask-for-approval",
+        "-C",
+        "--cd",
+    ];
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let text = arg.to_string_lossy();
+        if TAKES_VALUE.contains(&text.as_ref()) {
+            args.next();
+        } else if !text.starts_with('-') {
+            return Some(arg);
+        }
+    }
+    None
+}
+
 /// The generation recorded by an earlier collector or installer in this store, or 0.
 fn previous_generation(store: &StorePaths) -> u64 {
     let from_collector = fs::read(&store.collector)
@@ -421,4 +516,54 @@ fn previous_generation(store: &StorePaths) -> u64 {
         .and_then(|c| c.generation)
         .unwrap_or(0);
     from_collector.max(from_channel)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<OsString> {
+        a.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn headless_invocations_give_the_prompt_at_launch() {
+        let headless = [
+            (Agent::ClaudeCode, &["-p", "hi"][..]),
+            (
+                Agent::ClaudeCode,
+                &["--print", "--allowedTools", "Bash"][..],
+            ),
+            (Agent::Codex, &["exec", "--skip-git-repo-check", "hi"][..]),
+            (Agent::Codex, &["--model", "m", "-c", "k=v", "e", "hi"][..]),
+            (
+                Agent::GeminiCli,
+                &["-m", "gemini-2.5-flash", "-p", "hi"][..],
+            ),
+            (Agent::GeminiCli, &["--prompt=hi"][..]),
+            (Agent::GeminiCli, &["-i", "hi"][..]),
+            (Agent::KimiCli, &["-c", "import sys", "--print"][..]),
+            (Agent::KimiCode, &["--prompt", "hi"][..]),
+        ];
+        for (agent, a) in headless {
+            assert!(prompt_at_launch(agent, &args(a)), "{agent:?} {a:?}");
+        }
+    }
+
+    #[test]
+    fn interactive_invocations_wait_for_the_callers_prompt() {
+        let interactive = [
+            (Agent::ClaudeCode, &[][..]),
+            (Agent::ClaudeCode, &["--resume", "x"][..]),
+            (Agent::Codex, &[][..]),
+            (Agent::Codex, &["resume", "--last"][..]),
+            (Agent::Codex, &["-m", "exec"][..]),
+            (Agent::GeminiCli, &["-m", "gemini-2.5-flash"][..]),
+            (Agent::KimiCode, &["--yolo"][..]),
+            (Agent::KimiCli, &[][..]),
+        ];
+        for (agent, a) in interactive {
+            assert!(!prompt_at_launch(agent, &args(a)), "{agent:?} {a:?}");
+        }
+    }
 }

@@ -268,3 +268,90 @@ fn a_provider_identified_after_the_first_row_applies_from_then_on() {
     assert_eq!(turn_results(&r), ["main success"]);
     assert_eq!(counter(&r, "turn_start_implied"), 0);
 }
+
+/// Two real Claude Code recordings in one log (a second `claude` started by hand with the
+/// first one's routing): `replay --by-session` gives each its own ledger, the one its file
+/// gives alone; a log of one session reads byte for byte the same with or without it.
+#[test]
+fn two_claude_sessions_in_one_log_replay_as_two_ledgers() {
+    use std::process::Command;
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/claude-code");
+    let files = [
+        corpus.join("claude-code-2.1.197-plain-two-turn.ndjson"),
+        corpus.join("claude-code-2.1.197-tools.ndjson"),
+    ];
+    let run = |args: &[&str], file: &std::path::Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+            .arg("replay")
+            .args(args)
+            .arg(file)
+            .output()
+            .expect("replay");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let json =
+        |bytes: Vec<u8>| -> serde_json::Value { serde_json::from_slice(&bytes).expect("json") };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let both = tmp.path().join("two-sessions.ndjson");
+    let mut joined = Vec::new();
+    for f in &files {
+        joined.extend(std::fs::read(f).expect("corpus"));
+    }
+    std::fs::write(&both, joined).expect("write");
+
+    let split = json(run(&["--by-session", "--format", "json"], &both));
+    let sessions = split["sessions"].as_array().expect("sessions");
+    assert_eq!(sessions.len(), 2, "{split:#}");
+    assert_eq!(split["overflow_rows"], 0);
+    // The same turns (their rows numbered in the joined log), posture and diagnostics.
+    let turns = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .expect("turns")
+            .iter()
+            .map(|t| {
+                format!(
+                    "{} {} {} {} {}",
+                    t["id"], t["turn_id"], t["scope"], t["result"], t["tool_calls"]
+                )
+            })
+            .collect()
+    };
+    for (session, file) in sessions.iter().zip(&files) {
+        let alone = json(run(&["--format", "json"], file));
+        assert_eq!(
+            turns(&session["turns"]),
+            turns(&alone["turns"]),
+            "{}",
+            file.display()
+        );
+        assert_eq!(session["final"], alone["final"]);
+        assert_eq!(session["diagnostics"], alone["diagnostics"]);
+    }
+    assert_eq!(sessions[1]["turns"][0]["first_row"], 10);
+    assert_eq!(
+        sessions[0]["session_id"],
+        "922d5401-9d51-4403-a46b-e8288f0221de"
+    );
+    // Without the flag it is one ledger: the second session's turn is its third turn.
+    let mixed = json(run(&["--format", "json"], &both));
+    assert_eq!(mixed["turns"].as_array().map(Vec::len), Some(3));
+    let text = String::from_utf8(run(&["--by-session"], &both)).expect("utf-8");
+    assert!(
+        text.contains("2 sessions in one log (split by session_id)"),
+        "{text}"
+    );
+    assert!(text.contains("== session 2d76a7e0-3ec5-4463-b1d8-f2df03651a63 =="));
+    // One session: the same bytes either way.
+    for format in ["text", "json"] {
+        assert_eq!(
+            run(&["--by-session", "--format", format], &files[1]),
+            run(&["--format", format], &files[1]),
+            "{format}"
+        );
+    }
+}

@@ -70,6 +70,7 @@ pub fn replay_file_with(
         hooktrack::ReplayOptions {
             transcripts,
             explain,
+            ..hooktrack::ReplayOptions::default()
         },
         &mut out,
     )

@@ -35,6 +35,11 @@ pub enum TargetError {
     },
     #[error(transparent)]
     Install(#[from] InstallError),
+    #[error("`{command}` is {}; drop --variant or use `kimi`", implied.label())]
+    VariantConflict {
+        command: &'static str,
+        implied: Agent,
+    },
 }
 
 /// Which Kimi, and which `config.toml`.
@@ -52,7 +57,7 @@ pub struct KimiTarget {
     pub home: Option<PathBuf>,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum VariantArg {
     Auto,
     /// Kimi Code 2.x.
@@ -82,6 +87,25 @@ impl KimiTarget {
                 .ok_or(TargetError::NoHome { agent })?,
         };
         Ok((agent, absolute(&config)))
+    }
+
+    /// The target as `kimi-code` or `kimi-cli` names it: the variant the name implies,
+    /// refused when `--variant` says the other one.
+    fn implied(&self, agent: Agent) -> Result<Self, TargetError> {
+        let (variant, command) = match agent {
+            Agent::KimiCode => (VariantArg::Code, "kimi-code"),
+            _ => (VariantArg::Cli, "kimi-cli"),
+        };
+        if self.variant != VariantArg::Auto && self.variant != variant {
+            return Err(TargetError::VariantConflict {
+                command,
+                implied: agent,
+            });
+        }
+        Ok(Self {
+            variant,
+            ..self.clone()
+        })
     }
 
     /// The config file alone (uninstall needs no variant when the file is named).
@@ -151,6 +175,10 @@ enum InstallTarget {
     /// the block. If the read-back finds any invalid entry the previous text is restored
     /// and DIR/channel.json records install.ok = false with the reason.
     Kimi(KimiInstall),
+    /// As `kimi --variant code`.
+    KimiCode(KimiInstall),
+    /// As `kimi --variant cli`.
+    KimiCli(KimiInstall),
     /// Add hooktrack's entries to Claude Code's settings.json, then read it back.
     ///
     /// One matcher group per event (28 events, all but WorktreeCreate/WorktreeRemove;
@@ -159,6 +187,7 @@ enum InstallTarget {
     /// is kept in its place; a re-install replaces hooktrack's entries. If the read-back
     /// finds a violation the previous bytes are restored and DIR/channel.json records
     /// install.ok = false with the reason.
+    #[command(visible_alias = "claude-code")]
     Claude(JsonInstall),
     /// Add hooktrack's entries to Codex's hooks.json, then read it back.
     ///
@@ -170,6 +199,7 @@ enum InstallTarget {
     ///
     /// As for claude, with Gemini CLI's 11 events and timeout 5000 (Gemini CLI's timeouts
     /// are in milliseconds).
+    #[command(visible_alias = "gemini-cli")]
     Gemini(JsonInstall),
 }
 
@@ -237,12 +267,18 @@ pub struct UninstallArgs {
 enum UninstallTarget {
     /// Remove the observer block from Kimi's config.toml, keeping every other byte.
     Kimi(KimiUninstall),
+    /// As `kimi --variant code`.
+    KimiCode(KimiUninstall),
+    /// As `kimi --variant cli`.
+    KimiCli(KimiUninstall),
     /// Remove hooktrack's entries from Claude Code's settings.json, and any matcher group,
     /// event list or `hooks` object that became empty; nothing else changes.
+    #[command(visible_alias = "claude-code")]
     Claude(JsonUninstall),
     /// Remove hooktrack's entries from Codex's hooks.json (as for claude).
     Codex(JsonUninstall),
     /// Remove hooktrack's entries from Gemini CLI's settings.json (as for claude).
+    #[command(visible_alias = "gemini-cli")]
     Gemini(JsonUninstall),
 }
 
@@ -275,12 +311,18 @@ pub struct CheckArgs {
 enum CheckTarget {
     /// Strictly parse Kimi's config.toml and check every [[hooks]] entry.
     Kimi(KimiCheck),
+    /// As `kimi --variant code`.
+    KimiCode(KimiCheck),
+    /// As `kimi --variant cli`.
+    KimiCli(KimiCheck),
     /// Check Claude Code's settings.json as Claude Code reads it, and that hooktrack's
     /// entries are all there and well formed (exit 1 with the reason if not).
+    #[command(visible_alias = "claude-code")]
     Claude(JsonCheck),
     /// Check Codex's hooks.json (as for claude).
     Codex(JsonCheck),
     /// Check Gemini CLI's settings.json (as for claude).
+    #[command(visible_alias = "gemini-cli")]
     Gemini(JsonCheck),
 }
 
@@ -320,14 +362,17 @@ pub fn this_binary() -> Result<PathBuf, TargetError> {
 }
 
 pub fn run_install(args: &InstallArgs) -> ExitCode {
-    let (agent, done) = match &args.target {
-        InstallTarget::Kimi(args) => match args.target.resolve() {
-            Ok((agent, config)) => (agent, install_to(agent, &config, &args.observer)),
-            Err(e) => return fail(&error_chain(&e)),
-        },
+    let done = match &args.target {
+        InstallTarget::Kimi(args) => kimi_install(None, args),
+        InstallTarget::KimiCode(args) => kimi_install(Some(Agent::KimiCode), args),
+        InstallTarget::KimiCli(args) => kimi_install(Some(Agent::KimiCli), args),
         InstallTarget::Claude(args) => json_install(Agent::ClaudeCode, args),
         InstallTarget::Codex(args) => json_install(Agent::Codex, args),
         InstallTarget::Gemini(args) => json_install(Agent::GeminiCli, args),
+    };
+    let (agent, done) = match done {
+        Ok(done) => done,
+        Err(e) => return fail(&error_chain(&e)),
     };
     match done {
         Ok((report, generation)) => {
@@ -352,15 +397,27 @@ pub fn run_install(args: &InstallArgs) -> ExitCode {
     }
 }
 
-fn json_install(
-    agent: Agent,
-    args: &JsonInstall,
-) -> (Agent, Result<(InstallReport, Option<u64>), TargetError>) {
+fn json_install(agent: Agent, args: &JsonInstall) -> Installing {
     let done = args
         .target
         .resolve(agent)
         .and_then(|config| install_to(agent, &config, &args.observer));
-    (agent, done)
+    Ok((agent, done))
+}
+
+/// `kimi` with the variant asked for, or as `kimi-code` / `kimi-cli` implies it.
+fn kimi_target(target: &KimiTarget, implied: Option<Agent>) -> Result<KimiTarget, TargetError> {
+    match implied {
+        Some(agent) => target.implied(agent),
+        None => Ok(target.clone()),
+    }
+}
+
+type Installing = Result<(Agent, Result<(InstallReport, Option<u64>), TargetError>), TargetError>;
+
+fn kimi_install(implied: Option<Agent>, args: &KimiInstall) -> Installing {
+    let (agent, config) = kimi_target(&args.target, implied)?.resolve()?;
+    Ok((agent, install_to(agent, &config, &args.observer)))
 }
 
 fn install_to(
@@ -382,11 +439,9 @@ pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
         )
     };
     let (config, generation, format) = match &args.target {
-        UninstallTarget::Kimi(args) => (
-            args.target.config_only(),
-            args.generation,
-            ConfigFormat::TomlHooks,
-        ),
+        UninstallTarget::Kimi(args) => kimi_uninstall(None, args),
+        UninstallTarget::KimiCode(args) => kimi_uninstall(Some(Agent::KimiCode), args),
+        UninstallTarget::KimiCli(args) => kimi_uninstall(Some(Agent::KimiCli), args),
         UninstallTarget::Claude(args) => json(Agent::ClaudeCode, args),
         UninstallTarget::Codex(args) => json(Agent::Codex, args),
         UninstallTarget::Gemini(args) => json(Agent::GeminiCli, args),
@@ -418,14 +473,22 @@ pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+fn kimi_uninstall(
+    implied: Option<Agent>,
+    args: &KimiUninstall,
+) -> (Result<PathBuf, TargetError>, Option<u64>, ConfigFormat) {
+    (
+        kimi_target(&args.target, implied).and_then(|t| t.config_only()),
+        args.generation,
+        ConfigFormat::TomlHooks,
+    )
+}
+
 pub fn run_check(args: &CheckArgs) -> ExitCode {
     let (resolved, probe, named, project) = match &args.target {
-        CheckTarget::Kimi(args) => (
-            args.target.resolve(),
-            &args.probe,
-            args.target.config.is_some(),
-            None,
-        ),
+        CheckTarget::Kimi(args) => kimi_check(None, args),
+        CheckTarget::KimiCode(args) => kimi_check(Some(Agent::KimiCode), args),
+        CheckTarget::KimiCli(args) => kimi_check(Some(Agent::KimiCli), args),
         CheckTarget::Claude(args) => json_check(Agent::ClaudeCode, args),
         CheckTarget::Codex(args) => json_check(Agent::Codex, args),
         CheckTarget::Gemini(args) => json_check(Agent::GeminiCli, args),
@@ -470,6 +533,15 @@ type Checked<'a> = (
     bool,
     Option<&'a Path>,
 );
+
+fn kimi_check(implied: Option<Agent>, args: &KimiCheck) -> Checked<'_> {
+    (
+        kimi_target(&args.target, implied).and_then(|t| t.resolve()),
+        &args.probe,
+        args.target.config.is_some(),
+        None,
+    )
+}
 
 fn json_check(agent: Agent, args: &JsonCheck) -> Checked<'_> {
     (

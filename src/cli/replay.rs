@@ -41,6 +41,11 @@ pub struct ReplayArgs {
     /// After the text summary, print what set each fact of the final posture.
     #[arg(long)]
     explain: bool,
+    /// One ledger per `session_id` (a store an agent started by hand or a `/clear` also
+    /// wrote to): text gives a summary per session, json `{"sessions": [...]}`. A log of
+    /// one session reads the same either way.
+    #[arg(long)]
+    by_session: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -69,6 +74,7 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
         args.provider,
         &lookup,
         args.explain,
+        args.by_session,
     )
 }
 
@@ -78,6 +84,7 @@ fn replay(
     choice: ProviderChoice,
     lookup: &TranscriptLookup<'_>,
     explain: bool,
+    by_session: bool,
 ) -> ExitCode {
     let format = match format {
         FormatArg::Text => Format::Text,
@@ -113,6 +120,7 @@ fn replay(
     let options = ReplayOptions {
         transcripts,
         explain,
+        by_session,
     };
     let result = if stdin && !matches!(lookup, TranscriptLookup::Off) {
         hooktrack::replay_with(Cursor::new(held), &name, choice, format, options, &mut out)

@@ -27,6 +27,7 @@ use hooktrack::TurnRecord;
 use hooktrack::posture::Posture;
 use hooktrack::wall_clock;
 use hooktrack::{Agent, Timestamp};
+use hooktrack::{ChannelConfig, ChannelState, ChannelStatus};
 use hooktrack::{InstallRecord as InstallState, StorePaths as StoreDir};
 use hooktrack::{Launch, LaunchConfig, LaunchError};
 use hooktrack::{LineReport, SessionNotice};
@@ -71,6 +72,12 @@ pub struct SessionArgs {
     /// After the agent exits, wait until no row arrived for this long (late hooks).
     #[arg(long, default_value_t = 500)]
     linger_ms: u64,
+    /// With no event this long after the first prompt, the channel says `unavailable`
+    /// (startup silence). A headless command (`claude -p`, `codex exec`, `gemini -p`,
+    /// `kimi --print`) gets its prompt at launch; for a TUI the first prompt is unknown,
+    /// so no silence is judged while it runs.
+    #[arg(long, default_value_t = 20_000)]
+    startup_grace_ms: u32,
     /// The agent command and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<OsString>,
@@ -238,6 +245,7 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
             source: io::Error::from(io::ErrorKind::NotFound),
         });
     };
+    let config_path = config.clone();
     let mut launch = Launch::start(LaunchConfig {
         agent,
         config,
@@ -247,6 +255,10 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
         cwd: std::env::current_dir().unwrap_or_default(),
         args: args.command[1..].to_vec(),
         program: Some(program),
+        channel: ChannelConfig {
+            startup_grace_ms: i64::from(args.startup_grace_ms),
+            ..ChannelConfig::default()
+        },
     })?;
     let gate = kimi_gate(agent, &args.command[0]);
     out.start(&launch, gate.as_deref());
@@ -263,6 +275,7 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
         Ok(mut child) => {
             // The agent's end is a signal of its own: an open turn ends at once.
             launch.set_child_pid(child.id());
+            launch.agent_started(wall_clock());
             child_pid.store(i32::try_from(child.id()).unwrap_or(0), Ordering::SeqCst);
             if terminate.load(Ordering::SeqCst) {
                 let _ = child.kill();
@@ -303,6 +316,7 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
         .unwrap_or(1);
     let turns = launch.ledger();
     let findings = launch.findings().to_vec();
+    let prompted = launch.first_prompt().is_some();
     let end = End {
         turns,
         channel: launch.session().channel(wall_clock()).state,
@@ -314,7 +328,16 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
         Ok(f) => (f.collector, f.events),
         Err(_) => (None, 0),
     };
-    let silence = (events == 0).then(|| silence_reason(&findings, gate.as_deref(), code));
+    let silence = (events == 0).then(|| {
+        silence_reason(
+            &findings,
+            gate.as_deref(),
+            code,
+            prompted,
+            agent,
+            &config_path,
+        )
+    });
     out.end(&end, code, collected, silence.as_deref());
     if let Err(e) = finished {
         return Err(SessionError::AfterExit {
@@ -326,16 +349,38 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
 }
 
 /// Why an agent that ran delivered nothing: what the preflight found, else the likely
-/// causes.
-fn silence_reason(findings: &[Finding], gate: Option<&str>, code: i32) -> String {
+/// cause — with a prompt given it ran hooks from another file (or none), without one it
+/// may simply not have started a session.
+fn silence_reason(
+    findings: &[Finding],
+    gate: Option<&str>,
+    code: i32,
+    prompted: bool,
+    agent: Agent,
+    config: &Path,
+) -> String {
     let mut causes: Vec<String> = findings.iter().map(ToString::to_string).collect();
     if let Some(gate) = gate {
         causes.push(gate.to_owned());
     }
     if causes.is_empty() {
-        causes.push(format!(
-            "the agent exited with status {code} before its first hook (did it get a prompt?), or it reads another hooks file"
-        ));
+        causes.push(if prompted {
+            format!(
+                "{} got its prompt at launch and exited with status {code} without running a \
+                 hook: it read its hooks from another file than {} (another home or \
+                 config variable, a project or managed settings file), or it failed before \
+                 its session started (see its own output)",
+                agent.label(),
+                config.display()
+            )
+        } else {
+            format!(
+                "the agent exited with status {code} before its first hook: it may never \
+                 have got a prompt (a TUI starts its session at the first one), or it read \
+                 its hooks from another file than {}",
+                config.display()
+            )
+        });
     }
     format!("the agent delivered no hook event: {}", causes.join("; "))
 }
@@ -385,6 +430,15 @@ fn default_root() -> Result<PathBuf, SessionError> {
 struct Output {
     sink: Box<dyn Write>,
     format: OutputFormat,
+    /// Startup silence was reported (once per session).
+    silence_reported: bool,
+}
+
+#[derive(Serialize)]
+struct ChannelLine<'a> {
+    kind: &'static str,
+    state: ChannelState,
+    detail: &'a str,
 }
 
 #[derive(Serialize)]
@@ -445,7 +499,11 @@ impl Output {
                 source,
             })?),
         };
-        Ok(Self { sink, format })
+        Ok(Self {
+            sink,
+            format,
+            silence_reported: false,
+        })
     }
 
     fn json<T: Serialize>(&mut self, value: &T) {
@@ -508,6 +566,9 @@ impl Output {
         let mut lines = false;
         for update in launch.poll(wall_clock()) {
             lines |= !update.lines.is_empty();
+            if launch.session().startup_silent(update.at) {
+                self.silence(&update.channel);
+            }
             for notice in &update.notices {
                 self.notice(notice);
             }
@@ -516,6 +577,26 @@ impl Output {
             }
         }
         lines
+    }
+
+    /// The channel turned `unavailable` for startup silence: said once (an event clears
+    /// it, and the posture lines then say `active`).
+    fn silence(&mut self, status: &ChannelStatus) {
+        if self.silence_reported {
+            return;
+        }
+        self.silence_reported = true;
+        match self.format {
+            OutputFormat::Ndjson => self.json(&ChannelLine {
+                kind: "channel",
+                state: status.state,
+                detail: &status.detail,
+            }),
+            OutputFormat::Text => self.text(&format!(
+                "WARNING: channel unavailable: {} (no hook has run since the prompt)",
+                status.detail
+            )),
+        }
     }
 
     fn notice(&mut self, notice: &SessionNotice) {

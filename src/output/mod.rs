@@ -26,6 +26,7 @@ use hooktrack_core::provenance::Provenance;
 use hooktrack_core::provider::{Detection, ProviderChoice};
 use hooktrack_core::read::{LineReader, ReadLine};
 use hooktrack_core::row::parse_line;
+use hooktrack_core::sessions::Sessions;
 use hooktrack_core::source::Source;
 use hooktrack_core::time::Timestamp;
 use hooktrack_core::transcript::entry_time;
@@ -122,12 +123,14 @@ impl Transcripts {
     }
 }
 
-/// What to add to a replay: the transcripts, and `--explain`.
+/// What to add to a replay: the transcripts, `--explain`, `--by-session`.
 #[derive(Debug, Default)]
 pub struct Options {
     pub transcripts: Transcripts,
     /// Text format: end with the provenance of the final posture.
     pub explain: bool,
+    /// Text and json: one ledger per `session_id` of the log (see [`replay_by_session`]).
+    pub by_session: bool,
 }
 
 /// Replays `input` and writes it in `format` to `out`. `source_name` names the input in
@@ -143,7 +146,27 @@ pub fn replay<R: BufRead, W: Write>(
     replay_with(input, source_name, choice, format, Options::default(), out)
 }
 
-/// [`replay`] with transcripts fed in by time and, for text, `--explain`.
+/// As [`replay`], with one ledger per `session_id` of the log (text and json; ndjson and
+/// html read it as one stream). A log of one session gives the same bytes as [`replay`];
+/// one of several gives, in text, a summary section per session after the timeline, in
+/// json `{"sessions": [{"session_id", ...a report}], "lines", "events", "overflow_rows"}`.
+/// Returns the first session's report.
+pub fn replay_by_session<R: BufRead, W: Write>(
+    input: R,
+    source_name: &str,
+    choice: ProviderChoice,
+    format: Format,
+    out: &mut W,
+) -> Result<Report, ReplayError> {
+    let options = Options {
+        by_session: true,
+        ..Options::default()
+    };
+    replay_with(input, source_name, choice, format, options, out)
+}
+
+/// [`replay`] with transcripts fed in by time, `--explain` for text, and `--by-session`.
+/// Transcript lines go to the session of the hook row they precede.
 pub fn replay_with<R: BufRead, W: Write>(
     input: R,
     source_name: &str,
@@ -152,12 +175,16 @@ pub fn replay_with<R: BufRead, W: Write>(
     options: Options,
     out: &mut W,
 ) -> Result<Report, ReplayError> {
+    let mut sessions = match (options.by_session, format) {
+        (true, Format::Text | Format::Json) => Sessions::new(choice),
+        _ => Sessions::with_limit(choice, 1),
+    };
     let mut transcript = options.transcripts.lines.into_iter().peekable();
     let mut reader = LineReader::new(input);
-    let mut pipeline = Pipeline::new(choice);
-    let mut turns = Vec::new();
+    // Per session: the turns it closed and the posture after its last line.
+    let mut turns: Vec<Vec<TurnRecord>> = vec![Vec::new()];
+    let mut previous: Vec<Posture> = vec![Pipeline::new(choice).posture()];
     let mut lines = 0;
-    let mut previous = pipeline.posture();
     let mut recorder = html::Recorder::default();
     loop {
         let line = match reader.next_line() {
@@ -180,47 +207,80 @@ pub fn replay_with<R: BufRead, W: Write>(
             while let Some(t) =
                 transcript.next_if(|t| matches!((t.at, hook_at), (Some(a), Some(h)) if a < h))
             {
+                let index = sessions.current();
+                let pipeline = &mut sessions.get_mut(index).pipeline;
                 let fed = pipeline.feed_transcript(t.number, &t.bytes);
                 emit(
                     &fed,
-                    &pipeline,
+                    pipeline,
                     format,
-                    &mut previous,
-                    &mut turns,
+                    &mut previous[index],
+                    &mut turns[index],
                     &mut recorder,
                     out,
                 )?;
             }
         }
-        let fed = pipeline.feed(line);
+        let (index, fed) = sessions.feed(line);
+        while turns.len() <= index {
+            turns.push(Vec::new());
+            previous.push(Pipeline::new(choice).posture());
+        }
         emit(
             &fed,
-            &pipeline,
+            &sessions.get(index).pipeline,
             format,
-            &mut previous,
-            &mut turns,
+            &mut previous[index],
+            &mut turns[index],
             &mut recorder,
             out,
         )?;
     }
     for t in transcript {
+        let index = sessions.current();
+        let pipeline = &mut sessions.get_mut(index).pipeline;
         let fed = pipeline.feed_transcript(t.number, &t.bytes);
         emit(
             &fed,
-            &pipeline,
+            pipeline,
             format,
-            &mut previous,
-            &mut turns,
+            &mut previous[index],
+            &mut turns[index],
             &mut recorder,
             out,
         )?;
+    }
+    if sessions.len() > 1 {
+        turns.resize_with(sessions.len(), Vec::new);
+        let reports = sessions
+            .all()
+            .iter()
+            .zip(turns)
+            .map(|(session, turns)| report_of(&session.pipeline, turns, session.lines))
+            .collect();
+        return write_sessions(out, format, &sessions, reports, lines);
     }
     let extras = Extras {
         explain: options.explain,
         recorder: &recorder,
         source_name,
     };
+    let pipeline = sessions.into_first();
+    let turns = turns.into_iter().next().unwrap_or_default();
     finish(pipeline, turns, lines, format, extras, out)
+}
+
+/// One pipeline's report; `lines` is what it read.
+fn report_of(pipeline: &Pipeline, turns: Vec<TurnRecord>, lines: u64) -> Report {
+    Report {
+        provider: pipeline.detection().cloned(),
+        turns: pipeline.ledger(turns),
+        final_posture: pipeline.posture(),
+        diagnostics: pipeline.diagnostics().clone(),
+        provenance: pipeline.provenance().clone(),
+        lines,
+        events: pipeline.events(),
+    }
 }
 
 /// Writes one fed line in `format` and keeps the closed turns the ledger needs.
@@ -283,16 +343,7 @@ fn finish<W: Write>(
         Format::Ndjson => pipeline.open_turns(),
         Format::Text | Format::Json | Format::Html => Vec::new(),
     };
-    let turns = pipeline.ledger(turns);
-    let report = Report {
-        provider: pipeline.detection().cloned(),
-        turns,
-        final_posture: pipeline.posture(),
-        diagnostics: pipeline.diagnostics().clone(),
-        provenance: pipeline.provenance().clone(),
-        lines,
-        events: pipeline.events(),
-    };
+    let report = report_of(&pipeline, turns, lines);
     match format {
         Format::Text => {
             timeline::write_summary(out, &report).map_err(write)?;
@@ -323,6 +374,86 @@ fn finish<W: Write>(
     }
     out.flush().map_err(write)?;
     Ok(report)
+}
+
+/// A store that held several sessions: a ledger per session (text: a section each after
+/// the timeline; json: `{"sessions": [...], "lines", "events", "overflow_rows"}`).
+/// Returns the first session's report.
+fn write_sessions<W: Write>(
+    out: &mut W,
+    format: Format,
+    sessions: &Sessions,
+    mut reports: Vec<Report>,
+    lines: u64,
+) -> Result<Report, ReplayError> {
+    let write = |source| ReplayError::Write { source };
+    for (report, session) in reports.iter_mut().zip(sessions.all()) {
+        report.lines = session.lines;
+    }
+    let ids: Vec<Option<&str>> = sessions
+        .all()
+        .iter()
+        .map(|s| s.session_id.as_deref())
+        .collect();
+    match format {
+        Format::Json => {
+            let doc = SessionsDoc {
+                sessions: ids
+                    .iter()
+                    .zip(&reports)
+                    .map(|(id, report)| SessionDoc {
+                        session_id: *id,
+                        report,
+                    })
+                    .collect(),
+                lines,
+                events: reports.iter().map(|r| r.events).sum(),
+                overflow_rows: sessions.overflow_rows(),
+            };
+            serde_json::to_writer_pretty(&mut *out, &doc)
+                .map_err(|e| write(io::Error::other(e)))?;
+            writeln!(out).map_err(write)?;
+        }
+        Format::Text | Format::Ndjson | Format::Html => {
+            writeln!(out).map_err(write)?;
+            writeln!(
+                out,
+                "{} sessions in one log (split by session_id){}",
+                reports.len(),
+                if sessions.overflow_rows() > 0 {
+                    format!(
+                        "; {} rows of further sessions went to the current one",
+                        sessions.overflow_rows()
+                    )
+                } else {
+                    String::new()
+                }
+            )
+            .map_err(write)?;
+            for (id, report) in ids.iter().zip(&reports) {
+                writeln!(out).map_err(write)?;
+                writeln!(out, "== session {} ==", id.unwrap_or("(none)")).map_err(write)?;
+                timeline::write_summary(out, report).map_err(write)?;
+            }
+        }
+    }
+    out.flush().map_err(write)?;
+    Ok(reports.swap_remove(0))
+}
+
+#[derive(Serialize)]
+struct SessionsDoc<'a> {
+    sessions: Vec<SessionDoc<'a>>,
+    lines: u64,
+    events: u64,
+    overflow_rows: u64,
+}
+
+#[derive(Serialize)]
+struct SessionDoc<'a> {
+    session_id: Option<&'a str>,
+    #[serde(flatten)]
+    report: &'a Report,
 }
 
 #[derive(Serialize)]

@@ -431,3 +431,97 @@ fn kimi_cli_multi_turn_session_with_tools_is_tracked_live() {
     assert_eq!(ledger(&replay["turns"]), ledger(&end["turns"]));
     assert_eq!(replay["provider"]["provider"], "kimi-cli");
 }
+
+#[test]
+fn kimi_cli_failing_model_call_ends_known_failure() {
+    let python = match find_python() {
+        Ok(p) => p,
+        Err(reason) => return skip(&reason),
+    };
+    let venv = match kimi_venv(&python) {
+        Ok(v) => v,
+        Err(reason) => return skip(&reason),
+    };
+    let venv_python = venv.join("bin/python");
+    let mock = Mock::start(&venv_python);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let work = tmp.path().join("work");
+    fs::create_dir_all(home.join(".kimi")).expect("mkdir");
+    fs::create_dir_all(&work).expect("mkdir");
+    fs::write(
+        home.join(".kimi/config.toml"),
+        format!(
+            "default_model = \"mock\"\ntelemetry = false\n\n[providers.mockprov]\n\
+             type = \"kimi\"\nbase_url = \"http://127.0.0.1:{}/v1\"\napi_key = \"dummy\"\n\n\
+             [models.mock]\nprovider = \"mockprov\"\nmodel = \"kimi-mock\"\n\
+             max_context_size = 131072\n",
+            mock.port
+        ),
+    )
+    .expect("write config");
+    let output = tmp.path().join("session.ndjson");
+    let mut session = hooktrack()
+        .args(["session", "--agent", "kimi-cli", "--format", "ndjson", "--root"])
+        .arg(tmp.path().join("root"))
+        .arg("--output")
+        .arg(&output)
+        .arg("--")
+        .arg(&venv_python)
+        .args([
+            "-c",
+            "import sys; from kimi_cli.__main__ import run_original_cli; sys.exit(run_original_cli(sys.argv[1:]))",
+            "--print",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--yolo",
+        ])
+        .current_dir(&work)
+        .env("HOME", &home)
+        .env_remove("KIMI_SHARE_DIR")
+        .env_remove("KIMI_BASE_URL")
+        .env_remove("KIMI_API_KEY")
+        .env_remove("HOOKTRACK_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn session");
+    session
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"{\"role\":\"user\",\"content\":\"This call fails. [[fail]]\"}\n")
+        .expect("prompt");
+    let status = wait_child(&mut session, Duration::from_secs(240));
+    let mut stderr = String::new();
+    let _ = std::io::Read::read_to_string(&mut session.stderr.take().expect("stderr"), &mut stderr);
+    let lines: Vec<serde_json::Value> = fs::read_to_string(&output)
+        .expect("session output")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("ndjson"))
+        .collect();
+    let context = format!("status {status}\nstderr:\n{stderr}\nsession:\n{lines:#?}");
+    let store = tmp.path().join("root/hook-observation/kimi-cli");
+    let events: Vec<String> = rows(&store.join("events.ndjson"))
+        .iter()
+        .filter_map(|r| r["event"].as_str().map(str::to_owned))
+        .collect();
+    // Kimi CLI 1.52 reports the failed model call with StopFailure: a known failure.
+    let end = lines.last().expect("end line");
+    assert_eq!(status.code(), Some(1), "{context}");
+    assert_eq!(ledger(&end["turns"]), ["main known_failure 0"], "{context}");
+    assert_eq!(
+        events,
+        [
+            "SessionStart",
+            "UserPromptSubmit",
+            "StopFailure",
+            "SessionEnd"
+        ],
+        "{context}"
+    );
+    assert!(end.get("warning").is_none(), "{context}");
+}

@@ -506,3 +506,76 @@ fn gemini_cli_without_an_auth_type_is_reported_before_it_runs() {
         run.context
     );
 }
+
+/// What a failing model call leaves: the session's ledger and the events in its store.
+fn failing_run_summary(run: &Run) -> (Vec<String>, Vec<String>) {
+    let store = PathBuf::from(run.start["store"].as_str().expect("store"));
+    let events: Vec<String> = rows(&store.join("events.ndjson"))
+        .iter()
+        .filter_map(|r| r["event"].as_str().map(str::to_owned))
+        .collect();
+    (ledger(&run.end["turns"]), events)
+}
+
+#[test]
+fn codex_failing_model_call_ends_as_codex_reports_it() {
+    let bin = match npm_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip("codex 0.171.0", &reason),
+    };
+    let mock = Mock::start(&python());
+    let world = World::new();
+    codex_home(&world, &mock);
+    let run = session(
+        &world,
+        &world.root,
+        &[("MOCK_API_KEY", "dummy".into())],
+        &codex_argv(&bin, "This call fails. [[fail]]", true),
+    );
+    // Codex 0.171 fires no Stop for a turn whose model call failed: the turn is open
+    // when SessionEnd comes, so it ends `terminal_gap` (contract section 9), exit 1.
+    let (turns, events) = failing_run_summary(&run);
+    assert_eq!(run.code, Some(1), "{}", run.context);
+    assert_eq!(turns, ["main terminal_gap 0"], "{}", run.context);
+    assert_eq!(
+        events,
+        ["SessionStart", "UserPromptSubmit", "SessionEnd"],
+        "{}",
+        run.context
+    );
+}
+
+#[test]
+fn gemini_cli_failing_model_call_ends_as_gemini_reports_it() {
+    let bin = match npm_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip("gemini-cli 0.61.0", &reason),
+    };
+    let mock = Mock::start(&python());
+    let world = World::new();
+    gemini_settings(&world, true);
+    let run = session(
+        &world,
+        &world.root,
+        &gemini_env(&mock),
+        &gemini_argv(&bin, "This call fails. [[fail]]"),
+    );
+    // Gemini CLI 0.61 fires no AfterAgent after the failed model call: the turn is open
+    // at SessionEnd and ends `terminal_gap`; the CLI exits 1.
+    let (turns, events) = failing_run_summary(&run);
+    assert_eq!(run.code, Some(1), "{}", run.context);
+    assert_eq!(turns, ["main terminal_gap 0"], "{}", run.context);
+    assert_eq!(
+        events,
+        [
+            "SessionStart",
+            "BeforeAgent",
+            "PreCompress",
+            "BeforeModel",
+            "BeforeToolSelection",
+            "SessionEnd"
+        ],
+        "{}",
+        run.context
+    );
+}

@@ -366,3 +366,76 @@ fn auto_detection_asks_the_installed_kimi() {
         assert_eq!(hooks(&text(&config)).len(), events, "{version}");
     }
 }
+
+/// `install|uninstall|check` take the agent names `session --agent` takes: `claude-code`
+/// and `gemini-cli` name the same agents as `claude` and `gemini`; `kimi-code` and
+/// `kimi-cli` imply the variant.
+#[test]
+fn every_subcommand_accepts_the_agent_names_session_takes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let cases = [
+        ("claude-code", "Claude Code", "settings.json", "28"),
+        ("gemini-cli", "Gemini CLI", ".gemini/settings.json", "11"),
+        ("kimi-code", "Kimi Code 2.x", "config.toml", "20"),
+        ("kimi-cli", "Kimi CLI 1.x", "config.toml", "13"),
+    ];
+    for (name, label, file, entries) in cases {
+        let home = tmp.path().join(name);
+        fs::create_dir_all(&home).expect("mkdir");
+        let config = home.join(file);
+        let step = |command: &str| {
+            let out = hooktrack()
+                .args([command, name, "--home"])
+                .arg(&home)
+                .args(if command == "check" {
+                    &["--file-only"][..]
+                } else {
+                    &[][..]
+                })
+                .env("HOME", tmp.path())
+                .env_remove("KIMI_CODE_HOME")
+                .env_remove("KIMI_SHARE_DIR")
+                .output()
+                .expect("run");
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(
+                out.status.success(),
+                "{command} {name}: {stdout}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            stdout
+        };
+        let installed = step("install");
+        assert!(
+            installed.contains(&format!(
+                "installed {entries} hooktrack entries for {label}"
+            )),
+            "{installed}"
+        );
+        assert!(
+            installed.contains(&config.display().to_string()),
+            "{installed}"
+        );
+        let checked = step("check");
+        assert!(checked.contains(&format!("for {label}")), "{checked}");
+        assert!(
+            fs::read_to_string(&config)
+                .expect("config")
+                .contains("hooktrack")
+        );
+        step("uninstall");
+        assert!(
+            !fs::read_to_string(&config)
+                .expect("config")
+                .contains("hooktrack")
+        );
+    }
+    // A name that implies one Kimi and a --variant naming the other are refused.
+    let out = hooktrack()
+        .args(["check", "kimi-code", "--variant", "cli", "--home"])
+        .arg(tmp.path())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`kimi-code` is Kimi Code 2.x"));
+}

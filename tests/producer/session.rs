@@ -213,6 +213,80 @@ fn a_session_tracks_the_agent_live_and_cleans_up_after_it() {
     assert_eq!(ledger(&replay["turns"]), ledger(&end["turns"]));
 }
 
+/// The second run in a reused root appends to the store the first one filled: what it
+/// shows live and its ledger are its own generation's alone.
+#[test]
+fn a_reused_root_shows_only_the_new_generations_events_live() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let out_dir = tmp.path().join("out");
+    let root = tmp.path().join("root");
+    fs::create_dir_all(home.join(".kimi")).expect("mkdir");
+    fs::create_dir_all(&out_dir).expect("mkdir");
+    fs::write(home.join(".kimi/config.toml"), OPERATOR).expect("write config");
+    // The stand-in runs through without waiting.
+    fs::write(out_dir.join("go"), "").expect("go");
+    let agent = fake_agent(tmp.path());
+    let run = |generation: u64| {
+        let output = tmp.path().join(format!("session-{generation}.ndjson"));
+        let status = hooktrack()
+            .args([
+                "session", "--agent", "kimi-cli", "--format", "ndjson", "--root",
+            ])
+            .arg(&root)
+            .arg("--output")
+            .arg(&output)
+            .arg("--")
+            .arg(&agent)
+            .env("HOME", &home)
+            .env("OUT", &out_dir)
+            .env_remove("HOOKTRACK_TOKEN")
+            .env_remove("KIMI_SHARE_DIR")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run session");
+        assert_eq!(status.code(), Some(3));
+        let lines: Vec<serde_json::Value> = fs::read_to_string(&output)
+            .expect("output")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("ndjson"))
+            .collect();
+        assert_eq!(lines[0]["generation"], generation);
+        lines
+    };
+    run(1);
+    let second = run(2);
+    let store = root.join("hook-observation/kimi-cli");
+    let rows = rows(&store.join("events.ndjson"));
+    assert_eq!(rows.len(), 12, "both runs are in the store");
+    assert!(rows[..6].iter().all(|r| r["generation"] == 1));
+    assert!(rows[6..].iter().all(|r| r["generation"] == 2));
+    // Live: the six hook events of generation 2, at their own line numbers (7 to 12)
+    // (the agent process's end is a line of its own, not a row).
+    let live: Vec<u64> = second
+        .iter()
+        .filter(|l| l["kind"] == "event" && l["source"] == "hook")
+        .filter_map(|l| l["line"].as_u64())
+        .collect();
+    assert_eq!(live, [7, 8, 9, 10, 11, 12]);
+    assert!(second.iter().all(|l| l["kind"] != "skipped"));
+    // The ledger: generation 2's one turn, none of generation 1's.
+    let end = second.last().expect("end line");
+    assert_eq!(ledger(&end["turns"]), ["main success 1"]);
+    assert_eq!(end["turns"][0]["first_row"], 8, "{end}");
+    assert_eq!(end["collector"]["accepted"], 6);
+    assert!(end.get("warning").is_none(), "{end}");
+    let counters = end["diagnostics"]["counters"]
+        .as_object()
+        .expect("counters");
+    assert!(
+        counters.values().all(|v| v == 0),
+        "no diagnostic from the earlier run: {counters:?}"
+    );
+}
+
 #[test]
 fn a_failed_install_still_runs_the_agent_and_leaves_the_config_alone() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -392,4 +466,73 @@ fn a_routed_hook_outside_any_session_exits_zero_and_writes_nothing() {
     assert_eq!(status.code(), Some(0));
     assert!(out.stdout.is_empty() && out.stderr.is_empty());
     assert_eq!(fs::read_dir(tmp.path()).expect("dir").count(), 0);
+}
+
+/// A headless agent that runs but never runs a hook (no preflight finding): the channel
+/// says `unavailable` with the reason once the startup grace after the prompt (given at
+/// launch with `-p`) is over, and the end names the likely cause.
+#[test]
+fn a_silent_headless_agent_is_reported_unavailable_then_warned_about() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    fs::create_dir_all(&home).expect("mkdir");
+    let output = tmp.path().join("session.ndjson");
+    // Stands in for `claude -p`: delivers nothing and exits once the session has said the
+    // channel is silent (bounded: gives up with status 7 after 30 s).
+    let agent = tmp.path().join("claude");
+    fs::write(
+        &agent,
+        "#!/bin/sh\ni=0\nwhile ! grep -q '\"kind\":\"channel\"' \"$OUT\" 2>/dev/null; do\n\
+         i=$((i+1)); [ $i -gt 600 ] && exit 7; sleep 0.05\ndone\nexit 0\n",
+    )
+    .expect("write agent");
+    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out = hooktrack()
+        .args([
+            "session",
+            "--format",
+            "ndjson",
+            "--startup-grace-ms",
+            "100",
+            "--output",
+        ])
+        .arg(&output)
+        .arg("--root")
+        .arg(tmp.path().join("root"))
+        .arg("--")
+        .arg(&agent)
+        .args(["-p", "hello"])
+        .env("HOME", &home)
+        .env("OUT", &output)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("HOOKTRACK_TOKEN")
+        .output()
+        .expect("run");
+    let lines: Vec<serde_json::Value> = fs::read_to_string(&output)
+        .expect("output")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("ndjson"))
+        .collect();
+    let context = format!("{}\n{lines:#?}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{context}");
+    assert_eq!(lines[0]["provider"], "claude");
+    assert_eq!(lines[0]["findings"], serde_json::json!([]), "{context}");
+    let channel: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["kind"] == "channel").collect();
+    assert_eq!(channel.len(), 1, "said once: {context}");
+    assert_eq!(channel[0]["state"], "unavailable");
+    assert_eq!(
+        channel[0]["detail"],
+        "startup silence: no event within 0.1 s of the first prompt"
+    );
+    let end = lines.last().expect("end");
+    assert_eq!(end["kind"], "end");
+    let warning = end["warning"].as_str().expect("a warning");
+    let settings = home.join(".claude/settings.json");
+    assert!(
+        warning
+            .starts_with("the agent delivered no hook event: Claude Code got its prompt at launch")
+            && warning.contains(&format!("another file than {}", settings.display())),
+        "{warning}"
+    );
 }

@@ -162,6 +162,13 @@ impl Channel {
         }
     }
 
+    /// True when a prompt was sent more than `startup_grace_ms` before `now` and no event
+    /// has arrived since: the hooks are silent (the flow's `unavailable` at `now`).
+    pub fn startup_silent(&self, now: Timestamp) -> bool {
+        matches!(self.flow, Flow::Waiting { first_prompt: Some(at) }
+            if elapsed(at, now) > self.config.startup_grace_ms)
+    }
+
     /// The state at `now`.
     pub fn status(&self, now: Timestamp) -> ChannelStatus {
         self.overlay().unwrap_or_else(|| self.flow_status(now))
@@ -238,11 +245,11 @@ impl Channel {
                 ChannelStatus::new(ChannelState::Unavailable, "no event yet")
             }
             Flow::Waiting {
-                first_prompt: Some(at),
+                first_prompt: Some(_),
             } => {
                 // The detail names the threshold, not the time waited, so the status
                 // stays equal (and no update is sent) while the silence goes on.
-                if elapsed(at, now) > self.config.startup_grace_ms {
+                if self.startup_silent(now) {
                     ChannelStatus::new(
                         ChannelState::Unavailable,
                         format!(

@@ -27,6 +27,7 @@ pub mod provenance;
 pub mod provider;
 pub mod read;
 pub mod row;
+pub mod sessions;
 pub mod source;
 pub mod store;
 pub mod time;

@@ -54,6 +54,11 @@ pub struct SessionConfig {
     pub report_lines: bool,
     /// Do not follow the transcript the payloads name (the hooks alone).
     pub no_transcripts: bool,
+    /// Follow only what is appended after [`Session::open`]: the rows already in the
+    /// store (an earlier generation's, in a reused session root) are neither fed to the
+    /// pipeline nor reported, so the ledger and the event count are this run's alone. A
+    /// loaded checkpoint wins (a restarted follower resumes where it was).
+    pub skip_existing: bool,
 }
 
 /// One line read, with what it changed (see [`SessionConfig::report_lines`]).
@@ -125,6 +130,11 @@ pub enum SessionNotice {
     CheckpointNotSaved {
         detail: String,
     },
+    /// [`SessionConfig::skip_existing`] could not read past the rows already there: they
+    /// are read (and reported) as new.
+    ExistingNotSkipped {
+        detail: String,
+    },
     /// The directory could not be watched: changes are seen at the periodic re-check only.
     WatchFailed {
         detail: String,
@@ -153,6 +163,12 @@ impl fmt::Display for SessionNotice {
             }
             SessionNotice::CheckpointNotSaved { detail } => {
                 write!(f, "checkpoint not saved: {detail}")
+            }
+            SessionNotice::ExistingNotSkipped { detail } => {
+                write!(
+                    f,
+                    "earlier rows not skipped ({detail}): reading them as new"
+                )
             }
             SessionNotice::WatchFailed { detail } => {
                 write!(f, "not watched, re-checked periodically: {detail}")
@@ -238,7 +254,7 @@ pub const FULL_POLL_EVERY: u32 = 10;
 
 impl Session {
     /// Opens a session on a store. Nothing is read until the first poll, except the
-    /// checkpoint: an unreadable one is reported in the first update and the file is read
+    /// checkpoint (and, with [`SessionConfig::skip_existing`], the rows already there): an unreadable one is reported in the first update and the file is read
     /// from the start (nothing lost; turns before the restart may be reported again).
     pub fn open(paths: StorePaths, config: SessionConfig) -> Self {
         let mut pending = Vec::new();
@@ -256,10 +272,18 @@ impl Session {
         };
         // The lines before the checkpoint are replayed into the pipeline, so the posture
         // after a restart is the posture before it; only the lines after it are reported.
-        let tailer = match checkpoint {
+        let mut tailer = match checkpoint {
             Some(cp) => Tailer::resume(&paths.events, cp, Prefix::Replay),
             None => Tailer::new(&paths.events),
         };
+        if config.skip_existing && checkpoint.is_none() {
+            match tailer.skip_existing() {
+                Ok(skipped) => pending.extend(skipped.notices.into_iter().map(SessionNotice::Tail)),
+                Err(e) => pending.push(SessionNotice::ExistingNotSkipped {
+                    detail: error_chain(&e),
+                }),
+            }
+        }
         Self {
             tailer,
             pipeline: Pipeline::new(config.provider),
@@ -292,6 +316,11 @@ impl Session {
     /// The supervisor sent a prompt to the agent.
     pub fn prompt_sent(&mut self, now: Timestamp) {
         self.channel.on_prompt_sent(now);
+    }
+
+    /// A prompt was sent longer than the startup grace ago and no event came.
+    pub fn startup_silent(&self, now: Timestamp) -> bool {
+        self.channel.startup_silent(now)
     }
 
     /// The supervisor saw the agent's terminal change.

@@ -204,6 +204,23 @@ impl Tailer {
         tailer
     }
 
+    /// Reads past what the file holds now without handing a line out, so following
+    /// starts at its end (the rows already there belong to an earlier run). Line numbers
+    /// go on counting. Bounded by the file's length now, in budget-sized polls.
+    pub fn skip_existing(&mut self) -> Result<Progress, TailError> {
+        let len = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+        let mut skipped = Progress::default();
+        for _ in 0..len / self.budget + 2 {
+            let progress = self.poll(&mut |_| {})?;
+            skipped.lines += progress.lines;
+            skipped.notices.extend(progress.notices);
+            if !progress.more {
+                break;
+            }
+        }
+        Ok(skipped)
+    }
+
     /// Bytes read per poll before [`Progress::more`] is set (at least one chunk).
     pub fn set_poll_budget(&mut self, bytes: u64) {
         self.budget = bytes.max(1);

@@ -1,0 +1,215 @@
+//! One store, several agent sessions: rows routed by the payload's `session_id` to one
+//! [`Pipeline`] per session, so each gets a ledger of its own.
+//!
+//! A store holds more than one session when an agent was started by hand with the routing
+//! environment of another, or after `/clear` (a new `session_id` in the same process).
+//! Mixed into one pipeline their turns interleave and the correlator sees restarts that
+//! never happened (`session_restart_without_end`, `session_end_while_absent`).
+//!
+//! Rules: a row with a `session_id` goes to that session's pipeline (a new one at its
+//! first row); a row without one, and a line that is not a row at all, goes to the current
+//! session (the one the last routed row went to). The number of sessions is bounded: past
+//! [`MAX_SESSIONS`] a new id's rows go to the current session and are counted
+//! ([`Sessions::overflow_rows`]).
+
+use crate::pipeline::{Fed, Pipeline};
+use crate::provider::ProviderChoice;
+use crate::read::ReadLine;
+use crate::row::parse_line;
+
+/// The most sessions one store is split into.
+pub const MAX_SESSIONS: usize = 64;
+
+/// One session of a store: its id (`None` until a row names one) and its pipeline.
+#[derive(Debug)]
+pub struct SessionPipeline {
+    pub session_id: Option<String>,
+    pub pipeline: Pipeline,
+    /// Lines routed here.
+    pub lines: u64,
+}
+
+#[derive(Debug)]
+pub struct Sessions {
+    choice: ProviderChoice,
+    sessions: Vec<SessionPipeline>,
+    current: usize,
+    limit: usize,
+    overflow_rows: u64,
+}
+
+impl Sessions {
+    /// Splits by session, at most [`MAX_SESSIONS`].
+    pub fn new(choice: ProviderChoice) -> Self {
+        Self::with_limit(choice, MAX_SESSIONS)
+    }
+
+    /// Splits into at most `limit` sessions (1: one pipeline for every row, as a store
+    /// was read before it was split).
+    pub fn with_limit(choice: ProviderChoice, limit: usize) -> Self {
+        Self {
+            choice,
+            sessions: vec![SessionPipeline {
+                session_id: None,
+                pipeline: Pipeline::new(choice),
+                lines: 0,
+            }],
+            current: 0,
+            limit: limit.max(1),
+            overflow_rows: 0,
+        }
+    }
+
+    /// Feeds one line to the pipeline of its session; returns that session's index.
+    pub fn feed<'a>(&mut self, line: ReadLine<'a>) -> (usize, Fed<'a>) {
+        let index = match &line {
+            ReadLine::Line { bytes, .. } => self.route(bytes),
+            ReadLine::Oversized { .. } | ReadLine::Truncated { .. } => self.current,
+        };
+        let session = &mut self.sessions[index];
+        session.lines += 1;
+        (index, session.pipeline.feed(line))
+    }
+
+    /// The session a line belongs to, made current.
+    fn route(&mut self, bytes: &[u8]) -> usize {
+        // Not split: no second parse of every line.
+        if self.limit == 1 {
+            return 0;
+        }
+        // The pipeline parses the line again: routing must not change what it sees.
+        let Ok(row) = parse_line(bytes) else {
+            return self.current;
+        };
+        let Some(id) = row.payload.session_id.as_deref() else {
+            return self.current;
+        };
+        if let Some(found) = self
+            .sessions
+            .iter()
+            .position(|s| s.session_id.as_deref() == Some(id))
+        {
+            self.current = found;
+            return found;
+        }
+        // The first session takes the first id it sees (rows before it named none).
+        if self.sessions[self.current].session_id.is_none() {
+            self.sessions[self.current].session_id = Some(id.to_owned());
+            return self.current;
+        }
+        if self.sessions.len() >= self.limit {
+            self.overflow_rows += 1;
+            return self.current;
+        }
+        self.sessions.push(SessionPipeline {
+            session_id: Some(id.to_owned()),
+            pipeline: Pipeline::new(self.choice),
+            lines: 0,
+        });
+        self.current = self.sessions.len() - 1;
+        self.current
+    }
+
+    pub fn choice(&self) -> ProviderChoice {
+        self.choice
+    }
+
+    pub fn get(&self, index: usize) -> &SessionPipeline {
+        &self.sessions[index.min(self.sessions.len() - 1)]
+    }
+
+    pub fn get_mut(&mut self, index: usize) -> &mut SessionPipeline {
+        let last = self.sessions.len() - 1;
+        &mut self.sessions[index.min(last)]
+    }
+
+    /// The session the last routed row went to (where rows without an id go).
+    pub fn current(&self) -> usize {
+        self.current
+    }
+
+    /// The first session's pipeline, for a log that held one.
+    pub fn into_first(self) -> Pipeline {
+        // Never empty: created with one session, sessions are only added.
+        self.sessions
+            .into_iter()
+            .next()
+            .map_or_else(|| Pipeline::new(self.choice), |s| s.pipeline)
+    }
+
+    /// Every session, in the order of their first rows.
+    pub fn all(&self) -> &[SessionPipeline] {
+        &self.sessions
+    }
+
+    pub fn len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Never empty: there is always a current session.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Rows of a session past the limit, routed to the current session instead.
+    pub fn overflow_rows(&self) -> u64 {
+        self.overflow_rows
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(event: &str, session: Option<&str>) -> String {
+        let id = session.map_or_else(String::new, |s| format!(r#", "session_id": "{s}""#));
+        format!(r#"{{"hook_event_name": "{event}"{id}}}"#)
+    }
+
+    fn feed(sessions: &mut Sessions, lines: &[String]) -> Vec<usize> {
+        lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                sessions
+                    .feed(ReadLine::Line {
+                        number: i as u64 + 1,
+                        bytes: l.as_bytes(),
+                    })
+                    .0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rows_go_to_their_session_and_rows_without_one_to_the_current() {
+        let mut s = Sessions::new(ProviderChoice::Auto);
+        let lines = [
+            row("SessionStart", None),
+            row("UserPromptSubmit", Some("a")),
+            row("SessionStart", Some("b")),
+            row("Stop", None),
+            "not json".to_owned(),
+            row("Stop", Some("a")),
+        ];
+        assert_eq!(feed(&mut s, &lines), [0, 0, 1, 1, 1, 0]);
+        let ids: Vec<_> = s.all().iter().map(|p| p.session_id.as_deref()).collect();
+        assert_eq!(ids, [Some("a"), Some("b")]);
+        assert_eq!(s.get(1).lines, 3);
+        assert_eq!(s.overflow_rows(), 0);
+    }
+
+    #[test]
+    fn sessions_past_the_limit_go_to_the_current_one_and_are_counted() {
+        let mut s = Sessions::with_limit(ProviderChoice::Auto, 2);
+        let lines = [
+            row("SessionStart", Some("a")),
+            row("SessionStart", Some("b")),
+            row("SessionStart", Some("c")),
+            row("Stop", Some("c")),
+        ];
+        assert_eq!(feed(&mut s, &lines), [0, 1, 1, 1]);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s.overflow_rows(), 2);
+    }
+}
