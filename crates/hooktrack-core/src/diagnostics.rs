@@ -57,7 +57,6 @@ diagnostics! {
     TerminalGapSessionEnd => "terminal_gap_session_end", "a turn was open at SessionEnd: it ended and nobody knows how";
     TerminalGapNewSession => "terminal_gap_new_session", "a turn was open when a new session or generation began";
     TerminalGapProcessEnded => "terminal_gap_process_ended", "a turn was open when the agent process ended: it ended and nobody knows how";
-    ProcessEndedWhileAbsent => "process_ended_while_absent", "the agent process ended when no session was present (after SessionEnd): nothing to settle";
     // Transcripts (a second signal where the hooks are silent).
     TranscriptEntryIgnored => "transcript_entry_ignored", "a transcript entry that is not one of the known markers of a blind moment (ignored)";
     TranscriptEntryUnreadable => "transcript_entry_unreadable", "a transcript line that is not a JSON object (ignored)";

@@ -247,21 +247,9 @@ impl Pipeline {
             outcome: Outcome::default(),
             tmux_pane: None,
         };
-        let note = Note::new(
-            Diag::TerminalGapProcessEnded,
-            Some(pid.map_or_else(
-                || "the agent process ended".to_owned(),
-                |p| format!("pid {p} ended"),
-            )),
-        );
-        let had_turn = self
-            .correlator
-            .as_ref()
-            .is_some_and(|c| !c.open_turns().is_empty());
-        // With a turn open the correlator notes the terminal gap; with none, this note still
-        // says which process ended.
-        let notes = if had_turn { Vec::new() } else { vec![note] };
-        self.observe(step, notes)
+        // The correlator notes a terminal gap when a turn was open; otherwise nothing was
+        // guessed and nothing is counted (the step itself says which process ended).
+        self.observe(step, Vec::new())
     }
 
     /// Runs one event through the correlator; counts its notes, records which facts it set.

@@ -300,9 +300,8 @@ impl Correlator {
             | Event::Activity { .. }
             | Event::Unknown { .. } => {}
             Event::ProcessEnded { .. } => {
-                if self.presence == Presence::Absent {
-                    self.note(Diag::ProcessEndedWhileAbsent, None);
-                }
+                // After a SessionEnd this is how every agent exits: nothing to settle, no
+                // guess to count.
                 self.end_session(TurnResult::TerminalGap, Diag::TerminalGapProcessEnded);
                 self.presence = Presence::Absent;
             }
