@@ -114,10 +114,18 @@ impl Checker {
                     step.line
                 );
             }
-            // A transcript marker says "interrupted" (or ends a call), never anything else;
-            // the process says only that the turn ended unseen.
+            // A transcript marker says "interrupted" or, for a failed model call,
+            // "known_failure" (or ends a call), never anything else; the process says only
+            // that the turn ended unseen.
             match step.source {
-                Source::Transcript => prop_assert_eq!(turn.result, TurnResult::Interrupted),
+                Source::Transcript => prop_assert!(
+                    matches!(
+                        turn.result,
+                        TurnResult::Interrupted | TurnResult::KnownFailure
+                    ),
+                    "a transcript marker latched {:?}",
+                    turn.result
+                ),
                 Source::Process => prop_assert_eq!(turn.result, TurnResult::TerminalGap),
                 Source::Hook | Source::Terminal => {}
             }

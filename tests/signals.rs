@@ -292,3 +292,151 @@ fn replay_explain_names_the_source_event_and_line_of_each_final_fact() {
     );
     let _ = fs::metadata(&dir).expect("transcripts dir");
 }
+
+/// A hub whose periodic re-check never comes during a test: only the watcher and the
+/// pidfd waiter wake it.
+fn wake_only_hub() -> (
+    hooktrack::Hub,
+    std::sync::mpsc::Receiver<(hooktrack::SessionId, hooktrack::Update)>,
+) {
+    hooktrack::Hub::start(hooktrack::HubConfig {
+        recheck: std::time::Duration::from_secs(3600),
+    })
+    .expect("hub")
+}
+
+/// Waits (bounded) for an update of `id` satisfying `done`.
+fn until(
+    rx: &std::sync::mpsc::Receiver<(hooktrack::SessionId, hooktrack::Update)>,
+    id: hooktrack::SessionId,
+    done: impl Fn(&hooktrack::Update) -> bool,
+) -> hooktrack::Update {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((got, u)) if got == id && done(&u) => return u,
+            Ok(_) => {}
+            Err(e) => panic!("no such update for {id}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn a_hub_sees_a_transcript_marker_outside_the_store_without_a_hook_row_or_a_recheck() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("store");
+    let projects = dir.path().join("projects");
+    fs::create_dir_all(&projects).expect("mkdir");
+    let transcript = projects.join("s1.jsonl");
+    fs::write(&transcript, "").expect("transcript");
+    append(
+        &StorePaths::for_provider(&store, "claude").events,
+        &[
+            claude(0, "SessionStart", &transcript, r#","source":"startup""#),
+            claude(1, "UserPromptSubmit", &transcript, r#","prompt":"go""#),
+        ],
+    );
+    let (mut hub, rx) = wake_only_hub();
+    let id = hub.add(Session::open(
+        StorePaths::locate(&store).expect("locate"),
+        SessionConfig::default(),
+    ));
+    until(&rx, id, |u| u.posture.turn.phase == Phase::Active);
+    // Escape during the answer: Claude writes the marker and fires no hook.
+    append(
+        &transcript,
+        &[format!(
+            r#"{{"type":"user","promptId":"p1","timestamp":"{}","message":{{"content":[{{"type":"text","text":"[Request interrupted by user]"}}]}}}}"#,
+            t(2)
+        )],
+    );
+    let settled = until(&rx, id, |u| !u.closed.is_empty());
+    assert_eq!(settled.closed[0].result, TurnResult::Interrupted);
+    assert_eq!(settled.closed[0].ended_by, Some(Source::Transcript));
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_hub_sees_the_watched_process_end_from_its_pidfd_without_a_recheck() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let transcript = dir.path().join("s1.jsonl");
+    let (_, paths) = open_session(dir.path());
+    append(
+        &paths.events,
+        &[
+            claude(0, "SessionStart", &transcript, r#","source":"startup""#),
+            claude(1, "UserPromptSubmit", &transcript, r#","prompt":"go""#),
+        ],
+    );
+    let mut child = Command::new("sleep").arg("60").spawn().expect("sleep");
+    let (mut hub, rx) = wake_only_hub();
+    let id = hub.add(Session::open(paths, SessionConfig::default()));
+    hub.watch_process(id, child.id());
+    until(&rx, id, |u| u.posture.presence == Presence::Present);
+    child.kill().expect("kill");
+    let gone = until(&rx, id, |u| u.posture.presence == Presence::Absent);
+    assert_eq!(gone.closed[0].result, TurnResult::TerminalGap);
+    assert!(gone.notices.iter().any(|n| matches!(
+        n,
+        SessionNotice::ProcessEnded {
+            mechanism: "pidfd",
+            ..
+        }
+    )));
+    let _ = child.wait();
+}
+
+/// The recorded Gemini campaign with its chat file, the payloads' path pointed at `to`.
+fn gemini_campaign_at(to: &Path) -> (Vec<String>, String) {
+    let base = corpus_dir().join("gemini-cli");
+    let campaign = "gemini-cli-0.61.0-interactive-escape-reject-transcript";
+    let named = "/home/dev/.gemini/tmp/work/chats/session-2026-12-01T13-18-c36c861a.jsonl";
+    let rows = fs::read_to_string(base.join(format!("{campaign}.ndjson"))).expect("campaign");
+    assert!(rows.contains(named), "the campaign names its chat file");
+    let rows = rows.replace(named, &to.display().to_string());
+    let chat = base
+        .join(format!("{campaign}.transcripts"))
+        .join("session-2026-12-01T13-18-c36c861a.jsonl");
+    (
+        rows.lines().map(str::to_owned).collect(),
+        fs::read_to_string(chat).expect("chat file"),
+    )
+}
+
+#[test]
+fn gemini_escape_during_the_answer_is_interrupted_live_as_in_the_replay_when_one_poll_reads_the_late_after_agent()
+ {
+    let path = corpus_dir()
+        .join("gemini-cli/gemini-cli-0.61.0-interactive-escape-reject-transcript.ndjson");
+    let (replayed, _) = replay_file_with(
+        &path,
+        Format::Json,
+        TranscriptLookup::InDir(&path.with_extension("transcripts")),
+        false,
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chat = dir.path().join("chat.jsonl");
+    let (rows, transcript) = gemini_campaign_at(&chat);
+    let (mut session, paths) = open_session(&dir.path().join("store"));
+    // The first poll learns the transcript from SessionStart; the second reads the rest
+    // of the session, rows and chat file, at once: the transcript's lines must go between
+    // the rows by time, as a replay places them, not after them.
+    append(&paths.events, &rows[..1]);
+    let mut closed = Vec::new();
+    closed.extend(session.poll(t(0)).map(|u| u.closed).unwrap_or_default());
+    fs::write(&chat, transcript).expect("chat file");
+    append(&paths.events, &rows[1..]);
+    for s in 1..50 {
+        let Some(u) = session.poll(t(s)) else { break };
+        closed.extend(u.closed);
+    }
+    let live: Vec<_> = session.ledger(closed).iter().map(|t| t.result).collect();
+    let replay: Vec<_> = replayed.turns.iter().map(|t| t.result).collect();
+    use TurnResult::{Interrupted, Success};
+    assert_eq!(
+        replay,
+        [Success, Interrupted, Interrupted, Interrupted, Success]
+    );
+    assert_eq!(live, replay);
+}

@@ -532,11 +532,13 @@ fn codex_failing_model_call_ends_as_codex_reports_it() {
         &[("MOCK_API_KEY", "dummy".into())],
         &codex_argv(&bin, "This call fails. [[fail]]", true),
     );
-    // Codex 0.171 fires no Stop for a turn whose model call failed: the turn is open
-    // when SessionEnd comes, so it ends `terminal_gap` (contract section 9), exit 1.
+    // Codex 0.171 fires no Stop (and no other hook) for a turn whose model call failed;
+    // its rollout transcript records `task_complete` with the error, the one signal that
+    // settles it: `known_failure`, ended by the transcript. Exit 1.
     let (turns, events) = failing_run_summary(&run);
     assert_eq!(run.code, Some(1), "{}", run.context);
-    assert_eq!(turns, ["main terminal_gap 0"], "{}", run.context);
+    assert_eq!(turns, ["main known_failure 0"], "{}", run.context);
+    assert_eq!(run.end["turns"][0]["ended_by"], "transcript", "{}", run.context);
     assert_eq!(
         events,
         ["SessionStart", "UserPromptSubmit", "SessionEnd"],

@@ -127,6 +127,8 @@ pub enum Event<'a> {
     StopFailed {
         error_type: Option<Cow<'a, str>>,
         message: Option<Cow<'a, str>>,
+        /// The turn that failed, where the source names it (a Codex rollout's `turn_id`).
+        turn_id: Option<TurnId>,
     },
     Interrupted {
         turn_id: Option<TurnId>,

@@ -2,8 +2,11 @@
 //!
 //! A [`Hub`] owns a thread, one `notify` watcher and the [`Session`]s added to it. It
 //! watches each store's directory (or, until the store exists, its nearest existing
-//! ancestor), and treats every notification only as "go read" for the sessions under that
-//! directory. A periodic re-check (default 500 ms) polls every session anyway: it covers
+//! ancestor) and the directory of each session's followed transcript, and treats every
+//! notification only as "go read" for the sessions under that directory (for a
+//! transcript, the sessions following that very file). On Linux a second thread waits on
+//! the pidfds of the processes handed to [`Hub::watch_process`] and wakes the session whose
+//! process ended. A periodic re-check (default 500 ms) polls every session anyway: it covers
 //! missed or coalesced notifications and queue overflows, and lets time-driven channel
 //! states (startup silence) surface. Between the two the thread sleeps.
 //!
@@ -20,6 +23,8 @@ use notify::event::{AccessKind, EventKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use thiserror::Error;
 
+#[cfg(target_os = "linux")]
+use crate::process::ExitWaiter;
 use crate::session::{FULL_POLL_EVERY, Session, SessionNotice, Update};
 use hooktrack_core::diagnostics::error_chain;
 use hooktrack_core::time::Timestamp;
@@ -77,6 +82,8 @@ enum Msg {
     PromptSent(SessionId, Timestamp),
     TerminalChanged(SessionId, Timestamp),
     WatchProcess(SessionId, u32),
+    /// The exit waiter saw the session's process end.
+    ProcessExited(SessionId),
     Shutdown,
 }
 
@@ -98,11 +105,22 @@ impl Hub {
             let _ = fs_tx.send(Msg::Fs(event));
         })
         .map_err(|source| HubError::Watcher { source })?;
+        #[cfg(target_os = "linux")]
+        let exits = {
+            let exit_tx = tx.clone();
+            ExitWaiter::start(move |key| {
+                let _ = exit_tx.send(Msg::ProcessExited(SessionId(key)));
+            })
+        };
         let worker = Worker {
             config,
             watcher,
             sessions: HashMap::new(),
             watched: HashMap::new(),
+            transcript_files: HashMap::new(),
+            transcript_dirs: HashMap::new(),
+            #[cfg(target_os = "linux")]
+            exits,
             updates: updates_tx,
         };
         let thread = std::thread::Builder::new()
@@ -142,7 +160,9 @@ impl Hub {
         self.send(Msg::TerminalChanged(id, now));
     }
 
-    /// See [`Session::watch_process`]: the hub sees the process end at its next re-check.
+    /// See [`Session::watch_process`]. On Linux the hub waits on the process's pidfd and
+    /// polls the session as soon as it ends; elsewhere (or without pidfds) the end is seen
+    /// at the next re-check.
     pub fn watch_process(&self, id: SessionId, pid: u32) {
         self.send(Msg::WatchProcess(id, pid));
     }
@@ -169,10 +189,12 @@ enum Poll {
     Recheck,
 }
 
-/// A session and the directory watched for it.
+/// A session and the directories watched for it.
 struct Tracked {
     session: Session,
     watch: Option<PathBuf>,
+    /// The followed transcript (absolute), whose directory is watched.
+    transcript: Option<PathBuf>,
 }
 
 /// A watched directory: its identity (a directory deleted and recreated loses its watch
@@ -187,6 +209,12 @@ struct Worker {
     watcher: RecommendedWatcher,
     sessions: HashMap<SessionId, Tracked>,
     watched: HashMap<PathBuf, WatchedDir>,
+    /// Followed transcripts and the sessions following each; their directories, with how
+    /// many transcripts each holds (a directory can hold many: Claude's project dir).
+    transcript_files: HashMap<PathBuf, HashSet<SessionId>>,
+    transcript_dirs: HashMap<PathBuf, usize>,
+    #[cfg(target_os = "linux")]
+    exits: Option<ExitWaiter>,
     updates: Sender<(SessionId, Update)>,
 }
 
@@ -260,6 +288,9 @@ impl Worker {
                                 dirty.extend(w.sessions.iter().copied());
                             }
                         }
+                        if let Some(following) = self.transcript_files.get(path) {
+                            dirty.extend(following.iter().copied());
+                        }
                     }
                 }
             }
@@ -271,6 +302,7 @@ impl Worker {
                     Tracked {
                         session: *session,
                         watch: None,
+                        transcript: None,
                     },
                 );
                 dirty.insert(id);
@@ -278,6 +310,11 @@ impl Worker {
             Msg::Remove(id) => {
                 if let Some(tracked) = self.sessions.remove(&id) {
                     self.unwatch(id, tracked.watch.as_deref());
+                    self.unwatch_transcript(id, tracked.transcript.as_deref());
+                }
+                #[cfg(target_os = "linux")]
+                if let Some(exits) = &self.exits {
+                    exits.unwatch(id.0);
                 }
                 dirty.remove(&id);
             }
@@ -296,6 +333,15 @@ impl Worker {
             Msg::WatchProcess(id, pid) => {
                 if let Some(t) = self.sessions.get_mut(&id) {
                     t.session.watch_process(pid);
+                    #[cfg(target_os = "linux")]
+                    if let Some(exits) = &self.exits {
+                        exits.watch(id.0, pid);
+                    }
+                    dirty.insert(id);
+                }
+            }
+            Msg::ProcessExited(id) => {
+                if self.sessions.contains_key(&id) {
                     dirty.insert(id);
                 }
             }
@@ -326,7 +372,66 @@ impl Worker {
             // others until the hub is dropped.
             let _ = self.updates.send((id, update));
         }
-        tracked.session.more()
+        let more = tracked.session.more();
+        // The poll may have named a (new) transcript: watch its directory from now on.
+        let followed = tracked
+            .session
+            .transcript_path()
+            .and_then(|p| std::path::absolute(p).ok());
+        if followed != tracked.transcript {
+            self.follow_transcript(id, followed);
+            // Whatever was written to it between this poll's read and the watch would
+            // wake nobody: read once more, now that the watch is in place.
+            return true;
+        }
+        more
+    }
+
+    /// Moves the session's transcript watch to `file`'s directory. A directory that
+    /// cannot be watched leaves the transcript to the periodic re-check, with a notice.
+    fn follow_transcript(&mut self, id: SessionId, file: Option<PathBuf>) {
+        let Some(tracked) = self.sessions.get_mut(&id) else {
+            return;
+        };
+        let old = std::mem::replace(&mut tracked.transcript, file.clone());
+        self.unwatch_transcript(id, old.as_deref());
+        let Some(file) = file else { return };
+        let Some(dir) = file.parent().map(Path::to_path_buf) else {
+            return;
+        };
+        self.transcript_files.entry(file).or_default().insert(id);
+        let count = self.transcript_dirs.entry(dir.clone()).or_insert(0);
+        *count += 1;
+        if *count > 1 || self.watched.contains_key(&dir) {
+            return;
+        }
+        if let Err(e) = self.watcher.watch(&dir, RecursiveMode::NonRecursive)
+            && let Some(tracked) = self.sessions.get_mut(&id)
+        {
+            tracked.session.notice(SessionNotice::WatchFailed {
+                detail: format!("{}: {}", dir.display(), error_chain(&e)),
+            });
+        }
+    }
+
+    fn unwatch_transcript(&mut self, id: SessionId, file: Option<&Path>) {
+        let Some(file) = file else { return };
+        if let Some(following) = self.transcript_files.get_mut(file) {
+            following.remove(&id);
+            if following.is_empty() {
+                self.transcript_files.remove(file);
+            }
+        }
+        let Some(dir) = file.parent() else { return };
+        if let Some(count) = self.transcript_dirs.get_mut(dir) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                self.transcript_dirs.remove(dir);
+                if !self.watched.contains_key(dir) {
+                    let _ = self.watcher.unwatch(dir);
+                }
+            }
+        }
     }
 
     /// Keeps the session's watch on its store directory, or on the nearest existing
@@ -380,8 +485,11 @@ impl Worker {
             w.sessions.remove(&id);
             if w.sessions.is_empty() {
                 self.watched.remove(dir);
-                // The directory may be gone, which removed the watch already.
-                let _ = self.watcher.unwatch(dir);
+                // The directory may be gone, which removed the watch already; one that
+                // also holds a followed transcript stays watched.
+                if !self.transcript_dirs.contains_key(dir) {
+                    let _ = self.watcher.unwatch(dir);
+                }
             }
         }
     }

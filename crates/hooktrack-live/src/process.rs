@@ -93,6 +93,176 @@ impl ProcessWatch {
     }
 }
 
+/// Wakes its owner when a watched process ends, without polling: one thread per
+/// [`ExitWaiter`] blocks in `poll(2)` on the pidfds of every watched process and on a
+/// wake-up pipe (a pid added or removed, or shutdown). It only says "go look": the
+/// [`ProcessWatch`] of the session decides, so a missed or early wake-up costs a poll,
+/// never a result. Linux only; elsewhere (and for a pid whose pidfd cannot be opened)
+/// the owner's periodic re-check is the fallback.
+#[cfg(target_os = "linux")]
+pub struct ExitWaiter {
+    shared: std::sync::Arc<WaiterShared>,
+    wake: std::os::fd::OwnedFd,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[cfg(target_os = "linux")]
+struct WaiterShared {
+    /// Watched processes by the owner's key; `None` asks the thread to stop.
+    watched: std::sync::Mutex<Option<Vec<(u64, std::os::fd::OwnedFd)>>>,
+}
+
+/// The longest one `poll(2)` of the waiter sleeps: a bound on every wait, and how late a
+/// change of the watched set could be seen if a wake-up byte were ever lost.
+#[cfg(target_os = "linux")]
+const WAITER_TICK_MS: libc::c_int = 1_000;
+
+#[cfg(target_os = "linux")]
+impl ExitWaiter {
+    /// Starts the thread; `ended(key)` is called from it once per watched process that
+    /// ended. `None` when the pipe or the thread cannot be had: the caller's re-check
+    /// still sees every end.
+    pub fn start(ended: impl Fn(u64) + Send + 'static) -> Option<Self> {
+        use std::os::fd::FromRawFd;
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: pipe2 fills two descriptors on success and nothing on failure.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            return None;
+        }
+        // SAFETY: both descriptors were just created and are owned by nobody else.
+        let (read, wake) = unsafe {
+            (
+                std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+            )
+        };
+        let shared = std::sync::Arc::new(WaiterShared {
+            watched: std::sync::Mutex::new(Some(Vec::new())),
+        });
+        let for_thread = std::sync::Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("hooktrack-pidfd".into())
+            .spawn(move || wait_loop(&for_thread, &read, &ended))
+            .ok()?;
+        Some(Self {
+            shared,
+            wake,
+            thread: Some(thread),
+        })
+    }
+
+    /// Watches `pid` for `key` (replacing what `key` watched). False when no pidfd could
+    /// be opened (the process is gone, or pidfds are not available).
+    pub fn watch(&self, key: u64, pid: u32) -> bool {
+        let Some(fd) = pidfd_open(pid) else {
+            return false;
+        };
+        self.change(|list| {
+            list.retain(|(k, _)| *k != key);
+            list.push((key, fd));
+        });
+        true
+    }
+
+    pub fn unwatch(&self, key: u64) {
+        self.change(|list| list.retain(|(k, _)| *k != key));
+    }
+
+    fn change(&self, f: impl FnOnce(&mut Vec<(u64, std::os::fd::OwnedFd)>)) {
+        // A poisoned lock means the thread panicked: nobody waits any more, the
+        // re-check still covers.
+        if let Ok(mut guard) = self.shared.watched.lock()
+            && let Some(list) = guard.as_mut()
+        {
+            f(list);
+        }
+        self.wake_up();
+    }
+
+    fn wake_up(&self) {
+        use std::os::fd::AsRawFd;
+        let byte = 1u8;
+        // SAFETY: one byte from a live buffer into our own pipe. A full pipe (EAGAIN)
+        // already holds a wake-up.
+        let _ = unsafe { libc::write(self.wake.as_raw_fd(), (&raw const byte).cast(), 1) };
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for ExitWaiter {
+    fn drop(&mut self) {
+        if let Ok(mut guard) = self.shared.watched.lock() {
+            *guard = None;
+        }
+        self.wake_up();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn wait_loop(shared: &WaiterShared, wake: &std::os::fd::OwnedFd, ended: &dyn Fn(u64)) {
+    use std::os::fd::AsRawFd;
+    loop {
+        // The set is copied as raw descriptors under the lock; a descriptor closed by an
+        // `unwatch` while the poll runs is harmless (the poll reports it invalid, or a
+        // reused number wakes us once: the owner's re-check decides).
+        let (keys, mut pfds) = {
+            let Ok(guard) = shared.watched.lock() else {
+                return;
+            };
+            let Some(list) = guard.as_ref() else {
+                return;
+            };
+            let mut pfds = Vec::with_capacity(list.len() + 1);
+            pfds.push(libc::pollfd {
+                fd: wake.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+            pfds.extend(list.iter().map(|(_, fd)| libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            }));
+            (list.iter().map(|(k, _)| *k).collect::<Vec<_>>(), pfds)
+        };
+        let n = libc::nfds_t::try_from(pfds.len()).unwrap_or(libc::nfds_t::MAX);
+        // SAFETY: `pfds` is a live array of `n` pollfds for the duration of the call.
+        let rc = unsafe { libc::poll(pfds.as_mut_ptr(), n, WAITER_TICK_MS) };
+        if rc < 0 {
+            // EINTR, or a descriptor that went away under us: look again, bounded by
+            // the tick.
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            continue;
+        }
+        if pfds[0].revents != 0 {
+            let mut buf = [0u8; 64];
+            // SAFETY: reads into a live buffer from our own non-blocking pipe.
+            while unsafe { libc::read(wake.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+        }
+        let gone: Vec<(u64, libc::c_int)> = pfds[1..]
+            .iter()
+            .zip(&keys)
+            .filter(|(p, _)| p.revents & libc::POLLIN != 0)
+            .map(|(p, k)| (*k, p.fd))
+            .collect();
+        if gone.is_empty() {
+            continue;
+        }
+        // By key and descriptor: a key re-watched meanwhile keeps its new pidfd.
+        if let Ok(mut guard) = shared.watched.lock()
+            && let Some(list) = guard.as_mut()
+        {
+            list.retain(|(k, fd)| !gone.contains(&(*k, fd.as_raw_fd())));
+        }
+        for (key, _) in gone {
+            ended(key);
+        }
+    }
+}
+
 /// `kill(pid, 0)`: false only when no such process exists.
 fn alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
@@ -147,5 +317,32 @@ mod tests {
         assert!(!alive(child.id()));
         #[cfg(target_os = "linux")]
         assert_eq!(watch.mechanism(), Mechanism::Pidfd);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_exit_waiter_reports_each_watched_process_once_it_ends() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = match ExitWaiter::start(move |key| {
+            let _ = tx.send(key);
+        }) {
+            Some(w) => w,
+            None => panic!("cannot start the exit waiter"),
+        };
+        let spawn = || match Command::new("sleep").arg("60").spawn() {
+            Ok(c) => c,
+            Err(e) => panic!("cannot run sleep: {e}"),
+        };
+        let (mut kept, mut killed) = (spawn(), spawn());
+        assert!(waiter.watch(1, kept.id()));
+        assert!(waiter.watch(2, killed.id()));
+        let _ = killed.kill();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(30)).ok(), Some(2));
+        // Unwatched, the other one's end is nobody's business.
+        waiter.unwatch(1);
+        let _ = kept.kill();
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
+        let _ = (kept.wait(), killed.wait());
+        drop(waiter);
     }
 }

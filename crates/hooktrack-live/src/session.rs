@@ -240,6 +240,8 @@ pub struct Session {
     turn_seen: Option<(u64, Timestamp)>,
     /// The transcript the payloads name, followed by offset like `events.ndjson`.
     transcript: Option<(String, Tailer)>,
+    /// The time of the last timed transcript entry read (for the untimed ones after it).
+    transcript_at: Option<Timestamp>,
     follow_transcripts: bool,
     process: Option<ProcessWatch>,
 }
@@ -303,6 +305,7 @@ impl Session {
             tmux_pane: None,
             turn_seen: None,
             transcript: None,
+            transcript_at: None,
             follow_transcripts: !config.no_transcripts,
             process: None,
             paths,
@@ -335,6 +338,12 @@ impl Session {
         self.process = Some(ProcessWatch::new(pid));
     }
 
+    /// The transcript being followed (the one the payloads name, once a row named it and
+    /// transcripts are on): a hub watches its directory.
+    pub fn transcript_path(&self) -> Option<&Path> {
+        self.transcript.as_ref().map(|(p, _)| Path::new(p.as_str()))
+    }
+
     /// Adds a notice to the next update.
     pub fn notice(&mut self, notice: SessionNotice) {
         self.pending.push(notice);
@@ -354,10 +363,36 @@ impl Session {
         let mut notices = std::mem::take(&mut self.pending);
         self.refresh_records(&mut notices);
         let mut closed = Vec::new();
+        // The transcript's new lines are read first and fed between this poll's hook rows
+        // by time, the rule of a replay (docs/posture.md): a line goes just before the
+        // first row received later than its timestamp.
+        self.sync_transcript(&mut notices);
+        let mut ahead = self.read_transcript().into_iter().peekable();
+        let mut read_lines = ahead.peek().is_some();
         let (pipeline, channel, pane) =
             (&mut self.pipeline, &mut self.channel, &mut self.tmux_pane);
         let (line_posture, lines) = (&mut self.line_posture, &mut self.lines);
         let polled = self.tailer.poll(&mut |tl| {
+            if ahead.peek().is_some() && !tl.replay {
+                let hook_at = match &tl.line {
+                    ReadLine::Line { bytes, .. } => hooktrack_core::row::parse_line(bytes)
+                        .ok()
+                        .and_then(|r| r.meta.at),
+                    _ => None,
+                };
+                while let Some(t) =
+                    ahead.next_if(|t| matches!((t.at, hook_at), (Some(a), Some(h)) if a < h))
+                {
+                    feed_transcript_line(
+                        pipeline,
+                        channel,
+                        now,
+                        (line_posture, lines),
+                        &mut closed,
+                        &t,
+                    );
+                }
+            }
             let fed = pipeline.feed(tl.line);
             let report = match &fed {
                 Fed::Event(step) => {
@@ -394,8 +429,16 @@ impl Session {
                 closed.extend(step.outcome.closed);
             }
         });
-        let mut read_lines = false;
-        read_lines |= self.poll_transcript(now, &mut closed, &mut notices);
+        for t in ahead {
+            self.feed_transcript(now, &mut closed, &t);
+        }
+        // The rows may have named a transcript not followed yet: read it now, after them.
+        if self.sync_transcript(&mut notices) {
+            for t in self.read_transcript() {
+                read_lines = true;
+                self.feed_transcript(now, &mut closed, &t);
+            }
+        }
         read_lines |= self.poll_process(now, &mut closed, &mut notices);
         match polled {
             Ok(progress) => {
@@ -529,55 +572,71 @@ impl Session {
     }
 
     /// Follows the transcript the payloads name: starts a tailer when the path changes
-    /// (a `/clear` names a new one), feeds its new lines. True if it read lines.
-    fn poll_transcript(
-        &mut self,
-        now: Timestamp,
-        closed: &mut Vec<TurnRecord>,
-        notices: &mut Vec<SessionNotice>,
-    ) -> bool {
+    /// (a `/clear` names a new one). True if it started one now.
+    fn sync_transcript(&mut self, notices: &mut Vec<SessionNotice>) -> bool {
         if !self.follow_transcripts {
             return false;
         }
-        if let Some(path) = self.pipeline.transcript_path()
-            && self.transcript.as_ref().is_none_or(|(p, _)| p != path)
-        {
-            notices.push(SessionNotice::TranscriptFollowed {
-                path: path.to_owned(),
-            });
-            self.transcript = Some((path.to_owned(), Tailer::new(Path::new(path))));
-        }
-        let Some((_, tailer)) = &mut self.transcript else {
+        let Some(path) = self.pipeline.transcript_path() else {
             return false;
         };
-        let (pipeline, channel) = (&mut self.pipeline, &self.channel);
-        let (line_posture, lines) = (&mut self.line_posture, &mut self.lines);
-        let polled = tailer.poll(&mut |tl| {
+        if self.transcript.as_ref().is_some_and(|(p, _)| p == path) {
+            return false;
+        }
+        notices.push(SessionNotice::TranscriptFollowed {
+            path: path.to_owned(),
+        });
+        self.transcript = Some((path.to_owned(), Tailer::new(Path::new(path))));
+        self.transcript_at = None;
+        true
+    }
+
+    /// The followed transcript's new whole lines, each with its time (an untimed entry
+    /// takes the time of the entry before it, leading ones that of the first timed
+    /// one, as in a replay).
+    fn read_transcript(&mut self) -> Vec<TranscriptLine> {
+        let Some((_, tailer)) = &mut self.transcript else {
+            return Vec::new();
+        };
+        let last = &mut self.transcript_at;
+        let mut read = Vec::new();
+        // A transcript that cannot be read leaves the hooks alone in charge: no error.
+        let _ = tailer.poll(&mut |tl| {
             let ReadLine::Line { number, bytes } = tl.line else {
                 return;
             };
-            let Fed::Event(step) = pipeline.feed_transcript(number, bytes) else {
-                return;
-            };
-            if let Some(before) = line_posture.as_mut() {
-                let posture = pipeline
-                    .hook_posture()
-                    .with_channel(channel.status(now).state);
-                lines.push(LineReport {
-                    line: step.line,
-                    source: Source::Transcript,
-                    at: step.at,
-                    event: Some(step.name.to_string()),
-                    skipped: None,
-                    changes: before.changes_to(&posture),
-                    posture: posture.clone(),
-                });
-                *before = posture;
+            if let Some(at) = hooktrack_core::transcript::entry_time(bytes) {
+                *last = Some(at);
             }
-            closed.extend(step.outcome.closed);
+            read.push(TranscriptLine {
+                number,
+                at: *last,
+                bytes: bytes.to_vec(),
+            });
         });
-        // A transcript that cannot be read leaves the hooks alone in charge: no error.
-        polled.is_ok_and(|p| p.lines > 0)
+        // Leading untimed lines (a file's header) ride with the first timed one.
+        if let Some(first) = read.iter().find_map(|t| t.at) {
+            for t in read.iter_mut().take_while(|t| t.at.is_none()) {
+                t.at = Some(first);
+            }
+        }
+        read
+    }
+
+    fn feed_transcript(
+        &mut self,
+        now: Timestamp,
+        closed: &mut Vec<TurnRecord>,
+        t: &TranscriptLine,
+    ) {
+        feed_transcript_line(
+            &mut self.pipeline,
+            &self.channel,
+            now,
+            (&mut self.line_posture, &mut self.lines),
+            closed,
+            t,
+        );
     }
 
     /// Settles the end of the watched process, once. True if it ended now.
@@ -660,6 +719,44 @@ impl Session {
             }
         }
     }
+}
+
+/// A transcript line read, waiting for its place among the hook rows.
+#[derive(Debug)]
+struct TranscriptLine {
+    number: u64,
+    at: Option<Timestamp>,
+    bytes: Vec<u8>,
+}
+
+/// Feeds one transcript line; a marker's report and the turns it closed are kept.
+fn feed_transcript_line(
+    pipeline: &mut Pipeline,
+    channel: &Channel,
+    now: Timestamp,
+    (line_posture, lines): (&mut Option<Posture>, &mut Vec<LineReport>),
+    closed: &mut Vec<TurnRecord>,
+    t: &TranscriptLine,
+) {
+    let Fed::Event(step) = pipeline.feed_transcript(t.number, &t.bytes) else {
+        return;
+    };
+    if let Some(before) = line_posture.as_mut() {
+        let posture = pipeline
+            .hook_posture()
+            .with_channel(channel.status(now).state);
+        lines.push(LineReport {
+            line: step.line,
+            source: Source::Transcript,
+            at: step.at,
+            event: Some(step.name.to_string()),
+            skipped: None,
+            changes: before.changes_to(&posture),
+            posture: posture.clone(),
+        });
+        *before = posture;
+    }
+    closed.extend(step.outcome.closed);
 }
 
 /// The file's bytes if it changed since `stamp` (which is updated).

@@ -29,16 +29,18 @@ impl Correlator {
             return false;
         }
         match event {
-            Event::Interrupted { turn_id, .. } => match (&open.turn_id, turn_id) {
-                (Some(bound), Some(named)) if bound != named => {
-                    self.note(
-                        Diag::TranscriptMarkerStale,
-                        Some(format!("names turn {named}, open turn is {bound}")),
-                    );
-                    false
+            Event::Interrupted { turn_id, .. } | Event::StopFailed { turn_id, .. } => {
+                match (&open.turn_id, turn_id) {
+                    (Some(bound), Some(named)) if bound != named => {
+                        self.note(
+                            Diag::TranscriptMarkerStale,
+                            Some(format!("names turn {named}, open turn is {bound}")),
+                        );
+                        false
+                    }
+                    _ => true,
                 }
-                _ => true,
-            },
+            }
             Event::ToolFailed { tool, .. } => {
                 let open_call = tool
                     .call_id

@@ -65,6 +65,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         "StopFailure" => Event::StopFailed {
             error_type: None,
             message: error,
+            turn_id: None,
         },
         "SubagentStart" => Event::SubagentStarted {
             name: p.agent_type.take(),

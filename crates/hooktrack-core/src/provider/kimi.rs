@@ -81,6 +81,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         "StopFailure" => Event::StopFailed {
             error_type: p.error_type.take(),
             message: p.error_message.take(),
+            turn_id: None,
         },
         "Interrupt" => Event::Interrupted {
             turn_id,

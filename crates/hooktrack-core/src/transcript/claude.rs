@@ -11,7 +11,13 @@
 //!   `"User rejected tool use"`: the call ended, rejected (it precedes the interrupt entry
 //!   in both cases).
 //!
-//! Every marker carries `promptId`, the hooks' `prompt_id`: the turn it belongs to.
+//! Every marker above carries `promptId`, the hooks' `prompt_id`: the turn it belongs to.
+//!
+//! A failed model call (recorded in `corpus/claude-code/claude-code-2.1.197-api-error-transcript`):
+//! an `assistant` entry with `isApiErrorMessage: true` (and `error`, `apiErrorStatus`, the
+//! text `API Error: …`), written just before the `StopFailure` hook, which also settles the
+//! turn `known_failure`; the entry names no turn, its timestamp places it.
+//!
 //! Sidechain (subagent) entries are never markers.
 
 use std::borrow::Cow;
@@ -26,9 +32,30 @@ const INTERRUPTED_FOR_TOOL: &str = "[Request interrupted by user for tool use]";
 const REJECTED: &str = "User rejected tool use";
 
 pub(super) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Event<'static>)> {
-    if entry.get("type").and_then(Value::as_str) != Some("user")
-        || entry.get("isSidechain").and_then(Value::as_bool) == Some(true)
+    if entry.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+        return None;
+    }
+    if entry.get("type").and_then(Value::as_str) == Some("assistant")
+        && entry.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true)
     {
+        let message = entry
+            .get("message")
+            .and_then(|m| m.get("content"))
+            .and_then(sole_text)
+            .map(|t| Cow::Owned(t.to_owned()));
+        return Some((
+            "api_error_message",
+            Event::StopFailed {
+                error_type: entry
+                    .get("error")
+                    .and_then(Value::as_str)
+                    .map(|e| Cow::Owned(e.to_owned())),
+                message,
+                turn_id: None,
+            },
+        ));
+    }
+    if entry.get("type").and_then(Value::as_str) != Some("user") {
         return None;
     }
     let turn_id = entry

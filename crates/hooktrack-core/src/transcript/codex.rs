@@ -6,6 +6,13 @@
 //! written for Escape during a tool, Escape during the answer and a declined approval.
 //! Codex also fires its `Interrupt` hook for all three, which stays authoritative: the
 //! marker names the same turn and finds it already ended.
+//!
+//! A failed model call (recorded in `corpus/codex/codex-0.171.0-api-error-transcript`):
+//! an `event_msg` `{"type": "task_complete", "turn_id": …, "error": {"message": …,
+//! "codex_error_info": …}}` — a `task_complete` with a non-null `error`. No hook fires for
+//! it (no `Stop`), so this marker is the only signal; it settles that turn
+//! `known_failure`. A `task_complete` without `error` is not a marker (only a `Stop` says
+//! `success`).
 
 use std::borrow::Cow;
 
@@ -18,15 +25,32 @@ pub(super) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Even
         return None;
     }
     let payload = entry.get("payload")?;
+    let turn_id = payload
+        .get("turn_id")
+        .and_then(Value::as_str)
+        .map(|id| TurnId::Text(id.to_owned()));
+    if payload.get("type").and_then(Value::as_str) == Some("task_complete") {
+        let error = payload.get("error").filter(|e| e.is_object())?;
+        return Some((
+            "task_complete_error",
+            Event::StopFailed {
+                error_type: error
+                    .get("codex_error_info")
+                    .and_then(Value::as_str)
+                    .map(|e| Cow::Owned(e.to_owned())),
+                message: error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(|m| Cow::Owned(m.to_owned())),
+                turn_id,
+            },
+        ));
+    }
     if payload.get("type").and_then(Value::as_str) != Some("turn_aborted")
         || payload.get("reason").and_then(Value::as_str) != Some("interrupted")
     {
         return None;
     }
-    let turn_id = payload
-        .get("turn_id")
-        .and_then(Value::as_str)
-        .map(|id| TurnId::Text(id.to_owned()));
     Some((
         "turn_aborted",
         Event::Interrupted {

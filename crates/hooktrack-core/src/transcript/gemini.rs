@@ -6,6 +6,13 @@
 //! `{"type": "info", "content": "Request cancelled."}`, written for a permission answered
 //! "No", for Escape during a tool and for Escape during the answer. The entry names no
 //! turn; its timestamp places it.
+//!
+//! A failed model call (recorded in `corpus/gemini-cli/gemini-cli-0.61.0-api-error-transcript`):
+//! a message `{"type": "error", "content": "[API Error: …]"}`, followed by an `info` entry
+//! ("This request failed. …", not a marker) and then an `AfterAgent` hook with
+//! `prompt_response` `"[no response text]"`. The error entry, placed before that
+//! `AfterAgent` by its timestamp, settles the turn `known_failure`; the `AfterAgent` then
+//! finds no open turn and cannot make the failure a `success`.
 
 use std::borrow::Cow;
 
@@ -16,6 +23,17 @@ use crate::event::Event;
 const CANCELLED: &str = "Request cancelled.";
 
 pub(super) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Event<'static>)> {
+    if entry.get("type").and_then(Value::as_str) == Some("error") {
+        let message = entry.get("content").and_then(Value::as_str)?;
+        return Some((
+            "error_message",
+            Event::StopFailed {
+                error_type: None,
+                message: Some(Cow::Owned(message.to_owned())),
+                turn_id: None,
+            },
+        ));
+    }
     if entry.get("type").and_then(Value::as_str) != Some("info")
         || entry.get("content").and_then(Value::as_str) != Some(CANCELLED)
     {

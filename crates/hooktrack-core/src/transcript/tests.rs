@@ -79,3 +79,45 @@ fn gemini_request_cancelled_info_is_the_marker() {
         Entry::NotFollowed
     );
 }
+
+#[test]
+fn a_failed_model_call_is_a_failure_marker_for_each_cli() {
+    let claude = r#"{"type":"assistant","timestamp":"2026-12-01T13:47:53.725Z","message":{"role":"assistant","content":[{"type":"text","text":"API Error: 400 mock model: scripted failure"}]},"error":"unknown","isApiErrorMessage":true,"apiErrorStatus":400}"#;
+    let codex = r#"{"timestamp":"2026-12-01T13:49:16.857Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t2","last_agent_message":null,"error":{"message":"scripted failure","codex_error_info":"other"}}}"#;
+    let gemini = r#"{"id":"x","timestamp":"2026-12-01T13:50:13.508Z","type":"error","content":"[API Error: {\"error\":{\"code\":400}}]"}"#;
+    assert_eq!(marker(Agent::ClaudeCode, claude), Some("api_error_message"));
+    assert_eq!(marker(Agent::Codex, codex), Some("task_complete_error"));
+    assert_eq!(marker(Agent::GeminiCli, gemini), Some("error_message"));
+    let Entry::Marker(m) = classify(Agent::Codex, codex.as_bytes()) else {
+        panic!("not a marker");
+    };
+    assert_eq!(
+        m.event,
+        Event::StopFailed {
+            error_type: Some("other".into()),
+            message: Some("scripted failure".into()),
+            turn_id: Some(crate::event::TurnId::Text("t2".into())),
+        }
+    );
+}
+
+#[test]
+fn a_completed_task_and_the_failure_notice_that_follows_an_error_are_not_markers() {
+    let done = r#"{"type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"ok","error":null}}"#;
+    let done_without = r#"{"type":"event_msg","payload":{"type":"task_complete","turn_id":"t1"}}"#;
+    let notice = r#"{"type":"info","content":"This request failed. Press F12 for diagnostics."}"#;
+    let sidechain = r#"{"type":"assistant","isSidechain":true,"isApiErrorMessage":true,"message":{"content":[{"type":"text","text":"API Error"}]}}"#;
+    assert_eq!(classify(Agent::Codex, done.as_bytes()), Entry::Ignored);
+    assert_eq!(
+        classify(Agent::Codex, done_without.as_bytes()),
+        Entry::Ignored
+    );
+    assert_eq!(
+        classify(Agent::GeminiCli, notice.as_bytes()),
+        Entry::Ignored
+    );
+    assert_eq!(
+        classify(Agent::ClaudeCode, sidechain.as_bytes()),
+        Entry::Ignored
+    );
+}
