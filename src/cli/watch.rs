@@ -42,6 +42,11 @@ pub struct WatchArgs {
     /// Milliseconds between re-checks of every session, whatever the file watcher says.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(10..))]
     recheck_ms: u64,
+    /// Keep the read position in FILE and resume from it: after a restart, turns already
+    /// reported are not reported again (their lines are re-read to rebuild the state).
+    /// One session only; keep FILE outside the store.
+    #[arg(long, value_name = "FILE")]
+    checkpoint: Option<PathBuf>,
 }
 
 /// How often the live view redraws the ages when nothing else happens.
@@ -64,6 +69,9 @@ pub fn run(args: &WatchArgs) -> ExitCode {
             Err(e) => return fail(&error_chain(&e)),
         }
     }
+    if args.checkpoint.is_some() && stores.len() > 1 {
+        return fail("--checkpoint follows one session: give one PATH");
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)) {
@@ -77,6 +85,7 @@ pub fn run(args: &WatchArgs) -> ExitCode {
     };
     let config = SessionConfig {
         provider: args.provider,
+        checkpoint: args.checkpoint.clone(),
         ..SessionConfig::default()
     };
     let width = stores

@@ -177,6 +177,8 @@ pub struct Session {
     channel_stamp: Option<Stamp>,
     last: Option<(Posture, ChannelStatus)>,
     pending: Vec<SessionNotice>,
+    /// The last line fed was a replayed one.
+    replaying: bool,
     more: bool,
     /// The store directory as the last full poll found it, and the cheap re-checks since.
     dir_stamp: Option<Stamp>,
@@ -226,6 +228,7 @@ impl Session {
             channel_stamp: None,
             last: None,
             pending,
+            replaying: false,
             more: false,
             dir_stamp: None,
             quiet_rechecks: 0,
@@ -271,7 +274,14 @@ impl Session {
         let mut closed = Vec::new();
         let (pipeline, channel) = (&mut self.pipeline, &mut self.channel);
         let (line_posture, lines) = (&mut self.line_posture, &mut self.lines);
+        let replaying = &mut self.replaying;
         let polled = self.tailer.poll(&mut |tl| {
+            // A replayed prefix (a checkpoint's, or a file rewritten in place) is fed to a
+            // pipeline that starts over, so what it builds is not built twice.
+            if tl.replay && !*replaying {
+                pipeline.restart();
+            }
+            *replaying = tl.replay;
             let fed = pipeline.feed(tl.line);
             let report = match &fed {
                 Fed::Event(step) => {
