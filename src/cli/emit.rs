@@ -12,10 +12,10 @@ use std::process::ExitCode;
 use clap::Args;
 
 use hooktrack_producer::emit::{
-    self, DEFAULT_LIMITS, EmitConfig, EmitError, HARD_DEADLINE, log_report, log_text,
+    self, DEFAULT_LIMITS, EmitConfig, EmitError, HARD_DEADLINE, log_report,
 };
 use hooktrack_producer::http::Url;
-use hooktrack_producer::store::{self, TOKEN_ENV};
+use hooktrack_producer::store::TOKEN_ENV;
 
 /// The hook command an agent CLI runs on every event (reads the payload on stdin).
 ///
@@ -152,20 +152,12 @@ pub fn run(args: &EmitArgs) -> ExitCode {
 fn run_config(config: EmitConfig, problems: Vec<EmitError>) -> ExitCode {
     // The watchdog: whatever blocks (a lock held by a stopped process, a stdin that never
     // closes), the hook ends well inside the agent's hook timeout.
-    let log_dir = config.dir.clone();
+    let watched = config.clone();
     let _ = std::thread::Builder::new()
         .name("emit-watchdog".into())
         .spawn(move || {
             std::thread::sleep(HARD_DEADLINE);
-            log_text(
-                &log_dir,
-                &format!(
-                    "{} pid={} gave up after {} ms (delivery may be lost)\n",
-                    store::now(),
-                    std::process::id(),
-                    HARD_DEADLINE.as_millis()
-                ),
-            );
+            emit::give_up(&watched);
             std::process::exit(0);
         });
     let report = emit::emit(&config, io::stdin().lock(), emit::report_with(problems));

@@ -6,6 +6,7 @@ mod util;
 mod collect;
 mod e2e;
 mod emit;
+mod hardening;
 mod install;
 mod install_json;
 mod no_loss;
