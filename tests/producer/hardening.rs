@@ -112,6 +112,32 @@ fn a_body_generation_cannot_move_the_row_generation() {
 }
 
 #[test]
+fn a_body_cannot_claim_an_emitter_seq_never_handed_out() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    // A tool subprocess with the token claims the key the real emitter will take next.
+    let (status, reply) = post(collector.addr(), Some(TOKEN), &delivery(1, "Notification"));
+    assert_eq!(status, 200, "{reply}");
+    emit_stop(&dir, Some(&collector.url()));
+    assert!(collector.stop().success());
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        rows[0]["emitter_seq"],
+        serde_json::Value::Null,
+        "{:?}",
+        rows[0]
+    );
+    assert_eq!(rows[1]["emitter_seq"], 1);
+    let report = replay_json(&dir.join("events.ndjson"));
+    assert_eq!(
+        report["events"], 2,
+        "the real Stop is not taken for a duplicate"
+    );
+}
+
+#[test]
 fn a_lone_surrogate_from_json_dumps_is_delivered_and_replayed() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("store");

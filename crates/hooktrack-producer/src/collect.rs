@@ -7,7 +7,8 @@
 //! next `sequence`, and only then answered `200 {"sequence": N}`, so a 2xx always means
 //! "on disk". `GET /health` answers without a token and tells nothing secret.
 //!
-//! The row's `generation` is the collector's own (a body cannot move it), and a body is
+//! The row's `generation` is the collector's own (a body cannot move it), an `emitter_seq`
+//! above the store's counter (never handed out) is left out of the row, and a body is
 //! answered 200 only when the row it renders to is one the reader keeps (the core's
 //! `parse_line` judges it): anything else is a 400 (413 over the line limit) and nothing is
 //! written.
@@ -675,6 +676,17 @@ fn accept(shared: &Shared, body: &[u8]) -> Reply {
         .provider
         .as_deref()
         .map_or(shared.provider.as_str(), clip_name);
+    // A genuine emitter takes its emitter_seq from the counter before posting. A higher
+    // one was never handed out: kept, it would make the real delivery with that key look
+    // like a duplicate later, so the row is written without it (unkeyed).
+    let emitter_seq = match delivery.emitter_seq {
+        Some(seq) => match store::last_emitter_seq(&shared.store, &shared.counter) {
+            Ok(last) if seq > last => None,
+            Ok(_) => Some(seq),
+            Err(e) => return Reply::error(500, &hooktrack_core::diagnostics::error_chain(&e)),
+        },
+        None => None,
+    };
     let mut appender = shared
         .appender
         .lock()
@@ -685,7 +697,7 @@ fn accept(shared: &Shared, body: &[u8]) -> Reply {
         generation: shared.generation,
         via: Via::Http,
         sequence: Some(sequence),
-        emitter_seq: delivery.emitter_seq,
+        emitter_seq,
         received_at: store::now(),
         event: event.as_deref().map(clip_name),
         payload,

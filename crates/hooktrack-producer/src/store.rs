@@ -29,7 +29,7 @@ pub mod secure;
 pub use lock::{LOCK_WAIT, LockGuard, lock_collector};
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufReader, Write};
 use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -123,30 +123,45 @@ pub fn open_counter(store: &StorePaths) -> Result<File, StoreError> {
 pub fn take_emitter_seq(store: &StorePaths, counter: &File) -> Result<u64, StoreError> {
     let path = store.counter.clone();
     let _guard = LockGuard::lock(counter, &path)?;
-    let mut text = String::new();
-    (&*counter)
-        .seek(SeekFrom::Start(0))
-        .and_then(|_| (&*counter).take(64).read_to_string(&mut text))
-        .map_err(|source| StoreError::Read {
-            path: path.clone(),
-            source,
-        })?;
-    let trimmed = text.trim();
-    let last = if trimmed.is_empty() {
-        0
-    } else {
-        trimmed.parse::<u64>().map_err(|_| StoreError::BadCounter {
-            path: path.clone(),
-            content: trimmed.chars().take(40).collect(),
-        })?
-    };
-    let next = last + 1;
+    let next = last_emitter_seq(store, counter)? + 1;
     // Fixed width: the new text always covers the old, no truncation needed.
     let line = format!("{next:020}\n");
     counter
         .write_all_at(line.as_bytes(), 0)
         .map_err(|source| StoreError::Write { path, source })?;
     Ok(next)
+}
+
+/// The last `emitter_seq` handed out (0 before the first). Read without the lock: the
+/// counter only grows and is written in one fixed-width `pwrite`, so a reader sees every
+/// value handed out before it looked.
+pub fn last_emitter_seq(store: &StorePaths, counter: &File) -> Result<u64, StoreError> {
+    let path = &store.counter;
+    // Positioned reads: the collector's threads share one descriptor.
+    let mut buf = [0u8; 64];
+    let mut len = 0;
+    while len < buf.len() {
+        match counter.read_at(&mut buf[len..], len as u64) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(source) => {
+                return Err(StoreError::Read {
+                    path: path.clone(),
+                    source,
+                });
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&buf[..len]);
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Ok(0);
+    }
+    trimmed.parse::<u64>().map_err(|_| StoreError::BadCounter {
+        path: path.clone(),
+        content: trimmed.chars().take(40).collect(),
+    })
 }
 
 /// Appends one row (which must end with a newline) under the store lock.
