@@ -21,8 +21,10 @@ use hooktrack_producer::store::TOKEN_ENV;
 ///
 /// Takes the next emitter_seq under a lock in DIR, POSTs the delivery to the collector
 /// with the bearer token from $HOOKTRACK_TOKEN, and when that fails for any reason appends
-/// a command_fallback row to DIR/events.ndjson itself. Always exits 0 and prints nothing;
-/// problems go to DIR/emit.log. Gives up after 3 s whatever happens.
+/// a command_fallback row to DIR/events.ndjson itself (DIR is created 0700 if missing).
+/// Always exits 0 and prints nothing on stdout; problems go to DIR/emit.log, else to
+/// ~/.local/state/hooktrack/emit.log, else stderr. Gives up after 3 s whatever happens,
+/// recording a row with the event name and the cause. The URL must be a loopback one.
 #[derive(Args)]
 pub struct EmitArgs {
     /// The collector, e.g. http://127.0.0.1:41234/events.

@@ -124,18 +124,20 @@ pub fn parse_line(bytes: &[u8]) -> Result<Row<'_>, LineError> {
             },
         });
     }
-    let lone_surrogates = if memchr::memmem::find(text.as_bytes(), b"\\u").is_some() {
-        crate::payload::lone_surrogates(text.as_bytes())
-    } else {
-        0
-    };
-    let (line, payload) = if lone_surrogates == 0 {
-        parse_fields(text)?
-    } else {
+    let lone_surrogates = crate::payload::lone_surrogates(text.as_bytes());
+    let lenient = lone_surrogates > 0;
+    if lenient {
         // Checked as JSON first (skipping values checks syntax, not surrogates): the
         // lenient string reading must only forgive the surrogates.
         serde_json::from_str::<IgnoredAny>(text).map_err(classify)?;
-        crate::payload::with_lone_surrogates(|| parse_fields(text))?
+    }
+    let line: Line<'_> = from_line(text, lenient).map_err(classify)?;
+    let bare = line.payload.is_none() && line.hook_event_name.is_some();
+    let payload = match line.payload {
+        Some(p) => p,
+        // A bare payload line: the whole line is the payload.
+        None if bare => from_line(text, lenient).map_err(classify)?,
+        None => Payload::default(),
     };
     let (event_name, name_mismatch) = match (&payload.hook_event_name, line.event) {
         (Some(p), Some(e)) => {
@@ -171,17 +173,14 @@ pub fn parse_line(bytes: &[u8]) -> Result<Row<'_>, LineError> {
     })
 }
 
-/// The envelope fields and the payload (the whole line for a bare payload).
-fn parse_fields(text: &str) -> Result<(Line<'_>, Payload<'_>), LineError> {
-    let mut line: Line<'_> = serde_json::from_str(text).map_err(classify)?;
-    let bare = line.payload.is_none() && line.hook_event_name.is_some();
-    let payload = match line.payload.take() {
-        Some(p) => p,
-        // A bare payload line: the whole line is the payload.
-        None if bare => serde_json::from_str(text).map_err(classify)?,
-        None => Payload::default(),
-    };
-    Ok((line, payload))
+/// Deserializes the line, reading strings as bytes when it holds lone surrogates.
+#[inline(always)]
+fn from_line<'a, T: Deserialize<'a>>(text: &'a str, lenient: bool) -> serde_json::Result<T> {
+    if lenient {
+        crate::payload::with_lone_surrogates(|| serde_json::from_str(text))
+    } else {
+        serde_json::from_str(text)
+    }
 }
 
 fn classify(e: serde_json::Error) -> LineError {
@@ -274,6 +273,12 @@ mod tests {
             row.lone_surrogates, 0,
             "an escaped backslash is not an escape"
         );
+        // Forgiving the surrogate forgives nothing else: a raw control character in a
+        // string still makes the line not JSON.
+        assert!(matches!(
+            parse_line(b"{\"hook_event_name\":\"Stop\\ud800\0\"}"),
+            Err(LineError::NotJson { .. })
+        ));
         for (text, lone) in [
             (&br#""\ud800\ud800""#[..], 2),
             (br#""\ud800x\udc00""#, 2),
