@@ -235,3 +235,68 @@ fn a_root_with_several_providers_must_be_disambiguated() {
     );
     assert!(child.interrupt().status.success());
 }
+
+/// Closed turns reported by one `watch --ndjson --checkpoint` run until `want` have been
+/// seen (then Ctrl-C, and whatever it printed before exiting counts too).
+fn closed_in_one_run(root: &std::path::Path, checkpoint: &std::path::Path, want: usize) -> usize {
+    let mut child = Running::spawn(
+        hooktrack()
+            .args(["watch", "--ndjson", "--recheck-ms", "50", "--checkpoint"])
+            .arg(checkpoint)
+            .arg(root)
+            .stderr(Stdio::piped()),
+    );
+    let rx = lines_of(child.child());
+    let mut closed = 0;
+    while closed < want {
+        let update = next_json(&rx, "a closed turn");
+        closed += update["closed"].as_array().map_or(0, Vec::len);
+    }
+    let out = child.interrupt();
+    assert!(out.status.success(), "exit {:?}", out.status);
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let update: serde_json::Value = serde_json::from_str(line).expect("JSON line");
+        closed += update["closed"].as_array().map_or(0, Vec::len);
+    }
+    while let Ok(line) = rx.try_recv() {
+        let update: serde_json::Value = serde_json::from_str(&line).expect("JSON line");
+        closed += update["closed"].as_array().map_or(0, Vec::len);
+    }
+    closed
+}
+
+#[test]
+fn watch_checkpoint_resumes_without_re_reporting_closed_turns() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let store = root.path().join("hook-observation").join("kimi");
+    fs::create_dir_all(&store).expect("mkdir");
+    let checkpoint = root.path().join("watch.checkpoint");
+    let turn = |n: u32| {
+        vec![
+            kimi("UserPromptSubmit", &format!(r#""prompt":"task {n}""#)),
+            kimi(
+                "TurnStarted",
+                &format!(r#""turn_id":{n},"origin_kind":"user""#),
+            ),
+            kimi("Stop", r#""stop_hook_active":false"#),
+        ]
+    };
+    let append = |rows: Vec<String>| {
+        let mut f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(store.join("events.ndjson"))
+            .expect("open");
+        for row in rows {
+            writeln!(f, "{row}").expect("append");
+        }
+    };
+    let mut first = vec![kimi("SessionStart", r#""source":"startup""#)];
+    first.extend(turn(1));
+    append(first);
+    assert_eq!(closed_in_one_run(root.path(), &checkpoint, 1), 1);
+    assert!(checkpoint.exists(), "no checkpoint written");
+    // A restart: turn 1 was reported already; only turn 2 is new.
+    append(turn(2));
+    assert_eq!(closed_in_one_run(root.path(), &checkpoint, 1), 1);
+}

@@ -13,18 +13,21 @@ use clap::Args;
 
 use hooktrack_core::store::TMUX_PANE_ENV;
 use hooktrack_producer::emit::{
-    self, DEFAULT_LIMITS, EmitConfig, EmitError, HARD_DEADLINE, log_report, log_text,
+    self, DEFAULT_LIMITS, EmitConfig, EmitError, HARD_DEADLINE, log_report,
 };
 use hooktrack_producer::http::Url;
-use hooktrack_producer::store::{self, DIR_ENV, GENERATION_ENV, TOKEN_ENV, URL_ENV};
+use hooktrack_producer::store::{DIR_ENV, GENERATION_ENV, TOKEN_ENV, URL_ENV};
 
 /// The hook command an agent CLI runs on every event (reads the payload on stdin).
 ///
 /// Takes the next emitter_seq under a lock in DIR, POSTs the delivery to the collector
 /// with the bearer token from $HOOKTRACK_TOKEN, and when that fails for any reason appends
-/// a command_fallback row to DIR/events.ndjson itself. Always exits 0 and prints nothing;
-/// problems go to DIR/emit.log. Gives up after 3 s whatever happens. When the agent runs
-/// in tmux, its pane ($TMUX_PANE, e.g. %3) is recorded in the row as `tmux_pane`.
+/// a command_fallback row to DIR/events.ndjson itself (DIR is created 0700 if missing).
+/// Always exits 0 and prints nothing on stdout; problems go to DIR/emit.log, else to
+/// ~/.local/state/hooktrack/emit.log, else stderr. Gives up after 3 s whatever happens,
+/// recording a row with the event name and the cause. The URL must be a loopback one.
+/// When the agent runs in tmux, its pane ($TMUX_PANE, e.g. %3) is recorded in the row as
+/// `tmux_pane`.
 ///
 /// Without --url/--dir/--generation it is routed by the environment the agent inherited
 /// ($HOOKTRACK_URL, $HOOKTRACK_DIR, $HOOKTRACK_GENERATION): the entries hooktrack writes in
@@ -207,20 +210,12 @@ const DRAIN_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 fn run_config(config: EmitConfig, problems: Vec<EmitError>) -> ExitCode {
     // The watchdog: whatever blocks (a lock held by a stopped process, a stdin that never
     // closes), the hook ends well inside the agent's hook timeout.
-    let log_dir = config.dir.clone();
+    let watched = config.clone();
     let _ = std::thread::Builder::new()
         .name("emit-watchdog".into())
         .spawn(move || {
             std::thread::sleep(HARD_DEADLINE);
-            log_text(
-                &log_dir,
-                &format!(
-                    "{} pid={} gave up after {} ms (delivery may be lost)\n",
-                    store::now(),
-                    std::process::id(),
-                    HARD_DEADLINE.as_millis()
-                ),
-            );
+            emit::give_up(&watched);
             std::process::exit(0);
         });
     let report = emit::emit(&config, io::stdin().lock(), emit::report_with(problems));

@@ -80,6 +80,11 @@ pub struct WatchArgs {
     /// Seconds after which an --on-change command is killed (with its process group).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     on_change_timeout: u64,
+    /// Keep the read position in FILE and resume from it: after a restart, turns already
+    /// reported are not reported again (their lines are re-read to rebuild the state).
+    /// One session only; keep FILE outside the store.
+    #[arg(long, value_name = "FILE")]
+    checkpoint: Option<PathBuf>,
 }
 
 fn parse_pane_flag(text: &str) -> Result<(String, String), String> {
@@ -116,6 +121,9 @@ pub fn run(args: &WatchArgs) -> ExitCode {
             Ok(paths) => stores.push((path.display().to_string(), paths)),
             Err(e) => return fail(&error_chain(&e)),
         }
+    }
+    if args.checkpoint.is_some() && stores.len() > 1 {
+        return fail("--checkpoint follows one session: give one PATH");
     }
     let mut given_panes: HashMap<String, String> = HashMap::new();
     for (path, pane) in &args.tmux_pane {
@@ -165,6 +173,7 @@ pub fn run(args: &WatchArgs) -> ExitCode {
     };
     let config = SessionConfig {
         provider: args.provider,
+        checkpoint: args.checkpoint.clone(),
         ..SessionConfig::default()
     };
     let width = stores

@@ -538,7 +538,11 @@ fn codex_failing_model_call_ends_as_codex_reports_it() {
     let (turns, events) = failing_run_summary(&run);
     assert_eq!(run.code, Some(1), "{}", run.context);
     assert_eq!(turns, ["main known_failure 0"], "{}", run.context);
-    assert_eq!(run.end["turns"][0]["ended_by"], "transcript", "{}", run.context);
+    assert_eq!(
+        run.end["turns"][0]["ended_by"], "transcript",
+        "{}",
+        run.context
+    );
     assert_eq!(
         events,
         ["SessionStart", "UserPromptSubmit", "SessionEnd"],

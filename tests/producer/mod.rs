@@ -7,6 +7,7 @@ mod collect;
 mod e2e;
 mod e2e_npm;
 mod emit;
+mod hardening;
 mod install;
 mod install_json;
 mod no_loss;

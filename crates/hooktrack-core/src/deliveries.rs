@@ -3,6 +3,11 @@
 //! `(generation, emitter_seq)` identifies one hook invocation: a row seen twice (HTTP timed
 //! out after the collector appended, then the fallback appended too) is dropped the second
 //! time. Rows of a generation older than the newest seen are stale and dropped.
+//!
+//! A generation moves forward by one per launch. A row that jumps further than
+//! [`MAX_GENERATION_JUMP`] past the current one is refused, not adopted: otherwise one
+//! forged or corrupt row (a tool subprocess holding the token, a hand edit) would make
+//! every later row of the real session stale.
 
 use std::collections::{HashSet, VecDeque};
 
@@ -13,6 +18,9 @@ use crate::row::RowMeta;
 /// keeps memory flat on endless streams, and a small one stays in cache.
 pub const DEDUP_WINDOW: usize = 4_096;
 
+/// How far past the current generation a row may move it.
+pub const MAX_GENERATION_JUMP: u64 = 1024;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admission {
     Fresh,
@@ -20,6 +28,9 @@ pub enum Admission {
     FreshOutOfOrder,
     Duplicate,
     StaleGeneration {
+        current: u64,
+    },
+    GenerationJump {
         current: u64,
     },
 }
@@ -53,6 +64,9 @@ impl DeliveryFilter {
                 return Admission::StaleGeneration { current };
             }
             Some(current) if generation == current => {}
+            Some(current) if generation - current > MAX_GENERATION_JUMP => {
+                return Admission::GenerationJump { current };
+            }
             _ => {
                 self.generation = Some(generation);
                 self.max_seq = None;

@@ -41,9 +41,11 @@ diagnostics! {
     LineNoEventName => "line_no_event_name", "an object with neither `payload.hook_event_name`, `hook_event_name` nor `event` (skipped)";
     LineOversized => "line_oversized", "a line over the 1 MiB limit (skipped without being held in memory)";
     LineTruncated => "line_truncated", "a last line with no newline: cut off or still being written (skipped)";
+    LoneSurrogate => "lone_surrogate", "a line with an unpaired UTF-16 surrogate escape (`\\ud800`): decoded as U+FFFD, the row kept";
     // Deliveries.
     DuplicateDelivery => "duplicate_delivery", "a row whose (generation, emitter_seq) was already seen: delivered twice (skipped)";
     StaleGeneration => "stale_generation", "a row of a generation older than the current one (ignored)";
+    GenerationJump => "generation_jump", "a row whose generation is more than 1024 past the current one (refused: one row cannot make every later row stale)";
     OutOfOrderRow => "out_of_order_row", "a row whose emitter_seq is below one already seen in its generation (processed in file order)";
     EventNameMismatch => "event_name_mismatch", "the envelope's `event` differs from the payload's `hook_event_name` (the payload wins)";
     ProviderAssumed => "provider_assumed", "no row identified the provider; the Kimi Code mapping was assumed";

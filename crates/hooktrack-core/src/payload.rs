@@ -4,6 +4,7 @@
 //! provider does not send stay `None`, fields hooktrack does not read are skipped.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::fmt;
 
 use serde::Deserialize;
@@ -88,7 +89,36 @@ pub fn opt_text<'de: 'a, 'a, D: Deserializer<'de>>(
 }
 
 /// A string that borrows from the input when it can.
+///
+/// On a line with an unpaired UTF-16 surrogate escape (`"\ud800"`, which Python's
+/// `json.dumps` and JavaScript's `JSON.stringify` write), strings are read as bytes (see
+/// `with_lone_surrogates`): serde_json then hands such a string over as WTF-8, where
+/// reading it as `str` would fail the whole line, and each surrogate becomes U+FFFD
+/// ([`from_wtf8`]).
 pub struct Text<'a>(pub Cow<'a, str>);
+
+thread_local! {
+    static LONE_SURROGATES: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `parse` with strings read as bytes, so lone surrogates are replaced instead of
+/// failing the line. Only for a line known to hold one and checked as JSON already: read
+/// as bytes, serde_json does not refuse raw control characters in strings.
+pub(crate) fn with_lone_surrogates<T>(parse: impl FnOnce() -> T) -> T {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            LONE_SURROGATES.with(|f| f.set(false));
+        }
+    }
+    LONE_SURROGATES.with(|f| f.set(true));
+    let _reset = Reset;
+    parse()
+}
+
+fn lone_surrogates_ok() -> bool {
+    LONE_SURROGATES.with(Cell::get)
+}
 
 impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -104,8 +134,18 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
                 Ok(Text(Cow::Owned(v.to_owned())))
             }
+            fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Self::Value, E> {
+                borrowed_text(v).map(Text)
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(from_wtf8(v))))
+            }
         }
-        deserializer.deserialize_str(V)
+        if lone_surrogates_ok() {
+            deserializer.deserialize_bytes(V)
+        } else {
+            deserializer.deserialize_str(V)
+        }
     }
 }
 
@@ -160,6 +200,12 @@ impl<'de: 'a, 'a> Deserialize<'de> for PromptText<'a> {
             fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
                 Ok(PromptText(Cow::Borrowed("")))
             }
+            fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Self::Value, E> {
+                borrowed_text(v).map(PromptText)
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Self::Value, E> {
+                Ok(PromptText(Cow::Owned(from_wtf8(v))))
+            }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut text: Option<Cow<'de, str>> = None;
                 while let Some(part) = seq.next_element::<ContentPart<'de>>()? {
@@ -177,8 +223,96 @@ impl<'de: 'a, 'a> Deserialize<'de> for PromptText<'a> {
                 Ok(PromptText(text.unwrap_or(Cow::Borrowed(""))))
             }
         }
-        deserializer.deserialize_any(V)
+        if lone_surrogates_ok() {
+            // See `Text`; serde_json hands an array to `visit_seq` from here too.
+            deserializer.deserialize_bytes(V)
+        } else {
+            deserializer.deserialize_any(V)
+        }
     }
+}
+
+/// A string without escapes, borrowed from the line (which was UTF-8 already).
+fn borrowed_text<E: de::Error>(v: &[u8]) -> Result<Cow<'_, str>, E> {
+    std::str::from_utf8(v)
+        .map(Cow::Borrowed)
+        .map_err(|_| E::custom("a string that is not UTF-8"))
+}
+
+/// WTF-8 (UTF-8 that may hold encoded surrogates, as serde_json writes an unpaired
+/// `\uD800`-style escape) to a string, each surrogate replaced by U+FFFD.
+pub fn from_wtf8(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    let mut rest = bytes;
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(valid) => {
+                out.push_str(valid);
+                return out;
+            }
+            Err(e) => {
+                let (valid, after) = rest.split_at(e.valid_up_to());
+                // Checked above: `valid` is the valid prefix.
+                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                out.push(char::REPLACEMENT_CHARACTER);
+                // A surrogate is three bytes (ED A0..BF 80..BF); anything else invalid
+                // is skipped as the decoder measured it.
+                let skip = match after {
+                    [0xED, 0xA0..=0xBF, 0x80..=0xBF, ..] => 3,
+                    _ => e.error_len().unwrap_or(after.len()).max(1),
+                };
+                rest = &after[skip.min(after.len())..];
+            }
+        }
+    }
+}
+
+/// How many unpaired UTF-16 surrogate escapes (`\ud800` without its low half, or a lone
+/// `\udc00`) a JSON text holds. Backslashes occur only inside strings in JSON, so a walk
+/// from one to the next sees every escape.
+pub fn lone_surrogates(text: &[u8]) -> u32 {
+    let mut count = 0;
+    let mut i = 0;
+    // A high surrogate whose escape ended at this offset, waiting for its low half.
+    let mut high_until: Option<usize> = None;
+    while let Some(off) = memchr::memchr(b'\\', &text[i..]) {
+        let at = i + off;
+        if high_until.is_some_and(|end| end != at) {
+            count += 1;
+            high_until = None;
+        }
+        let code = match text.get(at + 1) {
+            Some(b'u') => text
+                .get(at + 2..at + 6)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u16::from_str_radix(h, 16).ok()),
+            Some(_) => None,
+            None => break,
+        };
+        match code {
+            Some(0xD800..=0xDBFF) => {
+                if high_until.is_some() {
+                    count += 1;
+                }
+                high_until = Some(at + 6);
+            }
+            Some(0xDC00..=0xDFFF) if high_until.take().is_none() => count += 1,
+            Some(0xDC00..=0xDFFF) => {}
+            _ => {
+                if high_until.take().is_some() {
+                    count += 1;
+                }
+            }
+        }
+        i = at + if code.is_some() { 6 } else { 2 };
+        if i > text.len() {
+            break;
+        }
+    }
+    if high_until.is_some() {
+        count += 1;
+    }
+    count
 }
 
 /// One element of a content-part prompt. Only `{"type": "text", "text": ...}` carries

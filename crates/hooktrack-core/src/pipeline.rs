@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use crate::agent::Agent;
 use crate::correlate::{Correlator, Observation, Outcome, TurnRecord};
-use crate::deliveries::{Admission, DeliveryFilter};
+use crate::deliveries::{Admission, DeliveryFilter, MAX_GENERATION_JUMP};
 use crate::diagnostics::{Diag, Diagnostics, Note};
 use crate::event::Event;
 use crate::posture::{ChannelState, Posture};
@@ -87,6 +87,16 @@ impl Pipeline {
         }
     }
 
+    /// Forgets what the lines read so far built (delivery keys, provider detection, turn
+    /// state), keeping the counters: the stream starts over, as when a file is rewritten
+    /// in place and its lines are fed again.
+    pub fn restart(&mut self) {
+        let choice = self.detector.choice();
+        let diagnostics = std::mem::take(&mut self.diagnostics);
+        *self = Self::new(choice);
+        self.diagnostics = diagnostics;
+    }
+
     /// Feeds one line as read by [`LineReader`](crate::read::LineReader).
     pub fn feed<'a>(&mut self, line: ReadLine<'a>) -> Fed<'a> {
         match line {
@@ -127,11 +137,28 @@ impl Pipeline {
                     ),
                 );
             }
+            Admission::GenerationJump { current } => {
+                return self.skip_diag(
+                    number,
+                    Diag::GenerationJump,
+                    format!(
+                        "{} of generation {} refused: more than {MAX_GENERATION_JUMP} past generation {current}",
+                        row.event_name,
+                        opt(row.meta.generation)
+                    ),
+                );
+            }
             Admission::FreshOutOfOrder => notes.push(Note::new(
                 Diag::OutOfOrderRow,
                 row.meta.emitter_seq.map(|s| format!("emitter_seq {s}")),
             )),
             Admission::Fresh => {}
+        }
+        if row.lone_surrogates > 0 {
+            notes.push(Note::new(
+                Diag::LoneSurrogate,
+                Some(format!("{} replaced by U+FFFD", row.lone_surrogates)),
+            ));
         }
         if row.name_mismatch {
             notes.push(Note::new(Diag::EventNameMismatch, None));

@@ -75,6 +75,9 @@ pub struct Row<'a> {
     pub event_name: Cow<'a, str>,
     /// True when the envelope's `event` and the payload's `hook_event_name` disagree.
     pub name_mismatch: bool,
+    /// Unpaired UTF-16 surrogate escapes in the line: their strings were decoded with
+    /// U+FFFD in their place, and the row kept.
+    pub lone_surrogates: u32,
     pub payload: Payload<'a>,
     /// The tmux pane the agent ran in (`$TMUX_PANE` as the emitter saw it, e.g. `%3`):
     /// the envelope's optional `tmux_pane`. Rows without it (older emitters, capture lines,
@@ -136,12 +139,19 @@ pub fn parse_line(bytes: &[u8]) -> Result<Row<'_>, LineError> {
             },
         });
     }
-    let line: Line<'_> = serde_json::from_str(text).map_err(classify)?;
+    let lone_surrogates = crate::payload::lone_surrogates(text.as_bytes());
+    let lenient = lone_surrogates > 0;
+    if lenient {
+        // Checked as JSON first (skipping values checks syntax, not surrogates): the
+        // lenient string reading must only forgive the surrogates.
+        serde_json::from_str::<IgnoredAny>(text).map_err(classify)?;
+    }
+    let line: Line<'_> = from_line(text, lenient).map_err(classify)?;
     let bare = line.payload.is_none() && line.hook_event_name.is_some();
     let payload = match line.payload {
         Some(p) => p,
         // A bare payload line: the whole line is the payload.
-        None if bare => serde_json::from_str(text).map_err(classify)?,
+        None if bare => from_line(text, lenient).map_err(classify)?,
         None => Payload::default(),
     };
     let (event_name, name_mismatch) = match (&payload.hook_event_name, line.event) {
@@ -173,6 +183,7 @@ pub fn parse_line(bytes: &[u8]) -> Result<Row<'_>, LineError> {
         provider_hint: line.provider.or(line.cli),
         event_name,
         name_mismatch,
+        lone_surrogates,
         payload,
         // Only an envelope carries it: in a bare payload line the field would be the
         // agent's, not the emitter's.
@@ -181,6 +192,16 @@ pub fn parse_line(bytes: &[u8]) -> Result<Row<'_>, LineError> {
             _ => None,
         },
     })
+}
+
+/// Deserializes the line, reading strings as bytes when it holds lone surrogates.
+#[inline(always)]
+fn from_line<'a, T: Deserialize<'a>>(text: &'a str, lenient: bool) -> serde_json::Result<T> {
+    if lenient {
+        crate::payload::with_lone_surrogates(|| serde_json::from_str(text))
+    } else {
+        serde_json::from_str(text)
+    }
 }
 
 fn classify(e: serde_json::Error) -> LineError {
@@ -266,6 +287,38 @@ mod tests {
             parse_line(b"{\"event\":\"\"}"),
             Err(LineError::NoEventName)
         ));
+    }
+
+    #[test]
+    fn lone_surrogates_are_replaced_and_counted() {
+        let row = parse_line(
+            br#"{"hook_event_name":"UserPromptSubmit","prompt":"a\ud800b","session_id":"\udc00","tool_name":"\ud83d\ude00"}"#,
+        )
+        .unwrap();
+        assert_eq!(row.payload.prompt.unwrap().0, "a\u{fffd}b");
+        assert_eq!(row.payload.session_id.as_deref(), Some("\u{fffd}"));
+        assert_eq!(row.payload.tool_name.as_deref(), Some("\u{1f600}"));
+        assert_eq!(row.lone_surrogates, 2);
+        let row = parse_line(br#"{"hook_event_name":"Stop","x":"\\ud800 \u00e9"}"#).unwrap();
+        assert_eq!(
+            row.lone_surrogates, 0,
+            "an escaped backslash is not an escape"
+        );
+        // Forgiving the surrogate forgives nothing else: a raw control character in a
+        // string still makes the line not JSON.
+        assert!(matches!(
+            parse_line(b"{\"hook_event_name\":\"Stop\\ud800\0\"}"),
+            Err(LineError::NotJson { .. })
+        ));
+        for (text, lone) in [
+            (&br#""\ud800\ud800""#[..], 2),
+            (br#""\ud800x\udc00""#, 2),
+            (br#""\ud800\n""#, 1),
+            (br#""\ud800""#, 1),
+            (br#""\udbff\udfff""#, 0),
+        ] {
+            assert_eq!(crate::payload::lone_surrogates(text), lone, "{text:?}");
+        }
     }
 
     #[test]

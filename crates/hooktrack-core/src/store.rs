@@ -24,8 +24,10 @@ pub const COLLECTOR_FILE: &str = "collector.json";
 pub const CHANNEL_FILE: &str = "channel.json";
 /// The emitter_seq counter; its `flock` is also the store's append lock.
 pub const COUNTER_FILE: &str = "emitter.seq";
-/// The emitter's failures (it never writes to stdout or stderr).
+/// The emitter's failures (it never writes to stdout).
 pub const EMIT_LOG_FILE: &str = "emit.log";
+/// Held (an exclusive `flock`) by the one collector serving the store.
+pub const COLLECTOR_LOCK_FILE: &str = "collector.lock";
 /// The provider directory assumed when a session root has none yet (the reference
 /// provider; a fresh Kimi TUI creates its store lazily, after the first prompt).
 pub const DEFAULT_PROVIDER_DIR: &str = "kimi";
@@ -50,6 +52,7 @@ pub struct StorePaths {
     pub channel: PathBuf,
     pub counter: PathBuf,
     pub emit_log: PathBuf,
+    pub collector_lock: PathBuf,
 }
 
 #[derive(Debug, Error)]
@@ -74,6 +77,7 @@ impl StorePaths {
             channel: dir.join(CHANNEL_FILE),
             counter: dir.join(COUNTER_FILE),
             emit_log: dir.join(EMIT_LOG_FILE),
+            collector_lock: dir.join(COLLECTOR_LOCK_FILE),
             dir,
         }
     }
@@ -90,6 +94,7 @@ impl StorePaths {
             channel: dir.join(CHANNEL_FILE),
             counter: dir.join(COUNTER_FILE),
             emit_log: dir.join(EMIT_LOG_FILE),
+            collector_lock: dir.join(COLLECTOR_LOCK_FILE),
             events,
             dir,
         }

@@ -227,6 +227,8 @@ pub struct Session {
     channel_stamp: Option<Stamp>,
     last: Option<(Posture, ChannelStatus)>,
     pending: Vec<SessionNotice>,
+    /// The last line fed was a replayed one.
+    replaying: bool,
     more: bool,
     /// The store directory as the last full poll found it, and the cheap re-checks since.
     dir_stamp: Option<Stamp>,
@@ -296,6 +298,7 @@ impl Session {
             channel_stamp: None,
             last: None,
             pending,
+            replaying: false,
             more: false,
             dir_stamp: None,
             quiet_rechecks: 0,
@@ -372,7 +375,14 @@ impl Session {
         let (pipeline, channel, pane) =
             (&mut self.pipeline, &mut self.channel, &mut self.tmux_pane);
         let (line_posture, lines) = (&mut self.line_posture, &mut self.lines);
+        let replaying = &mut self.replaying;
         let polled = self.tailer.poll(&mut |tl| {
+            // A replayed prefix (a checkpoint's, or a file rewritten in place) is fed to a
+            // pipeline that starts over, so what it builds is not built twice.
+            if tl.replay && !*replaying {
+                pipeline.restart();
+            }
+            *replaying = tl.replay;
             if ahead.peek().is_some() && !tl.replay {
                 let hook_at = match &tl.line {
                     ReadLine::Line { bytes, .. } => hooktrack_core::row::parse_line(bytes)

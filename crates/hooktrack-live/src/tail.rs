@@ -10,7 +10,13 @@
 //!   and neither the offset nor a [`Checkpoint`] ever moves past it;
 //! - a line over [`MAX_LINE_BYTES`](hooktrack_core::row::MAX_LINE_BYTES) is reported as
 //!   [`ReadLine::Oversized`] without being held, and the lines after it are read as usual;
-//! - **truncation** (the file is shorter than what was read) restarts at offset 0;
+//! - **truncation** (the file is shorter than what was read) restarts at offset 0; so does
+//!   **truncate-and-regrow** (copy-truncate rotation, then more appended than had been read
+//!   before the next poll), told by the first line: when the file grew, its first line is
+//!   checked against the one kept (one `pread`), and a different one means a new file;
+//! - a file **rewritten in place** (truncated, then written again starting with the same
+//!   first line) re-reads its old prefix as [`TailLine::replay`] lines: they were handed
+//!   out before, so a reader rebuilds its state from them without reporting them twice;
 //! - **replacement** (the path names another device/inode: rotation by rename, delete and
 //!   recreate) first drains the old file to its end through the handle still open, then
 //!   starts the new one at 0. A partial line left at the end of a file that will not grow
@@ -290,7 +296,12 @@ impl Tailer {
                         source,
                     })?
                     .len();
-                if len < self.read_pos {
+                let regrown = len > self.read_pos
+                    && self
+                        .lines
+                        .first_line
+                        .is_some_and(|first| first.check(&open.file).is_err());
+                if len < self.read_pos || regrown {
                     progress.notices.push(Notice::Truncated {
                         len,
                         read: self.read_pos,
@@ -393,7 +404,12 @@ impl Tailer {
         sink: &mut dyn FnMut(TailLine<'_>),
         progress: &mut Progress,
     ) -> Result<(), TailError> {
+        let before = self
+            .lines
+            .first_line
+            .map(|first| (first, self.lines.offset));
         progress.lines += self.lines.finish_file(sink);
+        self.lines.rewrite_of = before;
         self.read_pos = 0;
         if let Some(open) = &mut self.open {
             open.file
@@ -454,6 +470,10 @@ struct FileLines {
     first_line: Option<FirstLine>,
     /// Lines ending at or before this offset are a replayed prefix.
     replay_until: u64,
+    /// After a truncation: the old file's first line and how far it was read. A new first
+    /// line equal to it means the file is being rewritten in place, and lines up to that
+    /// offset are a replay.
+    rewrite_of: Option<(FirstLine, u64)>,
 }
 
 impl FileLines {
@@ -481,7 +501,13 @@ impl FileLines {
             let start = self.offset;
             self.offset = start + len + 1;
             if start == 0 {
-                self.first_line = Some(FirstLine::of(len, held));
+                let first = FirstLine::of(len, held);
+                self.first_line = Some(first);
+                if let Some((old, read)) = self.rewrite_of.take()
+                    && old == first
+                {
+                    self.replay_until = self.replay_until.max(read);
+                }
             }
             let replay = self.offset <= self.replay_until;
             sink(TailLine { line, replay });

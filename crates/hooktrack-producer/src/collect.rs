@@ -7,10 +7,23 @@
 //! next `sequence`, and only then answered `200 {"sequence": N}`, so a 2xx always means
 //! "on disk". `GET /health` answers without a token and tells nothing secret.
 //!
-//! One thread per connection, at most [`CollectConfig::max_connections`] at once (503
-//! beyond), each exchange bounded by [`CollectConfig::io_timeout`]. [`Stopper::stop`] (the
-//! binary calls it on SIGTERM/SIGINT) stops accepting, lets in-flight requests finish,
-//! and records `status: "stopped"` in `collector.json`.
+//! The row's `generation` is the collector's own (a body cannot move it), an `emitter_seq`
+//! above the store's counter (never handed out) is left out of the row, and a body is
+//! answered 200 only when the row it renders to is one the reader keeps (the core's
+//! `parse_line` judges it): anything else is a 400 (413 over the line limit) and nothing is
+//! written.
+//!
+//! One thread per connection, at most [`CollectConfig::max_connections`] at once, each
+//! exchange bounded by [`CollectConfig::io_timeout`]. At the limit, the oldest connection
+//! that has not yet presented the token is closed to make room (503 only when every slot
+//! holds an authenticated exchange), so idle connections from a local process without the
+//! token cannot deny the emitters. [`Stopper::stop`] (the binary calls it on
+//! SIGTERM/SIGINT) stops accepting, lets in-flight requests finish, and records
+//! `status: "stopped"` in `collector.json`.
+//!
+//! One collector per store: `collector.lock` is held for the collector's lifetime. Before
+//! each append, under the store lock, the collector checks that `events.ndjson` still
+//! names its open file and reopens the path when it was rotated away.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -29,6 +42,7 @@ use crate::http::{self, MAX_HEAD_BYTES};
 use crate::store::{self, MAX_BODY_BYTES, StoreError, StorePaths};
 use crate::token::constant_time_eq;
 use hooktrack_core::envelope::{Envelope, Via, clip_name};
+use hooktrack_core::row::{LineError, MAX_LINE_BYTES, parse_line};
 use hooktrack_core::store::{CollectorRecord, CollectorState};
 use hooktrack_core::time::Timestamp;
 
@@ -125,16 +139,33 @@ struct Shared {
     max_connections: usize,
     io_timeout: Duration,
     store: StorePaths,
-    events: File,
+    /// The last sequence written and the open events file. Held while a row is appended,
+    /// so file order and sequence order agree.
+    appender: Mutex<Appender>,
     counter: File,
-    /// The last sequence written. Held while a row is appended, so file order and
-    /// sequence order agree.
-    sequence: Mutex<u64>,
+    /// Held (locked) while the collector lives: one collector per store.
+    _collector_lock: File,
     stopping: AtomicBool,
     in_flight: Mutex<usize>,
+    /// The exchanges in flight, oldest first, for making room at the connection limit.
+    conns: Mutex<Vec<Conn>>,
+    next_conn: AtomicU64,
     idle: Condvar,
     accepted: AtomicU64,
     rejected: AtomicU64,
+}
+
+struct Appender {
+    sequence: u64,
+    events: File,
+}
+
+/// One exchange in flight: a handle on its socket to close it, and whether it presented
+/// the token (then it is never closed to make room).
+struct Conn {
+    id: u64,
+    stream: TcpStream,
+    authenticated: bool,
 }
 
 pub struct Collector {
@@ -181,6 +212,7 @@ impl Collector {
             source,
         };
         store::create_dir(&store).map_err(store_err)?;
+        let collector_lock = store::lock_collector(&store).map_err(store_err)?;
         let events = store::open_events(&store).map_err(store_err)?;
         let counter = store::open_counter(&store).map_err(store_err)?;
         let last_sequence = store::max_sequence(&store).map_err(store_err)?;
@@ -201,11 +233,16 @@ impl Collector {
             max_connections: config.max_connections.max(1),
             io_timeout: config.io_timeout,
             store,
-            events,
+            appender: Mutex::new(Appender {
+                sequence: last_sequence,
+                events,
+            }),
             counter,
-            sequence: Mutex::new(last_sequence),
+            _collector_lock: collector_lock,
             stopping: AtomicBool::new(false),
             in_flight: Mutex::new(0),
+            conns: Mutex::new(Vec::new()),
+            next_conn: AtomicU64::new(0),
             idle: Condvar::new(),
             accepted: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
@@ -286,7 +323,7 @@ impl Collector {
                 .in_flight
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            if *n >= shared.max_connections {
+            if *n >= shared.max_connections && !shared.make_room() {
                 drop(n);
                 shared.rejected.fetch_add(1, Ordering::Relaxed);
                 let _ = stream.set_write_timeout(Some(Duration::from_millis(100)));
@@ -295,16 +332,48 @@ impl Collector {
             }
             *n += 1;
         }
+        let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
+        if let Ok(handle) = stream.try_clone() {
+            shared.conns_lock().push(Conn {
+                id,
+                stream: handle,
+                authenticated: false,
+            });
+        }
         let worker = Arc::clone(&shared);
         let spawned = std::thread::Builder::new()
             .name("collect-conn".into())
             .spawn(move || {
-                handle(&worker, stream);
-                finish(&worker);
+                handle(&worker, stream, id);
+                finish(&worker, id);
             });
         if spawned.is_err() {
             shared.rejected.fetch_add(1, Ordering::Relaxed);
-            finish(&shared);
+            finish(&shared, id);
+        }
+    }
+}
+
+impl Shared {
+    fn conns_lock(&self) -> std::sync::MutexGuard<'_, Vec<Conn>> {
+        self.conns.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Closes the oldest exchange that has not presented the token; `false` when every
+    /// exchange in flight is authenticated. Its thread sees the closed socket and ends.
+    fn make_room(&self) -> bool {
+        let mut conns = self.conns_lock();
+        let Some(i) = conns.iter().position(|c| !c.authenticated) else {
+            return false;
+        };
+        let victim = conns.remove(i);
+        let _ = victim.stream.shutdown(Shutdown::Both);
+        true
+    }
+
+    fn authenticated(&self, id: u64) {
+        if let Some(conn) = self.conns_lock().iter_mut().find(|c| c.id == id) {
+            conn.authenticated = true;
         }
     }
 }
@@ -331,7 +400,8 @@ fn publish(
     store::write_json_atomic(&path, &status).map_err(|source| CollectError::Status { path, source })
 }
 
-fn finish(shared: &Shared) {
+fn finish(shared: &Shared, id: u64) {
+    shared.conns_lock().retain(|c| c.id != id);
     let mut n = shared
         .in_flight
         .lock()
@@ -367,11 +437,11 @@ impl Reply {
     }
 }
 
-fn handle(shared: &Shared, mut stream: TcpStream) {
+fn handle(shared: &Shared, mut stream: TcpStream, id: u64) {
     let deadline = Instant::now() + shared.io_timeout;
     let _ = stream.set_nodelay(true);
     let _ = stream.set_write_timeout(Some(shared.io_timeout));
-    let Some(reply) = serve(shared, &mut stream, deadline) else {
+    let Some(reply) = serve(shared, &mut stream, deadline, id) else {
         return;
     };
     if reply.status == 200 {
@@ -431,14 +501,18 @@ fn read_more(
 }
 
 /// Reads and judges one request. `None`: the peer went away, nothing to answer.
-fn serve(shared: &Shared, stream: &mut TcpStream, deadline: Instant) -> Option<Reply> {
+fn serve(shared: &Shared, stream: &mut TcpStream, deadline: Instant, id: u64) -> Option<Reply> {
     let mut buf = Vec::with_capacity(4096);
     let head_end = loop {
-        if let Some(i) = http::find_head_end(&buf) {
-            break i;
-        }
-        if buf.len() > MAX_HEAD_BYTES {
-            return Some(Reply::error(431, "request head too large"));
+        match http::find_head_end(&buf) {
+            Some(i) if i > MAX_HEAD_BYTES => {
+                return Some(Reply::error(431, "request head too large"));
+            }
+            Some(i) => break i,
+            None if buf.len() >= MAX_HEAD_BYTES + 4 => {
+                return Some(Reply::error(431, "request head too large"));
+            }
+            None => {}
         }
         match read_more(stream, &mut buf, deadline) {
             Ok(_) => {}
@@ -449,15 +523,10 @@ fn serve(shared: &Shared, stream: &mut TcpStream, deadline: Instant) -> Option<R
     let Ok(head) = std::str::from_utf8(&buf[..head_end]) else {
         return Some(Reply::error(400, "request head is not UTF-8"));
     };
-    let mut request_line = head.split("\r\n").next().unwrap_or("").split(' ');
-    let (method, path, version) = (
-        request_line.next().unwrap_or(""),
-        request_line.next().unwrap_or(""),
-        request_line.next().unwrap_or(""),
-    );
-    if !version.starts_with("HTTP/1.") {
-        return Some(Reply::error(400, "not an HTTP/1.x request"));
-    }
+    let (method, path) = match http::parse_request_head(head) {
+        Ok(parsed) => parsed,
+        Err(e) => return Some(Reply::error(400, &e.to_string())),
+    };
     let path = path.split('?').next().unwrap_or(path);
     let declared = content_length(head);
     let already = buf.len() - (head_end + 4);
@@ -495,6 +564,7 @@ fn serve(shared: &Shared, stream: &mut TcpStream, deadline: Instant) -> Option<R
         r.unread = unread_after(declared.ok().flatten());
         return Some(r);
     }
+    shared.authenticated(id);
     if http::header(head, "transfer-encoding").is_some() {
         return Some(Reply::error(
             411,
@@ -539,7 +609,7 @@ fn serve(shared: &Shared, stream: &mut TcpStream, deadline: Instant) -> Option<R
 fn content_length(head: &str) -> Result<Option<usize>, ()> {
     let mut found: Option<usize> = None;
     for v in http::headers(head, "content-length") {
-        let n: usize = v.parse().map_err(|_| ())?;
+        let n = http::parse_content_length(v).ok_or(())?;
         if found.is_some_and(|f| f != n) {
             return Err(());
         }
@@ -552,7 +622,7 @@ fn content_length(head: &str) -> Result<Option<usize>, ()> {
 struct Delivery<'a> {
     #[serde(borrow)]
     provider: Option<Cow<'a, str>>,
-    generation: Option<u64>,
+    // No `generation`: the row's generation is the collector's, whatever a body says.
     emitter_seq: Option<u64>,
     #[serde(borrow)]
     event: Option<Cow<'a, str>>,
@@ -609,18 +679,28 @@ fn accept(shared: &Shared, body: &[u8]) -> Reply {
         .provider
         .as_deref()
         .map_or(shared.provider.as_str(), clip_name);
-    let generation = delivery.generation.unwrap_or(shared.generation);
-    let mut last = shared
-        .sequence
+    // A genuine emitter takes its emitter_seq from the counter before posting. A higher
+    // one was never handed out: kept, it would make the real delivery with that key look
+    // like a duplicate later, so the row is written without it (unkeyed).
+    let emitter_seq = match delivery.emitter_seq {
+        Some(seq) => match store::last_emitter_seq(&shared.store, &shared.counter) {
+            Ok(last) if seq > last => None,
+            Ok(_) => Some(seq),
+            Err(e) => return Reply::error(500, &hooktrack_core::diagnostics::error_chain(&e)),
+        },
+        None => None,
+    };
+    let mut appender = shared
+        .appender
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
-    let sequence = *last + 1;
+    let sequence = appender.sequence + 1;
     let row = Envelope {
         provider,
-        generation,
+        generation: shared.generation,
         via: Via::Http,
         sequence: Some(sequence),
-        emitter_seq: delivery.emitter_seq,
+        emitter_seq,
         received_at: store::now(),
         event: event.as_deref().map(clip_name),
         payload,
@@ -632,10 +712,26 @@ fn accept(shared: &Shared, body: &[u8]) -> Reply {
             .filter(|p| hooktrack_core::store::is_tmux_pane_id(p)),
     }
     .render();
-    match store::append_locked(&shared.store, &shared.events, &shared.counter, &row) {
+    // 200 means "on disk and read": a row the reader would skip is refused instead.
+    let line = row.strip_suffix(b"\n").unwrap_or(&row);
+    match parse_line(line) {
+        Ok(_) => {}
+        Err(e @ LineError::Oversized { .. }) => {
+            return Reply::error(
+                413,
+                &format!("the row would be over the {MAX_LINE_BYTES}-byte line limit: {e}"),
+            );
+        }
+        Err(e) => return Reply::error(400, &format!("the reader would skip this row: {e}")),
+    }
+    let Appender { events, .. } = &mut *appender;
+    match store::append_following(&shared.store, events, &shared.counter, &row) {
         Ok(()) => {
-            *last = sequence;
+            appender.sequence = sequence;
             Reply::new(200, format!("{{\"sequence\":{sequence}}}"))
+        }
+        Err(e @ StoreError::LockTimeout { .. }) => {
+            Reply::error(503, &hooktrack_core::diagnostics::error_chain(&e))
         }
         Err(e) => Reply::error(500, &hooktrack_core::diagnostics::error_chain(&e)),
     }

@@ -7,12 +7,16 @@
 //!    row to `events.ndjson` under the same lock.
 //!
 //! Nothing here returns an error to the caller: every problem is collected in the
-//! [`EmitReport`] and written to `emit.log` in the store, because the hook must always
-//! exit 0 and never write to stdout.
+//! [`EmitReport`] and written to `emit.log` in the store (see [`log`] for where it goes
+//! when the store cannot take it), because the hook must always exit 0 and never write to
+//! stdout. No delivery vanishes without trace: a missing store directory is created, a
+//! store lock held by a stuck process is given up on after a bounded wait (the row is
+//! then appended without it), and when the watchdog ends the emitter, [`give_up`] records
+//! a row with the event name and the cause.
 
-use std::fs::{self, OpenOptions};
+pub mod log;
+
 use std::io::{self, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -34,9 +38,6 @@ pub const DEFAULT_LIMITS: Limits = Limits {
 /// After this long the emitter gives up whatever it is doing and exits 0 (enforced by the
 /// binary with a watchdog thread).
 pub const HARD_DEADLINE: Duration = Duration::from_millis(3000);
-
-/// `emit.log` is moved to `emit.log.1` when it grows past this.
-const LOG_ROTATE_BYTES: u64 = 1024 * 1024;
 
 /// How much oversized stdin is read and thrown away (so the agent's write does not fail).
 const DRAIN_LIMIT: u64 = 64 * 1024 * 1024;
@@ -82,6 +83,16 @@ pub enum EmitError {
     NoToken,
     #[error("${} holds characters an HTTP header cannot carry", store::TOKEN_ENV)]
     BadToken,
+    #[error("cannot prepare the store directory")]
+    StoreDir {
+        #[source]
+        source: StoreError,
+    },
+    #[error("the store lock is stuck; the fallback row was appended without it")]
+    AppendedUnlocked {
+        #[source]
+        source: StoreError,
+    },
     #[error("cannot take an emitter_seq")]
     Seq {
         #[source]
@@ -137,6 +148,9 @@ struct EventName<'a> {
 /// One hook delivery, start to end. `problems` found while parsing argv come in first.
 pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> EmitReport {
     let store = StorePaths::in_dir(&config.dir);
+    if let Err(source) = store::create_dir(&store) {
+        report.problems.push(EmitError::StoreDir { source });
+    }
     let (bytes, mut payload_error) = match read_payload(stdin) {
         Ok(bytes) => (Some(bytes), None),
         Err(e) => {
@@ -247,12 +261,69 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
         let events = store::open_events(&store)?;
         store::append_locked(&store, &events, &counter, &row)
     })();
-    let appended = appended.map_err(|source| EmitError::Fallback { source });
     match appended {
         Ok(()) => report.delivered = Delivered::Fallback,
-        Err(e) => report.problems.push(e),
+        Err(source @ StoreError::LockTimeout { .. }) => {
+            report.problems.push(EmitError::AppendedUnlocked { source });
+            match store::append_unlocked(&store, &row) {
+                Ok(()) => report.delivered = Delivered::Fallback,
+                Err(source) => report.problems.push(EmitError::Fallback { source }),
+            }
+        }
+        Err(source) => report.problems.push(EmitError::Fallback { source }),
     }
     report
+}
+
+/// What the watchdog records when it ends the emitter at [`HARD_DEADLINE`]: a fallback row
+/// with the configured event name and the cause (its payload is not known, or not
+/// whole), appended with a short lock wait or without the lock, and a log line.
+pub fn give_up(config: &EmitConfig) {
+    let store = StorePaths::in_dir(&config.dir);
+    let cause = format!(
+        "the emitter gave up after {} ms (stdin not closed, or the store stuck); the payload was not delivered",
+        HARD_DEADLINE.as_millis()
+    );
+    let event = config.event.as_deref().map(clip_name);
+    let row = Envelope {
+        provider: clip_name(&config.provider),
+        generation: config.generation,
+        via: Via::CommandFallback,
+        sequence: None,
+        emitter_seq: None,
+        received_at: store::now(),
+        event,
+        payload: None,
+        payload_error: Some(&cause),
+        tmux_pane: config
+            .tmux_pane
+            .as_deref()
+            .filter(|p| hooktrack_core::store::is_tmux_pane_id(p)),
+    }
+    .render();
+    let appended = (|| {
+        store::create_dir(&store)?;
+        let counter = store::open_counter(&store)?;
+        // A short wait only: the lock may be what stalled this emitter.
+        let _guard =
+            store::LockGuard::lock_within(&counter, &store.counter, Duration::from_millis(100))
+                .ok();
+        store::append_unlocked(&store, &row)
+    })();
+    let outcome = match &appended {
+        Ok(()) => "recorded as a command_fallback row".to_owned(),
+        Err(e) => format!("LOST: {}", hooktrack_core::diagnostics::error_chain(e)),
+    };
+    log::log_text(
+        &config.dir,
+        &format!(
+            "{} pid={} event={} delivered={}: {cause}\n",
+            store::now(),
+            std::process::id(),
+            event.unwrap_or("-"),
+            outcome
+        ),
+    );
 }
 
 /// Starts a report with the problems found while reading argv.
@@ -349,20 +420,9 @@ pub fn log_report(dir: &Path, report: &EmitReport) {
     log_text(dir, &text);
 }
 
-/// Appends `text` to `emit.log`, best effort.
+/// Appends `text` to `emit.log` (or wherever [`log::log_text`] finds room), best effort.
 pub fn log_text(dir: &Path, text: &str) {
-    let path = StorePaths::in_dir(dir).emit_log;
-    if fs::metadata(&path).is_ok_and(|m| m.len() > LOG_ROTATE_BYTES) {
-        let _ = fs::rename(&path, path.with_extension("log.1"));
-    }
-    if let Ok(mut file) = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(&path)
-    {
-        let _ = file.write_all(text.as_bytes());
-    }
+    log::log_text(dir, text);
 }
 
 #[cfg(test)]

@@ -4,6 +4,12 @@
 //! only, every read and write bounded by a deadline. The emitter is a fresh process per
 //! hook, so connection reuse would buy nothing, and an async runtime or a general client
 //! would cost start-up time on every hook of every turn.
+//!
+//! Parsing is strict where leniency would let two readers of one message disagree: a head
+//! over [`MAX_HEAD_BYTES`] is refused however it arrives, `Content-Length` is digits only,
+//! a header name is a token (no space before the colon, no folded lines), and the version
+//! is `HTTP/1.0` or `HTTP/1.1`. A URL must name a loopback address: the bearer token is
+//! never sent anywhere else.
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
@@ -14,8 +20,9 @@ use thiserror::Error;
 /// Longest request or response head (request line or status line plus headers).
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 
-/// A parsed `http://HOST:PORT/PATH` URL. Only IP literals and `localhost` are accepted:
-/// the emitter never resolves names.
+/// A parsed `http://HOST:PORT/PATH` URL. Only loopback IP literals (127.0.0.0/8, ::1) and
+/// `localhost` are accepted: the emitter never resolves names, and never sends the token
+/// off the machine.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Url {
     pub addr: SocketAddr,
@@ -35,6 +42,8 @@ pub enum UrlError {
     BadHost { url: String },
     #[error("{url:?} has spaces or control characters in its path")]
     BadPath { url: String },
+    #[error("{url:?} names {ip}, not a loopback address (the collector is on this machine only)")]
+    NotLoopback { url: String, ip: IpAddr },
 }
 
 impl Url {
@@ -81,6 +90,17 @@ impl Url {
                 url: url.to_owned(),
             })?
         };
+        let ip = match ip {
+            // `::ffff:127.0.0.1` is loopback too, and connects as IPv4.
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+            v4 => v4,
+        };
+        if !ip.is_loopback() {
+            return Err(UrlError::NotLoopback {
+                url: url.to_owned(),
+                ip,
+            });
+        }
         Ok(Self {
             addr: SocketAddr::new(ip, port),
             path: path.to_owned(),
@@ -237,7 +257,7 @@ pub fn post_json(
         return Err(PostError::Status { addr, status });
     }
     let want = header(head, "content-length")
-        .and_then(|v| v.trim().parse::<usize>().ok())
+        .and_then(parse_content_length)
         .unwrap_or(0)
         .min(64 * 1024);
     let mut response = buf[head_end + 4..].to_vec();
@@ -292,13 +312,69 @@ pub(crate) fn find_head_end(buf: &[u8]) -> Option<usize> {
 }
 
 fn parse_status(head: &str) -> Option<u16> {
-    let line = head.lines().next()?;
+    let line = head.split("\r\n").next()?;
     let mut parts = line.splitn(3, ' ');
     let version = parts.next()?;
-    if !version.starts_with("HTTP/1.") {
+    if !matches!(version, "HTTP/1.0" | "HTTP/1.1") {
         return None;
     }
-    parts.next()?.parse().ok()
+    let code = parts.next()?;
+    if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    code.parse().ok()
+}
+
+/// Why a request head is refused (400).
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum HeadError {
+    #[error("malformed request line")]
+    RequestLine,
+    #[error("unsupported HTTP version {version:?} (HTTP/1.0 or HTTP/1.1)")]
+    Version { version: String },
+    #[error("malformed header on line {line} (a token, then a colon; no folding)")]
+    Header { line: usize },
+}
+
+/// Checks a request head (without its final blank line) strictly; returns the method and
+/// the target of its request line.
+pub fn parse_request_head(head: &str) -> Result<(&str, &str), HeadError> {
+    let mut lines = head.split("\r\n");
+    let request_line = lines.next().unwrap_or("");
+    let mut parts = request_line.split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(HeadError::RequestLine);
+    };
+    if method.is_empty() || !method.bytes().all(is_tchar) || target.is_empty() {
+        return Err(HeadError::RequestLine);
+    }
+    if !matches!(version, "HTTP/1.0" | "HTTP/1.1") {
+        return Err(HeadError::Version {
+            version: version.chars().take(16).collect(),
+        });
+    }
+    for (i, line) in lines.enumerate() {
+        let name = line.split_once(':').map(|(n, _)| n);
+        if !name.is_some_and(|n| !n.is_empty() && n.bytes().all(is_tchar)) {
+            return Err(HeadError::Header { line: i + 2 });
+        }
+    }
+    Ok((method, target))
+}
+
+/// A `Content-Length` value: one or more digits, nothing else (no sign, no inner space).
+pub fn parse_content_length(value: &str) -> Option<usize> {
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    value.parse().ok()
+}
+
+/// RFC 9110 `tchar`: what a method or a header name is made of.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// The value of the first header called `name` (case-insensitive) in a head.
@@ -369,6 +445,19 @@ mod tests {
             Url::parse("http://example.com:80/"),
             Err(UrlError::BadHost { .. })
         ));
+        assert!(Url::parse("http://127.7.0.1:80/").is_ok());
+        assert!(Url::parse("http://[::ffff:127.0.0.1]:80/").is_ok());
+        for remote in [
+            "http://192.0.2.1:80/",
+            "http://0.0.0.0:80/",
+            "http://[::]:80/",
+            "http://[2001:db8::1]:80/",
+        ] {
+            assert!(
+                matches!(Url::parse(remote), Err(UrlError::NotLoopback { .. })),
+                "{remote}"
+            );
+        }
         assert!(matches!(
             Url::parse("http://127.0.0.1/"),
             Err(UrlError::NoPort { .. })
@@ -390,5 +479,30 @@ mod tests {
         assert_eq!(header(head, "content-length"), Some("5"));
         assert_eq!(header(head, "x-a"), Some("b"));
         assert_eq!(parse_status("garbage"), None);
+        assert_eq!(parse_status("HTTP/1.9 200 OK"), None);
+        assert_eq!(parse_status("HTTP/1.1 +20 OK"), None);
+    }
+
+    #[test]
+    fn request_heads_are_parsed_strictly() {
+        assert_eq!(
+            parse_request_head("POST /events HTTP/1.1\r\nContent-Length: 5"),
+            Ok(("POST", "/events"))
+        );
+        for bad in [
+            "POST /events HTTP/1.9",
+            "POST /events HTTP/2",
+            "POST  /events HTTP/1.1",
+            "POST /events HTTP/1.1 extra",
+            "POST /events HTTP/1.1\r\nContent-Length : 5",
+            "POST /events HTTP/1.1\r\nA: b\r\n folded",
+            "POST /events HTTP/1.1\r\nno colon",
+        ] {
+            assert!(parse_request_head(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_content_length("12"), Some(12));
+        for bad in ["+12", "-1", "1 2", "", "0x10", "99999999999999999999999"] {
+            assert_eq!(parse_content_length(bad), None, "{bad:?}");
+        }
     }
 }

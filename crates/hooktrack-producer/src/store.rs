@@ -9,7 +9,8 @@
 //!   collector.json   the collector's pid, port, generation, status (no secret)
 //!   channel.json     the installer's verdict (no secret)
 //!   emitter.seq      the emitter_seq counter; its flock also serializes appends
-//!   emit.log         the emitter's failures (it never writes to stdout or stderr)
+//!   emit.log         the emitter's failures (it never writes to stdout)
+//!   collector.lock   held by the one collector serving the store
 //! ```
 //!
 //! Both writers append a row as one `write` on an `O_APPEND` descriptor while holding an
@@ -17,10 +18,19 @@
 //! interleave. Before appending, a writer checks that the file ends with a newline: a row
 //! cut off by a crash (a collector killed mid-write, a full disk) becomes its own bad line,
 //! and the new row stays whole.
+//!
+//! The directory and its files are checked before use ([`secure`]): a directory of another
+//! user, a symlink in place of a file, loose modes are refused or tightened. Every lock
+//! wait is bounded ([`LockGuard`], [`lock_collector`]).
+
+mod lock;
+pub mod secure;
+
+pub use lock::{LOCK_WAIT, LockGuard, lock_collector};
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt, PermissionsExt};
+use std::io::{self, BufReader, Write};
+use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -68,6 +78,15 @@ pub enum StoreError {
         #[source]
         source: io::Error,
     },
+    #[error("gave up waiting for the store lock {path} after {waited_ms} ms (its holder is stuck)")]
+    LockTimeout { path: PathBuf, waited_ms: u128 },
+    #[error("another collector serves this store (it holds {path})")]
+    CollectorRunning { path: PathBuf },
+    #[error("refusing to use {path}: {reason}")]
+    Untrusted {
+        path: PathBuf,
+        reason: secure::Distrust,
+    },
     #[error("cannot read {path}")]
     Read {
         path: PathBuf,
@@ -84,59 +103,75 @@ pub enum StoreError {
     BadCounter { path: PathBuf, content: String },
 }
 
-/// Creates the store directory (0700) and its parents if missing.
+/// Creates the store directory (0700) and its parents if missing; checks and tightens an
+/// existing one (see [`secure::ensure_dir`]).
 pub fn create_dir(store: &StorePaths) -> Result<(), StoreError> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&store.dir)
-        .map_err(|source| StoreError::CreateDir {
-            path: store.dir.clone(),
-            source,
-        })
+    secure::ensure_dir(&store.dir)
 }
 
 /// Opens `events.ndjson` for appending (and reading its last byte), creating it 0600.
 pub fn open_events(store: &StorePaths) -> Result<File, StoreError> {
-    let path = &store.events;
-    let file = open_private(path, OpenOptions::new().read(true).append(true))?;
-    tighten(&file, path)?;
-    Ok(file)
+    secure::open_private(&store.events, OpenOptions::new().read(true).append(true))
+}
+
+/// True while `events.ndjson` still names the open file `events` (not renamed away,
+/// deleted, or replaced by rotation). Checked under the store lock before each append.
+pub fn still_names(store: &StorePaths, events: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (fs::symlink_metadata(&store.events), events.metadata()) {
+        (Ok(path), Ok(open)) => path.dev() == open.dev() && path.ino() == open.ino(),
+        _ => false,
+    }
 }
 
 /// Opens the counter file, which is also the store's lock.
 pub fn open_counter(store: &StorePaths) -> Result<File, StoreError> {
-    open_private(&store.counter, OpenOptions::new().read(true).write(true))
+    secure::open_private(&store.counter, OpenOptions::new().read(true).write(true))
 }
 
 /// Takes the next `emitter_seq` (1, 2, ...) under the exclusive lock.
 pub fn take_emitter_seq(store: &StorePaths, counter: &File) -> Result<u64, StoreError> {
     let path = store.counter.clone();
     let _guard = LockGuard::lock(counter, &path)?;
-    let mut text = String::new();
-    (&*counter)
-        .seek(SeekFrom::Start(0))
-        .and_then(|_| (&*counter).take(64).read_to_string(&mut text))
-        .map_err(|source| StoreError::Read {
-            path: path.clone(),
-            source,
-        })?;
-    let trimmed = text.trim();
-    let last = if trimmed.is_empty() {
-        0
-    } else {
-        trimmed.parse::<u64>().map_err(|_| StoreError::BadCounter {
-            path: path.clone(),
-            content: trimmed.chars().take(40).collect(),
-        })?
-    };
-    let next = last + 1;
+    let next = last_emitter_seq(store, counter)? + 1;
     // Fixed width: the new text always covers the old, no truncation needed.
     let line = format!("{next:020}\n");
     counter
         .write_all_at(line.as_bytes(), 0)
         .map_err(|source| StoreError::Write { path, source })?;
     Ok(next)
+}
+
+/// The last `emitter_seq` handed out (0 before the first). Read without the lock: the
+/// counter only grows and is written in one fixed-width `pwrite`, so a reader sees every
+/// value handed out before it looked.
+pub fn last_emitter_seq(store: &StorePaths, counter: &File) -> Result<u64, StoreError> {
+    let path = &store.counter;
+    // Positioned reads: the collector's threads share one descriptor.
+    let mut buf = [0u8; 64];
+    let mut len = 0;
+    while len < buf.len() {
+        match counter.read_at(&mut buf[len..], len as u64) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(source) => {
+                return Err(StoreError::Read {
+                    path: path.clone(),
+                    source,
+                });
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&buf[..len]);
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Ok(0);
+    }
+    trimmed.parse::<u64>().map_err(|_| StoreError::BadCounter {
+        path: path.clone(),
+        content: trimmed.chars().take(40).collect(),
+    })
 }
 
 /// Appends one row (which must end with a newline) under the store lock.
@@ -148,6 +183,36 @@ pub fn append_locked(
 ) -> Result<(), StoreError> {
     let _guard = LockGuard::lock(counter, &store.counter)?;
     append_whole(events, row).map_err(|source| StoreError::Write {
+        path: store.events.clone(),
+        source,
+    })
+}
+
+/// Appends one row under the store lock to whatever file `events.ndjson` names now: a
+/// file rotated away (renamed, deleted, replaced) is closed and the path reopened (created
+/// if missing) before the row is written, so no row goes to an inode nobody reads.
+pub fn append_following(
+    store: &StorePaths,
+    events: &mut File,
+    counter: &File,
+    row: &[u8],
+) -> Result<(), StoreError> {
+    let _guard = LockGuard::lock(counter, &store.counter)?;
+    if !still_names(store, events) {
+        *events = open_events(store)?;
+    }
+    append_whole(events, row).map_err(|source| StoreError::Write {
+        path: store.events.clone(),
+        source,
+    })
+}
+
+/// Appends one row without the lock: the last resort when the lock's holder is stuck.
+/// One `write` of a whole row on an `O_APPEND` descriptor is not interleaved with another
+/// on a local file system; only the cut-off-line repair can race.
+pub fn append_unlocked(store: &StorePaths, row: &[u8]) -> Result<(), StoreError> {
+    let events = open_events(store)?;
+    append_whole(&events, row).map_err(|source| StoreError::Write {
         path: store.events.clone(),
         source,
     })
@@ -178,55 +243,6 @@ pub fn max_sequence(store: &StorePaths) -> Result<u64, StoreError> {
             Err(source) => return Err(StoreError::Read { path, source }),
         }
     }
-}
-
-/// Holds an exclusive `flock` until dropped.
-pub struct LockGuard<'a> {
-    file: &'a File,
-}
-
-impl<'a> LockGuard<'a> {
-    pub fn lock(file: &'a File, path: &Path) -> Result<Self, StoreError> {
-        file.lock().map_err(|source| StoreError::Lock {
-            path: path.to_owned(),
-            source,
-        })?;
-        Ok(Self { file })
-    }
-}
-
-impl Drop for LockGuard<'_> {
-    fn drop(&mut self) {
-        let _ = self.file.unlock();
-    }
-}
-
-fn open_private(path: &Path, options: &mut OpenOptions) -> Result<File, StoreError> {
-    options
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|source| StoreError::Open {
-            path: path.to_owned(),
-            source,
-        })
-}
-
-/// Makes a file we own owner-only if it was created looser by someone else.
-fn tighten(file: &File, path: &Path) -> Result<(), StoreError> {
-    let meta = file.metadata().map_err(|source| StoreError::Open {
-        path: path.to_owned(),
-        source,
-    })?;
-    if meta.permissions().mode() & 0o077 != 0 {
-        file.set_permissions(fs::Permissions::from_mode(0o600))
-            .map_err(|source| StoreError::Write {
-                path: path.to_owned(),
-                source,
-            })?;
-    }
-    Ok(())
 }
 
 /// Appends `row` with one `write` call, first ending a cut-off last line if there is one.
@@ -267,25 +283,17 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), Sto
     write_atomic(path, &text, 0o600)
 }
 
-/// Replaces `path` with `bytes` atomically: a temporary file in the same directory with
-/// `mode`, flushed, then renamed over the target.
+/// Replaces `path` with `bytes` atomically: a temporary file with an unpredictable name,
+/// created exclusively in the same directory with `mode`, flushed, renamed over the
+/// target, and the directory flushed so the rename survives a crash.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
     let write_err = |source| StoreError::Write {
         path: path.to_owned(),
         source,
     };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.hooktrack-{}.tmp", std::process::id()));
+    let tmp = secure::temp_path(path)?;
     let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(mode)
-            .open(&tmp)?;
+        let mut file = secure::create_temp(&tmp, mode)?;
         file.set_permissions(fs::Permissions::from_mode(mode))?;
         file.write_all(bytes)?;
         file.sync_all()?;
@@ -294,5 +302,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StoreErr
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    result.map_err(write_err)
+    result.map_err(write_err)?;
+    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(dir) => secure::sync_dir(dir).map_err(write_err),
+        None => secure::sync_dir(Path::new(".")).map_err(write_err),
+    }
 }

@@ -233,6 +233,11 @@ pub struct Detector {
 }
 
 impl Detector {
+    /// What the caller chose (`auto`, `kimi` or one agent).
+    pub fn choice(&self) -> ProviderChoice {
+        self.choice
+    }
+
     pub fn new(choice: ProviderChoice) -> Self {
         let decided = match choice {
             ProviderChoice::Exactly(provider) => Some(Detection {

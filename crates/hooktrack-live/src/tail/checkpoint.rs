@@ -7,7 +7,7 @@
 //! directory, fsync, rename over the old one, fsync of the directory.
 
 use std::fs::{self, File, Metadata, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -181,16 +181,21 @@ impl Checkpoint {
         let Some(first) = self.first_line else {
             return Err(Mismatch::NoFirstLine);
         };
-        // A held first line is compared whole; one over the limit by its newline alone.
-        let (at, hash) = match first.fnv1a {
-            Some(hash) if first.len <= MAX_LINE_BYTES as u64 => (0, Some(hash)),
-            _ => (first.len, None),
+        first.check(file)
+    }
+}
+
+impl FirstLine {
+    /// Checks that `file` still starts with this line, without moving its position. A
+    /// held first line is compared whole; one over the limit by its newline alone.
+    pub(super) fn check(&self, file: &File) -> Result<(), Mismatch> {
+        use std::os::unix::fs::FileExt;
+        let (at, hash) = match self.fnv1a {
+            Some(hash) if self.len <= MAX_LINE_BYTES as u64 => (0, Some(hash)),
+            _ => (self.len, None),
         };
-        let mut head = vec![0; (first.len - at) as usize + 1];
-        if let Err(e) = file
-            .seek(SeekFrom::Start(at))
-            .and_then(|_| file.read_exact(&mut head))
-        {
+        let mut head = vec![0; (self.len - at) as usize + 1];
+        if let Err(e) = file.read_exact_at(&mut head, at) {
             return Err(Mismatch::ReadFirstLine { error: e });
         }
         let (line, newline) = head.split_at(head.len() - 1);

@@ -1,0 +1,527 @@
+//! The producer side of the fault audit: one test per audited case, named after it, with
+//! real `hooktrack` processes, real files and loopback sockets.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::net::TcpStream;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use super::util::*;
+
+fn delivery(seq: u64, event: &str) -> Vec<u8> {
+    format!(
+        r#"{{"v":1,"provider":"kimi-cli","generation":1,"emitter_seq":{seq},"event":"{event}","payload":{}}}"#,
+        kimi_cli(event, "")
+    )
+    .into_bytes()
+}
+
+fn emit_stop(dir: &Path, url: Option<&str>) -> std::process::Output {
+    let out = emit(
+        dir,
+        url,
+        Some(TOKEN),
+        "Stop",
+        kimi_cli("Stop", "").as_bytes(),
+    );
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    out
+}
+
+/// Runs `hooktrack collect` on `dir`, which must refuse to start (bounded wait); its stderr.
+fn collect_must_fail(dir: &Path) -> String {
+    let mut child = hooktrack()
+        .args([
+            "collect",
+            "--provider",
+            "kimi-cli",
+            "--generation",
+            "1",
+            "--dir",
+        ])
+        .arg(dir)
+        .env("HOOKTRACK_TOKEN", TOKEN)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn collect");
+    let status = wait_child(&mut child, Duration::from_secs(20));
+    let mut err = String::new();
+    if let Some(mut stderr) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut err);
+    }
+    assert!(!status.success(), "the collector started: {err}");
+    err
+}
+
+fn seqs(rows: &[serde_json::Value]) -> Vec<u64> {
+    rows.iter()
+        .filter_map(|r| r["emitter_seq"].as_u64())
+        .collect()
+}
+
+#[test]
+fn rotation_by_rename_or_delete_while_the_collector_runs_loses_nothing() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    let url = collector.url();
+    for _ in 0..3 {
+        emit_stop(&dir, Some(&url));
+    }
+    fs::rename(dir.join("events.ndjson"), dir.join("events.1")).expect("rotate");
+    for _ in 0..3 {
+        emit_stop(&dir, Some(&url));
+    }
+    fs::rename(dir.join("events.ndjson"), dir.join("events.2")).expect("rotate");
+    fs::remove_file(dir.join("events.2")).expect("rm");
+    for _ in 0..3 {
+        emit_stop(&dir, Some(&url));
+    }
+    assert!(collector.stop().success());
+    let first = rows(&dir.join("events.1"));
+    let now = rows(&dir.join("events.ndjson"));
+    assert_eq!(seqs(&first), [1, 2, 3]);
+    assert_eq!(seqs(&now), [7, 8, 9], "rows after rm went to the new file");
+    assert!(now.iter().chain(&first).all(|r| r["via"] == "http"));
+}
+
+#[test]
+fn a_body_generation_cannot_move_the_row_generation() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 4);
+    let body = format!(
+        r#"{{"v":1,"provider":"kimi-cli","generation":1152921504606846976,"emitter_seq":1,"event":"Stop","payload":{}}}"#,
+        kimi_cli("Stop", "")
+    );
+    let (status, reply) = post(collector.addr(), Some(TOKEN), body.as_bytes());
+    assert_eq!(status, 200, "{reply}");
+    assert!(collector.stop().success());
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        rows[0]["generation"], 4,
+        "the collector's generation, not the body's"
+    );
+}
+
+#[test]
+fn a_body_cannot_claim_an_emitter_seq_never_handed_out() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    // A tool subprocess with the token claims the key the real emitter will take next.
+    let (status, reply) = post(collector.addr(), Some(TOKEN), &delivery(1, "Notification"));
+    assert_eq!(status, 200, "{reply}");
+    emit_stop(&dir, Some(&collector.url()));
+    assert!(collector.stop().success());
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        rows[0]["emitter_seq"],
+        serde_json::Value::Null,
+        "{:?}",
+        rows[0]
+    );
+    assert_eq!(rows[1]["emitter_seq"], 1);
+    let report = replay_json(&dir.join("events.ndjson"));
+    assert_eq!(
+        report["events"], 2,
+        "the real Stop is not taken for a duplicate"
+    );
+}
+
+#[test]
+fn a_lone_surrogate_from_json_dumps_is_delivered_and_replayed() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    let url = collector.url();
+    for (event, payload) in kimi_cli_session() {
+        let payload = if event == "PreToolUse" {
+            payload
+                .replace(r#""ls""#, r#""echo \ud800""#)
+                .replace(r#""call_1""#, r#""call_\udc01""#)
+        } else if event == "PostToolUse" {
+            payload.replace(r#""call_1""#, r#""call_\udc01""#)
+        } else {
+            payload
+        };
+        let out = emit(&dir, Some(&url), Some(TOKEN), event, payload.as_bytes());
+        assert!(out.status.success());
+    }
+    assert!(collector.stop().success());
+    let report = replay_json(&dir.join("events.ndjson"));
+    assert_eq!(ledger(&report["turns"]), ["main success 1"], "{report:#}");
+    let diags = &report["diagnostics"]["counters"];
+    assert_eq!(diags["line_not_json"], 0, "{diags}");
+    assert_eq!(diags["lone_surrogate"], 2, "{diags}");
+}
+
+#[test]
+fn an_existing_store_directory_and_its_files_are_made_owner_only() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    fs::create_dir(&dir).expect("mkdir");
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).expect("chmod");
+    for name in ["emitter.seq", "emit.log", "events.ndjson"] {
+        fs::write(dir.join(name), b"").expect("create");
+        fs::set_permissions(dir.join(name), fs::Permissions::from_mode(0o666)).expect("chmod");
+    }
+    // An emitter with no collector: it takes a seq, appends, and logs the failed post.
+    emit_stop(
+        &dir,
+        Some(&format!("http://127.0.0.1:{}/events", dead_port())),
+    );
+    assert_eq!(mode(&dir), 0o700);
+    for name in ["emitter.seq", "emit.log", "events.ndjson"] {
+        assert_eq!(mode(&dir.join(name)), 0o600, "{name}");
+    }
+}
+
+#[test]
+fn a_symlinked_events_file_is_refused_and_its_target_untouched() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    fs::create_dir(&dir).expect("mkdir");
+    let target = tmp.path().join("precious");
+    fs::write(&target, b"keep me\n").expect("target");
+    fs::set_permissions(&target, fs::Permissions::from_mode(0o644)).expect("chmod");
+    symlink(&target, dir.join("events.ndjson")).expect("symlink");
+    emit_stop(
+        &dir,
+        Some(&format!("http://127.0.0.1:{}/events", dead_port())),
+    );
+    assert_eq!(fs::read(&target).expect("target"), b"keep me\n");
+    assert_eq!(mode(&target), 0o644);
+    let log = fs::read_to_string(dir.join("emit.log")).expect("emit.log");
+    assert!(log.contains("symbolic link"), "{log}");
+    // The collector refuses the store outright.
+    let err = collect_must_fail(&dir);
+    assert!(err.contains("symbolic link"), "{err}");
+}
+
+#[test]
+fn a_store_directory_owned_by_another_user_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    fs::create_dir(&dir).expect("mkdir");
+    let c_dir = std::ffi::CString::new(dir.to_str().expect("utf-8")).expect("c path");
+    // SAFETY: chown(2) on a directory this test created. CI runs as root; elsewhere the
+    // call fails and the test says so rather than passing vacuously.
+    let rc = unsafe { libc::chown(c_dir.as_ptr(), 65534, 65534) };
+    assert_eq!(rc, 0, "this test needs root to give a directory away");
+    let err = collect_must_fail(&dir);
+    assert!(err.contains("owned by uid 65534"), "{err}");
+    assert!(!dir.join("events.ndjson").exists());
+}
+
+#[test]
+fn five_hundred_idle_connections_without_the_token_do_not_deny_a_delivery() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    let mut idle = Vec::new();
+    for _ in 0..500 {
+        let mut s = TcpStream::connect(collector.addr()).expect("connect");
+        let _ = s.write_all(b"POST /events HTTP/1.1\r\nHost: x\r\n");
+        idle.push(s);
+    }
+    for _ in 0..5 {
+        emit_stop(&dir, Some(&collector.url()));
+    }
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 5);
+    assert!(
+        rows.iter().all(|r| r["via"] == "http"),
+        "every delivery answered 200 within the emitter's deadline: {rows:?}"
+    );
+    drop(idle);
+    assert!(collector.stop().success());
+}
+
+#[test]
+fn a_missing_store_directory_is_created_by_the_emitter() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("not").join("yet");
+    emit_stop(
+        &dir,
+        Some(&format!("http://127.0.0.1:{}/events", dead_port())),
+    );
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["via"], "command_fallback");
+    assert_eq!(mode(&dir), 0o700);
+}
+
+#[test]
+fn a_watchdog_timeout_is_recorded_as_a_row_with_the_event_name() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    // The agent never closes the hook's stdin.
+    let mut child = hooktrack()
+        .args(["emit", "--dir"])
+        .arg(&dir)
+        .args([
+            "--provider",
+            "kimi-cli",
+            "--generation",
+            "1",
+            "--event",
+            "PreToolUse",
+        ])
+        .env_remove("HOOKTRACK_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn emit");
+    let stdin = child.stdin.take();
+    let status = wait_child(&mut child, Duration::from_secs(30));
+    drop(stdin);
+    assert!(status.success());
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["event"], "PreToolUse");
+    let cause = rows[0]["payload_error"].as_str().unwrap_or("");
+    assert!(cause.contains("gave up"), "{cause}");
+    let report = replay_json(&dir.join("events.ndjson"));
+    assert_eq!(report["lines"], 1);
+}
+
+#[test]
+fn a_delivery_that_can_be_written_nowhere_goes_to_the_per_user_log() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    fs::create_dir(&home).expect("home");
+    let blocker = tmp.path().join("a-file");
+    fs::write(&blocker, b"").expect("file");
+    // A store under a regular file: no directory can be made there.
+    let dir = blocker.join("store");
+    let mut child = hooktrack()
+        .args(["emit", "--url"])
+        .arg(format!("http://127.0.0.1:{}/events", dead_port()))
+        .arg("--dir")
+        .arg(&dir)
+        .args([
+            "--provider",
+            "kimi-cli",
+            "--generation",
+            "1",
+            "--event",
+            "Stop",
+        ])
+        .env("HOME", &home)
+        .env_remove("XDG_STATE_HOME")
+        .env("HOOKTRACK_TOKEN", TOKEN)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(kimi_cli("Stop", "").as_bytes())
+        .expect("payload");
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    let log =
+        fs::read_to_string(home.join(".local/state/hooktrack/emit.log")).expect("the per-user log");
+    assert!(log.contains("event=Stop") && log.contains("LOST"), "{log}");
+    assert!(!log.contains(TOKEN));
+}
+
+#[test]
+fn a_non_loopback_collector_url_is_refused_by_emit_and_installers() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    // TEST-NET-1: never routed; the emitter must not even try it.
+    emit_stop(&dir, Some("http://192.0.2.1:8080/events"));
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["via"], "command_fallback");
+    let log = fs::read_to_string(dir.join("emit.log")).expect("emit.log");
+    assert!(log.contains("not a loopback address"), "{log}");
+    let config = tmp.path().join("settings.json");
+    let out = install_with(
+        &["install", "claude"],
+        &config,
+        &dir,
+        1,
+        "http://192.0.2.1:8080/events",
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a loopback address"), "{err}");
+    assert!(!config.exists());
+}
+
+#[test]
+fn an_envelope_whose_payload_is_an_array_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    for body in [
+        r#"{"v":1,"event":"Stop","payload":[1,2]}"#,
+        r#"{"v":1,"event":"Stop","payload":"Stop"}"#,
+        r#"{"v":1,"payload":{"session_id":"s"}}"#,
+        r#"{"v":1,"event":"Stop","payload":{"hook_event_name":"Stop","session_id":7}}"#,
+    ] {
+        let (status, reply) = post(collector.addr(), Some(TOKEN), body.as_bytes());
+        assert_eq!(status, 400, "{body}: {reply}");
+    }
+    assert!(collector.stop().success());
+    assert_eq!(rows(&dir.join("events.ndjson")).len(), 0);
+}
+
+#[test]
+fn a_store_lock_held_by_a_stopped_process_is_waited_for_bounded() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    // This process takes the store lock and never lets go (like a stopped emitter).
+    let lock = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.join("emitter.seq"))
+        .expect("open the lock");
+    lock.lock().expect("take the lock");
+    let (status, reply) = post(collector.addr(), Some(TOKEN), &delivery(1, "Stop"));
+    assert_eq!(status, 503, "{reply}");
+    assert!(reply.contains("lock"), "{reply}");
+    // The emitter gives up on the lock too, and still records the delivery.
+    emit_stop(&dir, Some(&collector.url()));
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["via"], "command_fallback");
+    let log = fs::read_to_string(dir.join("emit.log")).expect("emit.log");
+    assert!(log.contains("lock"), "{log}");
+    drop(lock);
+    assert!(collector.stop().success());
+}
+
+#[test]
+fn a_second_collector_for_one_store_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let first = Collector::start(&dir, 1);
+    let err = collect_must_fail(&dir);
+    assert!(err.contains("another collector"), "{err}");
+    let status = channel_status(&dir);
+    assert_eq!(status["status"], "running");
+    assert_eq!(status["pid"], first.child.id());
+    for seq in 1..=3 {
+        let (code, _) = post(first.addr(), Some(TOKEN), &delivery(seq, "Stop"));
+        assert_eq!(code, 200);
+    }
+    assert!(first.stop().success());
+    let sequences: Vec<u64> = rows(&dir.join("events.ndjson"))
+        .iter()
+        .filter_map(|r| r["sequence"].as_u64())
+        .collect();
+    assert_eq!(sequences, [1, 2, 3]);
+}
+
+fn channel_status(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&fs::read(dir.join("collector.json")).expect("collector.json"))
+        .expect("json")
+}
+
+#[test]
+fn http_heads_over_16_kib_and_loose_content_lengths_and_versions_are_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    let body = delivery(1, "Stop");
+    let request = |version: &str, length_header: &str, padding: usize| {
+        let mut r = format!(
+            "POST /events {version}\r\nAuthorization: Bearer {TOKEN}\r\n{length_header}\r\nX-Pad: {}\r\n\r\n",
+            "p".repeat(padding)
+        )
+        .into_bytes();
+        r.extend_from_slice(&body);
+        r
+    };
+    let len = body.len();
+    let cases = [
+        ("HTTP/1.1", format!("Content-Length: {len}"), 20 * 1024, 431),
+        ("HTTP/1.1", format!("Content-Length: +{len}"), 0, 400),
+        ("HTTP/1.1", format!("Content-Length : {len}"), 0, 400),
+        ("HTTP/1.9", format!("Content-Length: {len}"), 0, 400),
+        ("HTTP/1.1", format!("Content-Length: {len}"), 0, 200),
+    ];
+    for (version, header, padding, want) in cases {
+        let (status, reply) = raw_request(collector.addr(), &request(version, &header, padding));
+        assert_eq!(status, want, "{version} {header:?} pad {padding}: {reply}");
+    }
+    assert!(collector.stop().success());
+    assert_eq!(rows(&dir.join("events.ndjson")).len(), 1);
+}
+
+#[test]
+fn emit_log_rotation_by_concurrent_emitters_loses_no_line() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    fs::create_dir(&dir).expect("mkdir");
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).expect("chmod");
+    let mut old = String::from("first old line\n");
+    while old.len() <= 1024 * 1024 {
+        old.push_str(&"x".repeat(99));
+        old.push('\n');
+    }
+    old.push_str("last old line\n");
+    let url = format!("http://127.0.0.1:{}/events", dead_port());
+    for round in 0..6 {
+        fs::write(dir.join("emit.log"), &old).expect("fill the log");
+        let _ = fs::remove_file(dir.join("emit.log.1"));
+        let children: Vec<_> = (0..16)
+            .map(|_| {
+                let mut child = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+                    .args(["emit", "--url", &url, "--dir"])
+                    .arg(&dir)
+                    .args([
+                        "--provider",
+                        "kimi-cli",
+                        "--generation",
+                        "1",
+                        "--event",
+                        "Stop",
+                    ])
+                    .env("HOOKTRACK_TOKEN", TOKEN)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("spawn");
+                let _ = child.stdin.take().map(|mut s| s.write_all(b"{}"));
+                child
+            })
+            .collect();
+        let mut pids = Vec::new();
+        for mut child in children {
+            pids.push(child.id());
+            assert!(wait_child(&mut child, Duration::from_secs(30)).success());
+        }
+        let text = fs::read_to_string(dir.join("emit.log")).unwrap_or_default()
+            + &fs::read_to_string(dir.join("emit.log.1")).unwrap_or_default();
+        assert!(
+            text.contains("first old line") && text.contains("last old line"),
+            "round {round}: the old log was lost"
+        );
+        for pid in pids {
+            assert!(
+                text.contains(&format!("pid={pid} ")),
+                "round {round}: pid {pid} lost"
+            );
+        }
+    }
+}
