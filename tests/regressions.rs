@@ -307,7 +307,10 @@ fn two_claude_sessions_in_one_log_replay_as_two_ledgers() {
     std::fs::write(&both, joined).expect("write");
 
     let split = json(run(&["--format", "json"], &both));
-    assert_eq!(split, json(run(&["--by-session", "--format", "json"], &both)));
+    assert_eq!(
+        split,
+        json(run(&["--by-session", "--format", "json"], &both))
+    );
     let sessions = split["sessions"].as_array().expect("sessions");
     assert_eq!(sessions.len(), 2, "{split:#}");
     assert_eq!(split["overflow_rows"], 0);
@@ -352,8 +355,14 @@ fn two_claude_sessions_in_one_log_replay_as_two_ledgers() {
         .filter_map(|r| r["line"].as_u64())
         .collect();
     assert_eq!(second.first(), Some(&9), "{ndjson}");
-    assert!(events.iter().all(|r| r["session"].is_null() || r["session"] == 1));
-    let finals = end["sessions"].as_array().expect("end line lists the sessions");
+    assert!(
+        events
+            .iter()
+            .all(|r| r["session"].is_null() || r["session"] == 1)
+    );
+    let finals = end["sessions"]
+        .as_array()
+        .expect("end line lists the sessions");
     assert_eq!(finals.len(), 2, "{end:#}");
     for (session, file) in finals.iter().zip(&files) {
         let alone = String::from_utf8(run(&["--format", "ndjson"], file)).expect("utf-8");
