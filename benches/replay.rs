@@ -38,6 +38,7 @@ use hooktrack::{Agent, ProviderChoice};
 use hooktrack::{Fed, Pipeline};
 use hooktrack_core::read::{LineReader, ReadLine};
 use hooktrack_core::row::parse_line;
+use hooktrack_core::sessions::Sessions;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
@@ -186,6 +187,7 @@ fn run_bench() -> Result<()> {
         let mut contenders = vec![
             Contender::new("parse-only", move || parse_only(bytes, n)),
             Contender::new("replay", move || replay_full(bytes, n).map(|_| ())),
+            Contender::new("replay via Sessions", move || replay_sessions(bytes, n)),
         ];
         // The stage breakdown runs on the smallest file: per-event costs do not depend on
         // the file's length (memory is flat), and it keeps the whole bench short.
@@ -202,9 +204,15 @@ fn run_bench() -> Result<()> {
             print_stage_table(n, &stats);
         }
         let mut stats = stats.into_iter();
-        let (Some(parse), Some(replay)) = (stats.next(), stats.next()) else {
+        let (Some(parse), Some(replay), Some(sessions)) =
+            (stats.next(), stats.next(), stats.next())
+        else {
             return Err("missing measurements".into());
         };
+        println!(
+            "  time of a replay via Sessions (split by session_id, as `hooktrack replay` reads) / via one Pipeline: ratio {:.3} (1.00 = routing costs nothing)",
+            paired_ratio(&sessions, &replay)
+        );
         results.push(SizeResult {
             events: n,
             bytes: bytes.len(),
@@ -558,6 +566,22 @@ fn replay_full(bytes: &[u8], expected: usize) -> Result<ReplayOutcome> {
     })
 }
 
+/// As [`replay_full`], through the router `hooktrack replay` uses: the campaign has one
+/// `session_id`, so this measures what routing adds to a one-session store.
+fn replay_sessions(bytes: &[u8], expected: usize) -> Result<()> {
+    let mut reader = LineReader::new(bytes);
+    let mut sessions = Sessions::new(ProviderChoice::Auto);
+    while let Some(line) = reader.next_line()? {
+        let (index, fed) = sessions.feed(line);
+        black_box(&fed);
+        black_box(sessions.get(index).pipeline.posture());
+    }
+    if sessions.len() != 1 {
+        return Err(format!("{} sessions, expected one", sessions.len()).into());
+    }
+    check_count(sessions.get(0).pipeline.events() as usize, expected)
+}
+
 fn print_replay_check(out: &ReplayOutcome, summary: &CampaignSummary) {
     let detail = out
         .nonzero
@@ -637,11 +661,11 @@ fn stage_contenders(bytes: &[u8], n: usize) -> Vec<Contender<'_>> {
     ]
 }
 
-/// `stats`: parse-only, replay, then the stages a-d of [`stage_contenders`]. Stage costs
+/// `stats`: parse-only, replay, replay via Sessions, then the stages a-d of [`stage_contenders`]. Stage costs
 /// are differences of best-of-rounds times: the least disturbed run of each is the closest
 /// to its own cost, and differences of noisy medians can come out negative.
 fn print_stage_table(n: usize, stats: &[Stat]) {
-    let [parse, replay, a, b, c, d] = stats else {
+    let [parse, replay, _sessions, a, b, c, d] = stats else {
         return;
     };
     let per = |t: Duration| t.as_secs_f64() * 1e9 / n as f64;

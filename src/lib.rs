@@ -46,8 +46,7 @@ pub mod transcripts;
 pub use launch::{Finished, Installed, Launch, LaunchConfig, LaunchError, prompt_at_launch};
 
 pub use output::{
-    Format, Options as ReplayOptions, ReplayError, Report, Transcripts, replay, replay_by_session,
-    replay_with,
+    Format, Options as ReplayOptions, ReplayError, Report, Transcripts, replay, replay_with,
 };
 
 pub use hooktrack_core::agent::{Agent, ConfigFormat, ConfigLocation, UnknownAgent};

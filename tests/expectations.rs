@@ -1,9 +1,13 @@
 //! Every campaign's hand-written expectation (`X.expect.toml` next to `X.ndjson`),
 //! checked against a replay.
+//!
+//! A campaign of one session states `turns`, `final_phase` and `last_result` at the top;
+//! one whose log holds several `session_id`s (a `/clear`) states one `[[session]]` table
+//! each, in the order of their first rows, as the replay splits them.
 
 use std::path::Path;
 
-use hooktrack::Format;
+use hooktrack::{Format, Report};
 use serde::Deserialize;
 
 use crate::support::{campaigns, replay_file, turn_results};
@@ -11,9 +15,54 @@ use crate::support::{campaigns, replay_file, turn_results};
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Expectation {
+    #[serde(flatten)]
+    one: Option<Ledger>,
+    #[serde(default)]
+    session: Vec<SessionLedger>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Ledger {
     turns: Vec<String>,
     final_phase: String,
     last_result: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SessionLedger {
+    session_id: String,
+    #[serde(flatten)]
+    ledger: Ledger,
+}
+
+/// What `expected` says that `report` does not, each prefixed with `at`.
+fn compare(at: &str, expected: &Ledger, report: &Report, problems: &mut Vec<String>) {
+    let actual_turns = turn_results(report);
+    let phase = match serde_json::to_value(&report.final_posture) {
+        Ok(posture) => posture["turn"]["phase"].as_str().unwrap_or("?").to_owned(),
+        Err(e) => e.to_string(),
+    };
+    let last = report.final_posture.last_turn.result.name().to_owned();
+    if actual_turns != expected.turns {
+        problems.push(format!(
+            "{at}turns: expected {:?}, got {:?}",
+            expected.turns, actual_turns
+        ));
+    }
+    if phase != expected.final_phase {
+        problems.push(format!(
+            "{at}final_phase: expected {}, got {phase}",
+            expected.final_phase
+        ));
+    }
+    if last != expected.last_result {
+        problems.push(format!(
+            "{at}last_result: expected {}, got {last}",
+            expected.last_result
+        ));
+    }
 }
 
 fn check(path: &Path) -> Result<(), String> {
@@ -23,28 +72,40 @@ fn check(path: &Path) -> Result<(), String> {
     let expected: Expectation =
         toml::from_str(&text).map_err(|e| format!("{}: {e}", expect_path.display()))?;
     let (report, _) = replay_file(path, Format::Json);
-    let posture = serde_json::to_value(&report.final_posture).map_err(|e| e.to_string())?;
-    let actual_turns = turn_results(&report);
-    let phase = posture["turn"]["phase"].as_str().unwrap_or("?").to_owned();
-    let last = report.final_posture.last_turn.result.name().to_owned();
+    let reports: Vec<&Report> = std::iter::once(&report)
+        .chain(&report.other_sessions)
+        .collect();
     let mut problems = Vec::new();
-    if actual_turns != expected.turns {
-        problems.push(format!(
-            "turns: expected {:?}, got {:?}",
-            expected.turns, actual_turns
-        ));
-    }
-    if phase != expected.final_phase {
-        problems.push(format!(
-            "final_phase: expected {}, got {phase}",
-            expected.final_phase
-        ));
-    }
-    if last != expected.last_result {
-        problems.push(format!(
-            "last_result: expected {}, got {last}",
-            expected.last_result
-        ));
+    match (&expected.one, expected.session.as_slice()) {
+        (Some(one), []) => {
+            if reports.len() > 1 {
+                problems.push(format!(
+                    "the log holds {} sessions: state each in a [[session]] table",
+                    reports.len()
+                ));
+            }
+            compare("", one, &report, &mut problems);
+        }
+        (None, sessions) if !sessions.is_empty() => {
+            if sessions.len() != reports.len() {
+                problems.push(format!(
+                    "sessions: expected {}, the replay split the log into {}",
+                    sessions.len(),
+                    reports.len()
+                ));
+            }
+            for (i, (want, got)) in sessions.iter().zip(&reports).enumerate() {
+                let at = format!("session {} ({}): ", i + 1, want.session_id);
+                if got.session_id.as_deref() != Some(want.session_id.as_str()) {
+                    problems.push(format!("{at}the replay's session is {:?}", got.session_id));
+                }
+                compare(&at, &want.ledger, got, &mut problems);
+            }
+        }
+        _ => problems.push(format!(
+            "{}: state either turns/final_phase/last_result or [[session]] tables",
+            expect_path.display()
+        )),
     }
     if problems.is_empty() {
         Ok(())

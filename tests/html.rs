@@ -25,9 +25,11 @@ const CAMPAIGNS: [&str; 5] = [
     "kimi-cli/kimi-cli-1.52.0-compaction-manual.ndjson",
 ];
 
+/// The page pictures a log as one stream (a log of several sessions too): what it is
+/// checked against is read as one stream as well.
 fn replay(path: &Path, format: &str) -> Vec<u8> {
     let out = hooktrack()
-        .args(["replay", "--format", format])
+        .args(["replay", "--one-stream", "--format", format])
         .arg(path)
         .output()
         .expect("run hooktrack replay");

@@ -270,8 +270,10 @@ fn a_provider_identified_after_the_first_row_applies_from_then_on() {
 }
 
 /// Two real Claude Code recordings in one log (a second `claude` started by hand with the
-/// first one's routing): `replay --by-session` gives each its own ledger, the one its file
-/// gives alone; a log of one session reads byte for byte the same with or without it.
+/// first one's routing): `replay` gives each its own ledger by default, the one its file
+/// gives alone (ndjson too: lines of the second carry `"session": 1`, the end line the
+/// finals of each); `--one-stream` reads one ledger; a log of one session reads byte for
+/// byte the same either way, and `--by-session` is accepted and changes nothing.
 #[test]
 fn two_claude_sessions_in_one_log_replay_as_two_ledgers() {
     use std::process::Command;
@@ -304,7 +306,11 @@ fn two_claude_sessions_in_one_log_replay_as_two_ledgers() {
     }
     std::fs::write(&both, joined).expect("write");
 
-    let split = json(run(&["--by-session", "--format", "json"], &both));
+    let split = json(run(&["--format", "json"], &both));
+    assert_eq!(
+        split,
+        json(run(&["--by-session", "--format", "json"], &both))
+    );
     let sessions = split["sessions"].as_array().expect("sessions");
     assert_eq!(sessions.len(), 2, "{split:#}");
     assert_eq!(split["overflow_rows"], 0);
@@ -337,19 +343,45 @@ fn two_claude_sessions_in_one_log_replay_as_two_ledgers() {
         sessions[0]["session_id"],
         "922d5401-9d51-4403-a46b-e8288f0221de"
     );
-    // Without the flag it is one ledger: the second session's turn is its third turn.
-    let mixed = json(run(&["--format", "json"], &both));
+    // With --one-stream it is one ledger: the second session's turn is its third turn.
+    let mixed = json(run(&["--one-stream", "--format", "json"], &both));
     assert_eq!(mixed["turns"].as_array().map(Vec::len), Some(3));
-    let text = String::from_utf8(run(&["--by-session"], &both)).expect("utf-8");
+    let ndjson = String::from_utf8(run(&["--format", "ndjson"], &both)).expect("utf-8");
+    let rows: Vec<serde_json::Value> = ndjson.lines().map(|l| json(l.into())).collect();
+    let (end, events) = rows.split_last().expect("an end line");
+    let second: Vec<u64> = events
+        .iter()
+        .filter(|r| r["session"] == 1)
+        .filter_map(|r| r["line"].as_u64())
+        .collect();
+    assert_eq!(second.first(), Some(&9), "{ndjson}");
+    assert!(
+        events
+            .iter()
+            .all(|r| r["session"].is_null() || r["session"] == 1)
+    );
+    let finals = end["sessions"]
+        .as_array()
+        .expect("end line lists the sessions");
+    assert_eq!(finals.len(), 2, "{end:#}");
+    for (session, file) in finals.iter().zip(&files) {
+        let alone = String::from_utf8(run(&["--format", "ndjson"], file)).expect("utf-8");
+        let alone_end = json(alone.lines().last().expect("end line").into());
+        assert_eq!(session["final"], alone_end["final"], "{}", file.display());
+        assert_eq!(session["diagnostics"], alone_end["diagnostics"]);
+        assert_eq!(session["open_turns"], alone_end["open_turns"]);
+    }
+    assert_eq!(end["lines"], rows.len() as u64 - 1);
+    let text = String::from_utf8(run(&[], &both)).expect("utf-8");
     assert!(
         text.contains("2 sessions in one log (split by session_id)"),
         "{text}"
     );
     assert!(text.contains("== session 2d76a7e0-3ec5-4463-b1d8-f2df03651a63 =="));
     // One session: the same bytes either way.
-    for format in ["text", "json"] {
+    for format in ["text", "json", "ndjson", "html"] {
         assert_eq!(
-            run(&["--by-session", "--format", format], &files[1]),
+            run(&["--one-stream", "--format", format], &files[1]),
             run(&["--format", format], &files[1]),
             "{format}"
         );

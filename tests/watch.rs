@@ -300,3 +300,131 @@ fn watch_checkpoint_resumes_without_re_reporting_closed_turns() {
     append(turn(2));
     assert_eq!(closed_in_one_run(root.path(), &checkpoint, 1), 1);
 }
+
+/// A Kimi Code row of session `id` (the store's other rows name another).
+fn kimi_of(id: &str, event: &str, fields: &str) -> String {
+    kimi(event, fields).replace(
+        r#""session_id":"session_t""#,
+        &format!(r#""session_id":"{id}""#),
+    )
+}
+
+/// The rows of a finished turn in session `a`, then of a turn still running in session
+/// `b` (a `/clear`, or an agent started by hand with the first one's routing).
+fn two_sessions(a: &str, b: &str) -> Vec<String> {
+    let prompt = r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#;
+    vec![
+        kimi_of(a, "SessionStart", r#""source":"startup""#),
+        kimi_of(a, "UserPromptSubmit", prompt),
+        kimi_of(a, "TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
+        kimi_of(a, "Stop", r#""stop_hook_active":false"#),
+        kimi_of(b, "SessionStart", r#""source":"startup""#),
+        kimi_of(b, "UserPromptSubmit", prompt),
+        kimi_of(b, "TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
+    ]
+}
+
+#[test]
+fn a_store_of_two_session_ids_gives_two_ndjson_streams_with_a_ledger_each() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let store = root.path().join("hook-observation").join("kimi");
+    fs::create_dir_all(&store).expect("mkdir");
+    let mut child = Running::spawn(
+        hooktrack()
+            .args(["watch", "--ndjson", "--recheck-ms", "50"])
+            .arg(root.path()),
+    );
+    let rx = lines_of(child.child());
+    let first = next_json(&rx, "the first update");
+    assert!(first.get("session_id").is_none(), "{first}");
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(store.join("events.ndjson"))
+        .expect("open");
+    for line in two_sessions("aaaa1111-0001", "bbbb2222-0002") {
+        writeln!(f, "{line}").expect("append");
+    }
+    drop(f);
+    // Bounded: the lines of the updates until the second session's turn shows as open.
+    let mut seen: Vec<serde_json::Value> = Vec::new();
+    for _ in 0..100 {
+        let line = next_json(&rx, "an update of the second session");
+        let done =
+            line["session_id"] == "bbbb2222-0002" && line["posture"]["turn"]["phase"] == "active";
+        seen.push(line);
+        if done {
+            break;
+        }
+    }
+    let last_of = |id: &str| {
+        seen.iter()
+            .rev()
+            .find(|l| l["session_id"] == id)
+            .unwrap_or_else(|| panic!("no line of {id} in {seen:#?}"))
+    };
+    let (a, b) = (last_of("aaaa1111-0001"), last_of("bbbb2222-0002"));
+    // Each its own ledger: the first session's turn ended, the second's is open, and
+    // neither saw the other's SessionStart as a restart.
+    assert_eq!(a["posture"]["last_turn"]["result"], "success", "{a}");
+    assert_eq!(a["posture"]["turn"]["phase"], "ready", "{a}");
+    assert_eq!(a["events"], 4);
+    assert_eq!(b["posture"]["turn"]["phase"], "active", "{b}");
+    assert_eq!(b["posture"]["turn"]["epoch"], 1, "{b}");
+    assert_eq!(b["posture"]["last_turn"]["result"], "none", "{b}");
+    assert_eq!(b["events"], 3);
+    let closed: Vec<&serde_json::Value> = seen
+        .iter()
+        .flat_map(|l| l["closed"].as_array().into_iter().flatten())
+        .collect();
+    assert_eq!(closed.len(), 1, "{seen:#?}");
+    // The line that carries it is the first session's: unlabelled when it was read
+    // before the second id appeared (the store held one session then), else labelled.
+    let carrier = seen
+        .iter()
+        .find(|l| l["closed"].as_array().is_some_and(|c| c.len() == 1))
+        .expect("a line with the closed turn");
+    assert!(
+        carrier["session_id"].is_null() || carrier["session_id"] == "aaaa1111-0001",
+        "{carrier}"
+    );
+    assert!(child.interrupt().status.success());
+}
+
+#[test]
+fn a_store_of_two_session_ids_shows_two_status_lines() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let events = root.path().join("events.ndjson");
+    fs::write(
+        &events,
+        two_sessions("aaaa1111-0001", "bbbb2222-0002").join("\n") + "\n",
+    )
+    .expect("write");
+    let mut child = Running::spawn(hooktrack().arg("watch").arg(&events));
+    let rx = lines_of(child.child());
+    let name = events.display().to_string();
+    let (mut a, mut b) = (None, None);
+    for _ in 0..100 {
+        let line = rx.recv_timeout(Wake::PATIENCE).expect("a status line");
+        if line.starts_with(&format!("{name} aaaa1111 ")) {
+            a = Some(line);
+        } else if line.starts_with(&format!("{name} bbbb2222 ")) {
+            b = Some(line);
+        }
+        if a.is_some() && b.is_some() {
+            break;
+        }
+    }
+    assert!(child.interrupt().status.success());
+    let (a, b) = (
+        a.expect("a line of the first session"),
+        b.expect("a line of the second"),
+    );
+    let fields = |l: &str| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+    let (a, b) = (fields(&a), fields(&b));
+    assert_eq!(&a[2..4], ["kimi-code", "ready"], "{a:?}");
+    assert_eq!(&b[2..4], ["kimi-code", "active"], "{b:?}");
+    let last = |f: &[String]| f.iter().position(|x| x == "last").map(|i| f[i + 1].clone());
+    assert_eq!(last(&a).as_deref(), Some("success"), "{a:?}");
+    assert_eq!(last(&b).as_deref(), Some("none"), "{b:?}");
+}

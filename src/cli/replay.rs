@@ -41,10 +41,16 @@ pub struct ReplayArgs {
     /// After the text summary, print what set each fact of the final posture.
     #[arg(long)]
     explain: bool,
-    /// One ledger per `session_id` (a store an agent started by hand or a `/clear` also
-    /// wrote to): text gives a summary per session, json `{"sessions": [...]}`. A log of
-    /// one session reads the same either way.
+    /// Read every row into one ledger, as the log was read before it was split by
+    /// session. By default a log of several `session_id`s (an agent started by hand into
+    /// the store, a `/clear`) gives one ledger per session: text a summary per session,
+    /// json `{"sessions": [...]}`, ndjson `"session": N` on the lines of every session but
+    /// the first and the finals of each in the end line (html is always one stream). A log
+    /// of one session reads the same either way.
     #[arg(long)]
+    one_stream: bool,
+    /// Accepted and ignored: one ledger per session is the default (see `--one-stream`).
+    #[arg(long, conflicts_with = "one_stream")]
     by_session: bool,
 }
 
@@ -74,7 +80,7 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
         args.provider,
         &lookup,
         args.explain,
-        args.by_session,
+        args.one_stream,
     )
 }
 
@@ -84,7 +90,7 @@ fn replay(
     choice: ProviderChoice,
     lookup: &TranscriptLookup<'_>,
     explain: bool,
-    by_session: bool,
+    one_stream: bool,
 ) -> ExitCode {
     let format = match format {
         FormatArg::Text => Format::Text,
@@ -120,7 +126,7 @@ fn replay(
     let options = ReplayOptions {
         transcripts,
         explain,
-        by_session,
+        one_stream,
     };
     let result = if stdin && !matches!(lookup, TranscriptLookup::Off) {
         hooktrack::replay_with(Cursor::new(held), &name, choice, format, options, &mut out)

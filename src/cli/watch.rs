@@ -241,9 +241,22 @@ pub fn run(args: &WatchArgs) -> ExitCode {
                 t.tick(now);
             }
             next_redraw = Instant::now() + REDRAW;
+            // A store of several session_ids: one status line per session.
             let lines: Vec<StatusLine> = order
                 .iter()
-                .filter_map(|id| Some(status_line(names.get(id)?, latest.get(id)?, now)))
+                .filter_map(|id| Some((names.get(id)?, latest.get(id)?)))
+                .flat_map(|(name, update)| {
+                    update
+                        .per_session()
+                        .into_iter()
+                        .map(|(session, update)| match session {
+                            Some(sid) => {
+                                status_line(&format!("{name} {}", short_id(sid)), &update, now)
+                            }
+                            None => status_line(name, &update, now),
+                        })
+                        .collect::<Vec<_>>()
+                })
                 .collect();
             view.redraw(&mut out, &lines)
         });
@@ -283,20 +296,26 @@ struct Ndjson;
 #[derive(Serialize)]
 struct NdjsonLine<'a> {
     session: &'a str,
+    /// Set for a store of several `session_id`s: one line per session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_id: Option<&'a str>,
     #[serde(flatten)]
     update: &'a Update,
 }
 
 impl View for Ndjson {
     fn update(&mut self, out: &mut dyn Write, name: &str, update: &Update) -> io::Result<()> {
-        serde_json::to_writer(
-            &mut *out,
-            &NdjsonLine {
-                session: name,
-                update,
-            },
-        )?;
-        out.write_all(b"\n")?;
+        for (session_id, update) in update.per_session() {
+            serde_json::to_writer(
+                &mut *out,
+                &NdjsonLine {
+                    session: name,
+                    session_id,
+                    update: &update,
+                },
+            )?;
+            out.write_all(b"\n")?;
+        }
         out.flush()
     }
 
@@ -466,6 +485,12 @@ fn status_line(name: &str, update: &Update, now: Timestamp) -> StatusLine {
         text: line(&turn_age, &event_age),
         key: line("", ""),
     }
+}
+
+/// A session id short enough for a status line (its first 8 characters, as uuids read).
+fn short_id(id: &str) -> String {
+    let short: String = id.chars().take(8).collect();
+    display_text(&short, 8).replace(' ', "_")
 }
 
 fn turn_name(id: Option<&hooktrack::TurnId>) -> String {

@@ -76,6 +76,14 @@ pub struct Report {
     pub provenance: Provenance,
     pub lines: u64,
     pub events: u64,
+    /// The `session_id` the report's rows named (`None` when none did).
+    #[serde(skip)]
+    pub session_id: Option<String>,
+    /// A log of several sessions: the reports of the second and further ones, in the order
+    /// of their first rows (empty for a log of one session, and with
+    /// [`Options::one_stream`]).
+    #[serde(skip)]
+    pub other_sessions: Vec<Report>,
 }
 
 /// Transcript lines to feed between the hook rows, from one or more transcript files.
@@ -123,14 +131,15 @@ impl Transcripts {
     }
 }
 
-/// What to add to a replay: the transcripts, `--explain`, `--by-session`.
+/// What to add to a replay: the transcripts, `--explain`, `--one-stream`.
 #[derive(Debug, Default)]
 pub struct Options {
     pub transcripts: Transcripts,
     /// Text format: end with the provenance of the final posture.
     pub explain: bool,
-    /// Text and json: one ledger per `session_id` of the log (see [`replay_by_session`]).
-    pub by_session: bool,
+    /// Read every row into one ledger, as if the log held one session (by default a log
+    /// of several `session_id`s gives one ledger per session, see [`replay_with`]).
+    pub one_stream: bool,
 }
 
 /// Replays `input` and writes it in `format` to `out`. `source_name` names the input in
@@ -146,27 +155,17 @@ pub fn replay<R: BufRead, W: Write>(
     replay_with(input, source_name, choice, format, Options::default(), out)
 }
 
-/// As [`replay`], with one ledger per `session_id` of the log (text and json; ndjson and
-/// html read it as one stream). A log of one session gives the same bytes as [`replay`];
-/// one of several gives, in text, a summary section per session after the timeline, in
-/// json `{"sessions": [{"session_id", ...a report}], "lines", "events", "overflow_rows"}`.
-/// Returns the first session's report.
-pub fn replay_by_session<R: BufRead, W: Write>(
-    input: R,
-    source_name: &str,
-    choice: ProviderChoice,
-    format: Format,
-    out: &mut W,
-) -> Result<Report, ReplayError> {
-    let options = Options {
-        by_session: true,
-        ..Options::default()
-    };
-    replay_with(input, source_name, choice, format, options, out)
-}
-
-/// [`replay`] with transcripts fed in by time, `--explain` for text, and `--by-session`.
-/// Transcript lines go to the session of the hook row they precede.
+/// [`replay`] with transcripts fed in by time, `--explain` for text, and `--one-stream`.
+///
+/// A log of several `session_id`s (an agent started by hand into the store, a `/clear`)
+/// is read as one ledger per session, unless [`Options::one_stream`]: in text a summary
+/// section per session after the timeline; in json `{"sessions": [{"session_id", ...a
+/// report}], "lines", "events", "overflow_rows"}`; in ndjson every line of a session but
+/// the first carries `"session": N` (its index, in order of first rows) and the end line
+/// adds `"sessions": [...]`, each session's id and finals; html pictures the log as one
+/// stream (one time axis, one ledger). A log of one session gives the same bytes either
+/// way. Returns the first session's report, the others in [`Report::other_sessions`].
+/// Transcript lines go to the session of the hook row before them.
 pub fn replay_with<R: BufRead, W: Write>(
     input: R,
     source_name: &str,
@@ -175,8 +174,8 @@ pub fn replay_with<R: BufRead, W: Write>(
     options: Options,
     out: &mut W,
 ) -> Result<Report, ReplayError> {
-    let mut sessions = match (options.by_session, format) {
-        (true, Format::Text | Format::Json) => Sessions::new(choice),
+    let mut sessions = match (options.one_stream, format) {
+        (false, Format::Text | Format::Json | Format::Ndjson) => Sessions::new(choice),
         _ => Sessions::with_limit(choice, 1),
     };
     let mut transcript = options.transcripts.lines.into_iter().peekable();
@@ -212,7 +211,7 @@ pub fn replay_with<R: BufRead, W: Write>(
                 let fed = pipeline.feed_transcript(t.number, &t.bytes);
                 emit(
                     &fed,
-                    pipeline,
+                    (index, pipeline),
                     format,
                     &mut previous[index],
                     &mut turns[index],
@@ -228,7 +227,7 @@ pub fn replay_with<R: BufRead, W: Write>(
         }
         emit(
             &fed,
-            &sessions.get(index).pipeline,
+            (index, &sessions.get(index).pipeline),
             format,
             &mut previous[index],
             &mut turns[index],
@@ -242,7 +241,7 @@ pub fn replay_with<R: BufRead, W: Write>(
         let fed = pipeline.feed_transcript(t.number, &t.bytes);
         emit(
             &fed,
-            pipeline,
+            (index, pipeline),
             format,
             &mut previous[index],
             &mut turns[index],
@@ -256,7 +255,11 @@ pub fn replay_with<R: BufRead, W: Write>(
             .all()
             .iter()
             .zip(turns)
-            .map(|(session, turns)| report_of(&session.pipeline, turns, session.lines))
+            .map(|(session, turns)| {
+                let mut report = report_of(&session.pipeline, turns, session.lines);
+                report.session_id.clone_from(&session.session_id);
+                report
+            })
             .collect();
         return write_sessions(out, format, &sessions, reports, lines);
     }
@@ -265,9 +268,12 @@ pub fn replay_with<R: BufRead, W: Write>(
         recorder: &recorder,
         source_name,
     };
+    let session_id = sessions.get(0).session_id.clone();
     let pipeline = sessions.into_first();
     let turns = turns.into_iter().next().unwrap_or_default();
-    finish(pipeline, turns, lines, format, extras, out)
+    let mut report = finish(pipeline, turns, lines, format, extras, out)?;
+    report.session_id = session_id;
+    Ok(report)
 }
 
 /// One pipeline's report; `lines` is what it read.
@@ -280,13 +286,15 @@ fn report_of(pipeline: &Pipeline, turns: Vec<TurnRecord>, lines: u64) -> Report 
         provenance: pipeline.provenance().clone(),
         lines,
         events: pipeline.events(),
+        session_id: None,
+        other_sessions: Vec::new(),
     }
 }
 
 /// Writes one fed line in `format` and keeps the closed turns the ledger needs.
 fn emit<W: Write>(
     fed: &Fed<'_>,
-    pipeline: &Pipeline,
+    (session, pipeline): (usize, &Pipeline),
     format: Format,
     previous: &mut Posture,
     turns: &mut Vec<TurnRecord>,
@@ -303,7 +311,7 @@ fn emit<W: Write>(
             }
             Format::Ndjson => {
                 if !matches!(fed, Fed::Skipped(skip) if skip.source != Source::Hook) {
-                    write_ndjson_line(out, fed, pipeline).map_err(write)?;
+                    write_ndjson_line(out, fed, session, pipeline).map_err(write)?;
                 }
             }
             Format::Html => recorder.record(fed, pipeline),
@@ -377,8 +385,9 @@ fn finish<W: Write>(
 }
 
 /// A store that held several sessions: a ledger per session (text: a section each after
-/// the timeline; json: `{"sessions": [...], "lines", "events", "overflow_rows"}`).
-/// Returns the first session's report.
+/// the timeline; json: `{"sessions": [...], "lines", "events", "overflow_rows"}`; ndjson:
+/// an end line with `"sessions": [...]`). Returns the first session's report, the others
+/// in its [`Report::other_sessions`].
 fn write_sessions<W: Write>(
     out: &mut W,
     format: Format,
@@ -414,7 +423,32 @@ fn write_sessions<W: Write>(
                 .map_err(|e| write(io::Error::other(e)))?;
             writeln!(out).map_err(write)?;
         }
-        Format::Text | Format::Ndjson | Format::Html => {
+        Format::Ndjson => {
+            let end = SessionsEndLine {
+                end: true,
+                sessions: sessions
+                    .all()
+                    .iter()
+                    .zip(&reports)
+                    .map(|(session, report)| SessionEnd {
+                        session_id: session.session_id.as_deref(),
+                        provider: report.provider.as_ref(),
+                        open_turns: session.pipeline.open_turns(),
+                        final_posture: &report.final_posture,
+                        diagnostics: &report.diagnostics,
+                        provenance: &report.provenance,
+                        lines: session.lines,
+                        events: report.events,
+                    })
+                    .collect(),
+                lines,
+                events: reports.iter().map(|r| r.events).sum(),
+                overflow_rows: sessions.overflow_rows(),
+            };
+            serde_json::to_writer(&mut *out, &end).map_err(|e| write(io::Error::other(e)))?;
+            writeln!(out).map_err(write)?;
+        }
+        Format::Text | Format::Html => {
             writeln!(out).map_err(write)?;
             writeln!(
                 out,
@@ -438,7 +472,36 @@ fn write_sessions<W: Write>(
         }
     }
     out.flush().map_err(write)?;
-    Ok(reports.swap_remove(0))
+    let mut reports = reports.into_iter();
+    let mut first = reports
+        .next()
+        .unwrap_or_else(|| report_of(&Pipeline::new(sessions.choice()), Vec::new(), 0));
+    first.other_sessions = reports.collect();
+    Ok(first)
+}
+
+/// The end line of an ndjson replay of several sessions.
+#[derive(Serialize)]
+struct SessionsEndLine<'a> {
+    end: bool,
+    sessions: Vec<SessionEnd<'a>>,
+    lines: u64,
+    events: u64,
+    overflow_rows: u64,
+}
+
+/// One session's finals in [`SessionsEndLine`]: the fields of the one-session end line.
+#[derive(Serialize)]
+struct SessionEnd<'a> {
+    session_id: Option<&'a str>,
+    provider: Option<&'a Detection>,
+    open_turns: Vec<TurnRecord>,
+    #[serde(rename = "final")]
+    final_posture: &'a Posture,
+    diagnostics: &'a Diagnostics,
+    provenance: &'a Provenance,
+    lines: u64,
+    events: u64,
 }
 
 #[derive(Serialize)]
@@ -456,9 +519,17 @@ struct SessionDoc<'a> {
     report: &'a Report,
 }
 
+/// Skips the `session` field of the first session's lines: a log of one session reads
+/// the same as before it was split.
+fn is_first(session: &usize) -> bool {
+    *session == 0
+}
+
 #[derive(Serialize)]
 struct EventLine<'a> {
     line: u64,
+    #[serde(skip_serializing_if = "is_first")]
+    session: usize,
     source: Source,
     at: Option<Timestamp>,
     event: &'a str,
@@ -473,6 +544,8 @@ struct EventLine<'a> {
 #[derive(Serialize)]
 struct SkipLine<'a> {
     line: u64,
+    #[serde(skip_serializing_if = "is_first")]
+    session: usize,
     skipped: &'static str,
     detail: &'a str,
 }
@@ -490,12 +563,18 @@ struct EndLine<'a> {
     events: u64,
 }
 
-fn write_ndjson_line<W: Write>(out: &mut W, fed: &Fed<'_>, pipeline: &Pipeline) -> io::Result<()> {
+fn write_ndjson_line<W: Write>(
+    out: &mut W,
+    fed: &Fed<'_>,
+    session: usize,
+    pipeline: &Pipeline,
+) -> io::Result<()> {
     let result = match fed {
         Fed::Skipped(skip) => serde_json::to_writer(
             &mut *out,
             &SkipLine {
                 line: skip.line,
+                session,
                 skipped: skip.diag.name(),
                 detail: &skip.detail,
             },
@@ -504,6 +583,7 @@ fn write_ndjson_line<W: Write>(out: &mut W, fed: &Fed<'_>, pipeline: &Pipeline) 
             &mut *out,
             &EventLine {
                 line: step.line,
+                session,
                 source: step.source,
                 at: step.at,
                 event: &step.name,

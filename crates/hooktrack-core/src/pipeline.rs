@@ -108,7 +108,14 @@ impl Pipeline {
 
     /// Feeds one whole line (without its newline). `number` is its 1-based line number.
     pub fn feed_line<'a>(&mut self, number: u64, bytes: &'a [u8]) -> Fed<'a> {
-        let row = match parse_line(bytes) {
+        self.feed_parsed(number, parse_line(bytes))
+    }
+
+    /// Feeds a line already parsed with [`parse_line`] (a router that looked at the row
+    /// first, [`Sessions`](crate::sessions::Sessions), hands it on instead of parsing the
+    /// line a second time).
+    pub fn feed_parsed<'a>(&mut self, number: u64, parsed: Result<Row<'a>, LineError>) -> Fed<'a> {
+        let row = match parsed {
             Ok(row) => row,
             Err(e) => return self.skip(number, &e),
         };

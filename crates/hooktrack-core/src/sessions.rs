@@ -61,29 +61,42 @@ impl Sessions {
     }
 
     /// Feeds one line to the pipeline of its session; returns that session's index.
+    ///
+    /// The line is parsed once, here: the router reads the row's `session_id` and hands
+    /// the parsed row on ([`Pipeline::feed_parsed`]), so a store of one session costs what
+    /// one pipeline costs.
     pub fn feed<'a>(&mut self, line: ReadLine<'a>) -> (usize, Fed<'a>) {
-        let index = match &line {
-            ReadLine::Line { bytes, .. } => self.route(bytes),
-            ReadLine::Oversized { .. } | ReadLine::Truncated { .. } => self.current,
+        let (index, fed) = match line {
+            ReadLine::Line { number, bytes } if self.limit > 1 => {
+                let parsed = parse_line(bytes);
+                let id = parsed
+                    .as_ref()
+                    .ok()
+                    .and_then(|r| r.payload.session_id.as_deref());
+                let index = self.route(id);
+                (
+                    index,
+                    self.sessions[index].pipeline.feed_parsed(number, parsed),
+                )
+            }
+            line => (
+                self.current,
+                self.sessions[self.current].pipeline.feed(line),
+            ),
         };
-        let session = &mut self.sessions[index];
-        session.lines += 1;
-        (index, session.pipeline.feed(line))
+        self.sessions[index].lines += 1;
+        (index, fed)
     }
 
-    /// The session a line belongs to, made current.
-    fn route(&mut self, bytes: &[u8]) -> usize {
-        // Not split: no second parse of every line.
-        if self.limit == 1 {
-            return 0;
+    /// The session of a row naming `id` (`None`: no id, or not a row), made current.
+    fn route(&mut self, id: Option<&str>) -> usize {
+        let Some(id) = id else {
+            return self.current;
+        };
+        // The current session first: consecutive rows nearly always share it.
+        if self.sessions[self.current].session_id.as_deref() == Some(id) {
+            return self.current;
         }
-        // The pipeline parses the line again: routing must not change what it sees.
-        let Ok(row) = parse_line(bytes) else {
-            return self.current;
-        };
-        let Some(id) = row.payload.session_id.as_deref() else {
-            return self.current;
-        };
         if let Some(found) = self
             .sessions
             .iter()
@@ -108,6 +121,11 @@ impl Sessions {
         });
         self.current = self.sessions.len() - 1;
         self.current
+    }
+
+    /// Starts over with one fresh session (a file rewritten in place is replayed into it).
+    pub fn restart(&mut self) {
+        *self = Self::with_limit(self.choice, self.limit);
     }
 
     pub fn choice(&self) -> ProviderChoice {

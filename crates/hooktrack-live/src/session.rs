@@ -38,6 +38,7 @@ use hooktrack_core::pipeline::{Fed, Pipeline};
 use hooktrack_core::posture::{FieldChange, Posture};
 use hooktrack_core::provider::ProviderChoice;
 use hooktrack_core::read::ReadLine;
+use hooktrack_core::sessions::Sessions;
 use hooktrack_core::source::Source;
 use hooktrack_core::store::{self, StorePaths};
 use hooktrack_core::time::Timestamp;
@@ -113,6 +114,60 @@ pub struct Update {
     /// that first saw it. `None` when no main turn is open.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn_started_at: Option<Timestamp>,
+    /// A store of several `session_id`s (an agent started by hand into it, a `/clear`):
+    /// each session's own state, in the order of their first rows. The fields above are
+    /// then the current session's (the one the last row went to), `closed` and `events`
+    /// every session's. Empty for a store of one session.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sessions: Vec<SessionState>,
+}
+
+/// One session of a store of several (see [`Update::sessions`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct SessionState {
+    pub session_id: Option<String>,
+    /// The session's posture, the store's channel state applied.
+    pub posture: Posture,
+    /// The session's turns that ended since the last update.
+    pub closed: Vec<TurnRecord>,
+    pub events: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<Agent>,
+    /// The session the last row went to (whose state the update's own fields show).
+    pub current: bool,
+}
+
+impl Update {
+    /// One update per session of the store: this one for a store of one session; else,
+    /// per session, this update with that session's posture, closed turns, events and
+    /// agent (notices and lines go with the current session's).
+    pub fn per_session(&self) -> Vec<(Option<&str>, Update)> {
+        if self.sessions.is_empty() {
+            return vec![(None, self.clone())];
+        }
+        self.sessions
+            .iter()
+            .map(|s| {
+                let mine = s.current;
+                let update = Update {
+                    posture: s.posture.clone(),
+                    closed: s.closed.clone(),
+                    events: s.events,
+                    agent: s.agent,
+                    notices: if mine {
+                        self.notices.clone()
+                    } else {
+                        Vec::new()
+                    },
+                    lines: if mine { self.lines.clone() } else { Vec::new() },
+                    turn_started_at: if mine { self.turn_started_at } else { None },
+                    sessions: Vec::new(),
+                    ..self.clone()
+                };
+                (s.session_id.as_deref(), update)
+            })
+            .collect()
+    }
 }
 
 /// Something to log; never an error of the session.
@@ -219,13 +274,17 @@ impl Stamp {
 pub struct Session {
     paths: StorePaths,
     tailer: Tailer,
-    pipeline: Pipeline,
+    /// One pipeline per `session_id` of the store; transcript and process events go to
+    /// the current one.
+    sessions: Sessions,
     channel: Channel,
     checkpoint_path: Option<PathBuf>,
     saved: Option<Checkpoint>,
     collector_stamp: Option<Stamp>,
     channel_stamp: Option<Stamp>,
     last: Option<(Posture, ChannelStatus)>,
+    /// Each session's posture at the last update, for a store of several.
+    last_sessions: Vec<Posture>,
     pending: Vec<SessionNotice>,
     /// The last line fed was a replayed one.
     replaying: bool,
@@ -290,13 +349,14 @@ impl Session {
         }
         Self {
             tailer,
-            pipeline: Pipeline::new(config.provider),
+            sessions: Sessions::new(config.provider),
             channel: Channel::new(config.channel),
             checkpoint_path: config.checkpoint,
             saved: checkpoint,
             collector_stamp: None,
             channel_stamp: None,
             last: None,
+            last_sessions: Vec::new(),
             pending,
             replaying: false,
             more: false,
@@ -372,15 +432,15 @@ impl Session {
         self.sync_transcript(&mut notices);
         let mut ahead = self.read_transcript().into_iter().peekable();
         let mut read_lines = ahead.peek().is_some();
-        let (pipeline, channel, pane) =
-            (&mut self.pipeline, &mut self.channel, &mut self.tmux_pane);
+        let (sessions, channel, pane) =
+            (&mut self.sessions, &mut self.channel, &mut self.tmux_pane);
         let (line_posture, lines) = (&mut self.line_posture, &mut self.lines);
         let replaying = &mut self.replaying;
         let polled = self.tailer.poll(&mut |tl| {
-            // A replayed prefix (a checkpoint's, or a file rewritten in place) is fed to a
-            // pipeline that starts over, so what it builds is not built twice.
+            // A replayed prefix (a checkpoint's, or a file rewritten in place) is fed to
+            // pipelines that start over, so what they build is not built twice.
             if tl.replay && !*replaying {
-                pipeline.restart();
+                sessions.restart();
             }
             *replaying = tl.replay;
             if ahead.peek().is_some() && !tl.replay {
@@ -393,17 +453,19 @@ impl Session {
                 while let Some(t) =
                     ahead.next_if(|t| matches!((t.at, hook_at), (Some(a), Some(h)) if a < h))
                 {
+                    let current = sessions.current();
                     feed_transcript_line(
-                        pipeline,
+                        &mut sessions.get_mut(current).pipeline,
                         channel,
                         now,
                         (line_posture, lines),
-                        &mut closed,
+                        (&mut closed, current),
                         &t,
                     );
                 }
             }
-            let fed = pipeline.feed(tl.line);
+            let (index, fed) = sessions.feed(tl.line);
+            let pipeline = &sessions.get(index).pipeline;
             let report = match &fed {
                 Fed::Event(step) => {
                     channel.on_event(now, step.generation);
@@ -436,7 +498,7 @@ impl Session {
                 *before = posture;
             }
             if let (Fed::Event(step), false) = (fed, tl.replay) {
-                closed.extend(step.outcome.closed);
+                closed.extend(step.outcome.closed.into_iter().map(|t| (index, t)));
             }
         });
         for t in ahead {
@@ -494,7 +556,7 @@ impl Session {
         &mut self,
         now: Timestamp,
         read_lines: bool,
-        closed: Vec<TurnRecord>,
+        closed: Vec<(usize, TurnRecord)>,
         notices: Vec<SessionNotice>,
     ) -> Option<Update> {
         let channel = self.channel.status(now);
@@ -503,34 +565,78 @@ impl Session {
         if quiet && self.last.as_ref().is_some_and(|(_, c)| *c == channel) {
             return None;
         }
-        let posture = self.pipeline.hook_posture().with_channel(channel.state);
+        let posture = self.pipeline().hook_posture().with_channel(channel.state);
+        let postures: Vec<Posture> = match self.sessions.len() {
+            1 => Vec::new(),
+            _ => self
+                .sessions
+                .all()
+                .iter()
+                .map(|s| s.pipeline.hook_posture().with_channel(channel.state))
+                .collect(),
+        };
         let unchanged = self
             .last
             .as_ref()
-            .is_some_and(|(p, c)| *p == posture && *c == channel);
+            .is_some_and(|(p, c)| *p == posture && *c == channel)
+            && postures == self.last_sessions;
         if unchanged && closed.is_empty() && notices.is_empty() && self.lines.is_empty() {
             return None;
         }
         self.last = Some((posture.clone(), channel.clone()));
         let turn_started_at = self.turn_started_at(now);
+        let sessions = postures
+            .iter()
+            .zip(self.sessions.all())
+            .enumerate()
+            .map(|(i, (posture, s))| SessionState {
+                session_id: s.session_id.clone(),
+                posture: posture.clone(),
+                closed: closed
+                    .iter()
+                    .filter(|(index, _)| *index == i)
+                    .map(|(_, t)| t.clone())
+                    .collect(),
+                events: s.pipeline.events(),
+                agent: s.pipeline.detection().map(|d| d.provider),
+                current: i == self.sessions.current(),
+            })
+            .collect();
+        self.last_sessions = postures;
         Some(Update {
             at: now,
             posture,
             channel,
-            closed,
+            closed: closed.into_iter().map(|(_, t)| t).collect(),
             notices,
-            events: self.pipeline.events(),
+            events: self
+                .sessions
+                .all()
+                .iter()
+                .map(|s| s.pipeline.events())
+                .sum(),
             last_event_at: self.channel.last_event(),
             lines: std::mem::take(&mut self.lines),
-            agent: self.pipeline.detection().map(|d| d.provider),
+            agent: self.pipeline().detection().map(|d| d.provider),
             tmux_pane: self.tmux_pane.clone(),
             turn_started_at,
+            sessions,
         })
+    }
+
+    /// The current session's pipeline (the one the last row went to).
+    fn pipeline(&self) -> &Pipeline {
+        &self.sessions.get(self.sessions.current()).pipeline
+    }
+
+    fn pipeline_mut(&mut self) -> &mut Pipeline {
+        let current = self.sessions.current();
+        &mut self.sessions.get_mut(current).pipeline
     }
 
     /// When the open main turn started (see [`Update::turn_started_at`]).
     fn turn_started_at(&mut self, now: Timestamp) -> Option<Timestamp> {
-        let open = self.pipeline.open_turns();
+        let open = self.pipeline().open_turns();
         let Some(main) = open.iter().find(|t| t.is_main()) else {
             self.turn_seen = None;
             return None;
@@ -547,7 +653,7 @@ impl Session {
 
     /// The posture at `now`, without reading anything.
     pub fn posture(&self, now: Timestamp) -> Posture {
-        self.pipeline
+        self.pipeline()
             .hook_posture()
             .with_channel(self.channel.status(now).state)
     }
@@ -558,27 +664,31 @@ impl Session {
 
     /// Events read from `events.ndjson` alone (not the transcript or the process).
     pub fn hook_events(&self) -> u64 {
-        self.pipeline.hook_events()
+        self.sessions
+            .all()
+            .iter()
+            .map(|s| s.pipeline.hook_events())
+            .sum()
     }
 
     /// The posture as the hooks alone see it, no channel state applied.
     pub fn hook_posture(&self) -> Posture {
-        self.pipeline.hook_posture()
+        self.pipeline().hook_posture()
     }
 
     /// The turn ledger: `closed` (the turns the updates reported) with the turns still
     /// open, in turn order.
     pub fn ledger(&self, closed: Vec<TurnRecord>) -> Vec<TurnRecord> {
-        self.pipeline.ledger(closed)
+        self.pipeline().ledger(closed)
     }
 
     pub fn diagnostics(&self) -> &Diagnostics {
-        self.pipeline.diagnostics()
+        self.pipeline().diagnostics()
     }
 
     /// What set each posture fact (source, event, line).
     pub fn provenance(&self) -> &hooktrack_core::provenance::Provenance {
-        self.pipeline.provenance()
+        self.pipeline().provenance()
     }
 
     /// Follows the transcript the payloads name: starts a tailer when the path changes
@@ -587,7 +697,7 @@ impl Session {
         if !self.follow_transcripts {
             return false;
         }
-        let Some(path) = self.pipeline.transcript_path() else {
+        let Some(path) = self.pipeline().transcript_path() else {
             return false;
         };
         if self.transcript.as_ref().is_some_and(|(p, _)| p == path) {
@@ -636,15 +746,16 @@ impl Session {
     fn feed_transcript(
         &mut self,
         now: Timestamp,
-        closed: &mut Vec<TurnRecord>,
+        closed: &mut Vec<(usize, TurnRecord)>,
         t: &TranscriptLine,
     ) {
+        let current = self.sessions.current();
         feed_transcript_line(
-            &mut self.pipeline,
+            &mut self.sessions.get_mut(current).pipeline,
             &self.channel,
             now,
             (&mut self.line_posture, &mut self.lines),
-            closed,
+            (closed, current),
             t,
         );
     }
@@ -653,7 +764,7 @@ impl Session {
     fn poll_process(
         &mut self,
         now: Timestamp,
-        closed: &mut Vec<TurnRecord>,
+        closed: &mut Vec<(usize, TurnRecord)>,
         notices: &mut Vec<SessionNotice>,
     ) -> bool {
         let Some(watch) = self.process.as_mut() else {
@@ -664,13 +775,13 @@ impl Session {
         }
         let (pid, mechanism) = (watch.pid(), watch.mechanism().name());
         self.process = None;
-        let step = self.pipeline.process_ended(Some(pid), Some(now));
+        let step = self.pipeline_mut().process_ended(Some(pid), Some(now));
         notices.push(SessionNotice::ProcessEnded { pid, mechanism });
+        let posture = self
+            .pipeline()
+            .hook_posture()
+            .with_channel(self.channel.status(now).state);
         if let Some(before) = self.line_posture.as_mut() {
-            let posture = self
-                .pipeline
-                .hook_posture()
-                .with_channel(self.channel.status(now).state);
             self.lines.push(LineReport {
                 line: 0,
                 source: Source::Process,
@@ -682,7 +793,8 @@ impl Session {
             });
             *before = posture;
         }
-        closed.extend(step.outcome.closed);
+        let current = self.sessions.current();
+        closed.extend(step.outcome.closed.into_iter().map(|t| (current, t)));
         true
     }
 
@@ -745,7 +857,7 @@ fn feed_transcript_line(
     channel: &Channel,
     now: Timestamp,
     (line_posture, lines): (&mut Option<Posture>, &mut Vec<LineReport>),
-    closed: &mut Vec<TurnRecord>,
+    (closed, session): (&mut Vec<(usize, TurnRecord)>, usize),
     t: &TranscriptLine,
 ) {
     let Fed::Event(step) = pipeline.feed_transcript(t.number, &t.bytes) else {
@@ -766,7 +878,7 @@ fn feed_transcript_line(
         });
         *before = posture;
     }
-    closed.extend(step.outcome.closed);
+    closed.extend(step.outcome.closed.into_iter().map(|t| (session, t)));
 }
 
 /// The file's bytes if it changed since `stamp` (which is updated).
