@@ -181,10 +181,14 @@ pub fn replay_with<R: BufRead, W: Write>(
     let mut transcript = options.transcripts.lines.into_iter().peekable();
     let mut reader = LineReader::new(input);
     // Per session: the turns it closed and the posture after its last line.
-    let mut turns: Vec<Vec<TurnRecord>> = vec![Vec::new()];
-    let mut previous: Vec<Posture> = vec![Pipeline::new(choice).posture()];
+    let mut written = Written {
+        format,
+        start: Pipeline::new(choice).posture(),
+        turns: Vec::new(),
+        previous: Vec::new(),
+        recorder: html::Recorder::default(),
+    };
     let mut lines = 0;
-    let mut recorder = html::Recorder::default();
     loop {
         let line = match reader.next_line() {
             Ok(Some(line)) => line,
@@ -206,49 +210,20 @@ pub fn replay_with<R: BufRead, W: Write>(
             while let Some(t) =
                 transcript.next_if(|t| matches!((t.at, hook_at), (Some(a), Some(h)) if a < h))
             {
-                let index = sessions.current();
-                let pipeline = &mut sessions.get_mut(index).pipeline;
-                let fed = pipeline.feed_transcript(t.number, &t.bytes);
-                emit(
-                    &fed,
-                    (index, pipeline),
-                    format,
-                    &mut previous[index],
-                    &mut turns[index],
-                    &mut recorder,
-                    out,
-                )?;
+                written.transcript_line(&mut sessions, &t, out)?;
             }
         }
         let (index, fed) = sessions.feed(line);
-        while turns.len() <= index {
-            turns.push(Vec::new());
-            previous.push(Pipeline::new(choice).posture());
-        }
-        emit(
-            &fed,
-            (index, &sessions.get(index).pipeline),
-            format,
-            &mut previous[index],
-            &mut turns[index],
-            &mut recorder,
-            out,
-        )?;
+        written.line(&fed, index, &sessions.get(index).pipeline, out)?;
     }
     for t in transcript {
-        let index = sessions.current();
-        let pipeline = &mut sessions.get_mut(index).pipeline;
-        let fed = pipeline.feed_transcript(t.number, &t.bytes);
-        emit(
-            &fed,
-            (index, pipeline),
-            format,
-            &mut previous[index],
-            &mut turns[index],
-            &mut recorder,
-            out,
-        )?;
+        written.transcript_line(&mut sessions, &t, out)?;
     }
+    let Written {
+        mut turns,
+        recorder,
+        ..
+    } = written;
     if sessions.len() > 1 {
         turns.resize_with(sessions.len(), Vec::new);
         let reports = sessions
@@ -274,6 +249,55 @@ pub fn replay_with<R: BufRead, W: Write>(
     let mut report = finish(pipeline, turns, lines, format, extras, out)?;
     report.session_id = session_id;
     Ok(report)
+}
+
+/// What the replay loop keeps per session (closed turns, the posture after its last line)
+/// and for the page, so that every fed line, hook row or transcript entry, is written one
+/// way.
+struct Written {
+    format: Format,
+    /// A fresh pipeline's posture: where a session's diff starts.
+    start: Posture,
+    turns: Vec<Vec<TurnRecord>>,
+    previous: Vec<Posture>,
+    recorder: html::Recorder,
+}
+
+impl Written {
+    fn line<W: Write>(
+        &mut self,
+        fed: &Fed<'_>,
+        index: usize,
+        pipeline: &Pipeline,
+        out: &mut W,
+    ) -> Result<(), ReplayError> {
+        while self.turns.len() <= index {
+            self.turns.push(Vec::new());
+            self.previous.push(self.start.clone());
+        }
+        emit(
+            fed,
+            (index, pipeline),
+            self.format,
+            &mut self.previous[index],
+            &mut self.turns[index],
+            &mut self.recorder,
+            out,
+        )
+    }
+
+    /// A transcript line goes to the current session (the one of the row before it).
+    fn transcript_line<W: Write>(
+        &mut self,
+        sessions: &mut Sessions,
+        t: &TranscriptLine,
+        out: &mut W,
+    ) -> Result<(), ReplayError> {
+        let index = sessions.current();
+        let pipeline = &mut sessions.get_mut(index).pipeline;
+        let fed = pipeline.feed_transcript(t.number, &t.bytes);
+        self.line(&fed, index, pipeline, out)
+    }
 }
 
 /// One pipeline's report; `lines` is what it read.
