@@ -38,7 +38,7 @@
 
 mod output;
 
-pub use output::{Format, ReplayError, Report, replay};
+pub use output::{Format, ReplayError, Report, replay, replay_threaded};
 
 pub use hooktrack_core::agent::{Agent, ConfigFormat, ConfigLocation, UnknownAgent};
 pub use hooktrack_core::channel::{ChannelConfig, ChannelStatus};

@@ -30,6 +30,11 @@ pub struct ReplayArgs {
     /// kimi-code, kimi-cli, claude, codex or gemini.
     #[arg(long, visible_alias = "agent", default_value = "auto", value_parser = super::parse_agent_choice)]
     provider: ProviderChoice,
+    /// Threads to read and parse on: 1 keeps the whole replay on one thread; with 2 (the
+    /// default where two cores are available) a second thread reads and parses ahead.
+    /// The output is the same either way.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -47,10 +52,14 @@ enum FormatArg {
 }
 
 pub fn run(args: &ReplayArgs) -> ExitCode {
-    replay(&args.file, args.format, args.provider)
+    let threads = args.threads.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get().min(2)),
+        usize::from,
+    );
+    replay(&args.file, args.format, args.provider, threads)
 }
 
-fn replay(file: &Path, format: FormatArg, choice: ProviderChoice) -> ExitCode {
+fn replay(file: &Path, format: FormatArg, choice: ProviderChoice, threads: usize) -> ExitCode {
     let format = match format {
         FormatArg::Text => Format::Text,
         FormatArg::Json => Format::Json,
@@ -60,16 +69,18 @@ fn replay(file: &Path, format: FormatArg, choice: ProviderChoice) -> ExitCode {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let result = if file.as_os_str() == "-" {
-        let stdin = io::stdin();
-        hooktrack::replay(stdin.lock(), "standard input", choice, format, &mut out)
+        // `Stdin` (not its lock) can be handed to the reading thread.
+        let stdin = BufReader::with_capacity(1 << 16, io::stdin());
+        hooktrack::replay_threaded(stdin, "standard input", choice, format, threads, &mut out)
     } else {
         let name = file.display().to_string();
         match File::open(file) {
-            Ok(f) => hooktrack::replay(
+            Ok(f) => hooktrack::replay_threaded(
                 BufReader::with_capacity(1 << 16, f),
                 &name,
                 choice,
                 format,
+                threads,
                 &mut out,
             ),
             Err(e) => return fail(&format!("cannot open {name}: {e}")),

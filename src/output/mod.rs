@@ -6,6 +6,8 @@
 //! - `html`: one self-contained page picturing the campaign (`html.rs`).
 
 mod html;
+mod ndjson;
+mod read_ahead;
 mod timeline;
 
 use std::io::{self, BufRead, Write};
@@ -14,12 +16,11 @@ use serde::Serialize;
 use thiserror::Error;
 
 use hooktrack_core::correlate::TurnRecord;
-use hooktrack_core::diagnostics::{Diagnostics, Note};
+use hooktrack_core::diagnostics::Diagnostics;
 use hooktrack_core::pipeline::{Fed, Pipeline};
 use hooktrack_core::posture::Posture;
 use hooktrack_core::provider::{Detection, ProviderChoice};
 use hooktrack_core::read::LineReader;
-use hooktrack_core::time::Timestamp;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Format {
@@ -68,7 +69,7 @@ pub struct Report {
 
 /// Replays `input` and writes it in `format` to `out`. `source_name` names the input in
 /// errors. Returns the report (turns are collected for `text`, `json` and `html`; `ndjson`
-/// streams them and keeps memory flat).
+/// streams them and keeps memory flat). Runs on the calling thread only.
 pub fn replay<R: BufRead, W: Write>(
     input: R,
     source_name: &str,
@@ -77,100 +78,153 @@ pub fn replay<R: BufRead, W: Write>(
     out: &mut W,
 ) -> Result<Report, ReplayError> {
     let mut reader = LineReader::new(input);
-    let mut pipeline = Pipeline::new(choice);
-    let mut turns = Vec::new();
-    let mut lines = 0;
-    let mut previous = pipeline.posture();
-    let mut recorder = html::Recorder::default();
-    let write = |source| ReplayError::Write { source };
+    let mut sink = Sink::new(Pipeline::new(choice), format, out);
     loop {
         let line = match reader.next_line() {
             Ok(Some(line)) => line,
             Ok(None) => break,
-            Err(source) => {
-                return Err(ReplayError::Read {
-                    source_name: source_name.to_owned(),
-                    line: lines,
-                    source,
-                });
-            }
+            Err(source) => return Err(sink.read_error(source_name, source)),
         };
-        lines = line.number();
-        let fed = pipeline.feed(line);
-        match format {
+        let number = line.number();
+        let fed = sink.pipeline.feed(line);
+        sink.take(number, &fed)?;
+    }
+    sink.finish(source_name)
+}
+
+/// [`replay`] with the reading, line splitting and parsing shared with a second thread
+/// when `threads` is 2 or more (`read_ahead.rs`); the output is the same, byte for byte.
+pub fn replay_threaded<R: BufRead + Send, W: Write>(
+    input: R,
+    source_name: &str,
+    choice: ProviderChoice,
+    format: Format,
+    threads: usize,
+    out: &mut W,
+) -> Result<Report, ReplayError> {
+    if threads < 2 {
+        return replay(input, source_name, choice, format, out);
+    }
+    let mut sink = Sink::new(Pipeline::new(choice), format, out);
+    let ended = read_ahead::run(LineReader::new(input), |number, parsed| {
+        let fed = sink.pipeline.feed_parsed(number, parsed);
+        sink.take(number, &fed)
+    })?;
+    if let Some(source) = ended {
+        return Err(sink.read_error(source_name, source));
+    }
+    sink.finish(source_name)
+}
+
+/// What a replay keeps between lines, and the writing of each format.
+struct Sink<'w, W> {
+    pipeline: Pipeline,
+    format: Format,
+    out: &'w mut W,
+    turns: Vec<TurnRecord>,
+    lines: u64,
+    previous: Posture,
+    recorder: html::Recorder,
+    ndjson: ndjson::Writer,
+}
+
+impl<'w, W: Write> Sink<'w, W> {
+    fn new(pipeline: Pipeline, format: Format, out: &'w mut W) -> Self {
+        let previous = pipeline.posture();
+        Self {
+            pipeline,
+            format,
+            out,
+            turns: Vec::new(),
+            lines: 0,
+            previous,
+            recorder: html::Recorder::default(),
+            ndjson: ndjson::Writer::default(),
+        }
+    }
+
+    fn read_error(&self, source_name: &str, source: io::Error) -> ReplayError {
+        ReplayError::Read {
+            source_name: source_name.to_owned(),
+            line: self.lines,
+            source,
+        }
+    }
+
+    /// Writes what line `number` did.
+    fn take(&mut self, number: u64, fed: &Fed<'_>) -> Result<(), ReplayError> {
+        let write = |source| ReplayError::Write { source };
+        self.lines = number;
+        match self.format {
             Format::Text => {
-                let posture = pipeline.posture();
-                timeline::write_line(out, &fed, &previous, &posture).map_err(write)?;
-                previous = posture;
+                let posture = self.pipeline.posture();
+                timeline::write_line(self.out, fed, &self.previous, &posture).map_err(write)?;
+                self.previous = posture;
             }
             Format::Ndjson => {
-                write_ndjson_line(out, &fed, &pipeline).map_err(write)?;
+                self.ndjson
+                    .write_line(self.out, fed, &self.pipeline)
+                    .map_err(write)?;
             }
-            Format::Html => recorder.record(&fed, &pipeline),
+            Format::Html => self.recorder.record(fed, &self.pipeline),
             Format::Json => {}
         }
-        if let (Fed::Event(step), Format::Text | Format::Json | Format::Html) = (&fed, format) {
-            turns.extend(step.outcome.closed.iter().cloned());
+        if let (Fed::Event(step), Format::Text | Format::Json | Format::Html) = (fed, self.format) {
+            self.turns.extend(step.outcome.closed.iter().cloned());
         }
+        Ok(())
     }
-    // ndjson streamed the closed turns; its end line lists the open ones.
-    let open = match format {
-        Format::Ndjson => pipeline.open_turns(),
-        Format::Text | Format::Json | Format::Html => Vec::new(),
-    };
-    let turns = pipeline.ledger(turns);
-    let report = Report {
-        provider: pipeline.detection().cloned(),
-        turns,
-        final_posture: pipeline.posture(),
-        diagnostics: pipeline.diagnostics().clone(),
-        lines,
-        events: pipeline.events(),
-    };
-    match format {
-        Format::Text => timeline::write_summary(out, &report).map_err(write)?,
-        Format::Html => html::write(out, source_name, &report, &recorder).map_err(write)?,
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, &report)
-                .map_err(|e| write(io::Error::other(e)))?;
-            writeln!(out).map_err(write)?;
+
+    fn finish(self, source_name: &str) -> Result<Report, ReplayError> {
+        let write = |source| ReplayError::Write { source };
+        let Sink {
+            pipeline,
+            format,
+            out,
+            turns,
+            lines,
+            recorder,
+            ..
+        } = self;
+        // ndjson streamed the closed turns; its end line lists the open ones.
+        let open = match format {
+            Format::Ndjson => pipeline.open_turns(),
+            Format::Text | Format::Json | Format::Html => Vec::new(),
+        };
+        let turns = pipeline.ledger(turns);
+        let report = Report {
+            provider: pipeline.detection().cloned(),
+            turns,
+            final_posture: pipeline.posture(),
+            diagnostics: pipeline.diagnostics().clone(),
+            lines,
+            events: pipeline.events(),
+        };
+        match format {
+            Format::Text => timeline::write_summary(out, &report).map_err(write)?,
+            Format::Html => html::write(out, source_name, &report, &recorder).map_err(write)?,
+            Format::Json => {
+                serde_json::to_writer_pretty(&mut *out, &report)
+                    .map_err(|e| write(io::Error::other(e)))?;
+                writeln!(out).map_err(write)?;
+            }
+            Format::Ndjson => {
+                let end = EndLine {
+                    end: true,
+                    provider: report.provider.as_ref(),
+                    open_turns: &open,
+                    final_posture: &report.final_posture,
+                    diagnostics: &report.diagnostics,
+                    lines,
+                    events: report.events,
+                };
+                serde_json::to_writer(&mut *out, &end).map_err(|e| write(io::Error::other(e)))?;
+                writeln!(out).map_err(write)?;
+            }
         }
-        Format::Ndjson => {
-            let end = EndLine {
-                end: true,
-                provider: report.provider.as_ref(),
-                open_turns: &open,
-                final_posture: &report.final_posture,
-                diagnostics: &report.diagnostics,
-                lines,
-                events: report.events,
-            };
-            serde_json::to_writer(&mut *out, &end).map_err(|e| write(io::Error::other(e)))?;
-            writeln!(out).map_err(write)?;
-        }
+        out.flush().map_err(write)?;
+        Ok(report)
     }
-    out.flush().map_err(write)?;
-    Ok(report)
-}
-
-#[derive(Serialize)]
-struct EventLine<'a> {
-    line: u64,
-    at: Option<Timestamp>,
-    event: &'a str,
-    kind: &'static str,
-    #[serde(skip_serializing_if = "<[Note]>::is_empty")]
-    notes: &'a [Note],
-    #[serde(skip_serializing_if = "<[TurnRecord]>::is_empty")]
-    closed: &'a [TurnRecord],
-    posture: &'a Posture,
-}
-
-#[derive(Serialize)]
-struct SkipLine<'a> {
-    line: u64,
-    skipped: &'static str,
-    detail: &'a str,
 }
 
 #[derive(Serialize)]
@@ -183,31 +237,4 @@ struct EndLine<'a> {
     diagnostics: &'a Diagnostics,
     lines: u64,
     events: u64,
-}
-
-fn write_ndjson_line<W: Write>(out: &mut W, fed: &Fed<'_>, pipeline: &Pipeline) -> io::Result<()> {
-    let result = match fed {
-        Fed::Skipped(skip) => serde_json::to_writer(
-            &mut *out,
-            &SkipLine {
-                line: skip.line,
-                skipped: skip.diag.name(),
-                detail: &skip.detail,
-            },
-        ),
-        Fed::Event(step) => serde_json::to_writer(
-            &mut *out,
-            &EventLine {
-                line: step.line,
-                at: step.at,
-                event: &step.name,
-                kind: step.event.kind(),
-                notes: &step.outcome.notes,
-                closed: &step.outcome.closed,
-                posture: &pipeline.posture(),
-            },
-        ),
-    };
-    result.map_err(io::Error::other)?;
-    writeln!(out)
 }

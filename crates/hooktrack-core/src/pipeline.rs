@@ -81,7 +81,13 @@ impl Pipeline {
 
     /// Feeds one whole line (without its newline). `number` is its 1-based line number.
     pub fn feed_line<'a>(&mut self, number: u64, bytes: &'a [u8]) -> Fed<'a> {
-        let row = match parse_line(bytes) {
+        self.feed_parsed(number, parse_line(bytes))
+    }
+
+    /// Feeds one line already parsed with [`parse_line`]: the parse is the one step that
+    /// does not depend on earlier lines, so a caller may run it ahead, on another thread.
+    pub fn feed_parsed<'a>(&mut self, number: u64, parsed: Result<Row<'a>, LineError>) -> Fed<'a> {
+        let row = match parsed {
             Ok(row) => row,
             Err(e) => return self.skip(number, &e),
         };
