@@ -39,6 +39,9 @@ use hooktrack::{Fed, Pipeline};
 use hooktrack_core::read::{LineReader, ReadLine};
 use hooktrack_core::row::parse_line;
 
+#[path = "replay/whole_process.rs"]
+mod whole_process;
+
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
 /// The system allocator (Rust's default), counting allocations: allocations per event are
@@ -104,6 +107,20 @@ fn main() -> Result<()> {
             .get(i + 1)
             .ok_or("--measure-memory needs a file argument")?;
         return measure_memory_child(Path::new(file));
+    }
+    // The whole-process baseline program (a child of the whole-process comparison).
+    if let Some(i) = args.iter().position(|a| a == "--parse-only-process") {
+        let file = args
+            .get(i + 1)
+            .ok_or("--parse-only-process needs a file argument")?;
+        return whole_process::parse_only_process(Path::new(file));
+    }
+    // Only the whole-process comparison, on FILE.
+    if let Some(i) = args.iter().position(|a| a == "--whole-process") {
+        let file = args
+            .get(i + 1)
+            .ok_or("--whole-process needs a file argument")?;
+        return whole_process::run(Path::new(file));
     }
     // For profilers (`perf record ... --replay-only FILE`): load FILE, replay it 3 times
     // (each followed by a parse-only pass, for a quick ratio).
@@ -235,6 +252,10 @@ fn run_bench() -> Result<()> {
             m.diagnostics
         );
         peaks.push((*n, m.peak_kib));
+    }
+
+    if let Some((_, largest)) = files.last() {
+        whole_process::run(largest)?;
     }
 
     // ----- the table --------------------------------------------------------------------
