@@ -6,12 +6,15 @@
 
 use std::ffi::OsString;
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
 
-use hooktrack_core::store::TMUX_PANE_ENV;
+mod watchdog;
+
+use hooktrack_core::store::{StorePaths, TMUX_PANE_ENV};
+use hooktrack_core::time::Timestamp;
 use hooktrack_producer::emit::{
     self, DEFAULT_LIMITS, EmitConfig, EmitError, HARD_DEADLINE, log_report, log_text,
 };
@@ -156,23 +159,34 @@ pub fn run(args: &EmitArgs) -> ExitCode {
 fn run_config(config: EmitConfig, problems: Vec<EmitError>) -> ExitCode {
     // The watchdog: whatever blocks (a lock held by a stopped process, a stdin that never
     // closes), the hook ends well inside the agent's hook timeout.
-    let log_dir = config.dir.clone();
+    arm_watchdog(&config.dir);
+    let report = emit::emit(&config, io::stdin().lock(), emit::report_with(problems));
+    log_report(&config.dir, &report);
+    ExitCode::SUCCESS
+}
+
+/// A timer with a signal handler where one can be armed (no thread to start on every
+/// hook run); a sleeping thread otherwise.
+fn arm_watchdog(dir: &Path) {
+    let gave_up = |at| {
+        format!(
+            "{at} pid={} gave up after {} ms (delivery may be lost)\n",
+            std::process::id(),
+            HARD_DEADLINE.as_millis()
+        )
+    };
+    let deadline_ms = i64::try_from(HARD_DEADLINE.as_millis()).unwrap_or(i64::MAX);
+    let fires_at = Timestamp::from_millis(store::now().as_millis().saturating_add(deadline_ms));
+    let log = StorePaths::in_dir(dir).emit_log;
+    if watchdog::arm(&log, gave_up(fires_at), HARD_DEADLINE) {
+        return;
+    }
+    let log_dir = dir.to_owned();
     let _ = std::thread::Builder::new()
         .name("emit-watchdog".into())
         .spawn(move || {
             std::thread::sleep(HARD_DEADLINE);
-            log_text(
-                &log_dir,
-                &format!(
-                    "{} pid={} gave up after {} ms (delivery may be lost)\n",
-                    store::now(),
-                    std::process::id(),
-                    HARD_DEADLINE.as_millis()
-                ),
-            );
+            log_text(&log_dir, &gave_up(store::now()));
             std::process::exit(0);
         });
-    let report = emit::emit(&config, io::stdin().lock(), emit::report_with(problems));
-    log_report(&config.dir, &report);
-    ExitCode::SUCCESS
 }
