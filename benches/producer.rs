@@ -40,6 +40,8 @@ const TARGET_RATIO: f64 = 0.1;
 /// Emit p50 at most this multiple of the static C program's exec.
 const STATIC_TARGET: f64 = 1.5;
 const STATIC_C: &str = "static C exec (floor)";
+const STATIC_HTTP: &str = "static build emit, http";
+const STATIC_FALLBACK: &str = "static build emit, fallback";
 const PAYLOAD: &str = r#"{"hook_event_name": "PreToolUse", "session_id": "495571c6-adb5-491a-99ad-7e10e4e3d92e", "cwd": "/home/dev/project", "tool_name": "Shell", "tool_input": {"command": "cargo test --workspace 2>&1 | tail -n 40"}, "tool_call_id": "call_3_0"}"#;
 
 fn main() -> Result<()> {
@@ -79,6 +81,23 @@ fn main() -> Result<()> {
             store.join("rust-fallback"),
         ),
     ];
+    // A statically linked build of the same code (`just hook-static`), when given.
+    let static_bin = std::env::var_os("HOOKTRACK_BENCH_STATIC_BIN").map(PathBuf::from);
+    if let Some(sbin) = &static_bin {
+        println!("  static build: {}", sbin.display());
+        variants.push(Variant::rust(
+            STATIC_HTTP,
+            sbin,
+            &url,
+            store.join("static-http"),
+        ));
+        variants.push(Variant::rust(
+            STATIC_FALLBACK,
+            sbin,
+            &dead,
+            store.join("static-fallback"),
+        ));
+    }
     // The floor the emitter is held to: a static C program's exec (read stdin, exit 0).
     let static_c = build_static_c(&base);
     match &static_c {
@@ -164,14 +183,25 @@ fn main() -> Result<()> {
         let floor = p50_of(STATIC_C);
         let http = p50_of("hooktrack emit, http") / floor;
         let fallback = p50_of("hooktrack emit, fallback") / floor;
-        println!(
-            "  p50 hooktrack / static C exec: http {http:.2}, fallback {fallback:.2}; target <= {STATIC_TARGET} -> {}",
+        let verdict = |http: f64, fallback: f64| {
             if http <= STATIC_TARGET && fallback <= STATIC_TARGET {
                 "met"
             } else {
                 "NOT MET"
             }
+        };
+        println!(
+            "  p50 hooktrack / static C exec: http {http:.2}, fallback {fallback:.2}; target <= {STATIC_TARGET} -> {}",
+            verdict(http, fallback)
         );
+        if static_bin.is_some() {
+            let http = p50_of(STATIC_HTTP) / floor;
+            let fallback = p50_of(STATIC_FALLBACK) / floor;
+            println!(
+                "  p50 static build / static C exec: http {http:.2}, fallback {fallback:.2}; target <= {STATIC_TARGET} -> {}",
+                verdict(http, fallback)
+            );
+        }
     }
     if python.is_some() {
         let p50 = p50_of;

@@ -90,8 +90,26 @@ impl Timestamp {
 
     /// `HH:MM:SS.mmm`, for the timeline.
     pub fn clock(self) -> String {
+        // The same digits chrono's `%H:%M:%S%.3f` writes (a time from milliseconds has no
+        // leap second), without its format-string interpreter: the timeline asks per line.
         match self.datetime() {
-            Some(t) => t.format("%H:%M:%S%.3f").to_string(),
+            Some(_) => {
+                let ms = self.0.rem_euclid(86_400_000);
+                let mut text = String::with_capacity(12);
+                for (value, width, sep) in [
+                    (ms / 3_600_000, 2, Some(':')),
+                    (ms / 60_000 % 60, 2, Some(':')),
+                    (ms / 1_000 % 60, 2, Some('.')),
+                    (ms % 1_000, 3, None),
+                ] {
+                    for place in (0..width).rev() {
+                        let digit = value / 10_i64.pow(place) % 10;
+                        text.push(char::from(b'0' + digit as u8));
+                    }
+                    text.extend(sep);
+                }
+                text
+            }
             None => format!("@{}ms", self.0),
         }
     }
@@ -132,6 +150,8 @@ mod tests {
         let t = Timestamp::parse_rfc3339("2026-10-20T09:14:03.512Z").unwrap();
         assert_eq!(t.to_string(), "2026-10-20T09:14:03.512Z");
         assert_eq!(t.clock(), "09:14:03.512");
+        let before_1970 = Timestamp::parse_rfc3339("1969-12-31T23:59:58.250Z").unwrap();
+        assert_eq!(before_1970.clock(), "23:59:58.250");
     }
 
     #[test]
