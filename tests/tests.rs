@@ -15,6 +15,7 @@ mod producer;
 mod properties;
 mod regressions;
 mod tail;
+mod threads;
 mod timeline;
 mod tmux;
 mod watch;
