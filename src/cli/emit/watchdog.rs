@@ -37,12 +37,10 @@ pub(super) fn arm(log: &Path, line: String, deadline: Duration) -> bool {
     {
         return false;
     }
-    let (Ok(secs), Ok(micros)) = (
-        libc::time_t::try_from(deadline.as_secs()),
-        libc::suseconds_t::try_from(deadline.subsec_micros()),
-    ) else {
+    let Ok(secs) = libc::time_t::try_from(deadline.as_secs()) else {
         return false;
     };
+    let micros = libc::suseconds_t::from(deadline.subsec_micros());
     // SAFETY: `sigaction` and `setitimer` get fully initialised structures; the handler
     // is an `extern "C" fn(c_int)` that makes only async-signal-safe calls.
     unsafe {
