@@ -115,6 +115,13 @@ fn main() -> Result<()> {
             .ok_or("--parse-only-process needs a file argument")?;
         return whole_process::parse_only_process(Path::new(file));
     }
+    // The floor: reading and splitting alone.
+    if let Some(i) = args.iter().position(|a| a == "--split-only-process") {
+        let file = args
+            .get(i + 1)
+            .ok_or("--split-only-process needs a file argument")?;
+        return whole_process::split_only_process(Path::new(file));
+    }
     // Only the whole-process comparison, on FILE.
     if let Some(i) = args.iter().position(|a| a == "--whole-process") {
         let file = args

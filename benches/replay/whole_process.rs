@@ -23,6 +23,24 @@ const ROUNDS: usize = 5;
 
 /// Child mode: the parse-only program. Prints the line count.
 pub fn parse_only_process(path: &Path) -> Result<()> {
+    stream_lines(path, |line, count| {
+        let row: Envelope<'_> = serde_json::from_slice(line)
+            .map_err(|e| format!("baseline parse, line {count}: {e}"))?;
+        black_box(&row);
+        Ok(())
+    })
+}
+
+/// Child mode: the floor under any replay, reading and splitting lines without parsing.
+pub fn split_only_process(path: &Path) -> Result<()> {
+    stream_lines(path, |line, _| {
+        black_box(line);
+        Ok(())
+    })
+}
+
+/// Streams FILE's lines (64 KiB reads, memchr split) through `each`; prints the count.
+fn stream_lines(path: &Path, mut each: impl FnMut(&[u8], u64) -> Result<()>) -> Result<()> {
     let mut file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let mut buf = vec![0u8; 64 * 1024];
     // Bytes of `buf` holding a line not yet ended.
@@ -41,11 +59,8 @@ pub fn parse_only_process(path: &Path) -> Result<()> {
         let filled = held + n;
         let mut start = 0;
         while let Some(i) = memchr::memchr(b'\n', &buf[start..filled]) {
-            let line = &buf[start..start + i];
-            let row: Envelope<'_> = serde_json::from_slice(line)
-                .map_err(|e| format!("baseline parse, line {}: {e}", count + 1))?;
-            black_box(&row);
             count += 1;
+            each(&buf[start..start + i], count)?;
             start += i + 1;
         }
         buf.copy_within(start..filled, 0);
@@ -128,6 +143,7 @@ pub fn run(path: &Path) -> Result<()> {
     let file = path.to_str().ok_or("bench data path is not UTF-8")?;
     let mut contenders = vec![
         Contender::new("parse-only", &me, &["--parse-only-process", file]),
+        Contender::new("read + split only", &me, &["--split-only-process", file]),
         Contender::new("json", &hooktrack, &["replay", "--format", "json", file]),
         Contender::new(
             "json --threads 1",
