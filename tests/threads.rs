@@ -44,8 +44,8 @@ fn two_threads_write_what_one_writes_for_every_campaign() {
     }
 }
 
-/// Lines of the long input: a few read-ahead batches (2,048 lines each).
-const LONG_INPUT_LINES: usize = 9_000;
+/// Lines of the long input: a few read-ahead batches (8,192 lines each).
+const LONG_INPUT_LINES: usize = 20_000;
 
 /// Every campaign back to back, many times over (several read-ahead batches), with the
 /// lines a replay skips in between: garbage, bad UTF-8, an oversized line, and a last

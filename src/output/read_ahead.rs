@@ -6,8 +6,10 @@
 //! detection, the correlator, the output) depends on every line before. So the input is
 //! taken in batches of whole lines. While the calling thread works through batch *k*, the
 //! helper parses chunks of it and then reads batch *k + 1*. Both threads claim the chunks
-//! of a batch from one counter, so neither waits while there is parsing left to do; the
-//! calling thread feeds chunk after chunk in order, whichever thread parsed it. The output
+//! of a batch from one counter, and the read of the next batch too, so neither waits while
+//! there is work left: on a machine whose other core is busy, the calling thread parses
+//! and reads by itself rather than wait for the helper to be scheduled. It feeds chunk
+//! after chunk in order, whichever thread parsed it. The output
 //! is the same, byte for byte, as a replay on one thread: the same rows reach the same
 //! pipeline in the same order.
 //!
@@ -18,17 +20,22 @@
 use std::io::{self, BufRead};
 use std::mem;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{self, TryRecvError};
+use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
+use std::sync::{Mutex, PoisonError};
 use std::thread;
+use std::time::Duration;
 
 use hooktrack_core::read::{LineReader, ReadLine};
 use hooktrack_core::row::{LineError, Row, parse_line};
 
-/// Lines in a batch: enough to pay for starting the helper (~20 µs) many times over,
-/// few enough that two batches stay a few MiB.
-const BATCH_LINES: usize = 2_048;
+/// Lines in a batch: enough to pay for starting the helper (~20 µs) and for waiting for
+/// it at the batch's end many times over, few enough that two batches stay ~10 MiB.
+const BATCH_LINES: usize = 8_192;
 /// Lines in a chunk, the unit the two threads share.
-const CHUNK_LINES: usize = 64;
+const CHUNK_LINES: usize = 128;
+/// How long the calling thread waits for a chunk the helper is parsing before it parses
+/// the chunk itself: a chunk takes ~100 µs to parse, a descheduled helper milliseconds.
+const STEAL_AFTER: Duration = Duration::from_micros(500);
 /// A batch also ends after this many bytes, so long lines do not make it large.
 const BATCH_BYTES: usize = 4 << 20;
 
@@ -76,8 +83,17 @@ where
     let mut pool: Vec<Vec<Parsed<'static>>> = Vec::new();
     loop {
         let last = current.ended || current.error.is_some();
-        let reader = &mut reader;
-        let next_batch = &mut next;
+        // The read of the next batch, taken by whichever thread is free first.
+        let read_next = Mutex::new((!last).then_some((&mut reader, &mut next)));
+        let read_ahead = || {
+            let taken = read_next
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            if let Some((reader, batch)) = taken {
+                fill(reader, batch);
+            }
+        };
         let batch = &current;
         let chunks = batch.slots.len().div_ceil(CHUNK_LINES);
         let claimed = AtomicUsize::new(0);
@@ -101,16 +117,14 @@ where
                     }
                 }
                 drop(done);
-                if !last {
-                    fill(reader, next_batch);
-                }
+                read_ahead();
             });
             let mut ready: Vec<Option<Vec<Parsed<'_>>>> = (0..chunks).map(|_| None).collect();
             let mut result = Ok(());
             'chunks: for want in 0..chunks {
                 while ready[want].is_none() {
                     match parsed.try_recv() {
-                        Ok((c, rows)) => ready[c] = Some(rows),
+                        Ok((c, rows)) => keep(&mut ready, &mut spent, want, c, rows),
                         // Nothing parsed yet: parse a chunk here rather than wait.
                         Err(TryRecvError::Empty) => match claim() {
                             Some(c) => {
@@ -118,10 +132,18 @@ where
                                 parse_chunk(batch, c, &mut rows);
                                 ready[c] = Some(rows);
                             }
-                            None => match parsed.recv() {
-                                Ok((c, rows)) => ready[c] = Some(rows),
+                            // The helper holds this chunk: wait a little for it, then
+                            // parse it here too (a helper the scheduler put aside must
+                            // not stall the replay; the first result is used).
+                            None => match parsed.recv_timeout(STEAL_AFTER) {
+                                Ok((c, rows)) => keep(&mut ready, &mut spent, want, c, rows),
+                                Err(RecvTimeoutError::Timeout) => {
+                                    let mut rows = own_pool.pop().unwrap_or_default();
+                                    parse_chunk(batch, want, &mut rows);
+                                    ready[want] = Some(rows);
+                                }
                                 // The helper is gone (it panicked): the join says why.
-                                Err(_) => break 'chunks,
+                                Err(RecvTimeoutError::Disconnected) => break 'chunks,
                             },
                         },
                         Err(TryRecvError::Disconnected) => break 'chunks,
@@ -141,8 +163,11 @@ where
                     break;
                 }
             }
-            // Tell a helper still parsing to stop; then wait for its read-ahead.
+            // Tell a helper still parsing to stop; read ahead unless it already does.
             drop(parsed);
+            if result.is_ok() {
+                read_ahead();
+            }
             if let Err(panic) = helper.join() {
                 std::panic::resume_unwind(panic);
             }
@@ -156,6 +181,23 @@ where
             return Ok(current.error.take());
         }
         mem::swap(&mut current, &mut next);
+    }
+}
+
+/// Keeps chunk `c` from the helper, unless the calling thread already parsed (and maybe
+/// fed) it: then the helper's rows are only a buffer to reuse.
+fn keep<'b>(
+    ready: &mut [Option<Vec<Parsed<'b>>>],
+    spent: &mut Vec<Vec<Parsed<'b>>>,
+    want: usize,
+    c: usize,
+    mut rows: Vec<Parsed<'b>>,
+) {
+    if c < want || ready[c].is_some() {
+        rows.clear();
+        spent.push(rows);
+    } else {
+        ready[c] = Some(rows);
     }
 }
 
