@@ -107,7 +107,10 @@ pub fn replay_threaded<R: BufRead + Send, W: Write>(
     }
     let mut sink = Sink::new(Pipeline::new(choice), format, out);
     let ended = read_ahead::run(LineReader::new(input), |number, parsed| {
-        let fed = sink.pipeline.feed_parsed(number, parsed);
+        let fed = match parsed {
+            Ok(row) => sink.pipeline.feed_row(number, row),
+            Err(e) => sink.pipeline.feed_parsed(number, Err(e)),
+        };
         sink.take(number, &fed)
     })?;
     if let Some(source) = ended {

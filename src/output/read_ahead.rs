@@ -68,13 +68,14 @@ struct Batch {
 
 type Parsed<'b> = (u64, Result<Row<'b>, LineError>);
 
-/// Runs every line of `reader` through `feed`, in order, parsing on two threads.
+/// Runs every line of `reader` through `feed`, in order, parsing on two threads. `feed`
+/// gets each row to take from; the row itself is dropped by the thread that parsed it.
 /// Returns the read error that ended the input, if one did, after every line before it
 /// was fed; stops at the first error of `feed`.
 pub(super) fn run<R, E, F>(mut reader: LineReader<R>, mut feed: F) -> Result<Option<io::Error>, E>
 where
     R: BufRead + Send,
-    F: for<'b> FnMut(u64, Result<Row<'b>, LineError>) -> Result<(), E>,
+    F: for<'b> FnMut(u64, Result<&mut Row<'b>, LineError>) -> Result<(), E>,
 {
     let mut current = Batch::default();
     let mut next = Batch::default();
@@ -105,42 +106,58 @@ where
             pool.drain(..pool.len() / 2).map(recycle).collect();
         let mut own_pool: Vec<Vec<Parsed<'_>>> = pool.drain(..).map(recycle).collect();
         let mut spent: Vec<Vec<Parsed<'_>>> = Vec::with_capacity(chunks);
-        let fed = thread::scope(|scope| {
+        let (fed, emptied) = thread::scope(|scope| {
             // Capacity for every chunk: the helper never blocks on sending.
             let (done, parsed) = mpsc::sync_channel::<(usize, Vec<Parsed<'_>>)>(chunks.max(1));
+            // Rows the helper parsed come back to it once fed: it allocated their payloads,
+            // so it frees them (a free on the other thread contends for the allocator's
+            // lock on every row).
+            let (give_back, given_back) = mpsc::channel::<Vec<Parsed<'_>>>();
             let helper = scope.spawn(|| {
                 while let Some(c) = claim() {
                     let mut rows = helper_pool.pop().unwrap_or_default();
                     parse_chunk(batch, c, &mut rows);
                     if done.send((c, rows)).is_err() {
-                        return;
+                        break;
                     }
                 }
                 drop(done);
                 read_ahead();
+                let mut emptied = Vec::new();
+                for mut rows in given_back {
+                    rows.clear();
+                    emptied.push(rows);
+                }
+                emptied
             });
-            let mut ready: Vec<Option<Vec<Parsed<'_>>>> = (0..chunks).map(|_| None).collect();
+            let mut ready: Vec<Option<Chunk<'_>>> = (0..chunks).map(|_| None).collect();
             let mut result = Ok(());
             'chunks: for want in 0..chunks {
                 while ready[want].is_none() {
                     match parsed.try_recv() {
-                        Ok((c, rows)) => keep(&mut ready, &mut spent, want, c, rows),
+                        Ok((c, rows)) => keep(&mut ready, &give_back, want, c, rows),
                         // Nothing parsed yet: parse a chunk here rather than wait.
                         Err(TryRecvError::Empty) => match claim() {
                             Some(c) => {
                                 let mut rows = own_pool.pop().unwrap_or_default();
                                 parse_chunk(batch, c, &mut rows);
-                                ready[c] = Some(rows);
+                                ready[c] = Some(Chunk {
+                                    rows,
+                                    by_helper: false,
+                                });
                             }
                             // The helper holds this chunk: wait a little for it, then
                             // parse it here too (a helper the scheduler put aside must
                             // not stall the replay; the first result is used).
                             None => match parsed.recv_timeout(STEAL_AFTER) {
-                                Ok((c, rows)) => keep(&mut ready, &mut spent, want, c, rows),
+                                Ok((c, rows)) => keep(&mut ready, &give_back, want, c, rows),
                                 Err(RecvTimeoutError::Timeout) => {
                                     let mut rows = own_pool.pop().unwrap_or_default();
                                     parse_chunk(batch, want, &mut rows);
-                                    ready[want] = Some(rows);
+                                    ready[want] = Some(Chunk {
+                                        rows,
+                                        by_helper: false,
+                                    });
                                 }
                                 // The helper is gone (it panicked): the join says why.
                                 Err(RecvTimeoutError::Disconnected) => break 'chunks,
@@ -149,16 +166,32 @@ where
                         Err(TryRecvError::Disconnected) => break 'chunks,
                     }
                 }
-                let Some(mut rows) = ready[want].take() else {
+                let Some(Chunk {
+                    mut rows,
+                    by_helper,
+                }) = ready[want].take()
+                else {
                     break;
                 };
-                for (number, row) in rows.drain(..) {
-                    if let Err(e) = feed(number, row) {
+                for (number, row) in &mut rows {
+                    let row = match row {
+                        Ok(row) => Ok(row),
+                        Err(e) => Err(e.clone()),
+                    };
+                    if let Err(e) = feed(*number, row) {
                         result = Err(e);
                         break;
                     }
                 }
-                spent.push(rows);
+                if by_helper {
+                    // A helper gone (panicked) cannot take them: drop them here.
+                    if let Err(mpsc::SendError(rows)) = give_back.send(rows) {
+                        spent.push(rows);
+                    }
+                } else {
+                    rows.clear();
+                    spent.push(rows);
+                }
                 if result.is_err() {
                     break;
                 }
@@ -168,12 +201,16 @@ where
             if result.is_ok() {
                 read_ahead();
             }
-            if let Err(panic) = helper.join() {
-                std::panic::resume_unwind(panic);
+            drop(give_back);
+            match helper.join() {
+                Ok(emptied) => (result, emptied),
+                Err(panic) => std::panic::resume_unwind(panic),
             }
-            result
         });
-        for rows in [spent, own_pool, helper_pool].into_iter().flatten() {
+        for rows in [spent, own_pool, helper_pool, emptied]
+            .into_iter()
+            .flatten()
+        {
             pool.push(recycle(rows));
         }
         fed?;
@@ -184,20 +221,29 @@ where
     }
 }
 
+/// Parsed rows of one chunk, and which thread parsed them.
+struct Chunk<'b> {
+    rows: Vec<Parsed<'b>>,
+    by_helper: bool,
+}
+
 /// Keeps chunk `c` from the helper, unless the calling thread already parsed (and maybe
-/// fed) it: then the helper's rows are only a buffer to reuse.
+/// fed) it: then the helper's rows go straight back to it.
 fn keep<'b>(
-    ready: &mut [Option<Vec<Parsed<'b>>>],
-    spent: &mut Vec<Vec<Parsed<'b>>>,
+    ready: &mut [Option<Chunk<'b>>],
+    give_back: &mpsc::Sender<Vec<Parsed<'b>>>,
     want: usize,
     c: usize,
-    mut rows: Vec<Parsed<'b>>,
+    rows: Vec<Parsed<'b>>,
 ) {
     if c < want || ready[c].is_some() {
-        rows.clear();
-        spent.push(rows);
+        // Only if the helper is gone; then its rows are dropped here.
+        let _ = give_back.send(rows);
     } else {
-        ready[c] = Some(rows);
+        ready[c] = Some(Chunk {
+            rows,
+            by_helper: true,
+        });
     }
 }
 
