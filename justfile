@@ -11,10 +11,16 @@ replay file *args:
 # Benchmarks: replay throughput against a parse-only baseline, and peak memory; emit latency
 # against a minimal Python emitter, and collector rows/s (docs/producer.md); live tracking
 # latency, throughput and idle CPU with 1 and 500 watched sessions (docs/live.md).
-bench:
+bench: hook-static
     cargo bench --bench replay
-    cargo bench --bench producer
+    HOOKTRACK_BENCH_STATIC_BIN=target/static/release/hooktrack cargo bench --bench producer
     cargo bench --bench live
+
+# A statically linked, position-dependent `hooktrack` for agents' hooks, in
+# target/static/release/ (docs/benchmarks.md: it starts in about the time of a static C
+# program; the default build loads libc and libgcc_s on every hook run).
+hook-static:
+    cargo rustc --release --bin hooktrack --target-dir target/static -- -C target-feature=+crt-static -C relocation-model=static
 
 # Re-run the snapshot tests, writing `.snap.new` files to review (then rename to accept).
 snapshots:

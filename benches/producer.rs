@@ -37,6 +37,11 @@ const CLIENTS: usize = 8;
 const POSTS_PER_CLIENT: usize = 2_500;
 const TOKEN: &str = "bench-token-0123456789abcdef0123456789abcdef0123456789abcdef0123";
 const TARGET_RATIO: f64 = 0.1;
+/// Emit p50 at most this multiple of the static C program's exec.
+const STATIC_TARGET: f64 = 1.5;
+const STATIC_C: &str = "static C exec (floor)";
+const STATIC_HTTP: &str = "static build emit, http";
+const STATIC_FALLBACK: &str = "static build emit, fallback";
 const PAYLOAD: &str = r#"{"hook_event_name": "PreToolUse", "session_id": "495571c6-adb5-491a-99ad-7e10e4e3d92e", "cwd": "/home/dev/project", "tool_name": "Shell", "tool_input": {"command": "cargo test --workspace 2>&1 | tail -n 40"}, "tool_call_id": "call_3_0"}"#;
 
 fn main() -> Result<()> {
@@ -76,6 +81,38 @@ fn main() -> Result<()> {
             store.join("rust-fallback"),
         ),
     ];
+    // A statically linked build of the same code (`just hook-static`), when given.
+    let static_bin = std::env::var_os("HOOKTRACK_BENCH_STATIC_BIN").map(PathBuf::from);
+    if let Some(sbin) = &static_bin {
+        println!("  static build: {}", sbin.display());
+        variants.push(Variant::rust(
+            STATIC_HTTP,
+            sbin,
+            &url,
+            store.join("static-http"),
+        ));
+        variants.push(Variant::rust(
+            STATIC_FALLBACK,
+            sbin,
+            &dead,
+            store.join("static-fallback"),
+        ));
+    }
+    // The floor the emitter is held to: a static C program's exec (read stdin, exit 0).
+    let static_c = build_static_c(&base);
+    match &static_c {
+        Ok(program) => variants.insert(
+            1,
+            Variant {
+                label: STATIC_C,
+                program: program.clone(),
+                args: Vec::new(),
+                dir: store.join("static-c"),
+                samples: Vec::with_capacity(RUNS),
+            },
+        ),
+        Err(e) => println!("  static C floor: SKIPPED ({e})"),
+    }
     if let Some(py) = &python {
         for (isolated, name) in [(false, "python"), (true, "python -I -S")] {
             for (path, target) in [("http", &url), ("fallback", &dead)] {
@@ -135,14 +172,39 @@ fn main() -> Result<()> {
             .into());
         }
     }
-    if python.is_some() {
-        let p50 = |label: &str| {
-            variants
-                .iter()
-                .find(|v| v.label == label)
-                .map(|v| percentile(&v.samples, 0.5).as_secs_f64())
-                .unwrap_or(f64::NAN)
+    let p50_of = |label: &str| {
+        variants
+            .iter()
+            .find(|v| v.label == label)
+            .map(|v| percentile(&v.samples, 0.5).as_secs_f64())
+            .unwrap_or(f64::NAN)
+    };
+    if static_c.is_ok() {
+        let floor = p50_of(STATIC_C);
+        let http = p50_of("hooktrack emit, http") / floor;
+        let fallback = p50_of("hooktrack emit, fallback") / floor;
+        let verdict = |http: f64, fallback: f64| {
+            if http <= STATIC_TARGET && fallback <= STATIC_TARGET {
+                "met"
+            } else {
+                "NOT MET"
+            }
         };
+        println!(
+            "  p50 hooktrack / static C exec: http {http:.2}, fallback {fallback:.2}; target <= {STATIC_TARGET} -> {}",
+            verdict(http, fallback)
+        );
+        if static_bin.is_some() {
+            let http = p50_of(STATIC_HTTP) / floor;
+            let fallback = p50_of(STATIC_FALLBACK) / floor;
+            println!(
+                "  p50 static build / static C exec: http {http:.2}, fallback {fallback:.2}; target <= {STATIC_TARGET} -> {}",
+                verdict(http, fallback)
+            );
+        }
+    }
+    if python.is_some() {
+        let p50 = p50_of;
         // Against the faster of the two Python baselines (isolated mode skips site-packages).
         let baseline = |path: &str| {
             p50(&format!("python emitter, {path}"))
@@ -355,6 +417,26 @@ fn stop(mut running: Running) -> Result<()> {
         return Err(format!("collector exited with {status}").into());
     }
     Ok(())
+}
+
+/// Compiles `benches/static_exec.c` with the system `cc`, statically linked.
+fn build_static_c(base: &Path) -> Result<PathBuf> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/static_exec.c");
+    let program = base.join("static_exec");
+    let output = Command::new("cc")
+        .args(["-O2", "-static", "-o"])
+        .arg(&program)
+        .arg(&source)
+        .output()
+        .map_err(|e| format!("cannot run cc: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cc failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        )
+        .into());
+    }
+    Ok(program)
 }
 
 fn leak(s: String) -> &'static str {

@@ -40,6 +40,9 @@ use hooktrack_core::read::{LineReader, ReadLine};
 use hooktrack_core::row::parse_line;
 use hooktrack_core::sessions::Sessions;
 
+#[path = "replay/whole_process.rs"]
+mod whole_process;
+
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
 /// The system allocator (Rust's default), counting allocations: allocations per event are
@@ -105,6 +108,27 @@ fn main() -> Result<()> {
             .get(i + 1)
             .ok_or("--measure-memory needs a file argument")?;
         return measure_memory_child(Path::new(file));
+    }
+    // The whole-process baseline program (a child of the whole-process comparison).
+    if let Some(i) = args.iter().position(|a| a == "--parse-only-process") {
+        let file = args
+            .get(i + 1)
+            .ok_or("--parse-only-process needs a file argument")?;
+        return whole_process::parse_only_process(Path::new(file));
+    }
+    // The floor: reading and splitting alone.
+    if let Some(i) = args.iter().position(|a| a == "--split-only-process") {
+        let file = args
+            .get(i + 1)
+            .ok_or("--split-only-process needs a file argument")?;
+        return whole_process::split_only_process(Path::new(file));
+    }
+    // Only the whole-process comparison, on FILE.
+    if let Some(i) = args.iter().position(|a| a == "--whole-process") {
+        let file = args
+            .get(i + 1)
+            .ok_or("--whole-process needs a file argument")?;
+        return whole_process::run(Path::new(file));
     }
     // For profilers (`perf record ... --replay-only FILE`): load FILE, replay it 3 times
     // (each followed by a parse-only pass, for a quick ratio).
@@ -243,6 +267,10 @@ fn run_bench() -> Result<()> {
             m.diagnostics
         );
         peaks.push((*n, m.peak_kib));
+    }
+
+    if let Some((_, largest)) = files.last() {
+        whole_process::run(largest)?;
     }
 
     // ----- the table --------------------------------------------------------------------

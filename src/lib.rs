@@ -46,7 +46,8 @@ pub mod transcripts;
 pub use launch::{Finished, Installed, Launch, LaunchConfig, LaunchError, prompt_at_launch};
 
 pub use output::{
-    Format, Options as ReplayOptions, ReplayError, Report, Transcripts, replay, replay_with,
+    Format, Options as ReplayOptions, ReplayError, Report, Transcripts, replay, replay_threaded,
+    replay_with,
 };
 
 pub use hooktrack_core::agent::{Agent, ConfigFormat, ConfigLocation, UnknownAgent};

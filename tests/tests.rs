@@ -17,6 +17,7 @@ mod properties;
 mod regressions;
 mod signals;
 mod tail;
+mod threads;
 mod timeline;
 mod tmux;
 mod watch;

@@ -52,6 +52,11 @@ pub struct ReplayArgs {
     /// Accepted and ignored: one ledger per session is the default (see `--one-stream`).
     #[arg(long, conflicts_with = "one_stream")]
     by_session: bool,
+    /// Threads to read and parse on: 1 keeps the whole replay on one thread; with 2 (the
+    /// default where two cores are available) a second thread reads and parses ahead.
+    /// The output is the same either way.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -74,13 +79,16 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
         (Some(dir), false) => TranscriptLookup::InDir(dir),
         (None, false) => TranscriptLookup::AsNamed,
     };
+    let threads = args.threads.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get().min(2)),
+        usize::from,
+    );
     replay(
         &args.file,
         args.format,
         args.provider,
         &lookup,
-        args.explain,
-        args.one_stream,
+        (args.explain, args.one_stream, threads),
     )
 }
 
@@ -89,8 +97,7 @@ fn replay(
     format: FormatArg,
     choice: ProviderChoice,
     lookup: &TranscriptLookup<'_>,
-    explain: bool,
-    one_stream: bool,
+    (explain, one_stream, threads): (bool, bool, usize),
 ) -> ExitCode {
     let format = match format {
         FormatArg::Text => Format::Text,
@@ -127,12 +134,14 @@ fn replay(
         transcripts,
         explain,
         one_stream,
+        threads,
     };
     let result = if stdin && !matches!(lookup, TranscriptLookup::Off) {
         hooktrack::replay_with(Cursor::new(held), &name, choice, format, options, &mut out)
     } else if stdin {
-        let stdin = io::stdin();
-        hooktrack::replay_with(stdin.lock(), &name, choice, format, options, &mut out)
+        // `Stdin` (not its lock) can be handed to the reading thread.
+        let stdin = BufReader::with_capacity(1 << 16, io::stdin());
+        hooktrack::replay_with(stdin, &name, choice, format, options, &mut out)
     } else {
         match File::open(file) {
             Ok(f) => hooktrack::replay_with(

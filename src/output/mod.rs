@@ -11,6 +11,7 @@
 //! without a timestamp takes the time of the line before it in its file.
 
 mod html;
+mod read_ahead;
 mod timeline;
 
 use std::io::{self, BufRead, Write};
@@ -25,7 +26,7 @@ use hooktrack_core::posture::Posture;
 use hooktrack_core::provenance::Provenance;
 use hooktrack_core::provider::{Detection, ProviderChoice};
 use hooktrack_core::read::{LineReader, ReadLine};
-use hooktrack_core::row::parse_line;
+use hooktrack_core::row::{LineError, Row, parse_line};
 use hooktrack_core::sessions::Sessions;
 use hooktrack_core::source::Source;
 use hooktrack_core::time::Timestamp;
@@ -140,12 +141,15 @@ pub struct Options {
     /// Read every row into one ledger, as if the log held one session (by default a log
     /// of several `session_id`s gives one ledger per session, see [`replay_with`]).
     pub one_stream: bool,
+    /// Threads to read and parse on: with 2 or more a second thread reads, splits and
+    /// parses ahead (`read_ahead.rs`); the output is the same, byte for byte.
+    pub threads: usize,
 }
 
 /// Replays `input` and writes it in `format` to `out`. `source_name` names the input in
 /// errors. Returns the report (turns are collected for `text`, `json` and `html`; `ndjson`
 /// streams them and keeps memory flat).
-pub fn replay<R: BufRead, W: Write>(
+pub fn replay<R: BufRead + Send, W: Write>(
     input: R,
     source_name: &str,
     choice: ProviderChoice,
@@ -153,6 +157,23 @@ pub fn replay<R: BufRead, W: Write>(
     out: &mut W,
 ) -> Result<Report, ReplayError> {
     replay_with(input, source_name, choice, format, Options::default(), out)
+}
+
+/// [`replay`] with the reading, line splitting and parsing shared with a second thread
+/// when `threads` is 2 or more (`read_ahead.rs`); the output is the same, byte for byte.
+pub fn replay_threaded<R: BufRead + Send, W: Write>(
+    input: R,
+    source_name: &str,
+    choice: ProviderChoice,
+    format: Format,
+    threads: usize,
+    out: &mut W,
+) -> Result<Report, ReplayError> {
+    let options = Options {
+        threads,
+        ..Options::default()
+    };
+    replay_with(input, source_name, choice, format, options, out)
 }
 
 /// [`replay`] with transcripts fed in by time, `--explain` for text, and `--one-stream`.
@@ -166,7 +187,7 @@ pub fn replay<R: BufRead, W: Write>(
 /// stream (one time axis, one ledger). A log of one session gives the same bytes either
 /// way. Returns the first session's report, the others in [`Report::other_sessions`].
 /// Transcript lines go to the session of the hook row before them.
-pub fn replay_with<R: BufRead, W: Write>(
+pub fn replay_with<R: BufRead + Send, W: Write>(
     input: R,
     source_name: &str,
     choice: ProviderChoice,
@@ -179,7 +200,7 @@ pub fn replay_with<R: BufRead, W: Write>(
         _ => Sessions::with_limit(choice, 1),
     };
     let mut transcript = options.transcripts.lines.into_iter().peekable();
-    let mut reader = LineReader::new(input);
+    let reader = LineReader::new(input);
     // Per session: the turns it closed and the posture after its last line.
     let mut written = Written {
         format,
@@ -189,32 +210,32 @@ pub fn replay_with<R: BufRead, W: Write>(
         recorder: html::Recorder::default(),
     };
     let mut lines = 0;
-    loop {
-        let line = match reader.next_line() {
-            Ok(Some(line)) => line,
-            Ok(None) => break,
-            Err(source) => {
-                return Err(ReplayError::Read {
-                    source_name: source_name.to_owned(),
-                    line: lines,
-                    source,
-                });
-            }
-        };
-        lines = line.number();
+    // One step for both ways of reading: a transcript line goes just before the first hook
+    // row received later than its timestamp, then the row goes to its session.
+    let mut step = |number: u64, parsed: Result<&mut Row<'_>, LineError>, out: &mut W| {
+        lines = number;
         if transcript.peek().is_some() {
-            let hook_at = match &line {
-                ReadLine::Line { bytes, .. } => parse_line(bytes).ok().and_then(|r| r.meta.at),
-                _ => None,
-            };
+            let hook_at = parsed.as_ref().ok().and_then(|r| r.meta.at);
             while let Some(t) =
                 transcript.next_if(|t| matches!((t.at, hook_at), (Some(a), Some(h)) if a < h))
             {
                 written.transcript_line(&mut sessions, &t, out)?;
             }
         }
-        let (index, fed) = sessions.feed(line);
-        written.line(&fed, index, &sessions.get(index).pipeline, out)?;
+        let (index, fed) = sessions.feed_row(number, parsed);
+        written.line(&fed, index, &sessions.get(index).pipeline, out)
+    };
+    let read_error = if options.threads >= 2 {
+        read_ahead::run(reader, |number, parsed| step(number, parsed, out))?
+    } else {
+        read_one_by_one(reader, |number, parsed| step(number, parsed, out))?
+    };
+    if let Some(source) = read_error {
+        return Err(ReplayError::Read {
+            source_name: source_name.to_owned(),
+            line: lines,
+            source,
+        });
     }
     for t in transcript {
         written.transcript_line(&mut sessions, &t, out)?;
@@ -297,6 +318,31 @@ impl Written {
         let pipeline = &mut sessions.get_mut(index).pipeline;
         let fed = pipeline.feed_transcript(t.number, &t.bytes);
         self.line(&fed, index, pipeline, out)
+    }
+}
+
+/// Runs every line of `reader` through `feed`, in order, on this thread (the one-thread
+/// twin of `read_ahead::run`). Returns the read error that ended the input, if one did.
+fn read_one_by_one<R, E, F>(mut reader: LineReader<R>, mut feed: F) -> Result<Option<io::Error>, E>
+where
+    R: BufRead,
+    F: for<'b> FnMut(u64, Result<&mut Row<'b>, LineError>) -> Result<(), E>,
+{
+    loop {
+        let line = match reader.next_line() {
+            Ok(Some(line)) => line,
+            Ok(None) => return Ok(None),
+            Err(e) => return Ok(Some(e)),
+        };
+        let number = line.number();
+        match line {
+            ReadLine::Line { bytes, .. } => match parse_line(bytes) {
+                Ok(mut row) => feed(number, Ok(&mut row))?,
+                Err(e) => feed(number, Err(e))?,
+            },
+            ReadLine::Oversized { len, .. } => feed(number, Err(LineError::Oversized { len }))?,
+            ReadLine::Truncated { .. } => feed(number, Err(LineError::Truncated))?,
+        }
     }
 }
 

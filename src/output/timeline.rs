@@ -61,6 +61,10 @@ pub(super) fn write_line<W: Write>(
 }
 
 fn changes(before: &Posture, after: &Posture) -> String {
+    // Most lines change nothing a person reads: spare building both postures' fields.
+    if before == after {
+        return "·".to_owned();
+    }
     let changed: Vec<String> = before
         .changes_to(after)
         .into_iter()

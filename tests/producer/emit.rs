@@ -283,3 +283,49 @@ fn inside_tmux_the_row_names_the_agents_pane() {
     assert!(rows[2].get("tmux_pane").is_none(), "{}", rows[2]);
     assert!(collector.stop().success());
 }
+
+#[test]
+fn the_watchdog_ends_a_hook_whose_stdin_never_closes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    // The store exists (the collector or the installer made it); the log goes there.
+    std::fs::create_dir_all(&dir).expect("store dir");
+    let started = Instant::now();
+    let mut child = hooktrack()
+        .args(["emit", "--dir"])
+        .arg(&dir)
+        .args([
+            "--provider",
+            "kimi-cli",
+            "--generation",
+            "1",
+            "--event",
+            "Stop",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn emit");
+    // Half a payload, and the pipe held open: the hook would read forever.
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(b"{\"hook_event_name\":").expect("write");
+    let status = wait_child(&mut child, Duration::from_secs(20));
+    let took = started.elapsed();
+    drop(stdin);
+    assert_eq!(status.code(), Some(0), "the hook must exit 0");
+    assert!(
+        took >= Duration::from_millis(2900),
+        "ended after {took:?}, before the deadline"
+    );
+    let mut stdout = Vec::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_end(&mut stdout)
+        .expect("read stdout");
+    assert!(stdout.is_empty(), "emit wrote to stdout");
+    let log = std::fs::read_to_string(dir.join("emit.log")).expect("emit.log");
+    assert!(log.contains("gave up after 3000 ms"), "{log}");
+}

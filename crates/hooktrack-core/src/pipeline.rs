@@ -111,14 +111,21 @@ impl Pipeline {
         self.feed_parsed(number, parse_line(bytes))
     }
 
-    /// Feeds a line already parsed with [`parse_line`] (a router that looked at the row
-    /// first, [`Sessions`](crate::sessions::Sessions), hands it on instead of parsing the
-    /// line a second time).
+    /// Feeds one line already parsed with [`parse_line`]: the parse is the one step that
+    /// does not depend on earlier lines, so a caller may run it ahead, on another thread,
+    /// or a router that looked at the row first
+    /// ([`Sessions`](crate::sessions::Sessions)) hands it on instead of parsing again.
     pub fn feed_parsed<'a>(&mut self, number: u64, parsed: Result<Row<'a>, LineError>) -> Fed<'a> {
-        let row = match parsed {
-            Ok(row) => row,
-            Err(e) => return self.skip(number, &e),
-        };
+        match parsed {
+            Ok(mut row) => self.feed_row(number, &mut row),
+            Err(e) => self.skip(number, &e),
+        }
+    }
+
+    /// [`Pipeline::feed_parsed`] for a row the caller keeps: what the step needs is taken
+    /// out of it, and the row (its boxed payload) is the caller's to drop, for example on
+    /// the thread that parsed and allocated it.
+    pub fn feed_row<'a>(&mut self, number: u64, row: &mut Row<'a>) -> Fed<'a> {
         let mut notes = Vec::new();
         match self.filter.admit(&row.meta) {
             Admission::Duplicate => {
@@ -170,12 +177,11 @@ impl Pipeline {
         if row.name_mismatch {
             notes.push(Note::new(Diag::EventNameMismatch, None));
         }
-        let (provider, assumed) = self.detector.provider_for(number, &row);
+        let (provider, assumed) = self.detector.provider_for(number, row);
         if assumed && !self.assumed_noted {
             self.assumed_noted = true;
             notes.push(Note::new(Diag::ProviderAssumed, None));
         }
-        let mut row = row;
         // A subagent's events name its own transcript (Codex): only the main agent's is
         // followed.
         if row.payload.agent_id.is_none()
@@ -185,12 +191,9 @@ impl Pipeline {
             self.transcript = Some(path.to_owned());
         }
         let event = provider.normalize(&row.event_name, &mut row.payload);
-        let Row {
-            meta,
-            event_name,
-            tmux_pane,
-            ..
-        } = row;
+        let meta = row.meta;
+        let event_name = std::mem::take(&mut row.event_name);
+        let tmux_pane = row.tmux_pane.take();
         if let Event::Unknown { name } = &event {
             self.diagnostics.count_unknown_name(name);
             notes.push(Note::new(Diag::UnknownEvent, Some(name.to_string())));

@@ -153,30 +153,68 @@ impl Posture {
 
     /// The posture as flat `(field, value)` pairs, for the timeline's "what changed".
     pub fn fields(&self) -> [(&'static str, String); 11] {
+        std::array::from_fn(|i| (FIELD_NAMES[i], self.field(i)))
+    }
+
+    /// Field `i` of [`Posture::fields`], as text.
+    fn field(&self, i: usize) -> String {
         fn opt<T: ToString>(v: &Option<T>) -> String {
             v.as_ref().map_or_else(|| "-".to_owned(), T::to_string)
         }
-        [
-            ("presence", to_name(&self.presence)),
-            ("phase", to_name(&self.turn.phase)),
-            ("epoch", self.turn.epoch.to_string()),
-            ("turn", opt(&self.turn.turn_id)),
-            ("depth", self.turn.scope_depth.to_string()),
-            ("tools", self.turn.open_tool_calls.to_string()),
-            ("perms", self.turn.pending_permissions.to_string()),
-            ("queue", self.turn.queue_length.to_string()),
-            (
-                "compacting",
-                match (&self.maintenance.compacting, &self.maintenance.trigger) {
-                    (false, _) => "no".to_owned(),
-                    (true, t) => opt(t),
-                },
-            ),
-            ("last", self.last_turn.result.name().to_owned()),
-            ("channel", to_name(&self.channel.state)),
-        ]
+        match i {
+            0 => to_name(&self.presence),
+            1 => to_name(&self.turn.phase),
+            2 => self.turn.epoch.to_string(),
+            3 => opt(&self.turn.turn_id),
+            4 => self.turn.scope_depth.to_string(),
+            5 => self.turn.open_tool_calls.to_string(),
+            6 => self.turn.pending_permissions.to_string(),
+            7 => self.turn.queue_length.to_string(),
+            8 => match (&self.maintenance.compacting, &self.maintenance.trigger) {
+                (false, _) => "no".to_owned(),
+                (true, t) => opt(t),
+            },
+            9 => self.last_turn.result.name().to_owned(),
+            _ => to_name(&self.channel.state),
+        }
+    }
+
+    /// True when what field `i` is made of is equal in both, so its texts are too (the
+    /// converse need not hold: turn ids `3` and `"3"` read alike).
+    fn same_field(&self, other: &Posture, i: usize) -> bool {
+        match i {
+            0 => self.presence == other.presence,
+            1 => self.turn.phase == other.turn.phase,
+            2 => self.turn.epoch == other.turn.epoch,
+            3 => self.turn.turn_id == other.turn.turn_id,
+            4 => self.turn.scope_depth == other.turn.scope_depth,
+            5 => self.turn.open_tool_calls == other.turn.open_tool_calls,
+            6 => self.turn.pending_permissions == other.turn.pending_permissions,
+            7 => self.turn.queue_length == other.turn.queue_length,
+            8 => {
+                self.maintenance.compacting == other.maintenance.compacting
+                    && self.maintenance.trigger == other.maintenance.trigger
+            }
+            9 => self.last_turn.result == other.last_turn.result,
+            _ => self.channel.state == other.channel.state,
+        }
     }
 }
+
+/// The names of [`Posture::fields`], in order.
+const FIELD_NAMES: [&str; 11] = [
+    "presence",
+    "phase",
+    "epoch",
+    "turn",
+    "depth",
+    "tools",
+    "perms",
+    "queue",
+    "compacting",
+    "last",
+    "channel",
+];
 
 /// One field that differs between two postures (named as in [`Posture::fields`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -190,14 +228,17 @@ impl Posture {
     /// The fields that differ from `self` to `after`, in [`Posture::fields`] order: the one
     /// posture diff of the timeline, `session` and `watch`.
     pub fn changes_to(&self, after: &Posture) -> Vec<FieldChange> {
-        self.fields()
-            .into_iter()
-            .zip(after.fields())
-            .filter(|((_, b), (_, a))| b != a)
-            .map(|((field, before), (_, after))| FieldChange {
-                field,
-                before,
-                after,
+        // Only fields whose parts differ are written out and compared as text: a replay's
+        // timeline asks after every line, and most lines change one field or none.
+        (0..FIELD_NAMES.len())
+            .filter(|&i| !self.same_field(after, i))
+            .filter_map(|i| {
+                let (before, now) = (self.field(i), after.field(i));
+                (before != now).then_some(FieldChange {
+                    field: FIELD_NAMES[i],
+                    before,
+                    after: now,
+                })
             })
             .collect()
     }

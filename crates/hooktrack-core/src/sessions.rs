@@ -15,7 +15,7 @@
 use crate::pipeline::{Fed, Pipeline};
 use crate::provider::ProviderChoice;
 use crate::read::ReadLine;
-use crate::row::parse_line;
+use crate::row::{LineError, Row, parse_line};
 
 /// The most sessions one store is split into.
 pub const MAX_SESSIONS: usize = 64;
@@ -82,6 +82,34 @@ impl Sessions {
             line => (
                 self.current,
                 self.sessions[self.current].pipeline.feed(line),
+            ),
+        };
+        self.sessions[index].lines += 1;
+        (index, fed)
+    }
+
+    /// Feeds a line parsed by the caller (perhaps ahead, on another thread: see
+    /// [`Pipeline::feed_row`]) to the pipeline of its session; returns that session's
+    /// index. A line that is not a row goes to the current session.
+    pub fn feed_row<'a>(
+        &mut self,
+        number: u64,
+        parsed: Result<&mut Row<'a>, LineError>,
+    ) -> (usize, Fed<'a>) {
+        let (index, fed) = match parsed {
+            Ok(row) => {
+                let index = if self.limit > 1 {
+                    self.route(row.payload.session_id.as_deref())
+                } else {
+                    self.current
+                };
+                (index, self.sessions[index].pipeline.feed_row(number, row))
+            }
+            Err(e) => (
+                self.current,
+                self.sessions[self.current]
+                    .pipeline
+                    .feed_parsed(number, Err(e)),
             ),
         };
         self.sessions[index].lines += 1;

@@ -495,12 +495,13 @@ impl Worker {
     }
 }
 
-/// Reads and opens (ours included: the tailer opening the file) change nothing.
+/// Opens, reads and closes change nothing (ours included: the tailer opening the file).
+/// A writer's close, too: its bytes were announced by the modify events before it, and
+/// polling again for the close doubled the work of a burst (every session read twice).
 fn is_own_read(kind: &EventKind) -> bool {
     matches!(
         kind,
-        EventKind::Access(AccessKind::Open(_) | AccessKind::Read)
-            | EventKind::Access(AccessKind::Close(notify::event::AccessMode::Read))
+        EventKind::Access(AccessKind::Open(_) | AccessKind::Read | AccessKind::Close(_))
     )
 }
 

@@ -309,14 +309,16 @@ impl Tailer {
                     self.restart_at_zero(sink, &mut progress)?;
                 }
                 // Nothing new: spare the read (re-checks of idle stores are the common case).
+                // Up to the length just seen: bytes appended since come with their own
+                // notification, and stopping there spares the read that would find the end.
                 if len > self.read_pos {
-                    self.read_available(sink, &mut progress, &mut budget)?;
+                    self.read_available(sink, &mut progress, &mut budget, Some(len))?;
                 }
                 return Ok(progress);
             }
             // Replaced or removed: what the old file still holds comes first.
             let before = self.read_pos;
-            self.read_available(sink, &mut progress, &mut budget)?;
+            self.read_available(sink, &mut progress, &mut budget, None)?;
             if progress.more {
                 return Ok(progress);
             }
@@ -428,11 +430,15 @@ impl Tailer {
         sink: &mut dyn FnMut(TailLine<'_>),
         progress: &mut Progress,
         budget: &mut u64,
+        until: Option<u64>,
     ) -> Result<(), TailError> {
         let Some(open) = &mut self.open else {
             return Ok(());
         };
         loop {
+            if until.is_some_and(|end| self.read_pos >= end) {
+                return Ok(());
+            }
             if *budget == 0 {
                 progress.more = true;
                 return Ok(());
