@@ -30,6 +30,11 @@ pub fn load_transcripts<R: BufRead>(input: R, lookup: &TranscriptLookup<'_>) -> 
         let ReadLine::Line { bytes, .. } = line else {
             continue;
         };
+        // Most logs name no transcript at all (Kimi's): a line without the key is not
+        // parsed, so this pass costs a scan, not a second parse of the whole log.
+        if memchr::memmem::find(bytes, b"\"transcript_path\"").is_none() {
+            continue;
+        }
         let Ok(row) = parse_line(bytes) else {
             continue;
         };
