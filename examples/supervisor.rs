@@ -19,7 +19,6 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use hooktrack::StorePaths;
 use hooktrack::merge::{TerminalFacts, TerminalPhase, merge};
 use hooktrack::{Hub, HubConfig, SessionId, wall_clock};
 use hooktrack::{Session, SessionConfig, Update};
@@ -33,7 +32,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut names = HashMap::new();
     for root in &roots {
         // One store per session root; `StorePaths::for_provider` picks one explicitly.
-        let paths = StorePaths::locate(root)?;
+        let paths = hooktrack::locate_store(root)?;
         let session = Session::open(paths, SessionConfig::default());
         let id = hub.add(session);
         names.insert(id, root.display().to_string());
@@ -42,7 +41,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     if demo {
         // Stand-in for the agent: its hooks append a turn to the store.
-        let events = StorePaths::locate(&roots[0])?.events;
+        let events = hooktrack::locate_store(&roots[0])?.events;
         std::thread::spawn(move || play_a_turn(&events));
     }
 

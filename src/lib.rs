@@ -58,11 +58,12 @@ pub use hooktrack_core::event::{Event, TurnId};
 pub use hooktrack_core::pipeline::{Fed, Pipeline, Skip, Step};
 pub use hooktrack_core::provider::{Detection, ProviderChoice};
 pub use hooktrack_core::store::{
-    ChannelRecord, CollectorRecord, CollectorState, InstallRecord, LocateError, PublishedState,
-    RecordError, StorePaths,
+    ChannelRecord, CollectorRecord, CollectorState, InstallRecord, PublishedState, RecordError,
+    StorePaths,
 };
 pub use hooktrack_core::time::Timestamp;
 pub use hooktrack_live::hub::{Hub, HubConfig, HubError, SessionId, wall_clock};
+pub use hooktrack_live::locate::{LocateError, locate_store, resolve_store};
 pub use hooktrack_live::session::{LineReport, Session, SessionConfig, SessionNotice, Update};
 pub use hooktrack_live::tail::Notice as TailNotice;
 pub use posture::{ChannelState, Phase, Posture, Presence, TurnResult, Work};

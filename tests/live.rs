@@ -347,7 +347,7 @@ fn notify_only_hub() -> (Hub, Receiver<(SessionId, Update)>) {
 
 fn open(root: &Path) -> Session {
     Session::open(
-        StorePaths::locate(root).expect("locate"),
+        hooktrack::locate_store(root).expect("locate"),
         SessionConfig::default(),
     )
 }

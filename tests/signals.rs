@@ -41,7 +41,7 @@ fn append(path: &Path, lines: &[String]) {
 }
 
 fn open_session(dir: &Path) -> (Session, StorePaths) {
-    let paths = StorePaths::locate(dir).expect("store paths");
+    let paths = hooktrack::locate_store(dir).expect("store paths");
     (
         Session::open(paths.clone(), SessionConfig::default()),
         paths,
@@ -339,7 +339,7 @@ fn a_hub_sees_a_transcript_marker_outside_the_store_without_a_hook_row_or_a_rech
     );
     let (mut hub, rx) = wake_only_hub();
     let id = hub.add(Session::open(
-        StorePaths::locate(&store).expect("locate"),
+        hooktrack::locate_store(&store).expect("locate"),
         SessionConfig::default(),
     ));
     until(&rx, id, |u| u.posture.turn.phase == Phase::Active);

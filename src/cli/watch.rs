@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::Serialize;
 
-use hooktrack::StorePaths;
 use hooktrack::{Hub, HubConfig, SessionId, wall_clock};
 use hooktrack::{Phase, ProviderChoice, Timestamp};
 use hooktrack::{Session, SessionConfig, Update};
@@ -117,7 +116,7 @@ pub fn run(args: &WatchArgs) -> ExitCode {
         if !path.exists() && !parent_exists {
             return fail(&format!("{}: no such file or directory", path.display()));
         }
-        match StorePaths::resolve(path) {
+        match hooktrack::resolve_store(path) {
             Ok(paths) => stores.push((path.display().to_string(), paths)),
             Err(e) => return fail(&error_chain(&e)),
         }

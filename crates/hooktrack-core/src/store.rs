@@ -10,7 +10,6 @@
 //!                                           /emit.log         the emitter's failures
 //! ```
 
-use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -55,18 +54,6 @@ pub struct StorePaths {
     pub collector_lock: PathBuf,
 }
 
-#[derive(Debug, Error)]
-pub enum LocateError {
-    #[error("{root} has stores of several providers ({found}); name one")]
-    SeveralProviders { root: PathBuf, found: String },
-    #[error("cannot list {dir}")]
-    List {
-        dir: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-}
-
 impl StorePaths {
     /// The store in `dir` (the directory holding `events.ndjson`).
     pub fn in_dir(dir: impl Into<PathBuf>) -> Self {
@@ -108,51 +95,6 @@ impl StorePaths {
     /// The store of a provider directory name under a session root.
     pub fn for_provider(root: &Path, provider: &str) -> Self {
         Self::in_dir(root.join(OBSERVATION_DIR).join(provider))
-    }
-
-    /// What a user names: an events file (a file, or a path ending in `.ndjson`), a store
-    /// directory (one holding `events.ndjson`), or else a session root ([`Self::locate`]).
-    pub fn resolve(path: &Path) -> Result<Self, LocateError> {
-        if path.is_file() || path.extension().is_some_and(|e| e == "ndjson") {
-            return Ok(Self::for_events_file(path));
-        }
-        if path.join(EVENTS_FILE).exists() {
-            return Ok(Self::in_dir(path));
-        }
-        Self::locate(path)
-    }
-
-    /// The store under a session root: its only provider directory, or
-    /// [`DEFAULT_PROVIDER_DIR`] when there is none yet. Several are an error: the caller
-    /// must say which ([`StorePaths::for_provider`]).
-    pub fn locate(root: &Path) -> Result<Self, LocateError> {
-        let base = root.join(OBSERVATION_DIR);
-        let entries = match std::fs::read_dir(&base) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Ok(Self::for_provider(root, DEFAULT_PROVIDER_DIR));
-            }
-            Err(source) => return Err(LocateError::List { dir: base, source }),
-        };
-        let mut found = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|source| LocateError::List {
-                dir: base.clone(),
-                source,
-            })?;
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                found.push(entry.file_name().to_string_lossy().into_owned());
-            }
-        }
-        found.sort();
-        match found.as_slice() {
-            [] => Ok(Self::for_provider(root, DEFAULT_PROVIDER_DIR)),
-            [one] => Ok(Self::for_provider(root, one)),
-            _ => Err(LocateError::SeveralProviders {
-                root: root.to_path_buf(),
-                found: found.join(", "),
-            }),
-        }
     }
 }
 

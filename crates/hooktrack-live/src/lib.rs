@@ -6,6 +6,7 @@
 //! `docs/live.md`.
 
 pub mod hub;
+pub mod locate;
 pub mod process;
 pub mod session;
 pub mod tail;

@@ -6,14 +6,14 @@
 //! use hooktrack_core::store::StorePaths;
 //! use hooktrack_core::time::Timestamp;
 //!
-//! let paths = StorePaths::locate("/tmp/session-1".as_ref())?;
+//! let paths = hooktrack_live::locate::locate_store("/tmp/session-1".as_ref())?;
 //! let mut session = Session::open(paths, SessionConfig::default());
 //! let now = Timestamp::from_millis(1_790_000_000_000);
 //! session.prompt_sent(now);
 //! if let Some(update) = session.poll(now) {
 //!     println!("{:?} ({})", update.posture.turn.phase, update.channel.detail);
 //! }
-//! # Ok::<(), hooktrack_core::store::LocateError>(())
+//! # Ok::<(), hooktrack_live::locate::LocateError>(())
 //! ```
 //!
 //! Time is always an argument: the session reads files, never a clock. A hub
