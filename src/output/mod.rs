@@ -25,8 +25,8 @@ use hooktrack_core::pipeline::{Fed, Pipeline};
 use hooktrack_core::posture::Posture;
 use hooktrack_core::provenance::Provenance;
 use hooktrack_core::provider::{Detection, ProviderChoice};
-use hooktrack_core::read::{LineReader, ReadLine};
-use hooktrack_core::row::{LineError, Row, parse_line};
+use hooktrack_core::read::LineReader;
+use hooktrack_core::row::{LineError, Row, parse_read_line};
 use hooktrack_core::sessions::Sessions;
 use hooktrack_core::source::Source;
 use hooktrack_core::time::Timestamp;
@@ -334,14 +334,9 @@ where
             Ok(None) => return Ok(None),
             Err(e) => return Ok(Some(e)),
         };
-        let number = line.number();
-        match line {
-            ReadLine::Line { bytes, .. } => match parse_line(bytes) {
-                Ok(mut row) => feed(number, Ok(&mut row))?,
-                Err(e) => feed(number, Err(e))?,
-            },
-            ReadLine::Oversized { len, .. } => feed(number, Err(LineError::Oversized { len }))?,
-            ReadLine::Truncated { .. } => feed(number, Err(LineError::Truncated))?,
+        match parse_read_line(line) {
+            (number, Ok(mut row)) => feed(number, Ok(&mut row))?,
+            (number, Err(e)) => feed(number, Err(e))?,
         }
     }
 }

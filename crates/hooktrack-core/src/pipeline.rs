@@ -14,7 +14,7 @@ use crate::posture::{ChannelState, Posture};
 use crate::provenance::{Cause, Provenance};
 use crate::provider::{Detection, Detector, ProviderChoice};
 use crate::read::ReadLine;
-use crate::row::{LineError, Row, parse_line};
+use crate::row::{LineError, Row, parse_line, parse_read_line};
 use crate::source::Source;
 use crate::time::Timestamp;
 use crate::transcript::{self, Entry};
@@ -99,11 +99,8 @@ impl Pipeline {
 
     /// Feeds one line as read by [`LineReader`](crate::read::LineReader).
     pub fn feed<'a>(&mut self, line: ReadLine<'a>) -> Fed<'a> {
-        match line {
-            ReadLine::Line { number, bytes } => self.feed_line(number, bytes),
-            ReadLine::Oversized { number, len } => self.skip(number, &LineError::Oversized { len }),
-            ReadLine::Truncated { number, .. } => self.skip(number, &LineError::Truncated),
-        }
+        let (number, parsed) = parse_read_line(line);
+        self.feed_parsed(number, parsed)
     }
 
     /// Feeds one whole line (without its newline). `number` is its 1-based line number.

@@ -14,6 +14,7 @@ use thiserror::Error;
 use crate::diagnostics::Diag;
 pub use crate::envelope::Via;
 use crate::payload::Payload;
+use crate::read::ReadLine;
 use crate::time::Timestamp;
 
 /// The longest line hooktrack reads: longer lines are skipped.
@@ -119,6 +120,17 @@ struct Line<'a> {
 enum Lenient {
     Text(String),
     Other(IgnoredAny),
+}
+
+/// A line as the reader handed it out → its row, or why it is skipped (a line over the
+/// limit or cut off is never parsed). The one place this mapping is written: the pipeline,
+/// the session router, the replay loop and the live session all go through it.
+pub fn parse_read_line<'a>(line: ReadLine<'a>) -> (u64, Result<Row<'a>, LineError>) {
+    match line {
+        ReadLine::Line { number, bytes } => (number, parse_line(bytes)),
+        ReadLine::Oversized { number, len } => (number, Err(LineError::Oversized { len })),
+        ReadLine::Truncated { number, .. } => (number, Err(LineError::Truncated)),
+    }
 }
 
 /// Parses one line (without its newline). Never panics.

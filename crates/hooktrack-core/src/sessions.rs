@@ -15,7 +15,7 @@
 use crate::pipeline::{Fed, Pipeline};
 use crate::provider::ProviderChoice;
 use crate::read::ReadLine;
-use crate::row::{LineError, Row, parse_line};
+use crate::row::{LineError, Row, parse_read_line};
 
 /// The most sessions one store is split into.
 pub const MAX_SESSIONS: usize = 64;
@@ -66,26 +66,11 @@ impl Sessions {
     /// the parsed row on ([`Pipeline::feed_parsed`]), so a store of one session costs what
     /// one pipeline costs.
     pub fn feed<'a>(&mut self, line: ReadLine<'a>) -> (usize, Fed<'a>) {
-        let (index, fed) = match line {
-            ReadLine::Line { number, bytes } if self.limit > 1 => {
-                let parsed = parse_line(bytes);
-                let id = parsed
-                    .as_ref()
-                    .ok()
-                    .and_then(|r| r.payload.session_id.as_deref());
-                let index = self.route(id);
-                (
-                    index,
-                    self.sessions[index].pipeline.feed_parsed(number, parsed),
-                )
-            }
-            line => (
-                self.current,
-                self.sessions[self.current].pipeline.feed(line),
-            ),
-        };
-        self.sessions[index].lines += 1;
-        (index, fed)
+        let (number, parsed) = parse_read_line(line);
+        match parsed {
+            Ok(mut row) => self.feed_row(number, Ok(&mut row)),
+            Err(e) => self.feed_row(number, Err(e)),
+        }
     }
 
     /// Feeds a line parsed by the caller (perhaps ahead, on another thread: see

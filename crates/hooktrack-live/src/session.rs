@@ -38,6 +38,7 @@ use hooktrack_core::pipeline::{Fed, Pipeline};
 use hooktrack_core::posture::{FieldChange, Posture};
 use hooktrack_core::provider::ProviderChoice;
 use hooktrack_core::read::ReadLine;
+use hooktrack_core::row::parse_read_line;
 use hooktrack_core::sessions::Sessions;
 use hooktrack_core::source::Source;
 use hooktrack_core::store::{self, StorePaths};
@@ -443,13 +444,11 @@ impl Session {
                 sessions.restart();
             }
             *replaying = tl.replay;
+            // Parsed once: the row's time places pending transcript lines, then the row
+            // goes to its session.
+            let (number, parsed) = parse_read_line(tl.line);
             if ahead.peek().is_some() && !tl.replay {
-                let hook_at = match &tl.line {
-                    ReadLine::Line { bytes, .. } => hooktrack_core::row::parse_line(bytes)
-                        .ok()
-                        .and_then(|r| r.meta.at),
-                    _ => None,
-                };
+                let hook_at = parsed.as_ref().ok().and_then(|r| r.meta.at);
                 while let Some(t) =
                     ahead.next_if(|t| matches!((t.at, hook_at), (Some(a), Some(h)) if a < h))
                 {
@@ -464,7 +463,10 @@ impl Session {
                     );
                 }
             }
-            let (index, fed) = sessions.feed(tl.line);
+            let (index, fed) = match parsed {
+                Ok(mut row) => sessions.feed_row(number, Ok(&mut row)),
+                Err(e) => sessions.feed_row(number, Err(e)),
+            };
             let pipeline = &sessions.get(index).pipeline;
             let report = match &fed {
                 Fed::Event(step) => {
