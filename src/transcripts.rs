@@ -26,13 +26,15 @@ pub enum TranscriptLookup<'a> {
 pub fn load_transcripts<R: BufRead>(input: R, lookup: &TranscriptLookup<'_>) -> Transcripts {
     let mut named: Vec<PathBuf> = Vec::new();
     let mut reader = LineReader::new(input);
+    // Built once: a search set up per line cost as much as the search.
+    let key = memchr::memmem::Finder::new(b"\"transcript_path\"");
     while let Ok(Some(line)) = reader.next_line() {
         let ReadLine::Line { bytes, .. } = line else {
             continue;
         };
         // Most logs name no transcript at all (Kimi's): a line without the key is not
         // parsed, so this pass costs a scan, not a second parse of the whole log.
-        if memchr::memmem::find(bytes, b"\"transcript_path\"").is_none() {
+        if key.find(bytes).is_none() {
             continue;
         }
         let Ok(row) = parse_line(bytes) else {

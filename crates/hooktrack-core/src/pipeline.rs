@@ -11,7 +11,7 @@ use crate::deliveries::{Admission, DeliveryFilter, MAX_GENERATION_JUMP};
 use crate::diagnostics::{Diag, Diagnostics, Note};
 use crate::event::Event;
 use crate::posture::{ChannelState, Posture};
-use crate::provenance::{Cause, Provenance};
+use crate::provenance::{Cause, Facts, Provenance};
 use crate::provider::{Detection, Detector, ProviderChoice};
 use crate::read::ReadLine;
 use crate::row::{LineError, Row, parse_line, parse_read_line};
@@ -64,8 +64,8 @@ pub struct Pipeline {
     events: u64,
     hook_events: u64,
     assumed_noted: bool,
-    /// The hook posture after the last event, to see which facts the next one sets.
-    last_posture: Posture,
+    /// The provenance facts after the last event, to see which ones the next one sets.
+    last_facts: Facts,
     provenance: Provenance,
     /// The main agent's transcript, as the last payload that named one said.
     transcript: Option<String>,
@@ -81,7 +81,7 @@ impl Pipeline {
             events: 0,
             hook_events: 0,
             assumed_noted: false,
-            last_posture: Posture::default(),
+            last_facts: Facts::default(),
             provenance: Provenance::default(),
             transcript: None,
         }
@@ -307,15 +307,14 @@ impl Pipeline {
             self.diagnostics.bump(note.diag);
         }
         self.events += 1;
-        let after = correlator.posture();
+        let changed = correlator.update_facts(&mut self.last_facts);
         let cause = || Cause {
             source: step.source,
             event: step.name.to_string(),
             line: step.line,
             at: step.at,
         };
-        self.provenance.record(&self.last_posture, &after, cause);
-        self.last_posture = after;
+        self.provenance.record(changed, cause);
         step.outcome = outcome;
         step
     }

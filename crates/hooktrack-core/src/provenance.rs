@@ -1,11 +1,13 @@
 //! What set each posture fact a supervisor acts on: the source, the event and the line.
 //!
-//! The pipeline compares the posture before and after every event; a fact that changed
-//! was set by that event. Facts: presence, phase, blocked, last result, compacting.
+//! The pipeline compares the facts before and after every event; a fact that changed was
+//! set by that event. Facts: presence, phase, blocked, last result, compacting. Only these
+//! are compared, not a whole posture: building one per event (its strings cloned) was a
+//! tenth of a replay's instructions.
 
 use serde::Serialize;
 
-use crate::posture::{Phase, Posture};
+use crate::posture::{LastTurn, Phase, Presence};
 use crate::source::Source;
 use crate::time::Timestamp;
 
@@ -31,21 +33,57 @@ pub struct Provenance {
     pub compacting: Option<Cause>,
 }
 
-impl Provenance {
-    /// Records `cause` for every fact that differs from `before` to `after`.
-    pub fn record(&mut self, before: &Posture, after: &Posture, cause: impl Fn() -> Cause) {
-        let blocked = |p: &Posture| p.turn.phase == Phase::Blocked;
-        let facts: [(&mut Option<Cause>, bool); 5] = [
-            (&mut self.presence, before.presence != after.presence),
-            (&mut self.phase, before.turn.phase != after.turn.phase),
-            (&mut self.blocked, blocked(before) != blocked(after)),
-            (&mut self.last_result, before.last_turn != after.last_turn),
-            (
-                &mut self.compacting,
-                before.maintenance.compacting != after.maintenance.compacting,
-            ),
+/// The facts' values after the last event, to see which ones the next event sets.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Facts {
+    pub presence: Presence,
+    pub phase: Phase,
+    pub compacting: bool,
+    pub last_turn: LastTurn,
+}
+
+/// Which facts an event changed, in the order of [`Provenance::facts`].
+pub type Changed = [bool; 5];
+
+impl Facts {
+    /// Takes the values after an event and says which facts changed. The last result is
+    /// cloned only when it changed.
+    pub fn update(
+        &mut self,
+        presence: Presence,
+        phase: Phase,
+        compacting: bool,
+        last_turn: &LastTurn,
+    ) -> Changed {
+        let blocked = |p: Phase| p == Phase::Blocked;
+        let changed = [
+            self.presence != presence,
+            self.phase != phase,
+            blocked(self.phase) != blocked(phase),
+            self.last_turn != *last_turn,
+            self.compacting != compacting,
         ];
-        for (slot, changed) in facts {
+        self.presence = presence;
+        self.phase = phase;
+        self.compacting = compacting;
+        if changed[3] {
+            self.last_turn = last_turn.clone();
+        }
+        changed
+    }
+}
+
+impl Provenance {
+    /// Records `cause` for every fact that `changed` marks.
+    pub fn record(&mut self, changed: Changed, cause: impl Fn() -> Cause) {
+        let slots = [
+            &mut self.presence,
+            &mut self.phase,
+            &mut self.blocked,
+            &mut self.last_result,
+            &mut self.compacting,
+        ];
+        for (slot, changed) in slots.into_iter().zip(changed) {
             if changed {
                 *slot = Some(cause());
             }

@@ -76,8 +76,9 @@ pub struct Row<'a> {
     pub event_name: Cow<'a, str>,
     /// True when the envelope's `event` and the payload's `hook_event_name` disagree.
     pub name_mismatch: bool,
-    /// Unpaired UTF-16 surrogate escapes in the line: their strings were decoded with
-    /// U+FFFD in their place, and the row kept.
+    /// Unpaired UTF-16 surrogate escapes in the line, where a field that is read held
+    /// one: their strings were decoded with U+FFFD in their place, and the row kept. A
+    /// line whose lone surrogates are all in values nothing reads counts 0.
     pub lone_surrogates: u32,
     /// Boxed: the row moves through the parse, the pipeline and (with a read-ahead thread)
     /// a queue, and copying 680 bytes at each step was 15% of a replay's instructions.
@@ -153,20 +154,14 @@ pub fn parse_line(bytes: &[u8]) -> Result<Row<'_>, LineError> {
             },
         });
     }
-    let lone_surrogates = crate::payload::lone_surrogates(text.as_bytes());
-    let lenient = lone_surrogates > 0;
-    if lenient {
-        // Checked as JSON first (skipping values checks syntax, not surrogates): the
-        // lenient string reading must only forgive the surrogates.
-        serde_json::from_str::<IgnoredAny>(text).map_err(classify)?;
-    }
-    let line: Line<'_> = from_line(text, lenient).map_err(classify)?;
+    let (line, lone_line): (Line<'_>, u32) = forgiving(text)?;
     let bare = line.payload.is_none() && line.hook_event_name.is_some();
-    let payload = match line.payload {
-        Some(p) => p,
-        // A bare payload line: the whole line is the payload.
-        None if bare => from_line(text, lenient).map_err(classify)?,
-        None => Box::default(),
+    let (payload, lone_surrogates) = match line.payload {
+        Some(p) => (p, lone_line),
+        // A bare payload line: the whole line is the payload, and its fields are read
+        // again (one the envelope's shape skipped may hold a lone surrogate).
+        None if bare => forgiving(text)?,
+        None => (Box::default(), lone_line),
     };
     let (event_name, name_mismatch) = match (&payload.hook_event_name, line.event) {
         (Some(p), Some(e)) => {
@@ -208,14 +203,26 @@ pub fn parse_line(bytes: &[u8]) -> Result<Row<'_>, LineError> {
     })
 }
 
-/// Deserializes the line, reading strings as bytes when it holds lone surrogates.
-#[inline(always)]
-fn from_line<'a, T: Deserialize<'a>>(text: &'a str, lenient: bool) -> serde_json::Result<T> {
-    if lenient {
-        crate::payload::with_lone_surrogates(|| serde_json::from_str(text))
-    } else {
-        serde_json::from_str(text)
+/// Deserializes the line strictly and, only where that fails and the line holds unpaired
+/// surrogate escapes, again with their strings read leniently (U+FFFD in their place).
+/// The count is taken only on that path: a strict parse that succeeded read no lone
+/// surrogate (serde_json refuses one in any string it decodes), and counting them on every
+/// line cost a walk over every escape of every line.
+fn forgiving<'a, T: Deserialize<'a>>(text: &'a str) -> Result<(T, u32), LineError> {
+    let strict = match serde_json::from_str(text) {
+        Ok(value) => return Ok((value, 0)),
+        Err(e) => e,
+    };
+    let lone = crate::payload::lone_surrogates(text.as_bytes());
+    if lone == 0 {
+        return Err(classify(strict));
     }
+    // Checked as JSON first (skipping values checks syntax, not surrogates): the lenient
+    // string reading must only forgive the surrogates.
+    serde_json::from_str::<IgnoredAny>(text).map_err(classify)?;
+    let value =
+        crate::payload::with_lone_surrogates(|| serde_json::from_str(text)).map_err(classify)?;
+    Ok((value, lone))
 }
 
 fn classify(e: serde_json::Error) -> LineError {
@@ -318,6 +325,17 @@ mod tests {
             row.lone_surrogates, 0,
             "an escaped backslash is not an escape"
         );
+        // Only strings that are read count: a lone surrogate in a value nothing reads is
+        // not replaced by anything, and the strict parse took the line.
+        let row = parse_line(
+            br#"{"event":"Stop","payload":{"hook_event_name":"Stop","extra":["\ud800"]}}"#,
+        )
+        .unwrap();
+        assert_eq!(row.lone_surrogates, 0);
+        // A bare payload line's fields are read from the whole line: counted there.
+        let row = parse_line(br#"{"hook_event_name":"Stop","session_id":"s\udc00"}"#).unwrap();
+        assert_eq!(row.lone_surrogates, 1);
+        assert_eq!(row.payload.session_id.as_deref(), Some("s\u{fffd}"));
         // Forgiving the surrogate forgives nothing else: a raw control character in a
         // string still makes the line not JSON.
         assert!(matches!(

@@ -29,6 +29,7 @@ use tools::{PermissionKey, ToolKey};
 use crate::diagnostics::{Diag, Note};
 use crate::event::{Event, OriginKind};
 use crate::posture::{LastTurn, Maintenance, Phase, Posture, Presence, TurnPosture, TurnResult};
+use crate::provenance::{Changed, Facts};
 use crate::provider::Capabilities;
 use crate::source::Source;
 use crate::time::Timestamp;
@@ -186,10 +187,8 @@ impl Correlator {
         open
     }
 
-    /// The posture after the last event, as the hooks see it (channel left at its default;
-    /// the caller applies the channel state with [`Posture::with_channel`]).
-    pub fn posture(&self) -> Posture {
-        let phase = if self.presence != Presence::Present {
+    fn phase(&self) -> Phase {
+        if self.presence != Presence::Present {
             Phase::Unknown
         } else if !self.permissions.is_empty() {
             Phase::Blocked
@@ -197,7 +196,24 @@ impl Correlator {
             Phase::Ready
         } else {
             Phase::Active
-        };
+        }
+    }
+
+    /// Brings `seen` up to date with the posture's provenance facts, saying which changed:
+    /// what [`Correlator::posture`] would show of them, without building a posture.
+    pub fn update_facts(&self, seen: &mut Facts) -> Changed {
+        seen.update(
+            self.presence,
+            self.phase(),
+            self.compaction.is_some(),
+            &self.last_turn,
+        )
+    }
+
+    /// The posture after the last event, as the hooks see it (channel left at its default;
+    /// the caller applies the channel state with [`Posture::with_channel`]).
+    pub fn posture(&self) -> Posture {
+        let phase = self.phase();
         Posture {
             presence: self.presence,
             turn: TurnPosture {
