@@ -2,11 +2,11 @@
 //! outside `cli/` that opens files: the tests replay the corpus the way the binary does.
 
 use std::fs;
-use std::io::BufRead;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use hooktrack_core::read::{LineReader, ReadLine};
-use hooktrack_core::row::parse_line;
+use hooktrack_core::row::{MAX_LINE_BYTES, parse_line};
+use memchr::{memchr, memmem, memrchr};
 
 use crate::output::Transcripts;
 
@@ -23,25 +23,15 @@ pub enum TranscriptLookup<'a> {
 
 /// Reads the main agent's transcripts the rows name, where they exist. A transcript that
 /// is missing or unreadable is left out: the replay then has the hooks alone for it.
-pub fn load_transcripts<R: BufRead>(input: R, lookup: &TranscriptLookup<'_>) -> Transcripts {
+pub fn load_transcripts<R: Read>(input: R, lookup: &TranscriptLookup<'_>) -> Transcripts {
     let mut named: Vec<PathBuf> = Vec::new();
-    let mut reader = LineReader::new(input);
-    // Built once: a search set up per line cost as much as the search.
-    let key = memchr::memmem::Finder::new(b"\"transcript_path\"");
-    while let Ok(Some(line)) = reader.next_line() {
-        let ReadLine::Line { bytes, .. } = line else {
-            continue;
-        };
-        // Most logs name no transcript at all (Kimi's): a line without the key is not
-        // parsed, so this pass costs a scan, not a second parse of the whole log.
-        if key.find(bytes).is_none() {
-            continue;
-        }
+    // A read error ends the search: the replay that follows reports it.
+    let _ = lines_containing(input, b"\"transcript_path\"", |bytes| {
         let Ok(row) = parse_line(bytes) else {
-            continue;
+            return;
         };
         if row.payload.agent_id.is_some() {
-            continue;
+            return;
         }
         if let Some(path) = row.payload.transcript_path.as_deref() {
             let path = PathBuf::from(path);
@@ -49,7 +39,7 @@ pub fn load_transcripts<R: BufRead>(input: R, lookup: &TranscriptLookup<'_>) -> 
                 named.push(path);
             }
         }
-    }
+    });
     let mut transcripts = Transcripts::default();
     for path in named {
         let path = match lookup {
@@ -69,4 +59,118 @@ pub fn load_transcripts<R: BufRead>(input: R, lookup: &TranscriptLookup<'_>) -> 
         }
     }
     transcripts
+}
+
+/// Calls `each` with every whole line of `input` (ended by a newline, at most
+/// [`MAX_LINE_BYTES`], without the newline) that contains `key`, as the replay's reader
+/// would split them. The key is searched for in the read buffer, not line by line: most
+/// logs name no transcript (Kimi's), and this pass then costs about one read of the file
+/// (split into lines first, it cost three times that).
+fn lines_containing(
+    mut input: impl Read,
+    key: &[u8],
+    mut each: impl FnMut(&[u8]),
+) -> io::Result<()> {
+    let finder = memmem::Finder::new(key);
+    let mut buf = vec![0u8; 1 << 20];
+    // `buf[..len]` is unread input that starts a line (or, while `skipping`, ends one
+    // over the limit whose start was dropped).
+    let mut len = 0;
+    let mut skipping = false;
+    loop {
+        if len == buf.len() {
+            // One partial line fills the buffer.
+            if buf.len() > MAX_LINE_BYTES {
+                skipping = true;
+                len = 0;
+            } else {
+                buf.resize((buf.len() * 2).min(MAX_LINE_BYTES + 1), 0);
+            }
+        }
+        let end = match input.read(&mut buf[len..]) {
+            Ok(0) => return Ok(()),
+            Ok(n) => len + n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let mut start = 0;
+        if skipping {
+            match memchr(b'\n', &buf[len..end]) {
+                Some(i) => {
+                    start = len + i + 1;
+                    skipping = false;
+                }
+                None => {
+                    len = 0;
+                    continue;
+                }
+            }
+        }
+        // The bytes kept from the last read hold no newline: only the new ones are looked at.
+        let fresh = start.max(len);
+        let complete = match memrchr(b'\n', &buf[fresh..end]) {
+            Some(i) => fresh + i + 1,
+            None => start,
+        };
+        let lines = &buf[start..complete];
+        let mut at = 0;
+        while let Some(found) = finder.find(&lines[at..]) {
+            let hit = at + found;
+            let line_start = memrchr(b'\n', &lines[..hit]).map_or(0, |i| i + 1);
+            let line_end = memchr(b'\n', &lines[hit..]).map_or(lines.len(), |i| hit + i);
+            if line_end - line_start <= MAX_LINE_BYTES {
+                each(&lines[line_start..line_end]);
+            }
+            at = line_end + 1;
+            if at >= lines.len() {
+                break;
+            }
+        }
+        buf.copy_within(start.max(complete)..end, 0);
+        len = end - start.max(complete);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that hands out at most `step` bytes per read, to cut lines anywhere.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.data.len().min(self.step).min(out.len());
+            out[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn lines_with_the_key_are_found_whole_wherever_reads_cut_them() {
+        let long = format!("{{\"k\":1,\"pad\":\"{}\"}}", "x".repeat(MAX_LINE_BYTES));
+        let mut data = String::new();
+        data.push_str("{\"a\":1}\n");
+        data.push_str("{\"k\":2} {\"k\":2}\n");
+        data.push_str(&long);
+        data.push('\n');
+        data.push_str("{\"k\":3}\n\n{\"b\":\"kk\"}\n{\"k\":4}");
+        for step in [1, 7, 4096, 1 << 20, usize::MAX] {
+            let mut found = Vec::new();
+            let input = Trickle {
+                data: data.as_bytes(),
+                step,
+            };
+            lines_containing(input, b"\"k\"", |line| {
+                found.push(String::from_utf8_lossy(line).into_owned());
+            })
+            .unwrap();
+            // The line over the limit is skipped, the last one has no newline.
+            assert_eq!(found, ["{\"k\":2} {\"k\":2}", "{\"k\":3}"], "step {step}");
+        }
+    }
 }

@@ -11,6 +11,7 @@
 //! without a timestamp takes the time of the line before it in its file.
 
 mod html;
+mod ndjson;
 mod read_ahead;
 mod timeline;
 
@@ -20,7 +21,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use hooktrack_core::correlate::TurnRecord;
-use hooktrack_core::diagnostics::{Diagnostics, Note};
+use hooktrack_core::diagnostics::Diagnostics;
 use hooktrack_core::pipeline::{Fed, Pipeline};
 use hooktrack_core::posture::Posture;
 use hooktrack_core::provenance::Provenance;
@@ -208,6 +209,7 @@ pub fn replay_with<R: BufRead + Send, W: Write>(
         turns: Vec::new(),
         previous: Vec::new(),
         recorder: html::Recorder::default(),
+        ndjson: ndjson::Lines::default(),
     };
     let mut lines = 0;
     // One step for both ways of reading: a transcript line goes just before the first hook
@@ -282,6 +284,7 @@ struct Written {
     turns: Vec<Vec<TurnRecord>>,
     previous: Vec<Posture>,
     recorder: html::Recorder,
+    ndjson: ndjson::Lines,
 }
 
 impl Written {
@@ -303,6 +306,7 @@ impl Written {
             &mut self.previous[index],
             &mut self.turns[index],
             &mut self.recorder,
+            &mut self.ndjson,
             out,
         )
     }
@@ -364,6 +368,7 @@ fn emit<W: Write>(
     previous: &mut Posture,
     turns: &mut Vec<TurnRecord>,
     recorder: &mut html::Recorder,
+    ndjson: &mut ndjson::Lines,
     out: &mut W,
 ) -> Result<(), ReplayError> {
     let write = |source| ReplayError::Write { source };
@@ -376,7 +381,9 @@ fn emit<W: Write>(
             }
             Format::Ndjson => {
                 if !matches!(fed, Fed::Skipped(skip) if skip.source != Source::Hook) {
-                    write_ndjson_line(out, fed, session, pipeline).map_err(write)?;
+                    ndjson
+                        .write(out, fed, session, || pipeline.posture())
+                        .map_err(write)?;
                 }
             }
             Format::Html => recorder.record(fed, pipeline),
@@ -584,37 +591,6 @@ struct SessionDoc<'a> {
     report: &'a Report,
 }
 
-/// Skips the `session` field of the first session's lines: a log of one session reads
-/// the same as before it was split.
-fn is_first(session: &usize) -> bool {
-    *session == 0
-}
-
-#[derive(Serialize)]
-struct EventLine<'a> {
-    line: u64,
-    #[serde(skip_serializing_if = "is_first")]
-    session: usize,
-    source: Source,
-    at: Option<Timestamp>,
-    event: &'a str,
-    kind: &'static str,
-    #[serde(skip_serializing_if = "<[Note]>::is_empty")]
-    notes: &'a [Note],
-    #[serde(skip_serializing_if = "<[TurnRecord]>::is_empty")]
-    closed: &'a [TurnRecord],
-    posture: &'a Posture,
-}
-
-#[derive(Serialize)]
-struct SkipLine<'a> {
-    line: u64,
-    #[serde(skip_serializing_if = "is_first")]
-    session: usize,
-    skipped: &'static str,
-    detail: &'a str,
-}
-
 #[derive(Serialize)]
 struct EndLine<'a> {
     end: bool,
@@ -626,39 +602,4 @@ struct EndLine<'a> {
     provenance: &'a Provenance,
     lines: u64,
     events: u64,
-}
-
-fn write_ndjson_line<W: Write>(
-    out: &mut W,
-    fed: &Fed<'_>,
-    session: usize,
-    pipeline: &Pipeline,
-) -> io::Result<()> {
-    let result = match fed {
-        Fed::Skipped(skip) => serde_json::to_writer(
-            &mut *out,
-            &SkipLine {
-                line: skip.line,
-                session,
-                skipped: skip.diag.name(),
-                detail: &skip.detail,
-            },
-        ),
-        Fed::Event(step) => serde_json::to_writer(
-            &mut *out,
-            &EventLine {
-                line: step.line,
-                session,
-                source: step.source,
-                at: step.at,
-                event: &step.name,
-                kind: step.event.kind(),
-                notes: &step.outcome.notes,
-                closed: &step.outcome.closed,
-                posture: &pipeline.posture(),
-            },
-        ),
-    };
-    result.map_err(io::Error::other)?;
-    writeln!(out)
 }

@@ -84,6 +84,33 @@ impl Timestamp {
         Some(Self(secs * 1_000 + milli))
     }
 
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ` for years 0 to 9999 (the same text chrono's RFC 3339
+    /// writer gives there), without a `String` per time: replay outputs write several
+    /// times per line. `None` outside those years, where chrono decides.
+    fn collector_format(self) -> Option<[u8; 24]> {
+        let days = self.0.div_euclid(86_400_000);
+        let ms = self.0.rem_euclid(86_400_000);
+        let (year, month, day) = civil_from_days(days);
+        if !(0..=9999).contains(&year) {
+            return None;
+        }
+        let mut out = *b"0000-00-00T00:00:00.000Z";
+        let mut put = |at: usize, width: usize, mut value: i64| {
+            for i in (at..at + width).rev() {
+                out[i] = b'0' + (value % 10) as u8;
+                value /= 10;
+            }
+        };
+        put(0, 4, year);
+        put(5, 2, month);
+        put(8, 2, day);
+        put(11, 2, ms / 3_600_000);
+        put(14, 2, ms / 60_000 % 60);
+        put(17, 2, ms / 1_000 % 60);
+        put(20, 3, ms % 1_000);
+        Some(out)
+    }
+
     fn datetime(self) -> Option<DateTime<Utc>> {
         DateTime::<Utc>::from_timestamp_millis(self.0)
     }
@@ -115,6 +142,21 @@ impl Timestamp {
     }
 }
 
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`, the inverse of [`days_from_civil`]).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
 fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
@@ -128,6 +170,10 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(text) = self.collector_format() {
+            // Only ASCII digits and separators were written.
+            return f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?);
+        }
         match self.datetime() {
             Some(t) => f.write_str(&t.to_rfc3339_opts(SecondsFormat::Millis, true)),
             None => write!(f, "@{}ms", self.0),
@@ -137,7 +183,14 @@ impl fmt::Display for Timestamp {
 
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+        // The common shape as one `&str`, without the formatting machinery per time.
+        match self.collector_format() {
+            Some(text) => match std::str::from_utf8(&text) {
+                Ok(text) => serializer.serialize_str(text),
+                Err(_) => serializer.collect_str(self),
+            },
+            None => serializer.collect_str(self),
+        }
     }
 }
 
@@ -152,6 +205,44 @@ mod tests {
         assert_eq!(t.clock(), "09:14:03.512");
         let before_1970 = Timestamp::parse_rfc3339("1969-12-31T23:59:58.250Z").unwrap();
         assert_eq!(before_1970.clock(), "23:59:58.250");
+    }
+
+    #[test]
+    fn the_display_fast_path_agrees_with_chrono() {
+        let chrono_text = |t: Timestamp| {
+            t.datetime()
+                .map(|d| d.to_rfc3339_opts(SecondsFormat::Millis, true))
+        };
+        // Day boundaries across leap years, centuries, 1970 and the ends of 0..=9999,
+        // then a stride over the whole range.
+        let mut samples = vec![
+            0,
+            -1,
+            951_868_799_999,
+            951_868_800_000,
+            4_107_542_400_001,
+            -62_167_219_200_000,
+            -62_167_219_200_001,
+            253_402_300_799_999,
+            253_402_300_800_000,
+        ];
+        samples.extend((-62_167_219_200_000_i64..253_402_300_800_000).step_by(7_919_993_017));
+        for ms in samples {
+            let t = Timestamp::from_millis(ms);
+            let fast = t
+                .collector_format()
+                .map(|b| String::from_utf8_lossy(&b).into_owned());
+            match fast {
+                Some(text) => {
+                    assert_eq!(Some(text), chrono_text(t), "{ms}");
+                    assert_eq!(Timestamp::parse_rfc3339(&t.to_string()), Some(t), "{ms}");
+                }
+                None => assert!(
+                    !chrono_text(t).is_some_and(|c| c.len() == 24),
+                    "{ms}: only years outside 0..=9999 take chrono's path"
+                ),
+            }
+        }
     }
 
     #[test]
