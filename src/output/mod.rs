@@ -288,6 +288,7 @@ struct Written {
 }
 
 impl Written {
+    /// Writes one fed line in the format and keeps the closed turns the ledger needs.
     fn line<W: Write>(
         &mut self,
         fed: &Fed<'_>,
@@ -299,16 +300,29 @@ impl Written {
             self.turns.push(Vec::new());
             self.previous.push(self.start.clone());
         }
-        emit(
-            fed,
-            (index, pipeline),
-            self.format,
-            &mut self.previous[index],
-            &mut self.turns[index],
-            &mut self.recorder,
-            &mut self.ndjson,
-            out,
-        )
+        let write = |source| ReplayError::Write { source };
+        let previous = &mut self.previous[index];
+        match self.format {
+            Format::Text => {
+                let posture = pipeline.posture();
+                timeline::write_line(out, fed, previous, &posture).map_err(write)?;
+                *previous = posture;
+            }
+            Format::Ndjson => {
+                if !matches!(fed, Fed::Skipped(skip) if skip.source != Source::Hook) {
+                    self.ndjson
+                        .write(out, fed, index, || pipeline.posture())
+                        .map_err(write)?;
+                }
+            }
+            Format::Html => self.recorder.record(fed, pipeline),
+            Format::Json => {}
+        }
+        // The ledger of the formats that end with one.
+        if let (Fed::Event(step), Format::Text | Format::Json | Format::Html) = (fed, self.format) {
+            self.turns[index].extend(step.outcome.closed.iter().cloned());
+        }
+        Ok(())
     }
 
     /// A transcript line goes to the current session (the one of the row before it).
@@ -358,42 +372,6 @@ fn report_of(pipeline: &Pipeline, turns: Vec<TurnRecord>, lines: u64) -> Report 
         session_id: None,
         other_sessions: Vec::new(),
     }
-}
-
-/// Writes one fed line in `format` and keeps the closed turns the ledger needs.
-fn emit<W: Write>(
-    fed: &Fed<'_>,
-    (session, pipeline): (usize, &Pipeline),
-    format: Format,
-    previous: &mut Posture,
-    turns: &mut Vec<TurnRecord>,
-    recorder: &mut html::Recorder,
-    ndjson: &mut ndjson::Lines,
-    out: &mut W,
-) -> Result<(), ReplayError> {
-    let write = |source| ReplayError::Write { source };
-    {
-        match format {
-            Format::Text => {
-                let posture = pipeline.posture();
-                timeline::write_line(out, fed, previous, &posture).map_err(write)?;
-                *previous = posture;
-            }
-            Format::Ndjson => {
-                if !matches!(fed, Fed::Skipped(skip) if skip.source != Source::Hook) {
-                    ndjson
-                        .write(out, fed, session, || pipeline.posture())
-                        .map_err(write)?;
-                }
-            }
-            Format::Html => recorder.record(fed, pipeline),
-            Format::Json => {}
-        }
-        if let (Fed::Event(step), Format::Text | Format::Json | Format::Html) = (fed, format) {
-            turns.extend(step.outcome.closed.iter().cloned());
-        }
-    }
-    Ok(())
 }
 
 /// What the end of a replay writes besides the report: `--explain` (text) and the page's
