@@ -8,7 +8,11 @@ use std::path::{Path, PathBuf};
 use hooktrack_core::row::{MAX_LINE_BYTES, parse_line};
 use memchr::{memchr, memmem, memrchr};
 
-use crate::output::Transcripts;
+use std::io::{BufRead, Write};
+
+use hooktrack_core::provider::ProviderChoice;
+
+use crate::output::{Format, Options, ReplayError, Replayed, Report, Transcripts, replay_finding};
 
 /// Where the transcripts are looked for.
 #[derive(Clone, Copy, Debug)]
@@ -59,6 +63,67 @@ pub fn load_transcripts<R: Read>(input: R, lookup: &TranscriptLookup<'_>) -> Tra
         }
     }
     transcripts
+}
+
+/// Replays what `open` reads with the transcripts its rows name, found as `lookup` says:
+/// what `hooktrack replay FILE` does. `open` is called once for the log, and again for
+/// each pass over it: to find the transcripts (text and ndjson look first, as they write
+/// from the first line; json and html only once a row names a transcript, so a log that
+/// names none is read once), and to start over in json and html when a transcript found
+/// on the way has lines earlier than rows already read.
+pub fn replay_named<R: BufRead + Send, W: Write>(
+    mut open: impl FnMut() -> io::Result<R>,
+    lookup: &TranscriptLookup<'_>,
+    source_name: &str,
+    choice: ProviderChoice,
+    format: Format,
+    (explain, one_stream, threads): (bool, bool, usize),
+    out: &mut W,
+) -> Result<Report, ReplayError> {
+    let failed = |source| ReplayError::Open {
+        source_name: source_name.to_owned(),
+        source,
+    };
+    let options = |transcripts| Options {
+        transcripts,
+        explain,
+        one_stream,
+        threads,
+    };
+    let search = |open: &mut dyn FnMut() -> io::Result<R>| match open() {
+        Ok(input) => Ok(load_transcripts(input, lookup)),
+        Err(e) => Err(failed(e)),
+    };
+    let transcripts = match (lookup, format) {
+        (TranscriptLookup::Off, _) => Transcripts::default(),
+        (_, Format::Json | Format::Html) => {
+            let input = open().map_err(failed)?;
+            let mut find = || search(&mut open);
+            let first = replay_finding(
+                input,
+                source_name,
+                choice,
+                format,
+                options(Transcripts::default()),
+                Some(&mut find),
+                out,
+            )?;
+            match first {
+                Replayed::Done(report) => return Ok(*report),
+                Replayed::NamedLate(transcripts) => transcripts,
+            }
+        }
+        _ => search(&mut open)?,
+    };
+    let input = open().map_err(failed)?;
+    crate::output::replay_with(
+        input,
+        source_name,
+        choice,
+        format,
+        options(transcripts),
+        out,
+    )
 }
 
 /// Calls `each` with every whole line of `input` (ended by a newline, at most

@@ -387,3 +387,77 @@ fn two_claude_sessions_in_one_log_replay_as_two_ledgers() {
         );
     }
 }
+
+/// json and html look for transcripts only once a row names one. A transcript first named
+/// after rows later than its first line makes the replay start over with it: the result
+/// is what a search over the whole log first gives, and a log naming none is read once.
+#[test]
+fn a_transcript_named_after_later_rows_replays_as_if_found_first() {
+    use hooktrack::ProviderChoice;
+    use hooktrack::transcripts::{TranscriptLookup, load_transcripts, replay_named};
+    use std::cell::Cell;
+    use std::io::Cursor;
+
+    let campaign = "corpus/claude-code/claude-code-2.1.197-interactive-escape-reject-transcript";
+    let hooks = std::fs::read_to_string(format!("{campaign}.ndjson")).expect("campaign");
+    let dir = std::path::PathBuf::from(format!("{campaign}.transcripts"));
+    let lookup = TranscriptLookup::InDir(&dir);
+    // A row that names no transcript, stamped after every line of the transcript.
+    let first = hooks.lines().next().expect("a first row");
+    let mut early: serde_json::Value = serde_json::from_str(first).expect("json");
+    early["recv_ts"] = "2099-01-01T00:00:00.000Z".into();
+    if let Some(payload) = early["payload"].as_object_mut() {
+        payload.remove("transcript_path");
+    }
+    let late_named = format!("{early}\n{hooks}");
+    let kimi = std::fs::read_to_string("corpus/kimi-code/permission-allow.ndjson").expect("kimi");
+
+    for (log, opens_json) in [(&hooks, 2), (&late_named, 3), (&kimi, 1)] {
+        for format in [Format::Json, Format::Html, Format::Text, Format::Ndjson] {
+            let found_first = {
+                let transcripts = load_transcripts(Cursor::new(log.as_bytes()), &lookup);
+                let options = hooktrack::ReplayOptions {
+                    transcripts,
+                    ..hooktrack::ReplayOptions::default()
+                };
+                let mut out = Vec::new();
+                hooktrack::replay_with(
+                    log.as_bytes(),
+                    "log",
+                    ProviderChoice::Auto,
+                    format,
+                    options,
+                    &mut out,
+                )
+                .expect("replay");
+                out
+            };
+            let opens = Cell::new(0);
+            let open = || {
+                opens.set(opens.get() + 1);
+                Ok(Cursor::new(log.as_bytes()))
+            };
+            let mut out = Vec::new();
+            replay_named(
+                open,
+                &lookup,
+                "log",
+                ProviderChoice::Auto,
+                format,
+                (false, false, 1),
+                &mut out,
+            )
+            .expect("replay");
+            assert!(
+                out == found_first,
+                "{format:?}: the output differs from a replay with the transcripts found first"
+            );
+            let expected = match format {
+                Format::Json | Format::Html => opens_json,
+                // They write from the first line: the search comes first.
+                Format::Text | Format::Ndjson => 2,
+            };
+            assert_eq!(opens.get(), expected, "{format:?}");
+        }
+    }
+}

@@ -1,6 +1,6 @@
 //! Helpers shared by the test modules.
 
-use hooktrack::transcripts::{TranscriptLookup, load_transcripts};
+use hooktrack::transcripts::{TranscriptLookup, replay_named};
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
@@ -56,25 +56,18 @@ pub fn replay_file_with(
     lookup: TranscriptLookup<'_>,
     explain: bool,
 ) -> (Report, String) {
-    let open = || File::open(path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
-    let transcripts = match lookup {
-        TranscriptLookup::Off => hooktrack::Transcripts::default(),
-        _ => load_transcripts(BufReader::new(open()), &lookup),
-    };
+    let open = || File::open(path).map(BufReader::new);
     let mut out = Vec::new();
-    let report = hooktrack::replay_with(
-        BufReader::new(open()),
+    let report = replay_named(
+        open,
+        &lookup,
         &path.display().to_string(),
         ProviderChoice::Auto,
         format,
-        hooktrack::ReplayOptions {
-            transcripts,
-            explain,
-            ..hooktrack::ReplayOptions::default()
-        },
+        (explain, false, 1),
         &mut out,
     )
-    .expect("replay");
+    .unwrap_or_else(|e| panic!("replay {}: {e}", path.display()));
     (report, String::from_utf8(out).expect("output is UTF-8"))
 }
 

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 
 use hooktrack::ProviderChoice;
-use hooktrack::transcripts::{TranscriptLookup, load_transcripts};
+use hooktrack::transcripts::{TranscriptLookup, replay_named};
 use hooktrack::{Format, ReplayOptions, Transcripts};
 
 use super::fail;
@@ -113,46 +113,32 @@ fn replay(
     } else {
         file.display().to_string()
     };
-    // The transcripts are named inside the rows: a first pass finds them (standard input
-    // is held in memory for it).
-    let mut held = Vec::new();
-    if stdin
-        && !matches!(lookup, TranscriptLookup::Off)
-        && let Err(e) = io::stdin().lock().read_to_end(&mut held)
-    {
-        return fail(&format!("cannot read {name}: {e}"));
-    }
-    let transcripts = match lookup {
-        TranscriptLookup::Off => Transcripts::default(),
-        _ if stdin => load_transcripts(Cursor::new(&held), lookup),
-        _ => match File::open(file) {
-            Ok(f) => load_transcripts(BufReader::with_capacity(1 << 16, f), lookup),
-            Err(e) => return fail(&format!("cannot open {name}: {e}")),
-        },
-    };
-    let options = ReplayOptions {
-        transcripts,
-        explain,
-        one_stream,
-        threads,
-    };
-    let result = if stdin && !matches!(lookup, TranscriptLookup::Off) {
-        hooktrack::replay_with(Cursor::new(held), &name, choice, format, options, &mut out)
-    } else if stdin {
+    let settings = (explain, one_stream, threads);
+    let result = match (stdin, lookup) {
         // `Stdin` (not its lock) can be handed to the reading thread.
-        let stdin = BufReader::with_capacity(1 << 16, io::stdin());
-        hooktrack::replay_with(stdin, &name, choice, format, options, &mut out)
-    } else {
-        match File::open(file) {
-            Ok(f) => hooktrack::replay_with(
-                BufReader::with_capacity(1 << 16, f),
-                &name,
-                choice,
-                format,
-                options,
-                &mut out,
-            ),
-            Err(e) => return fail(&format!("cannot open {name}: {e}")),
+        (true, TranscriptLookup::Off) => {
+            let stdin = BufReader::with_capacity(1 << 16, io::stdin());
+            let options = ReplayOptions {
+                transcripts: Transcripts::default(),
+                explain,
+                one_stream,
+                threads,
+            };
+            hooktrack::replay_with(stdin, &name, choice, format, options, &mut out)
+        }
+        // The transcripts are named inside the rows, so finding them may take a pass of
+        // its own: standard input is held in memory for it.
+        (true, _) => {
+            let mut held = Vec::new();
+            if let Err(e) = io::stdin().lock().read_to_end(&mut held) {
+                return fail(&format!("cannot read {name}: {e}"));
+            }
+            let open = || Ok(Cursor::new(&held[..]));
+            replay_named(open, lookup, &name, choice, format, settings, &mut out)
+        }
+        (false, _) => {
+            let open = || File::open(file).map(|f| BufReader::with_capacity(1 << 16, f));
+            replay_named(open, lookup, &name, choice, format, settings, &mut out)
         }
     };
     match result {

@@ -52,6 +52,12 @@ pub enum ReplayError {
         #[source]
         source: io::Error,
     },
+    #[error("cannot open {source_name}")]
+    Open {
+        source_name: String,
+        #[source]
+        source: io::Error,
+    },
     #[error("cannot write the output")]
     Write {
         #[source]
@@ -196,6 +202,52 @@ pub fn replay_with<R: BufRead + Send, W: Write>(
     options: Options,
     out: &mut W,
 ) -> Result<Report, ReplayError> {
+    match replay_finding(input, source_name, choice, format, options, None, out)? {
+        Replayed::Done(report) => Ok(*report),
+        Replayed::NamedLate(_) => {
+            unreachable!("only a replay that finds its transcripts on the way stops for them")
+        }
+    }
+}
+
+/// How a replay that finds its transcripts on the way ended.
+pub(crate) enum Replayed {
+    Done(Box<Report>),
+    /// A row named a transcript with lines earlier than rows already fed: nothing was
+    /// written; replay again from the start with these transcripts.
+    NamedLate(Transcripts),
+}
+
+/// Why the loop over the lines stopped early.
+enum Stop {
+    Failed(ReplayError),
+    NamedLate,
+}
+
+impl From<ReplayError> for Stop {
+    fn from(e: ReplayError) -> Self {
+        Stop::Failed(e)
+    }
+}
+
+/// [`replay_with`], and with `find` (json and html only: they write nothing before the
+/// end) the transcripts are not looked for until a main agent's row names one; `find`
+/// then reads them all. A log that names none (Kimi's) is read once instead of twice.
+/// The result is the same as with the transcripts given at the start: if any of their
+/// lines is earlier than a row already fed, the replay stops with
+/// [`Replayed::NamedLate`] for the caller to start over with them.
+pub(crate) fn replay_finding<R: BufRead + Send, W: Write>(
+    input: R,
+    source_name: &str,
+    choice: ProviderChoice,
+    format: Format,
+    options: Options,
+    mut find: Option<&mut dyn FnMut() -> Result<Transcripts, ReplayError>>,
+    out: &mut W,
+) -> Result<Replayed, ReplayError> {
+    if !matches!(format, Format::Json | Format::Html) {
+        find = None;
+    }
     let mut sessions = match (options.one_stream, format) {
         (false, Format::Text | Format::Json | Format::Ndjson) => Sessions::new(choice),
         _ => Sessions::with_limit(choice, 1),
@@ -212,10 +264,28 @@ pub fn replay_with<R: BufRead + Send, W: Write>(
         ndjson: ndjson::Lines::default(),
     };
     let mut lines = 0;
+    // The latest time of the rows fed so far, while the transcripts wait to be found.
+    let mut latest: Option<Timestamp> = None;
+    let mut found: Option<Transcripts> = None;
     // One step for both ways of reading: a transcript line goes just before the first hook
     // row received later than its timestamp, then the row goes to its session.
     let mut step = |number: u64, parsed: Result<&mut Row<'_>, LineError>, out: &mut W| {
         lines = number;
+        if let (Some(search), Ok(row)) = (find.as_mut(), &parsed) {
+            if row.payload.agent_id.is_none() && row.payload.transcript_path.is_some() {
+                let transcripts = search()?;
+                find = None;
+                // Sorted by time, untimed last: the first line is the earliest.
+                let first = transcripts.lines.first().and_then(|t| t.at);
+                if matches!((first, latest), (Some(f), Some(l)) if f < l) {
+                    found = Some(transcripts);
+                    return Err(Stop::NamedLate);
+                }
+                transcript = transcripts.lines.into_iter().peekable();
+            } else {
+                latest = latest.max(row.meta.at);
+            }
+        }
         if transcript.peek().is_some() {
             let hook_at = parsed.as_ref().ok().and_then(|r| r.meta.at);
             while let Some(t) =
@@ -225,12 +295,20 @@ pub fn replay_with<R: BufRead + Send, W: Write>(
             }
         }
         let (index, fed) = sessions.feed_row(number, parsed);
-        written.line(&fed, index, &sessions.get(index).pipeline, out)
+        written.line(&fed, index, &sessions.get(index).pipeline, out)?;
+        Ok(())
     };
-    let read_error = if options.threads >= 2 {
-        read_ahead::run(reader, |number, parsed| step(number, parsed, out))?
+    let read = if options.threads >= 2 {
+        read_ahead::run(reader, |number, parsed| step(number, parsed, out))
     } else {
-        read_one_by_one(reader, |number, parsed| step(number, parsed, out))?
+        read_one_by_one(reader, |number, parsed| step(number, parsed, out))
+    };
+    let read_error = match read {
+        Ok(error) => error,
+        Err(Stop::Failed(e)) => return Err(e),
+        Err(Stop::NamedLate) => {
+            return Ok(Replayed::NamedLate(found.unwrap_or_default()));
+        }
     };
     if let Some(source) = read_error {
         return Err(ReplayError::Read {
@@ -259,7 +337,8 @@ pub fn replay_with<R: BufRead + Send, W: Write>(
                 report
             })
             .collect();
-        return write_sessions(out, format, &sessions, reports, lines);
+        return write_sessions(out, format, &sessions, reports, lines)
+            .map(|report| Replayed::Done(Box::new(report)));
     }
     let extras = Extras {
         explain: options.explain,
@@ -271,7 +350,7 @@ pub fn replay_with<R: BufRead + Send, W: Write>(
     let turns = turns.into_iter().next().unwrap_or_default();
     let mut report = finish(pipeline, turns, lines, format, extras, out)?;
     report.session_id = session_id;
-    Ok(report)
+    Ok(Replayed::Done(Box::new(report)))
 }
 
 /// What the replay loop keeps per session (closed turns, the posture after its last line)
