@@ -247,6 +247,26 @@ fn five_hundred_idle_connections_without_the_token_do_not_deny_a_delivery() {
 }
 
 #[test]
+fn five_hundred_connections_that_send_nothing_do_not_deny_a_delivery() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    // Connected, silent: the collector's accept waits for a first byte, so these are not
+    // handed over at once; the emitters' requests are, and are served.
+    let silent: Vec<TcpStream> = (0..500)
+        .map(|_| TcpStream::connect(collector.addr()).expect("connect"))
+        .collect();
+    for _ in 0..5 {
+        emit_stop(&dir, Some(&collector.url()));
+    }
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 5);
+    assert!(rows.iter().all(|r| r["via"] == "http"), "{rows:?}");
+    drop(silent);
+    assert!(collector.stop().success());
+}
+
+#[test]
 fn a_missing_store_directory_is_created_by_the_emitter() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("not").join("yet");
