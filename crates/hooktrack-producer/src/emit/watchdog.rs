@@ -244,7 +244,11 @@ impl Prepared {
         // The first `,"received_at":"` is the key: a JSON string before it (the provider)
         // cannot hold an unescaped quote.
         let key = b",\"received_at\":\"";
-        let row_stamp = memchr::memmem::find(&row, key)
+        // A plain scan: `memchr` would detect the CPU's features first (see
+        // `http::find_head_end`), on every hook run.
+        let row_stamp = row
+            .windows(key.len())
+            .position(|w| w == key)
             .map(|i| i + key.len())
             .filter(|&at| row.get(at..at + STAMP_LEN) == Some(&due[..]))
             .ok_or(WatchdogError::Row {
