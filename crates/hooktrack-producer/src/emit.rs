@@ -11,8 +11,9 @@
 //! when the store cannot take it), because the hook must always exit 0 and never write to
 //! stdout. No delivery vanishes without trace: a missing store directory is created, a
 //! store lock held by a stuck process is given up on after a bounded wait (the row is
-//! then appended without it), and when the watchdog ends the emitter, [`give_up`] records
-//! a row with the event name and the cause.
+//! then appended without it), and when the watchdog ends the emitter it records a row
+//! with the event name and the cause ([`watchdog`]'s signal handler; [`give_up`] where
+//! the timer cannot be armed).
 
 pub mod log;
 pub mod watchdog;

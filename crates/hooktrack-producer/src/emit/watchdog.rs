@@ -66,7 +66,7 @@ pub enum WatchdogError {
     NulInPath,
     #[error("the give-up row could not be prepared ({detail})")]
     Row { detail: &'static str },
-    #[error("cannot install the SIGALRM handler")]
+    #[error("cannot install or unblock the SIGALRM handler")]
     Sigaction {
         #[source]
         source: std::io::Error,
@@ -115,10 +115,10 @@ pub fn arm(config: &EmitConfig) -> Result<(), WatchdogError> {
         .map_err(|_| WatchdogError::AlreadyArmed)?;
     let secs = libc::time_t::try_from(HARD_DEADLINE.as_secs()).unwrap_or(libc::time_t::MAX);
     let micros = libc::suseconds_t::from(HARD_DEADLINE.subsec_micros());
-    // SAFETY: `action` is zero-initialised (a valid `sigaction`: empty mask, no flags)
-    // and then given an `extern "C" fn(c_int)` handler, which makes only the calls listed
-    // in the module documentation; the handler reads `PREPARED`, set above and never
-    // changed again.
+    // SAFETY: `action` and `alarm` are zero-initialised (a valid `sigaction` and
+    // `sigset_t`) and then filled by their own functions; the handler is an
+    // `extern "C" fn(c_int)` that makes only the calls listed in the module
+    // documentation, and reads `PREPARED`, set above and never changed again.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_alarm as extern "C" fn(libc::c_int) as libc::sighandler_t;
@@ -126,6 +126,18 @@ pub fn arm(config: &EmitConfig) -> Result<(), WatchdogError> {
         if libc::sigaction(libc::SIGALRM, &action, std::ptr::null_mut()) != 0 {
             return Err(WatchdogError::Sigaction {
                 source: std::io::Error::last_os_error(),
+            });
+        }
+        // A signal mask is inherited across exec: a parent that blocked SIGALRM would
+        // otherwise leave the timer's signal pending for ever, and the hook unwatched.
+        let mut alarm: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut alarm);
+        libc::sigaddset(&mut alarm, libc::SIGALRM);
+        // pthread_sigmask returns its error rather than setting errno.
+        let rc = libc::pthread_sigmask(libc::SIG_UNBLOCK, &alarm, std::ptr::null_mut());
+        if rc != 0 {
+            return Err(WatchdogError::Sigaction {
+                source: std::io::Error::from_raw_os_error(rc),
             });
         }
     }
