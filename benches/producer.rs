@@ -9,7 +9,15 @@
 //!      flock'd emitter_seq, POST with urllib, append on failure) over HTTP,
 //!    - both again with the collector unreachable (connection refused: fallback append).
 //!
-//!    The four are interleaved round by round so machine noise hits them alike.
+//!    The four are interleaved round by round so machine noise hits them alike. Each
+//!    round also times one connect + POST + 200 exchange from this process to the same
+//!    collector, just before the http emit it is compared with: the loopback round trip
+//!    inside emit's http time. The programs run from copies in the bench's directory
+//!    (`HOOKTRACK_BENCH_IN_PLACE=1`: where they were built).
+//!
+//!    `HOOKTRACK_BENCH_STATIC_BIN` adds the statically linked build (`just hook-static`),
+//!    and `HOOKTRACK_BENCH_BEFORE_BIN` an earlier build with its own collector, for an A/B
+//!    of the two in the same run.
 //! 2. **Collector throughput**: rows/s accepted from 8 concurrent clients, each posting
 //!    one delivery per connection (as emitters do) with the crate's own HTTP client.
 //!
@@ -26,7 +34,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use hooktrack_producer::emit::render_delivery;
+use hooktrack_producer::emit::{DEFAULT_LIMITS, render_delivery};
 use hooktrack_producer::http::{Limits, Url, post_json};
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
@@ -42,15 +50,40 @@ const STATIC_TARGET: f64 = 1.5;
 const STATIC_C: &str = "static C exec (floor)";
 const STATIC_HTTP: &str = "static build emit, http";
 const STATIC_FALLBACK: &str = "static build emit, fallback";
+const ROUND_TRIP: &str = "round trip only (in-process)";
+const BEFORE_HTTP: &str = "before build emit, http";
+const BEFORE_FALLBACK: &str = "before build emit, fallback";
 const PAYLOAD: &str = r#"{"hook_event_name": "PreToolUse", "session_id": "495571c6-adb5-491a-99ad-7e10e4e3d92e", "cwd": "/home/dev/project", "tool_name": "Shell", "tool_input": {"command": "cargo test --workspace 2>&1 | tail -n 40"}, "tool_call_id": "call_3_0"}"#;
 
 fn main() -> Result<()> {
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_hooktrack"));
     let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-producer");
     let _ = fs::remove_dir_all(&base);
     fs::create_dir_all(&base)?;
+    // The programs are timed from copies, as an install puts them in place (`cargo
+    // install`, `cp`): a binary run where the linker wrote it starts slower than a copy of
+    // the same bytes (docs/benchmarks.md, "The hook command"), the C floor as well as
+    // hooktrack, and by different amounts. HOOKTRACK_BENCH_IN_PLACE=1 times them where
+    // they were built.
+    let in_place = std::env::var_os("HOOKTRACK_BENCH_IN_PLACE").is_some_and(|v| v == "1");
+    let placed = |built: PathBuf, name: &str| -> Result<PathBuf> {
+        if in_place {
+            return Ok(built);
+        }
+        let copy = base.join(name);
+        fs::copy(&built, &copy)?;
+        Ok(copy)
+    };
+    let bin = placed(PathBuf::from(env!("CARGO_BIN_EXE_hooktrack")), "hooktrack")?;
     println!("hooktrack producer benchmark");
     println!("  binary: {}", bin.display());
+    println!(
+        "  programs timed {}",
+        if in_place {
+            "where they were built (HOOKTRACK_BENCH_IN_PLACE=1)"
+        } else {
+            "from copies in the bench's directory (HOOKTRACK_BENCH_IN_PLACE=1: where built)"
+        }
+    );
 
     let python = find_python();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/python_emitter.py");
@@ -82,7 +115,9 @@ fn main() -> Result<()> {
         ),
     ];
     // A statically linked build of the same code (`just hook-static`), when given.
-    let static_bin = std::env::var_os("HOOKTRACK_BENCH_STATIC_BIN").map(PathBuf::from);
+    let static_bin = std::env::var_os("HOOKTRACK_BENCH_STATIC_BIN")
+        .map(|p| placed(PathBuf::from(p), "hooktrack-static"))
+        .transpose()?;
     if let Some(sbin) = &static_bin {
         println!("  static build: {}", sbin.display());
         variants.push(Variant::rust(
@@ -98,8 +133,34 @@ fn main() -> Result<()> {
             store.join("static-fallback"),
         ));
     }
+    // An earlier build to compare with (A/B in the same run), with its own collector: the
+    // emitter and the collector changed together.
+    let before_bin = std::env::var_os("HOOKTRACK_BENCH_BEFORE_BIN")
+        .map(|p| placed(PathBuf::from(p), "hooktrack-before"))
+        .transpose()?;
+    let before_collector = match &before_bin {
+        Some(bbin) => {
+            println!("  before build: {}", bbin.display());
+            let running = start_collector(bbin, &store.join("collector-before"))?;
+            let before_url = format!("http://127.0.0.1:{}/events", running.port);
+            variants.push(Variant::rust(
+                BEFORE_HTTP,
+                bbin,
+                &before_url,
+                store.join("before-http"),
+            ));
+            variants.push(Variant::rust(
+                BEFORE_FALLBACK,
+                bbin,
+                &dead,
+                store.join("before-fallback"),
+            ));
+            Some(running)
+        }
+        None => None,
+    };
     // The floor the emitter is held to: a static C program's exec (read stdin, exit 0).
-    let static_c = build_static_c(&base);
+    let static_c = build_static_c(&base).and_then(|built| placed(built, "static_exec"));
     match &static_c {
         Ok(program) => variants.insert(
             1,
@@ -133,8 +194,38 @@ fn main() -> Result<()> {
     println!(
         "\nemit: wall time per invocation, spawn to exit; {WARMUPS} warm-up + {RUNS} runs each, interleaved"
     );
+    // The loopback floor of the HTTP path: one exchange (connect, POST of the delivery an
+    // emitter sends, 200) from this process to the same collector, once per round, so it
+    // meets the same machine as the spawned hooks. What emit's http time has above it is
+    // the process (start, stdin, the seq lock) and not the round trip.
+    let round_trip_url = Url::parse(&url)?;
+    let round_trip_payload: &serde_json::value::RawValue = serde_json::from_str(PAYLOAD)?;
+    let round_trip_body = render_delivery(
+        "kimi-cli",
+        1,
+        None,
+        Some("PreToolUse"),
+        Some(round_trip_payload),
+        None,
+        None,
+    );
+    let mut round_trips = Vec::with_capacity(RUNS);
+    // Taken just before the http emit it is compared with, after the same variants.
+    let round_trip_before = if static_bin.is_some() {
+        STATIC_HTTP
+    } else {
+        "hooktrack emit, http"
+    };
     for round in 0..WARMUPS + RUNS {
         for v in &mut variants {
+            if v.label == round_trip_before {
+                let started = Instant::now();
+                post_json(&round_trip_url, TOKEN, &round_trip_body, DEFAULT_LIMITS)
+                    .map_err(|e| format!("the in-process round trip failed: {e}"))?;
+                if round >= WARMUPS {
+                    round_trips.push(started.elapsed());
+                }
+            }
             let took = v.run_once()?;
             if round >= WARMUPS {
                 v.samples.push(took);
@@ -151,15 +242,30 @@ fn main() -> Result<()> {
             ms(percentile(&v.samples, 0.99))
         );
     }
-    // Every invocation landed exactly where it should.
+    round_trips.sort();
+    println!(
+        "  {:<32} {:>10} {:>10}",
+        ROUND_TRIP,
+        ms(percentile(&round_trips, 0.50)),
+        ms(percentile(&round_trips, 0.99))
+    );
+    // Every invocation landed exactly where it should (and every in-process exchange).
     let collected = count_lines(&store.join("collector-side/events.ndjson"));
-    let http_runs = variants
+    let http_runs = (variants
         .iter()
-        .filter(|v| v.label.ends_with("http"))
+        .filter(|v| v.label.ends_with("http") && v.label != BEFORE_HTTP)
         .count()
+        + 1)
         * (WARMUPS + RUNS);
     if collected != http_runs {
         return Err(format!("collector holds {collected} rows, expected {http_runs}").into());
+    }
+    if let Some(running) = before_collector {
+        stop(running)?;
+        let n = count_lines(&store.join("collector-before/events.ndjson"));
+        if n != WARMUPS + RUNS {
+            return Err(format!("the before build's collector holds {n} rows").into());
+        }
     }
     for v in variants.iter().filter(|v| v.label.ends_with("fallback")) {
         let n = count_lines(&v.dir.join("events.ndjson"));
@@ -203,6 +309,22 @@ fn main() -> Result<()> {
             );
         }
     }
+    if before_bin.is_some() && static_bin.is_some() {
+        let http = p50_of(STATIC_HTTP) / p50_of(BEFORE_HTTP);
+        let fallback = p50_of(STATIC_FALLBACK) / p50_of(BEFORE_FALLBACK);
+        println!("  p50 static build / before build: http {http:.2}, fallback {fallback:.2}");
+    }
+    let round_trip = percentile(&round_trips, 0.5).as_secs_f64();
+    let over_round_trip = |label: &str| (p50_of(label) - round_trip) * 1e3;
+    println!(
+        "  p50 emit http minus the round trip: {:.2} ms{}",
+        over_round_trip("hooktrack emit, http"),
+        if static_bin.is_some() {
+            format!(" (static build {:.2} ms)", over_round_trip(STATIC_HTTP))
+        } else {
+            String::new()
+        }
+    );
     if python.is_some() {
         let p50 = p50_of;
         // Against the faster of the two Python baselines (isolated mode skips site-packages).
@@ -422,7 +544,7 @@ fn stop(mut running: Running) -> Result<()> {
 /// Compiles `benches/static_exec.c` with the system `cc`, statically linked.
 fn build_static_c(base: &Path) -> Result<PathBuf> {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/static_exec.c");
-    let program = base.join("static_exec");
+    let program = base.join("static_exec.built");
     let output = Command::new("cc")
         .args(["-O2", "-static", "-o"])
         .arg(&program)

@@ -13,7 +13,7 @@ use clap::Args;
 
 use hooktrack_core::store::TMUX_PANE_ENV;
 use hooktrack_producer::emit::{
-    self, DEFAULT_LIMITS, EmitConfig, EmitError, HARD_DEADLINE, log_report,
+    self, DEFAULT_LIMITS, EmitConfig, EmitError, HARD_DEADLINE, log_report, watchdog,
 };
 use hooktrack_producer::http::Url;
 use hooktrack_producer::store::{DIR_ENV, GENERATION_ENV, TOKEN_ENV, URL_ENV};
@@ -207,18 +207,26 @@ const DRAIN_LIMIT: u64 = 4 * 1024 * 1024;
 /// ...for at most this long, then exits whatever the agent does with the pipe.
 const DRAIN_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
-fn run_config(config: EmitConfig, problems: Vec<EmitError>) -> ExitCode {
+fn run_config(config: EmitConfig, mut problems: Vec<EmitError>) -> ExitCode {
     // The watchdog: whatever blocks (a lock held by a stopped process, a stdin that never
-    // closes), the hook ends well inside the agent's hook timeout.
-    let watched = config.clone();
-    let _ = std::thread::Builder::new()
-        .name("emit-watchdog".into())
-        .spawn(move || {
-            std::thread::sleep(HARD_DEADLINE);
-            emit::give_up(&watched);
-            std::process::exit(0);
-        });
+    // closes), the hook ends well inside the agent's hook timeout, and the delivery is
+    // recorded as given up. A signal timer costs two system calls; a thread (its stack,
+    // the clone, a malloc arena) stands in only when the timer cannot be armed.
+    if let Err(source) = watchdog::arm(&config) {
+        problems.push(EmitError::Watchdog { source });
+        let watched = config.clone();
+        let _ = std::thread::Builder::new()
+            .name("emit-watchdog".into())
+            .spawn(move || {
+                std::thread::sleep(HARD_DEADLINE);
+                emit::give_up(&watched);
+                std::process::exit(0);
+            });
+    }
     let report = emit::emit(&config, io::stdin().lock(), emit::report_with(problems));
+    // The delivery is recorded (or logged as lost): a timer firing while the report is
+    // logged must not add a give-up row for it.
+    watchdog::settled();
     log_report(&config.dir, &report);
     ExitCode::SUCCESS
 }

@@ -201,6 +201,39 @@ fn expect_100_continue_is_answered() {
 }
 
 #[test]
+fn a_request_that_arrives_in_pieces_is_served_from_its_first_bytes_on() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    let body = delivery(1, "Stop");
+    let mut request = format!(
+        "POST /events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    request.extend_from_slice(&body);
+    // Cut in the head, in the body, and right after the head: the bytes the accept thread
+    // read before handing the connection over must not be lost.
+    let cuts = [20, request.len() - body.len(), request.len() - 7];
+    for (n, cut) in cuts.into_iter().enumerate() {
+        let mut conn = TcpStream::connect(collector.addr()).expect("connect");
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        conn.set_nodelay(true).expect("nodelay");
+        conn.write_all(&request[..cut]).expect("first piece");
+        std::thread::sleep(Duration::from_millis(50));
+        conn.write_all(&request[cut..]).expect("the rest");
+        let mut response = Vec::new();
+        let _ = conn.read_to_end(&mut response);
+        let (status, reply) = parse_response(&response);
+        assert_eq!(status, 200, "cut at {cut}: {reply}");
+        assert_eq!(reply, format!("{{\"sequence\":{}}}", n + 1));
+    }
+    assert!(collector.stop().success());
+    assert_eq!(rows(&dir.join("events.ndjson")).len(), cuts.len());
+}
+
+#[test]
 fn collect_prints_its_url_on_one_line_of_stdout() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let mut child = hooktrack()

@@ -329,3 +329,76 @@ fn the_watchdog_ends_a_hook_whose_stdin_never_closes() {
     let log = std::fs::read_to_string(dir.join("emit.log")).expect("emit.log");
     assert!(log.contains("gave up after 3000 ms"), "{log}");
 }
+
+#[test]
+fn a_hook_started_with_its_standard_descriptors_closed_keeps_its_files_clean() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let url = format!("http://127.0.0.1:{}/events", dead_port());
+    // The binary opens /dev/null in their place before anything else: otherwise the store
+    // files would take the numbers 0-2, and a message for standard error would land in
+    // one of them.
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"exec "$0" emit --url "$1" --dir "$2" --provider kimi-cli --generation 1 --event Stop <&- >&- 2>&-"#)
+        .arg(env!("CARGO_BIN_EXE_hooktrack"))
+        .arg(&url)
+        .arg(&dir)
+        .env("HOOKTRACK_TOKEN", TOKEN)
+        .status()
+        .expect("run sh");
+    assert!(status.success());
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["via"], "command_fallback");
+    assert_eq!(rows[0]["payload_error"], "the hook payload is empty");
+    let log = std::fs::read_to_string(dir.join("emit.log")).expect("emit.log");
+    assert!(
+        log.lines().all(|l| l.contains(" pid=")),
+        "only log lines in emit.log: {log}"
+    );
+}
+
+#[test]
+fn the_watchdog_fires_even_when_the_agent_blocked_or_ignored_sigalrm() {
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let mut command = hooktrack();
+    command
+        .args(["emit", "--dir"])
+        .arg(&dir)
+        .args([
+            "--provider",
+            "kimi-cli",
+            "--generation",
+            "1",
+            "--event",
+            "Stop",
+        ])
+        .env_remove("HOOKTRACK_TOKEN")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: between fork and exec only async-signal-safe calls on locals: a signal
+    // mask and a disposition, both inherited across exec, as an agent could leave them.
+    unsafe {
+        command.pre_exec(|| {
+            let mut alarm: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut alarm);
+            libc::sigaddset(&mut alarm, libc::SIGALRM);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &alarm, std::ptr::null_mut());
+            libc::signal(libc::SIGALRM, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().expect("spawn emit");
+    // The stdin never closes: only the watchdog can end the hook.
+    let stdin = child.stdin.take();
+    let status = wait_child(&mut child, Duration::from_secs(30));
+    drop(stdin);
+    assert_eq!(status.code(), Some(0));
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["event"], "Stop");
+}

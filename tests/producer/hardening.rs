@@ -247,6 +247,26 @@ fn five_hundred_idle_connections_without_the_token_do_not_deny_a_delivery() {
 }
 
 #[test]
+fn five_hundred_connections_that_send_nothing_do_not_deny_a_delivery() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    // Connected, silent: the collector's accept waits for a first byte, so these are not
+    // handed over at once; the emitters' requests are, and are served.
+    let silent: Vec<TcpStream> = (0..500)
+        .map(|_| TcpStream::connect(collector.addr()).expect("connect"))
+        .collect();
+    for _ in 0..5 {
+        emit_stop(&dir, Some(&collector.url()));
+    }
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 5);
+    assert!(rows.iter().all(|r| r["via"] == "http"), "{rows:?}");
+    drop(silent);
+    assert!(collector.stop().success());
+}
+
+#[test]
 fn a_missing_store_directory_is_created_by_the_emitter() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("not").join("yet");
@@ -293,6 +313,66 @@ fn a_watchdog_timeout_is_recorded_as_a_row_with_the_event_name() {
     assert!(cause.contains("gave up"), "{cause}");
     let report = replay_json(&dir.join("events.ndjson"));
     assert_eq!(report["lines"], 1);
+}
+
+#[test]
+fn a_watchdog_timeout_with_the_store_lock_stuck_is_recorded_without_the_lock() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    fs::create_dir(&dir).expect("mkdir");
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).expect("chmod");
+    // A stopped emitter's lock: the hook's own seq waits for it, then the watchdog fires.
+    let lock = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.join("emitter.seq"))
+        .expect("open the lock");
+    lock.lock().expect("take the lock");
+    let spawned = hooktrack_producer::store::now();
+    let mut child = hooktrack()
+        .args(["emit", "--dir"])
+        .arg(&dir)
+        .args([
+            "--provider",
+            "kimi-cli",
+            "--generation",
+            "1",
+            "--event",
+            "Stop",
+        ])
+        .env_remove("HOOKTRACK_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn emit");
+    let stdin = child.stdin.take();
+    let status = wait_child(&mut child, Duration::from_secs(30));
+    drop(stdin);
+    drop(lock);
+    assert!(status.success());
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["event"], "Stop");
+    assert_eq!(rows[0]["via"], "command_fallback");
+    // Stamped when the emitter gave up, not when it started: the timer cannot fire early.
+    let at = hooktrack_core::time::Timestamp::parse_rfc3339(
+        rows[0]["received_at"].as_str().unwrap_or(""),
+    )
+    .expect("received_at");
+    assert!(
+        at.as_millis() >= spawned.as_millis() + 2_000,
+        "{at} is not the give-up time (spawned {spawned})"
+    );
+    let log = fs::read_to_string(dir.join("emit.log")).expect("emit.log");
+    assert!(
+        log.contains(
+            "event=Stop delivered=recorded as a command_fallback row, without the store lock"
+        ),
+        "{log}"
+    );
 }
 
 #[test]

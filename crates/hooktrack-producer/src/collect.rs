@@ -13,11 +13,14 @@
 //! `parse_line` judges it): anything else is a 400 (413 over the line limit) and nothing is
 //! written.
 //!
-//! One thread per connection, at most [`CollectConfig::max_connections`] at once, each
-//! exchange bounded by [`CollectConfig::io_timeout`]. At the limit, the oldest connection
-//! that has not yet presented the token is closed to make room (503 only when every slot
-//! holds an authenticated exchange), so idle connections from a local process without the
-//! token cannot deny the emitters. [`Stopper::stop`] (the binary calls it on
+//! A request that has wholly arrived when its connection is accepted (an emitter's, which
+//! writes it in one go; the listener defers the accept until the first bytes are in) is
+//! served on the accept thread without waiting for anything. Any other gets a thread of
+//! its own, at most [`CollectConfig::max_connections`] at once, each exchange bounded by
+//! [`CollectConfig::io_timeout`]. At the limit, the oldest connection that has not yet
+//! presented the token is closed to make room (503 only when every slot holds an
+//! authenticated exchange), so idle connections from a local process without the token
+//! cannot deny the emitters. [`Stopper::stop`] (the binary calls it on
 //! SIGTERM/SIGINT) stops accepting, lets in-flight requests finish, and records
 //! `status: "stopped"` in `collector.json`.
 //!
@@ -31,7 +34,7 @@ use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -186,8 +189,11 @@ impl Stopper {
     /// Stops accepting; [`Collector::run`] returns once in-flight requests are done.
     pub fn stop(&self) {
         if !self.shared.stopping.swap(true, Ordering::SeqCst) {
-            // Wake the accept loop.
-            let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+            // Wake the accept loop. One byte: with a deferred accept, a connection that
+            // sends nothing is not handed over at once.
+            if let Ok(mut wake) = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1)) {
+                let _ = wake.write_all(b"\n");
+            }
         }
     }
 }
@@ -225,6 +231,7 @@ impl Collector {
             addr: requested,
             source,
         })?;
+        defer_accept(&listener);
         let shared = Arc::new(Shared {
             provider: clip_name(&config.provider).to_owned(),
             generation: config.generation,
@@ -318,6 +325,16 @@ impl Collector {
 
     fn dispatch(&self, mut stream: TcpStream) {
         let shared = Arc::clone(&self.shared);
+        // The fast path: a request that has wholly arrived is served here, on the accept
+        // thread, without a thread of its own (its stack, the clone, the bookkeeping):
+        // what every emitter sends. Nothing here waits for the client (what has arrived
+        // is read without blocking, the answer's write is bounded by
+        // `INLINE_WRITE_TIMEOUT`) nor for the store (one try of each lock; a held lock
+        // hands the request to a thread, which waits as every exchange may).
+        let buf = match serve_inline(&shared, &mut stream) {
+            Inline::Done => return,
+            Inline::Pending(buf) => buf,
+        };
         {
             let mut n = shared
                 .in_flight
@@ -326,7 +343,7 @@ impl Collector {
             if *n >= shared.max_connections && !shared.make_room() {
                 drop(n);
                 shared.rejected.fetch_add(1, Ordering::Relaxed);
-                let _ = stream.set_write_timeout(Some(Duration::from_millis(100)));
+                let _ = stream.set_write_timeout(Some(INLINE_WRITE_TIMEOUT));
                 let _ = http::respond(&mut stream, 503, r#"{"error":"busy"}"#, "");
                 return;
             }
@@ -344,7 +361,7 @@ impl Collector {
         let spawned = std::thread::Builder::new()
             .name("collect-conn".into())
             .spawn(move || {
-                handle(&worker, stream, id);
+                handle(&worker, stream, buf, id);
                 finish(&worker, id);
             });
         if spawned.is_err() {
@@ -352,6 +369,131 @@ impl Collector {
             finish(&shared, id);
         }
     }
+}
+
+/// Longest write of an answer on the accept thread (a loopback answer of a few hundred
+/// bytes goes into an empty send buffer at once; this bounds a peer that reads nothing).
+const INLINE_WRITE_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// Most bytes read on the accept thread: an emitter's delivery is about a kilobyte; a
+/// larger request goes on in its thread.
+const INLINE_READ_LIMIT: usize = 64 * 1024;
+
+enum Inline {
+    /// Answered (or the peer went away): nothing left to do.
+    Done,
+    /// Not wholly arrived, or the store is busy: serve it on a thread, starting from these
+    /// bytes.
+    Pending(Vec<u8>),
+}
+
+/// Serves a request whose bytes have all arrived, without waiting for anything.
+fn serve_inline(shared: &Shared, stream: &mut TcpStream) -> Inline {
+    let mut buf = Vec::new();
+    if read_arrived(stream, &mut buf).is_err() {
+        // Reset or closed before a whole request: nobody to answer.
+        return Inline::Done;
+    }
+    if !request_complete(&buf) {
+        return Inline::Pending(buf);
+    }
+    // A past deadline: should `read_request` want to read on (it does not for a whole
+    // request), it answers 408 at once instead of waiting.
+    let deadline = Instant::now();
+    let reply = match read_request(shared, stream, &mut buf, deadline, None) {
+        Request::Body(body) => match accept(shared, &buf[body], Wait::Never) {
+            Ok(reply) => reply,
+            Err(WouldWait) => return Inline::Pending(buf),
+        },
+        Request::Reply(reply) => reply,
+        Request::Gone => return Inline::Done,
+    };
+    let _ = stream.set_write_timeout(Some(INLINE_WRITE_TIMEOUT));
+    // Nothing is left unread in a whole request, so no lingering close here.
+    answer(shared, stream, &reply);
+    Inline::Done
+}
+
+/// Appends whatever the socket holds now to `buf`, without blocking (at most
+/// [`INLINE_READ_LIMIT`]); `Err` when the peer closed or reset before anything useful.
+fn read_arrived(stream: &TcpStream, buf: &mut Vec<u8>) -> Result<(), ()> {
+    use std::os::fd::AsRawFd;
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        // SAFETY: recv(2) into a buffer of `chunk.len()` bytes on this frame, on the
+        // stream's open descriptor. MSG_DONTWAIT makes this one call non-blocking without
+        // changing the socket's mode (which the thread path relies on staying blocking).
+        let n = unsafe {
+            libc::recv(
+                stream.as_raw_fd(),
+                chunk.as_mut_ptr().cast(),
+                chunk.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        match usize::try_from(n) {
+            Ok(0) => return if buf.is_empty() { Err(()) } else { Ok(()) },
+            Ok(n) => {
+                buf.extend_from_slice(chunk.get(..n).unwrap_or(&[]));
+                // A short read drained the socket: no second call to learn it.
+                if n < chunk.len() || buf.len() >= INLINE_READ_LIMIT {
+                    return Ok(());
+                }
+            }
+            Err(_) => match io::Error::last_os_error() {
+                e if e.kind() == io::ErrorKind::Interrupted => {}
+                e if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                _ => return Err(()),
+            },
+        }
+    }
+}
+
+/// True when `buf` holds a whole request as [`read_request`] reads it: the head and the
+/// body its `Content-Length` declares, or enough to refuse it without reading on (a head
+/// over the limit, a malformed length). `read_request` reads nothing more from a complete
+/// request, and nothing of it is left unread on the socket.
+fn request_complete(buf: &[u8]) -> bool {
+    let head_end = match http::find_head_end(buf) {
+        Some(i) if i > MAX_HEAD_BYTES => return true,
+        Some(i) => i,
+        None => return buf.len() >= MAX_HEAD_BYTES + 4,
+    };
+    let Ok(head) = std::str::from_utf8(&buf[..head_end]) else {
+        return true;
+    };
+    match content_length(head) {
+        Ok(Some(n)) => buf.len() - (head_end + 4) >= n,
+        Ok(None) | Err(()) => true,
+    }
+}
+
+/// Asks the kernel to hand over a connection only once its first bytes have arrived
+/// (Linux's `TCP_DEFER_ACCEPT`), so that the accept thread finds an emitter's request
+/// already there and can serve it inline. Without it the accept returns as soon as the
+/// handshake is done, nearly always before the request, and every connection would take
+/// the thread path. A connection that sends nothing is still handed over once the
+/// deferral (about a second) has passed. Best effort: where it is missing or refused, the
+/// collector works as before.
+fn defer_accept(listener: &TcpListener) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let seconds: libc::c_int = 1;
+        // SAFETY: setsockopt(2) on the listener's open descriptor with a pointer to a
+        // c_int and its size, as TCP_DEFER_ACCEPT takes.
+        let _ = unsafe {
+            libc::setsockopt(
+                listener.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_DEFER_ACCEPT,
+                std::ptr::from_ref(&seconds).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = listener;
 }
 
 impl Shared {
@@ -437,19 +579,20 @@ impl Reply {
     }
 }
 
-fn handle(shared: &Shared, mut stream: TcpStream, id: u64) {
+fn handle(shared: &Shared, mut stream: TcpStream, mut buf: Vec<u8>, id: u64) {
     let deadline = Instant::now() + shared.io_timeout;
     let _ = stream.set_nodelay(true);
     let _ = stream.set_write_timeout(Some(shared.io_timeout));
-    let Some(reply) = serve(shared, &mut stream, deadline, id) else {
-        return;
+    let reply = match read_request(shared, &mut stream, &mut buf, deadline, Some(id)) {
+        Request::Body(body) => match accept(shared, &buf[body], Wait::Bounded) {
+            Ok(reply) => reply,
+            // A bounded wait ends in a 503 reply, never here.
+            Err(WouldWait) => Reply::error(503, "the store is busy"),
+        },
+        Request::Reply(reply) => reply,
+        Request::Gone => return,
     };
-    if reply.status == 200 {
-        shared.accepted.fetch_add(1, Ordering::Relaxed);
-    } else {
-        shared.rejected.fetch_add(1, Ordering::Relaxed);
-    }
-    let _ = http::respond(&mut stream, reply.status, &reply.body, reply.extra_headers);
+    answer(shared, &mut stream, &reply);
     if reply.unread > 0 {
         let _ = stream.shutdown(Shutdown::Write);
         let linger = Instant::now() + Duration::from_millis(500);
@@ -466,6 +609,39 @@ fn handle(shared: &Shared, mut stream: TcpStream, id: u64) {
             }
         }
     }
+}
+
+/// Counts the reply and writes it.
+fn answer(shared: &Shared, stream: &mut TcpStream, reply: &Reply) {
+    if reply.status == 200 {
+        shared.accepted.fetch_add(1, Ordering::Relaxed);
+    } else {
+        shared.rejected.fetch_add(1, Ordering::Relaxed);
+    }
+    let _ = http::respond(stream, reply.status, &reply.body, reply.extra_headers);
+}
+
+/// How long an append may wait for the store's locks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Up to [`store::LOCK_WAIT`], on a connection's own thread.
+    Bounded,
+    /// Not at all, on the accept thread: a held lock is [`WouldWait`].
+    Never,
+}
+
+/// The append would have had to wait for a lock (only with [`Wait::Never`]); nothing was
+/// written.
+struct WouldWait;
+
+/// What reading a request came to.
+enum Request {
+    /// A request to judge: its body is `buf[range]`.
+    Body(std::ops::Range<usize>),
+    /// Answered without looking at a body (refused, or `GET /health`).
+    Reply(Reply),
+    /// The peer went away: nothing to answer.
+    Gone,
 }
 
 enum ReadError {
@@ -500,32 +676,41 @@ fn read_more(
     }
 }
 
-/// Reads and judges one request. `None`: the peer went away, nothing to answer.
-fn serve(shared: &Shared, stream: &mut TcpStream, deadline: Instant, id: u64) -> Option<Reply> {
-    let mut buf = Vec::with_capacity(4096);
+/// Reads one request, starting from the bytes already in `buf`, and judges everything but
+/// its body. `conn` is the exchange's slot in the connection bookkeeping (none on the
+/// accept thread, where nothing can evict it).
+fn read_request(
+    shared: &Shared,
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    deadline: Instant,
+    conn: Option<u64>,
+) -> Request {
     let head_end = loop {
-        match http::find_head_end(&buf) {
+        match http::find_head_end(buf) {
             Some(i) if i > MAX_HEAD_BYTES => {
-                return Some(Reply::error(431, "request head too large"));
+                return Request::Reply(Reply::error(431, "request head too large"));
             }
             Some(i) => break i,
             None if buf.len() >= MAX_HEAD_BYTES + 4 => {
-                return Some(Reply::error(431, "request head too large"));
+                return Request::Reply(Reply::error(431, "request head too large"));
             }
             None => {}
         }
-        match read_more(stream, &mut buf, deadline) {
+        match read_more(stream, buf, deadline) {
             Ok(_) => {}
-            Err(ReadError::Closed) => return None,
-            Err(ReadError::TimedOut) => return Some(Reply::error(408, "request timed out")),
+            Err(ReadError::Closed) => return Request::Gone,
+            Err(ReadError::TimedOut) => {
+                return Request::Reply(Reply::error(408, "request timed out"));
+            }
         }
     };
     let Ok(head) = std::str::from_utf8(&buf[..head_end]) else {
-        return Some(Reply::error(400, "request head is not UTF-8"));
+        return Request::Reply(Reply::error(400, "request head is not UTF-8"));
     };
     let (method, path) = match http::parse_request_head(head) {
         Ok(parsed) => parsed,
-        Err(e) => return Some(Reply::error(400, &e.to_string())),
+        Err(e) => return Request::Reply(Reply::error(400, &e.to_string())),
     };
     let path = path.split('?').next().unwrap_or(path);
     let declared = content_length(head);
@@ -533,7 +718,7 @@ fn serve(shared: &Shared, stream: &mut TcpStream, deadline: Instant, id: u64) ->
     let unread_after = |len: Option<usize>| len.unwrap_or(0).saturating_sub(already);
     match (method, path) {
         ("GET", "/health") => {
-            return Some(Reply::new(
+            return Request::Reply(Reply::new(
                 200,
                 serde_json::json!({"status": "running", "generation": shared.generation})
                     .to_string(),
@@ -542,13 +727,13 @@ fn serve(shared: &Shared, stream: &mut TcpStream, deadline: Instant, id: u64) ->
         (_, "/events") if method != "POST" => {
             let mut r = Reply::error(405, "use POST");
             r.unread = unread_after(declared.ok().flatten());
-            return Some(r);
+            return Request::Reply(r);
         }
         (_, "/events") => {}
         _ => {
             let mut r = Reply::error(404, "no such path");
             r.unread = unread_after(declared.ok().flatten());
-            return Some(r);
+            return Request::Reply(r);
         }
     }
     // Authenticate before looking at the body.
@@ -562,19 +747,21 @@ fn serve(shared: &Shared, stream: &mut TcpStream, deadline: Instant, id: u64) ->
         let mut r = Reply::error(401, "missing or wrong bearer token");
         r.extra_headers = "WWW-Authenticate: Bearer realm=\"hooktrack\"\r\n";
         r.unread = unread_after(declared.ok().flatten());
-        return Some(r);
+        return Request::Reply(r);
     }
-    shared.authenticated(id);
+    if let Some(id) = conn {
+        shared.authenticated(id);
+    }
     if http::header(head, "transfer-encoding").is_some() {
-        return Some(Reply::error(
+        return Request::Reply(Reply::error(
             411,
             "send a Content-Length; no transfer encoding",
         ));
     }
     let length = match declared {
         Ok(Some(n)) => n,
-        Ok(None) => return Some(Reply::error(411, "Content-Length required")),
-        Err(()) => return Some(Reply::error(400, "bad Content-Length")),
+        Ok(None) => return Request::Reply(Reply::error(411, "Content-Length required")),
+        Err(()) => return Request::Reply(Reply::error(400, "bad Content-Length")),
     };
     if length > shared.max_body {
         let mut r = Reply::error(
@@ -585,7 +772,7 @@ fn serve(shared: &Shared, stream: &mut TcpStream, deadline: Instant, id: u64) ->
             ),
         );
         r.unread = unread_after(Some(length));
-        return Some(r);
+        return Request::Reply(r);
     }
     let body_start = head_end + 4;
     // curl sends `Expect: 100-continue` for larger bodies and waits a second for this.
@@ -595,14 +782,15 @@ fn serve(shared: &Shared, stream: &mut TcpStream, deadline: Instant, id: u64) ->
         let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
     }
     while buf.len() - body_start < length {
-        match read_more(stream, &mut buf, deadline) {
+        match read_more(stream, buf, deadline) {
             Ok(_) => {}
-            Err(ReadError::Closed) => return None,
-            Err(ReadError::TimedOut) => return Some(Reply::error(408, "request timed out")),
+            Err(ReadError::Closed) => return Request::Gone,
+            Err(ReadError::TimedOut) => {
+                return Request::Reply(Reply::error(408, "request timed out"));
+            }
         }
     }
-    let body = &buf[body_start..body_start + length];
-    Some(accept(shared, body))
+    Request::Body(body_start..body_start + length)
 }
 
 /// `Ok(None)` when absent; `Err` when malformed or contradictory.
@@ -643,10 +831,15 @@ struct EventName<'a> {
     hook_event_name: Option<Cow<'a, str>>,
 }
 
-fn accept(shared: &Shared, body: &[u8]) -> Reply {
+fn accept(shared: &Shared, body: &[u8], wait: Wait) -> Result<Reply, WouldWait> {
     let delivery: Delivery<'_> = match serde_json::from_slice(body) {
         Ok(d) => d,
-        Err(e) => return Reply::error(400, &format!("body is not a JSON object: {e}")),
+        Err(e) => {
+            return Ok(Reply::error(
+                400,
+                &format!("body is not a JSON object: {e}"),
+            ));
+        }
     };
     let envelope = delivery.payload.is_some() || delivery.payload_error.is_some();
     let bare: Option<&RawValue>;
@@ -666,14 +859,14 @@ fn accept(shared: &Shared, body: &[u8]) -> Reply {
             .and_then(|t| serde_json::from_str::<&RawValue>(t).ok())
         {
             Some(raw) => Some(raw),
-            None => return Reply::error(400, "body is not JSON"),
+            None => return Ok(Reply::error(400, "body is not JSON")),
         };
         (bare, delivery.hook_event_name)
     } else {
-        return Reply::error(
+        return Ok(Reply::error(
             400,
             "body is neither a delivery envelope (with payload) nor a hook payload (with hook_event_name)",
-        );
+        ));
     };
     let provider = delivery
         .provider
@@ -686,14 +879,26 @@ fn accept(shared: &Shared, body: &[u8]) -> Reply {
         Some(seq) => match store::last_emitter_seq(&shared.store, &shared.counter) {
             Ok(last) if seq > last => None,
             Ok(_) => Some(seq),
-            Err(e) => return Reply::error(500, &hooktrack_core::diagnostics::error_chain(&e)),
+            Err(e) => {
+                return Ok(Reply::error(
+                    500,
+                    &hooktrack_core::diagnostics::error_chain(&e),
+                ));
+            }
         },
         None => None,
     };
-    let mut appender = shared
-        .appender
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
+    let mut appender = match wait {
+        Wait::Bounded => shared
+            .appender
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner),
+        Wait::Never => match shared.appender.try_lock() {
+            Ok(guard) => guard,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return Err(WouldWait),
+        },
+    };
     let sequence = appender.sequence + 1;
     let row = Envelope {
         provider,
@@ -717,22 +922,60 @@ fn accept(shared: &Shared, body: &[u8]) -> Reply {
     match parse_line(line) {
         Ok(_) => {}
         Err(e @ LineError::Oversized { .. }) => {
-            return Reply::error(
+            return Ok(Reply::error(
                 413,
                 &format!("the row would be over the {MAX_LINE_BYTES}-byte line limit: {e}"),
-            );
+            ));
         }
-        Err(e) => return Reply::error(400, &format!("the reader would skip this row: {e}")),
+        Err(e) => {
+            return Ok(Reply::error(
+                400,
+                &format!("the reader would skip this row: {e}"),
+            ));
+        }
     }
+    let lock_wait = match wait {
+        Wait::Bounded => store::LOCK_WAIT,
+        Wait::Never => Duration::ZERO,
+    };
     let Appender { events, .. } = &mut *appender;
-    match store::append_following(&shared.store, events, &shared.counter, &row) {
+    match store::append_following_within(&shared.store, events, &shared.counter, &row, lock_wait) {
         Ok(()) => {
             appender.sequence = sequence;
-            Reply::new(200, format!("{{\"sequence\":{sequence}}}"))
+            Ok(Reply::new(200, format!("{{\"sequence\":{sequence}}}")))
         }
-        Err(e @ StoreError::LockTimeout { .. }) => {
-            Reply::error(503, &hooktrack_core::diagnostics::error_chain(&e))
-        }
-        Err(e) => Reply::error(500, &hooktrack_core::diagnostics::error_chain(&e)),
+        Err(StoreError::LockTimeout { .. }) if wait == Wait::Never => Err(WouldWait),
+        Err(e @ StoreError::LockTimeout { .. }) => Ok(Reply::error(
+            503,
+            &hooktrack_core::diagnostics::error_chain(&e),
+        )),
+        Err(e) => Ok(Reply::error(
+            500,
+            &hooktrack_core::diagnostics::error_chain(&e),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_complete_only_with_its_whole_body_or_a_refusal_in_hand() {
+        let head = "POST /events HTTP/1.1\r\nAuthorization: Bearer t\r\nContent-Length: 5\r\n\r\n";
+        let whole = format!("{head}hello");
+        assert!(request_complete(whole.as_bytes()));
+        assert!(!request_complete(&whole.as_bytes()[..whole.len() - 1]));
+        assert!(!request_complete(&head.as_bytes()[..20]));
+        assert!(!request_complete(b""));
+        // No body declared: the head is the request.
+        assert!(request_complete(b"GET /health HTTP/1.1\r\n\r\n"));
+        // Refused without reading on: a bad length, a head past the limit.
+        assert!(request_complete(
+            b"POST /events HTTP/1.1\r\nContent-Length: +5\r\n\r\n"
+        ));
+        let long = format!("POST /events HTTP/1.1\r\nX: {}", "p".repeat(MAX_HEAD_BYTES));
+        assert!(request_complete(long.as_bytes()));
+        assert!(!request_complete(&long.as_bytes()[..MAX_HEAD_BYTES]));
     }
 }

@@ -11,10 +11,12 @@
 //! when the store cannot take it), because the hook must always exit 0 and never write to
 //! stdout. No delivery vanishes without trace: a missing store directory is created, a
 //! store lock held by a stuck process is given up on after a bounded wait (the row is
-//! then appended without it), and when the watchdog ends the emitter, [`give_up`] records
-//! a row with the event name and the cause.
+//! then appended without it), and when the watchdog ends the emitter it records a row
+//! with the event name and the cause ([`watchdog`]'s signal handler; [`give_up`] where
+//! the timer cannot be armed).
 
 pub mod log;
+pub mod watchdog;
 
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -27,6 +29,7 @@ use thiserror::Error;
 use crate::http::{self, Limits, PostError, Url};
 use crate::store::{self, MAX_PAYLOAD_BYTES, StoreError, StorePaths};
 use hooktrack_core::envelope::{Envelope, Via, clip_name, one_line};
+use hooktrack_core::time::Timestamp;
 
 /// Limits of the HTTP attempt: loopback connects at once or is refused, so a slow connect
 /// means trouble; the whole exchange stays far inside Kimi's 5 s hook timeout.
@@ -36,7 +39,7 @@ pub const DEFAULT_LIMITS: Limits = Limits {
 };
 
 /// After this long the emitter gives up whatever it is doing and exits 0 (enforced by the
-/// binary with a watchdog thread).
+/// binary with [`watchdog`]'s signal timer).
 pub const HARD_DEADLINE: Duration = Duration::from_millis(3000);
 
 /// How much oversized stdin is read and thrown away (so the agent's write does not fail).
@@ -107,6 +110,11 @@ pub enum EmitError {
     Fallback {
         #[source]
         source: StoreError,
+    },
+    #[error("the watchdog timer could not be armed; a watchdog thread stands in")]
+    Watchdog {
+        #[source]
+        source: watchdog::WatchdogError,
     },
 }
 
@@ -277,36 +285,18 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
 
 /// What the watchdog records when it ends the emitter at [`HARD_DEADLINE`]: a fallback row
 /// with the configured event name and the cause (its payload is not known, or not
-/// whole), appended with a short lock wait or without the lock, and a log line.
+/// whole), appended with a short lock wait ([`watchdog::GIVE_UP_LOCK_WAIT`]) or without
+/// the lock, and a log line. This is the thread-side version, for when the signal timer
+/// cannot be armed; [`watchdog`]'s handler writes the same row and line.
 pub fn give_up(config: &EmitConfig) {
     let store = StorePaths::in_dir(&config.dir);
-    let cause = format!(
-        "the emitter gave up after {} ms (stdin not closed, or the store stuck); the payload was not delivered",
-        HARD_DEADLINE.as_millis()
-    );
-    let event = config.event.as_deref().map(clip_name);
-    let row = Envelope {
-        provider: clip_name(&config.provider),
-        generation: config.generation,
-        via: Via::CommandFallback,
-        sequence: None,
-        emitter_seq: None,
-        received_at: store::now(),
-        event,
-        payload: None,
-        payload_error: Some(&cause),
-        tmux_pane: config
-            .tmux_pane
-            .as_deref()
-            .filter(|p| hooktrack_core::store::is_tmux_pane_id(p)),
-    }
-    .render();
+    let row = give_up_row(config, store::now());
     let appended = (|| {
         store::create_dir(&store)?;
         let counter = store::open_counter(&store)?;
         // A short wait only: the lock may be what stalled this emitter.
         let _guard =
-            store::LockGuard::lock_within(&counter, &store.counter, Duration::from_millis(100))
+            store::LockGuard::lock_within(&counter, &store.counter, watchdog::GIVE_UP_LOCK_WAIT)
                 .ok();
         store::append_unlocked(&store, &row)
     })();
@@ -317,13 +307,51 @@ pub fn give_up(config: &EmitConfig) {
     log::log_text(
         &config.dir,
         &format!(
-            "{} pid={} event={} delivered={}: {cause}\n",
+            "{} {} delivered={}: {}\n",
             store::now(),
-            std::process::id(),
-            event.unwrap_or("-"),
-            outcome
+            give_up_log_head(config),
+            outcome,
+            give_up_cause()
         ),
     );
+}
+
+/// The `payload_error` of a give-up row, and the end of its log line.
+fn give_up_cause() -> String {
+    format!(
+        "the emitter gave up after {} ms (stdin not closed, or the store stuck); the payload was not delivered",
+        HARD_DEADLINE.as_millis()
+    )
+}
+
+/// The give-up row, stamped `received_at`.
+fn give_up_row(config: &EmitConfig, received_at: Timestamp) -> Vec<u8> {
+    let cause = give_up_cause();
+    Envelope {
+        provider: clip_name(&config.provider),
+        generation: config.generation,
+        via: Via::CommandFallback,
+        sequence: None,
+        emitter_seq: None,
+        received_at,
+        event: config.event.as_deref().map(clip_name),
+        payload: None,
+        payload_error: Some(&cause),
+        tmux_pane: config
+            .tmux_pane
+            .as_deref()
+            .filter(|p| hooktrack_core::store::is_tmux_pane_id(p)),
+    }
+    .render()
+}
+
+/// `pid=N event=E`: who gave up, for the log line.
+fn give_up_log_head(config: &EmitConfig) -> String {
+    format!(
+        "pid={} event={}",
+        std::process::id(),
+        config.event.as_deref().map_or("-", clip_name)
+    )
 }
 
 /// Starts a report with the problems found while reading argv.

@@ -197,7 +197,19 @@ pub fn append_following(
     counter: &File,
     row: &[u8],
 ) -> Result<(), StoreError> {
-    let _guard = LockGuard::lock(counter, &store.counter)?;
+    append_following_within(store, events, counter, row, LOCK_WAIT)
+}
+
+/// [`append_following`] waiting at most `wait` for the store lock (`Duration::ZERO`: one
+/// try, for a caller that must not wait).
+pub fn append_following_within(
+    store: &StorePaths,
+    events: &mut File,
+    counter: &File,
+    row: &[u8],
+    wait: std::time::Duration,
+) -> Result<(), StoreError> {
+    let _guard = LockGuard::lock_within(counter, &store.counter, wait)?;
     if !still_names(store, events) {
         *events = open_events(store)?;
     }
