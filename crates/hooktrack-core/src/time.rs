@@ -85,9 +85,10 @@ impl Timestamp {
     }
 
     /// `YYYY-MM-DDTHH:MM:SS.mmmZ` for years 0 to 9999 (the same text chrono's RFC 3339
-    /// writer gives there), without a `String` per time: replay outputs write several
-    /// times per line. `None` outside those years, where chrono decides.
-    fn collector_format(self) -> Option<[u8; 24]> {
+    /// writer gives there, and what `Display` writes), without a `String`: replay outputs
+    /// write several times per line, and the emitter's watchdog formats its give-up time
+    /// in a signal handler, where nothing may allocate. `None` outside those years.
+    pub fn collector_format(self) -> Option<[u8; 24]> {
         let days = self.0.div_euclid(86_400_000);
         let ms = self.0.rem_euclid(86_400_000);
         let (year, month, day) = civil_from_days(days);

@@ -662,53 +662,16 @@ fn push_errno<const N: usize>(line: &mut Line<N>, errno: i32) {
 }
 
 /// Formats `ms` since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ` into `out` (the text
-/// `Timestamp`'s `Display` gives); false, `out` untouched, outside the years 0000–9999.
+/// `Timestamp`'s `Display` gives, by the same arithmetic, which allocates nothing); false,
+/// `out` untouched, outside the years 0000–9999.
 pub fn format_millis(ms: i64, out: &mut [u8; STAMP_LEN]) -> bool {
-    let days = ms.div_euclid(86_400_000);
-    let in_day = ms.rem_euclid(86_400_000);
-    let (year, month, day) = civil_from_days(days);
-    if !(0..=9999).contains(&year) {
-        return false;
-    }
-    let fields: [(i64, u32, u8); 7] = [
-        (year, 4, b'-'),
-        (month, 2, b'-'),
-        (day, 2, b'T'),
-        (in_day / 3_600_000, 2, b':'),
-        (in_day / 60_000 % 60, 2, b':'),
-        (in_day / 1_000 % 60, 2, b'.'),
-        (in_day % 1_000, 3, b'Z'),
-    ];
-    let mut at = 0;
-    for (value, width, sep) in fields {
-        for place in (0..width).rev() {
-            let digit = value / 10_i64.pow(place) % 10;
-            if let Some(slot) = out.get_mut(at) {
-                *slot = b'0' + u8::try_from(digit).unwrap_or(0);
-            }
-            at += 1;
+    match Timestamp::from_millis(ms).collector_format() {
+        Some(text) => {
+            *out = text;
+            true
         }
-        if let Some(slot) = out.get_mut(at) {
-            *slot = sep;
-        }
-        at += 1;
+        None => false,
     }
-    true
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`, the inverse of the reader's `days_from_civil`).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 /// A fixed-capacity line on the stack: pushes past the capacity are cut.
