@@ -291,22 +291,7 @@ fn the_watchdog_ends_a_hook_whose_stdin_never_closes() {
     // The store exists (the collector or the installer made it); the log goes there.
     std::fs::create_dir_all(&dir).expect("store dir");
     let started = Instant::now();
-    let mut child = hooktrack()
-        .args(["emit", "--dir"])
-        .arg(&dir)
-        .args([
-            "--provider",
-            "kimi-cli",
-            "--generation",
-            "1",
-            "--event",
-            "Stop",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn emit");
+    let mut child = emit_command(&dir, "Stop").spawn().expect("spawn emit");
     // Half a payload, and the pipe held open: the hook would read forever.
     let mut stdin = child.stdin.take().expect("stdin");
     stdin.write_all(b"{\"hook_event_name\":").expect("write");
@@ -364,22 +349,8 @@ fn the_watchdog_fires_even_when_the_agent_blocked_or_ignored_sigalrm() {
     use std::os::unix::process::CommandExt;
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("store");
-    let mut command = hooktrack();
-    command
-        .args(["emit", "--dir"])
-        .arg(&dir)
-        .args([
-            "--provider",
-            "kimi-cli",
-            "--generation",
-            "1",
-            "--event",
-            "Stop",
-        ])
-        .env_remove("HOOKTRACK_TOKEN")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
+    let mut command = emit_command(&dir, "Stop");
+    command.stderr(std::process::Stdio::null());
     // SAFETY: between fork and exec only async-signal-safe calls on locals: a signal
     // mask and a disposition, both inherited across exec, as an agent could leave them.
     unsafe {

@@ -285,20 +285,7 @@ fn a_watchdog_timeout_is_recorded_as_a_row_with_the_event_name() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("store");
     // The agent never closes the hook's stdin.
-    let mut child = hooktrack()
-        .args(["emit", "--dir"])
-        .arg(&dir)
-        .args([
-            "--provider",
-            "kimi-cli",
-            "--generation",
-            "1",
-            "--event",
-            "PreToolUse",
-        ])
-        .env_remove("HOOKTRACK_TOKEN")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
+    let mut child = emit_command(&dir, "PreToolUse")
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn emit");
@@ -331,20 +318,7 @@ fn a_watchdog_timeout_with_the_store_lock_stuck_is_recorded_without_the_lock() {
         .expect("open the lock");
     lock.lock().expect("take the lock");
     let spawned = hooktrack_producer::store::now();
-    let mut child = hooktrack()
-        .args(["emit", "--dir"])
-        .arg(&dir)
-        .args([
-            "--provider",
-            "kimi-cli",
-            "--generation",
-            "1",
-            "--event",
-            "Stop",
-        ])
-        .env_remove("HOOKTRACK_TOKEN")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
+    let mut child = emit_command(&dir, "Stop")
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn emit");

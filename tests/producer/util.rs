@@ -150,20 +150,11 @@ impl Drop for Collector {
     }
 }
 
-/// Runs `hooktrack emit` with `payload` on stdin.
-pub fn emit(
-    dir: &Path,
-    url: Option<&str>,
-    token: Option<&str>,
-    event: &str,
-    payload: &[u8],
-) -> Output {
+/// `hooktrack emit` for a Kimi CLI hook of `event` into the store `dir`, without a token
+/// or a tmux pane from the test's environment, every standard stream piped.
+pub fn emit_command(dir: &Path, event: &str) -> Command {
     let mut cmd = hooktrack();
-    cmd.arg("emit");
-    if let Some(url) = url {
-        cmd.args(["--url", url]);
-    }
-    cmd.arg("--dir")
+    cmd.args(["emit", "--dir"])
         .arg(dir)
         .args([
             "--provider",
@@ -179,6 +170,21 @@ pub fn emit(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    cmd
+}
+
+/// Runs `hooktrack emit` with `payload` on stdin.
+pub fn emit(
+    dir: &Path,
+    url: Option<&str>,
+    token: Option<&str>,
+    event: &str,
+    payload: &[u8],
+) -> Output {
+    let mut cmd = emit_command(dir, event);
+    if let Some(url) = url {
+        cmd.args(["--url", url]);
+    }
     if let Some(token) = token {
         cmd.env("HOOKTRACK_TOKEN", token);
     }
