@@ -112,3 +112,48 @@ fn unknown_provider_is_a_usage_error() {
         .expect("run");
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A named pipe (`hooktrack replay <(zcat log.gz)`) can be read only once: it is held in
+/// memory like standard input, so the search for transcripts does not leave nothing to
+/// replay (it used to: "lines: 0").
+#[test]
+fn a_log_read_from_a_named_pipe_replays_like_the_file() {
+    let campaign = "corpus/claude-code/claude-code-2.1.197-interactive-escape-reject-transcript";
+    let root = env!("CARGO_MANIFEST_DIR");
+    let log = std::fs::read(format!("{root}/{campaign}.ndjson")).expect("campaign");
+    let transcripts = format!("{root}/{campaign}.transcripts");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for format in ["text", "json", "ndjson"] {
+        let fifo = tmp.path().join(format!("log-{format}"));
+        let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+        assert!(made.success());
+        let writer = {
+            let (fifo, log) = (fifo.clone(), log.clone());
+            std::thread::spawn(move || std::fs::write(fifo, log).expect("write the pipe"))
+        };
+        let replay = |input: &std::path::Path| {
+            let out = hooktrack()
+                .args(["replay", "--format", format, "--transcripts", &transcripts])
+                .arg(input)
+                .output()
+                .expect("run");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            out.stdout
+        };
+        let piped = replay(&fifo);
+        writer.join().expect("writer");
+        let file = replay(std::path::Path::new(&format!("{root}/{campaign}.ndjson")));
+        assert!(
+            piped == file,
+            "{format}: the pipe's replay differs from the file's"
+        );
+        assert!(
+            String::from_utf8_lossy(&file).contains("interrupted"),
+            "{format}"
+        );
+    }
+}

@@ -1,7 +1,8 @@
 //! `hooktrack replay`: a recorded log, start to end, in one of three formats.
 
-use std::fs::File;
+use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Cursor, Read, Write};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -21,7 +22,8 @@ use hooktrack_core::diagnostics::error_chain;
 /// duplicate deliveries and rows of an older generation are dropped and counted.
 #[derive(Args)]
 pub struct ReplayArgs {
-    /// The log to replay; `-` reads standard input.
+    /// The log to replay; `-` reads standard input. Standard input and a pipe
+    /// (`<(zcat log.gz)`) are held in memory when transcripts are looked for.
     file: PathBuf,
     /// Output: a readable timeline, one JSON document, one JSON line per event, or one
     /// self-contained HTML page picturing the campaign (`--format html > timeline.html`).
@@ -114,29 +116,51 @@ fn replay(
         file.display().to_string()
     };
     let settings = (explain, one_stream, threads);
-    let result = match (stdin, lookup) {
+    let options = || ReplayOptions {
+        transcripts: Transcripts::default(),
+        explain,
+        one_stream,
+        threads,
+    };
+    // A pipe (`<(zcat log.gz)`), a terminal or a socket can be read only once, as
+    // standard input: finding the transcripts first would leave nothing to replay.
+    let read_once = stdin
+        || fs::metadata(file).is_ok_and(|m| {
+            let kind = m.file_type();
+            kind.is_fifo() || kind.is_char_device() || kind.is_socket()
+        });
+    let result = match (stdin, read_once, lookup) {
         // `Stdin` (not its lock) can be handed to the reading thread.
-        (true, TranscriptLookup::Off) => {
+        (true, _, TranscriptLookup::Off) => {
             let stdin = BufReader::with_capacity(1 << 16, io::stdin());
-            let options = ReplayOptions {
-                transcripts: Transcripts::default(),
-                explain,
-                one_stream,
-                threads,
-            };
-            hooktrack::replay_with(stdin, &name, choice, format, options, &mut out)
+            hooktrack::replay_with(stdin, &name, choice, format, options(), &mut out)
         }
+        (false, true, TranscriptLookup::Off) => match File::open(file) {
+            Ok(f) => {
+                let input = BufReader::with_capacity(1 << 16, f);
+                hooktrack::replay_with(input, &name, choice, format, options(), &mut out)
+            }
+            Err(e) => return fail(&format!("cannot open {name}: {e}")),
+        },
         // The transcripts are named inside the rows, so finding them may take a pass of
-        // its own: standard input is held in memory for it.
-        (true, _) => {
+        // its own: an input that can be read only once is held in memory for it.
+        (true, _, _) | (false, true, _) => {
             let mut held = Vec::new();
-            if let Err(e) = io::stdin().lock().read_to_end(&mut held) {
+            let read = if stdin {
+                io::stdin().lock().read_to_end(&mut held)
+            } else {
+                match File::open(file) {
+                    Ok(mut f) => f.read_to_end(&mut held),
+                    Err(e) => return fail(&format!("cannot open {name}: {e}")),
+                }
+            };
+            if let Err(e) = read {
                 return fail(&format!("cannot read {name}: {e}"));
             }
             let open = || Ok(Cursor::new(&held[..]));
             replay_named(open, lookup, &name, choice, format, settings, &mut out)
         }
-        (false, _) => {
+        (false, false, _) => {
             let open = || File::open(file).map(|f| BufReader::with_capacity(1 << 16, f));
             replay_named(open, lookup, &name, choice, format, settings, &mut out)
         }
