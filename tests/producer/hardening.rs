@@ -6,7 +6,7 @@ use std::io::Write;
 use std::net::TcpStream;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use super::util::*;
@@ -358,25 +358,12 @@ fn a_delivery_that_can_be_written_nowhere_goes_to_the_per_user_log() {
     fs::write(&blocker, b"").expect("file");
     // A store under a regular file: no directory can be made there.
     let dir = blocker.join("store");
-    let mut child = hooktrack()
-        .args(["emit", "--url"])
+    let mut child = emit_command(&dir, "Stop")
+        .arg("--url")
         .arg(format!("http://127.0.0.1:{}/events", dead_port()))
-        .arg("--dir")
-        .arg(&dir)
-        .args([
-            "--provider",
-            "kimi-cli",
-            "--generation",
-            "1",
-            "--event",
-            "Stop",
-        ])
         .env("HOME", &home)
         .env_remove("XDG_STATE_HOME")
         .env("HOOKTRACK_TOKEN", TOKEN)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
     child
@@ -539,19 +526,9 @@ fn emit_log_rotation_by_concurrent_emitters_loses_no_line() {
         let _ = fs::remove_file(dir.join("emit.log.1"));
         let children: Vec<_> = (0..16)
             .map(|_| {
-                let mut child = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
-                    .args(["emit", "--url", &url, "--dir"])
-                    .arg(&dir)
-                    .args([
-                        "--provider",
-                        "kimi-cli",
-                        "--generation",
-                        "1",
-                        "--event",
-                        "Stop",
-                    ])
+                let mut child = emit_command(&dir, "Stop")
+                    .args(["--url", &url])
                     .env("HOOKTRACK_TOKEN", TOKEN)
-                    .stdin(Stdio::piped())
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())
                     .spawn()
