@@ -96,19 +96,17 @@ impl Timestamp {
             return None;
         }
         let mut out = *b"0000-00-00T00:00:00.000Z";
-        let mut put = |at: usize, width: usize, mut value: i64| {
-            for i in (at..at + width).rev() {
-                out[i] = b'0' + (value % 10) as u8;
-                value /= 10;
-            }
-        };
-        put(0, 4, year);
-        put(5, 2, month);
-        put(8, 2, day);
-        put(11, 2, ms / 3_600_000);
-        put(14, 2, ms / 60_000 % 60);
-        put(17, 2, ms / 1_000 % 60);
-        put(20, 3, ms % 1_000);
+        for (at, width, value) in [
+            (0, 4, year),
+            (5, 2, month),
+            (8, 2, day),
+            (11, 2, ms / 3_600_000),
+            (14, 2, ms / 60_000 % 60),
+            (17, 2, ms / 1_000 % 60),
+            (20, 3, ms % 1_000),
+        ] {
+            put_digits(&mut out, at, width, value);
+        }
         Some(out)
     }
 
@@ -116,30 +114,31 @@ impl Timestamp {
         DateTime::<Utc>::from_timestamp_millis(self.0)
     }
 
-    /// `HH:MM:SS.mmm`, for the timeline.
+    /// `HH:MM:SS.mmm`, for the timeline: the same digits chrono's `%H:%M:%S%.3f` writes (a
+    /// time from milliseconds has no leap second), without its format interpreter.
     pub fn clock(self) -> String {
-        // The same digits chrono's `%H:%M:%S%.3f` writes (a time from milliseconds has no
-        // leap second), without its format-string interpreter: the timeline asks per line.
-        match self.datetime() {
-            Some(_) => {
-                let ms = self.0.rem_euclid(86_400_000);
-                let mut text = String::with_capacity(12);
-                for (value, width, sep) in [
-                    (ms / 3_600_000, 2, Some(':')),
-                    (ms / 60_000 % 60, 2, Some(':')),
-                    (ms / 1_000 % 60, 2, Some('.')),
-                    (ms % 1_000, 3, None),
-                ] {
-                    for place in (0..width).rev() {
-                        let digit = value / 10_i64.pow(place) % 10;
-                        text.push(char::from(b'0' + digit as u8));
-                    }
-                    text.extend(sep);
-                }
-                text
-            }
-            None => format!("@{}ms", self.0),
+        if self.datetime().is_none() {
+            return format!("@{}ms", self.0);
         }
+        let day_ms = self.0.rem_euclid(86_400_000);
+        let mut text = *b"00:00:00.000";
+        for (at, width, value) in [
+            (0, 2, day_ms / 3_600_000),
+            (3, 2, day_ms / 60_000 % 60),
+            (6, 2, day_ms / 1_000 % 60),
+            (9, 3, day_ms % 1_000),
+        ] {
+            put_digits(&mut text, at, width, value);
+        }
+        String::from_utf8_lossy(&text).into_owned()
+    }
+}
+
+/// Writes `value`'s last `width` decimal digits into `out[at..at + width]`.
+fn put_digits(out: &mut [u8], at: usize, width: usize, mut value: i64) {
+    for slot in out[at..at + width].iter_mut().rev() {
+        *slot = b'0' + (value % 10) as u8;
+        value /= 10;
     }
 }
 

@@ -244,14 +244,9 @@ impl Prepared {
         let user_log = super::log::user_log_path().and_then(|p| c_path(&p).ok());
         let deadline_ms = i64::try_from(deadline.as_millis()).unwrap_or(i64::MAX);
         let due_at = Timestamp::from_millis(armed_at.as_millis().saturating_add(deadline_ms));
-        let mut due = [0u8; STAMP_LEN];
-        let due_text = due_at.to_string();
-        if due_text.len() != STAMP_LEN {
-            return Err(WatchdogError::Row {
-                detail: "the clock is outside the years 0000-9999",
-            });
-        }
-        due.copy_from_slice(due_text.as_bytes());
+        let due = due_at.collector_format().ok_or(WatchdogError::Row {
+            detail: "the clock is outside the years 0000-9999",
+        })?;
         let row = give_up_row(config, due_at);
         // The first `,"received_at":"` is the key: a JSON string before it (the provider)
         // cannot hold an unescaped quote.
