@@ -8,9 +8,9 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
+use hooktrack::Format;
 use hooktrack::ProviderChoice;
 use hooktrack::transcripts::{TranscriptLookup, replay_named};
-use hooktrack::{Format, ReplayOptions, Transcripts};
 
 use super::fail;
 use hooktrack_core::diagnostics::error_chain;
@@ -116,54 +116,42 @@ fn replay(
         file.display().to_string()
     };
     let settings = (explain, one_stream, threads);
-    let options = || ReplayOptions {
-        transcripts: Transcripts::default(),
-        explain,
-        one_stream,
-        threads,
-    };
     // A pipe (`<(zcat log.gz)`), a terminal or a socket can be read only once, as
-    // standard input: finding the transcripts first would leave nothing to replay.
+    // standard input: when the transcripts are looked for, finding them could take a pass
+    // of its own and leave nothing to replay, so such an input is held in memory.
     let read_once = stdin
         || fs::metadata(file).is_ok_and(|m| {
             let kind = m.file_type();
             kind.is_fifo() || kind.is_char_device() || kind.is_socket()
         });
-    let result = match (stdin, read_once, lookup) {
-        // `Stdin` (not its lock) can be handed to the reading thread.
-        (true, _, TranscriptLookup::Off) => {
-            let stdin = BufReader::with_capacity(1 << 16, io::stdin());
-            hooktrack::replay_with(stdin, &name, choice, format, options(), &mut out)
-        }
-        (false, true, TranscriptLookup::Off) => match File::open(file) {
-            Ok(f) => {
-                let input = BufReader::with_capacity(1 << 16, f);
-                hooktrack::replay_with(input, &name, choice, format, options(), &mut out)
+    let result = if read_once && !matches!(lookup, TranscriptLookup::Off) {
+        let mut held = Vec::new();
+        let read = if stdin {
+            io::stdin().lock().read_to_end(&mut held)
+        } else {
+            match File::open(file) {
+                Ok(mut f) => f.read_to_end(&mut held),
+                Err(e) => return fail(&format!("cannot open {name}: {e}")),
             }
-            Err(e) => return fail(&format!("cannot open {name}: {e}")),
-        },
-        // The transcripts are named inside the rows, so finding them may take a pass of
-        // its own: an input that can be read only once is held in memory for it.
-        (true, _, _) | (false, true, _) => {
-            let mut held = Vec::new();
-            let read = if stdin {
-                io::stdin().lock().read_to_end(&mut held)
-            } else {
-                match File::open(file) {
-                    Ok(mut f) => f.read_to_end(&mut held),
-                    Err(e) => return fail(&format!("cannot open {name}: {e}")),
-                }
-            };
-            if let Err(e) = read {
-                return fail(&format!("cannot read {name}: {e}"));
-            }
-            let open = || Ok(Cursor::new(&held[..]));
-            replay_named(open, lookup, &name, choice, format, settings, &mut out)
+        };
+        if let Err(e) = read {
+            return fail(&format!("cannot read {name}: {e}"));
         }
-        (false, false, _) => {
-            let open = || File::open(file).map(|f| BufReader::with_capacity(1 << 16, f));
-            replay_named(open, lookup, &name, choice, format, settings, &mut out)
-        }
+        let open = || Ok(Cursor::new(&held[..]));
+        replay_named(open, lookup, &name, choice, format, settings, &mut out)
+    } else if stdin {
+        // Without transcripts the input is opened once: standard input streams (`Stdin`,
+        // not its lock, can be handed to the reading thread).
+        let mut stdin = Some(BufReader::with_capacity(1 << 16, io::stdin()));
+        let open = || {
+            stdin
+                .take()
+                .ok_or_else(|| io::Error::other("read once already"))
+        };
+        replay_named(open, lookup, &name, choice, format, settings, &mut out)
+    } else {
+        let open = || File::open(file).map(|f| BufReader::with_capacity(1 << 16, f));
+        replay_named(open, lookup, &name, choice, format, settings, &mut out)
     };
     match result {
         Ok(_) => ExitCode::SUCCESS,
