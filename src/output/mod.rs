@@ -490,9 +490,7 @@ fn finish<W: Write>(
         }
         Format::Html => html::write(out, source_name, &report, recorder).map_err(write)?,
         Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, &report)
-                .map_err(|e| write(io::Error::other(e)))?;
-            writeln!(out).map_err(write)?;
+            write_json(out, &report, true)?;
         }
         Format::Ndjson => {
             let end = EndLine {
@@ -505,12 +503,28 @@ fn finish<W: Write>(
                 lines,
                 events: report.events,
             };
-            serde_json::to_writer(&mut *out, &end).map_err(|e| write(io::Error::other(e)))?;
-            writeln!(out).map_err(write)?;
+            write_json(out, &end, false)?;
         }
     }
     out.flush().map_err(write)?;
     Ok(report)
+}
+
+/// Writes `value` as one JSON document (`pretty`: indented) and a newline.
+fn write_json<W: Write>(
+    out: &mut W,
+    value: &impl Serialize,
+    pretty: bool,
+) -> Result<(), ReplayError> {
+    let written = if pretty {
+        serde_json::to_writer_pretty(&mut *out, value)
+    } else {
+        serde_json::to_writer(&mut *out, value)
+    };
+    written
+        .map_err(io::Error::other)
+        .and_then(|()| writeln!(out))
+        .map_err(|source| ReplayError::Write { source })
 }
 
 /// A store that held several sessions: a ledger per session (text: a section each after
@@ -548,9 +562,7 @@ fn write_sessions<W: Write>(
                 events: reports.iter().map(|r| r.events).sum(),
                 overflow_rows: sessions.overflow_rows(),
             };
-            serde_json::to_writer_pretty(&mut *out, &doc)
-                .map_err(|e| write(io::Error::other(e)))?;
-            writeln!(out).map_err(write)?;
+            write_json(out, &doc, true)?;
         }
         Format::Ndjson => {
             let end = SessionsEndLine {
@@ -574,8 +586,7 @@ fn write_sessions<W: Write>(
                 events: reports.iter().map(|r| r.events).sum(),
                 overflow_rows: sessions.overflow_rows(),
             };
-            serde_json::to_writer(&mut *out, &end).map_err(|e| write(io::Error::other(e)))?;
-            writeln!(out).map_err(write)?;
+            write_json(out, &end, false)?;
         }
         Format::Text | Format::Html => {
             writeln!(out).map_err(write)?;
