@@ -32,7 +32,10 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
@@ -43,6 +46,7 @@ use thiserror::Error;
 
 use crate::http::{self, MAX_HEAD_BYTES};
 use crate::store::{self, MAX_BODY_BYTES, StoreError, StorePaths};
+use crate::stream::{self, Stream};
 use crate::token::constant_time_eq;
 use hooktrack_core::envelope::{Envelope, Via, clip_name};
 use hooktrack_core::row::{LineError, MAX_LINE_BYTES, parse_line};
@@ -167,13 +171,16 @@ struct Appender {
 /// the token (then it is never closed to make room).
 struct Conn {
     id: u64,
-    stream: TcpStream,
+    stream: Stream,
     authenticated: bool,
 }
 
 pub struct Collector {
     listener: TcpListener,
     addr: SocketAddr,
+    /// The store's Unix socket for the same exchanges ([`stream::socket_path`]), when
+    /// its path fits a socket address and it could be made.
+    unix: Option<(UnixListener, PathBuf)>,
     shared: Arc<Shared>,
     started_at: Timestamp,
 }
@@ -232,6 +239,7 @@ impl Collector {
             source,
         })?;
         defer_accept(&listener);
+        let unix = bind_socket(&store.dir, addr.port());
         let shared = Arc::new(Shared {
             provider: clip_name(&config.provider).to_owned(),
             generation: config.generation,
@@ -257,6 +265,7 @@ impl Collector {
         let collector = Self {
             listener,
             addr,
+            unix,
             shared,
             started_at: store::now(),
         };
@@ -273,6 +282,12 @@ impl Collector {
         format!("http://{}/events", self.addr)
     }
 
+    /// The Unix socket emitters of this store reach the collector by, if it listens on
+    /// one (see [`stream::socket_path`]).
+    pub fn socket(&self) -> Option<&Path> {
+        self.unix.as_ref().map(|(_, path)| path.as_path())
+    }
+
     pub fn stopper(&self) -> Stopper {
         Stopper {
             shared: Arc::clone(&self.shared),
@@ -286,16 +301,55 @@ impl Collector {
 
     /// Serves until stopped, then waits for in-flight requests and records `stopped`.
     pub fn run(self) -> Result<CollectSummary, CollectError> {
-        for conn in self.listener.incoming() {
+        // Both listeners are polled by this one thread; each is non-blocking so that a
+        // connection gone between the poll and the accept costs a `WouldBlock`, not a
+        // stalled loop. (Accepted sockets do not inherit O_NONBLOCK on Linux: the
+        // exchanges stay blocking, bounded by their timeouts.)
+        let _ = self.listener.set_nonblocking(true);
+        let mut fds = vec![libc::pollfd {
+            fd: self.listener.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        if let Some((unix, _)) = &self.unix {
+            let _ = unix.set_nonblocking(true);
+            fds.push(libc::pollfd {
+                fd: unix.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        while !self.shared.stopping.load(Ordering::SeqCst) {
+            // SAFETY: poll(2) on `fds.len()` initialised entries that live across the call.
+            let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+            if ready < 0 {
+                if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                continue;
+            }
             if self.shared.stopping.load(Ordering::SeqCst) {
                 break;
             }
-            match conn {
-                Ok(stream) => self.dispatch(stream),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // Out of descriptors or similar: back off instead of spinning.
-                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            if fds[0].revents != 0 {
+                match self.listener.accept() {
+                    Ok((stream, _)) => self.dispatch(Stream::Tcp(stream)),
+                    Err(e) => self.accept_failed(&e),
+                }
             }
+            if let (Some(entry), Some((unix, _))) = (fds.get(1), &self.unix)
+                && entry.revents != 0
+            {
+                match unix.accept() {
+                    Ok((stream, _)) => self.dispatch(Stream::Unix(stream)),
+                    Err(e) => self.accept_failed(&e),
+                }
+            }
+        }
+        if let Some((unix, path)) = self.unix {
+            // New emitters find no socket and go to the (closed) port, then append.
+            drop(unix);
+            let _ = std::fs::remove_file(path);
         }
         drop(self.listener);
         let shared = &self.shared;
@@ -323,7 +377,19 @@ impl Collector {
         Ok(summary)
     }
 
-    fn dispatch(&self, mut stream: TcpStream) {
+    /// Out of descriptors or similar: back off instead of spinning.
+    fn accept_failed(&self, e: &io::Error) {
+        if !matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock
+                | io::ErrorKind::Interrupted
+                | io::ErrorKind::ConnectionAborted
+        ) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn dispatch(&self, mut stream: Stream) {
         let shared = Arc::clone(&self.shared);
         // The fast path: a request that has wholly arrived is served here, on the accept
         // thread, without a thread of its own (its stack, the clone, the bookkeeping):
@@ -388,7 +454,7 @@ enum Inline {
 }
 
 /// Serves a request whose bytes have all arrived, without waiting for anything.
-fn serve_inline(shared: &Shared, stream: &mut TcpStream) -> Inline {
+fn serve_inline(shared: &Shared, stream: &mut Stream) -> Inline {
     let mut buf = Vec::new();
     if read_arrived(stream, &mut buf).is_err() {
         // Reset or closed before a whole request: nobody to answer.
@@ -416,8 +482,7 @@ fn serve_inline(shared: &Shared, stream: &mut TcpStream) -> Inline {
 
 /// Appends whatever the socket holds now to `buf`, without blocking (at most
 /// [`INLINE_READ_LIMIT`]); `Err` when the peer closed or reset before anything useful.
-fn read_arrived(stream: &TcpStream, buf: &mut Vec<u8>) -> Result<(), ()> {
-    use std::os::fd::AsRawFd;
+fn read_arrived(stream: &Stream, buf: &mut Vec<u8>) -> Result<(), ()> {
     let mut chunk = [0u8; 16 * 1024];
     loop {
         // SAFETY: recv(2) into a buffer of `chunk.len()` bytes on this frame, on the
@@ -475,6 +540,33 @@ fn request_complete(buf: &[u8]) -> bool {
 /// the thread path. A connection that sends nothing is still handed over once the
 /// deferral (about a second) has passed. Best effort: where it is missing or refused, the
 /// collector works as before.
+/// Listens on the store's socket for `port`, 0600 (in the 0700 store), after removing any
+/// socket an earlier collector of this store left: the caller holds `collector.lock`, so
+/// none of them is live. `None` when the path is too long or the socket cannot be made;
+/// the collector is then reached over TCP only, as before sockets.
+fn bind_socket(dir: &Path, port: u16) -> Option<(UnixListener, PathBuf)> {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let stale = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("collector-"))
+                .and_then(|n| n.strip_suffix(".sock"))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            if stale && entry.file_type().is_ok_and(|t| t.is_socket()) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    let path = stream::socket_path(dir, port)?;
+    let listener = UnixListener::bind(&path).ok()?;
+    if std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).is_err() {
+        let _ = std::fs::remove_file(&path);
+        return None;
+    }
+    Some((listener, path))
+}
+
 fn defer_accept(listener: &TcpListener) {
     #[cfg(target_os = "linux")]
     {
@@ -579,9 +671,11 @@ impl Reply {
     }
 }
 
-fn handle(shared: &Shared, mut stream: TcpStream, mut buf: Vec<u8>, id: u64) {
+fn handle(shared: &Shared, mut stream: Stream, mut buf: Vec<u8>, id: u64) {
     let deadline = Instant::now() + shared.io_timeout;
-    let _ = stream.set_nodelay(true);
+    if let Stream::Tcp(tcp) = &stream {
+        let _ = tcp.set_nodelay(true);
+    }
     let _ = stream.set_write_timeout(Some(shared.io_timeout));
     let reply = match read_request(shared, &mut stream, &mut buf, deadline, Some(id)) {
         Request::Body(body) => match accept(shared, &buf[body], Wait::Bounded) {
@@ -612,7 +706,7 @@ fn handle(shared: &Shared, mut stream: TcpStream, mut buf: Vec<u8>, id: u64) {
 }
 
 /// Counts the reply and writes it.
-fn answer(shared: &Shared, stream: &mut TcpStream, reply: &Reply) {
+fn answer(shared: &Shared, stream: &mut Stream, reply: &Reply) {
     if reply.status == 200 {
         shared.accepted.fetch_add(1, Ordering::Relaxed);
     } else {
@@ -650,7 +744,7 @@ enum ReadError {
 }
 
 fn read_more(
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     buf: &mut Vec<u8>,
     deadline: Instant,
 ) -> Result<usize, ReadError> {
@@ -681,7 +775,7 @@ fn read_more(
 /// accept thread, where nothing can evict it).
 fn read_request(
     shared: &Shared,
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     buf: &mut Vec<u8>,
     deadline: Instant,
     conn: Option<u64>,

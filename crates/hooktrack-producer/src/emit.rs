@@ -2,7 +2,9 @@
 //!
 //! 1. read the hook payload from stdin (at most [`MAX_PAYLOAD_BYTES`]);
 //! 2. take `emitter_seq` under the exclusive lock on the store's counter;
-//! 3. POST the delivery to the collector with the bearer token, bounded by [`Limits`];
+//! 3. POST the delivery to the collector with the bearer token, bounded by [`Limits`]:
+//!    over the collector's Unix socket in the store when it listens there
+//!    ([`crate::stream::socket_path`]), else over TCP to the URL;
 //! 4. on any failure (refused, timed out, non-2xx, no token), append a `command_fallback`
 //!    row to `events.ndjson` under the same lock.
 //!
@@ -234,7 +236,10 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
                 payload_error.as_deref(),
                 tmux_pane,
             );
-            http::post_json(url, token, &body, config.limits)
+            // The collector's socket in the store, named after the URL's port: the same
+            // collector, without the loopback TCP stack.
+            let socket = crate::stream::socket_path(&config.dir, url.addr.port());
+            http::post_json(url, socket.as_deref(), token, &body, config.limits)
                 .map(|_| ())
                 .map_err(|source| EmitError::Post { source })
         }

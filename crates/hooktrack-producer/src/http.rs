@@ -13,9 +13,13 @@
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
+
+pub use crate::stream::Endpoint;
+use crate::stream::Stream;
 
 /// Longest request or response head (request line or status line plus headers).
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
@@ -116,34 +120,34 @@ impl Url {
 /// Why a POST did not get a 2xx answer.
 #[derive(Debug, Error)]
 pub enum PostError {
-    #[error("cannot connect to {addr}")]
+    #[error("cannot connect to {to}")]
     Connect {
-        addr: SocketAddr,
+        to: Endpoint,
         #[source]
         source: io::Error,
     },
-    #[error("timed out {stage} {addr} after {ms} ms")]
+    #[error("timed out {stage} {to} after {ms} ms")]
     Timeout {
         stage: &'static str,
-        addr: SocketAddr,
+        to: Endpoint,
         ms: u128,
     },
-    #[error("cannot send the request to {addr}")]
+    #[error("cannot send the request to {to}")]
     Send {
-        addr: SocketAddr,
+        to: Endpoint,
         #[source]
         source: io::Error,
     },
-    #[error("cannot read the response from {addr}")]
+    #[error("cannot read the response from {to}")]
     Receive {
-        addr: SocketAddr,
+        to: Endpoint,
         #[source]
         source: io::Error,
     },
-    #[error("{addr} sent a malformed response: {detail}")]
-    Malformed { addr: SocketAddr, detail: String },
-    #[error("{addr} answered {status}")]
-    Status { addr: SocketAddr, status: u16 },
+    #[error("{to} sent a malformed response: {detail}")]
+    Malformed { to: Endpoint, detail: String },
+    #[error("{to} answered {status}")]
+    Status { to: Endpoint, status: u16 },
 }
 
 /// Time limits of one POST.
@@ -154,43 +158,64 @@ pub struct Limits {
     pub total: Duration,
 }
 
-/// POSTs `body` as JSON with a bearer token. `Ok` carries the status and the response
-/// body of a 2xx answer.
+/// POSTs `body` as JSON with a bearer token to the collector at `url`: over its Unix
+/// socket `socket` when one is given and accepts the connection, else over TCP to the
+/// URL's address. `Ok` carries the status and the response body of a 2xx answer.
+///
+/// A socket that does not connect (absent, nobody listening, a path too long) costs one
+/// failed `connect` and the exchange goes over TCP; once connected, a failure is the
+/// POST's (the request may have been taken: the caller's fallback row is then a duplicate
+/// by `emitter_seq`, never a loss).
 pub fn post_json(
     url: &Url,
+    socket: Option<&Path>,
     token: &str,
     body: &[u8],
     limits: Limits,
 ) -> Result<(u16, Vec<u8>), PostError> {
     let start = Instant::now();
-    let addr = url.addr;
-    let remaining = |stage: &'static str| {
+    let tcp = Endpoint::Tcp(url.addr);
+    let remaining = |stage: &'static str, to: &Endpoint| {
         let left = limits.total.saturating_sub(start.elapsed());
         if left.is_zero() {
             Err(PostError::Timeout {
                 stage,
-                addr,
+                to: to.clone(),
                 ms: limits.total.as_millis(),
             })
         } else {
             Ok(left)
         }
     };
-    let connect_for = limits.connect.min(remaining("connecting to")?);
-    let mut stream = TcpStream::connect_timeout(&addr, connect_for).map_err(|source| {
-        if is_timeout(&source) {
-            PostError::Timeout {
-                stage: "connecting to",
-                addr,
-                ms: connect_for.as_millis(),
-            }
-        } else {
-            PostError::Connect { addr, source }
+    let unix = socket.and_then(|path| {
+        let limit = limits.connect.min(remaining("connecting to", &tcp).ok()?);
+        let stream = Stream::connect_unix(path, limit).ok()?;
+        Some((stream, Endpoint::Unix(path.to_owned())))
+    });
+    let (mut stream, to) = match unix {
+        Some(connected) => connected,
+        None => {
+            let connect_for = limits.connect.min(remaining("connecting to", &tcp)?);
+            let stream = TcpStream::connect_timeout(&url.addr, connect_for).map_err(|source| {
+                if is_timeout(&source) {
+                    PostError::Timeout {
+                        stage: "connecting to",
+                        to: tcp.clone(),
+                        ms: connect_for.as_millis(),
+                    }
+                } else {
+                    PostError::Connect {
+                        to: tcp.clone(),
+                        source,
+                    }
+                }
+            })?;
+            let _ = stream.set_nodelay(true);
+            (Stream::Tcp(stream), tcp)
         }
-    })?;
-    let _ = stream.set_nodelay(true);
+    };
     let mut request = Vec::with_capacity(body.len() + 256);
-    let host = match addr {
+    let host = match url.addr {
         SocketAddr::V4(a) => format!("{}:{}", a.ip(), a.port()),
         SocketAddr::V6(a) => format!("[{}]:{}", a.ip(), a.port()),
     };
@@ -206,55 +231,56 @@ pub fn post_json(
         if is_timeout(&source) {
             PostError::Timeout {
                 stage: "sending to",
-                addr,
+                to: to.clone(),
                 ms: limits.total.as_millis(),
             }
         } else {
-            PostError::Send { addr, source }
+            PostError::Send {
+                to: to.clone(),
+                source,
+            }
         }
     };
     stream
-        .set_write_timeout(Some(remaining("sending to")?))
+        .set_write_timeout(Some(remaining("sending to", &to)?))
         .map_err(send_timeout)?;
     stream.write_all(&request).map_err(send_timeout)?;
     // Read the head, then as much body as Content-Length says (bounded).
     let mut buf = Vec::with_capacity(512);
     let mut chunk = [0u8; 4096];
+    let malformed = |detail: String| PostError::Malformed {
+        to: to.clone(),
+        detail,
+    };
     let head_end = loop {
         if let Some(i) = find_head_end(&buf) {
             break i;
         }
         if buf.len() > MAX_HEAD_BYTES {
-            return Err(PostError::Malformed {
-                addr,
-                detail: "response head too long".into(),
-            });
+            return Err(malformed("response head too long".into()));
         }
         let n = read_some(
             &mut stream,
             &mut chunk,
-            remaining("waiting for")?,
-            addr,
+            remaining("waiting for", &to)?,
+            &to,
             limits,
         )?;
         if n == 0 {
-            return Err(PostError::Malformed {
-                addr,
-                detail: "connection closed before a response".into(),
-            });
+            return Err(malformed("connection closed before a response".into()));
         }
         buf.extend_from_slice(&chunk[..n]);
     };
-    let head = std::str::from_utf8(&buf[..head_end]).map_err(|_| PostError::Malformed {
-        addr,
-        detail: "response head is not UTF-8".into(),
-    })?;
-    let status = parse_status(head).ok_or_else(|| PostError::Malformed {
-        addr,
-        detail: format!("bad status line {:?}", head.lines().next().unwrap_or("")),
+    let head = std::str::from_utf8(&buf[..head_end])
+        .map_err(|_| malformed("response head is not UTF-8".into()))?;
+    let status = parse_status(head).ok_or_else(|| {
+        malformed(format!(
+            "bad status line {:?}",
+            head.lines().next().unwrap_or("")
+        ))
     })?;
     if !(200..300).contains(&status) {
-        return Err(PostError::Status { addr, status });
+        return Err(PostError::Status { to, status });
     }
     let want = header(head, "content-length")
         .and_then(parse_content_length)
@@ -262,10 +288,10 @@ pub fn post_json(
         .min(64 * 1024);
     let mut response = buf[head_end + 4..].to_vec();
     while response.len() < want {
-        let Ok(left) = remaining("reading from") else {
+        let Ok(left) = remaining("reading from", &to) else {
             break;
         };
-        match read_some(&mut stream, &mut chunk, left, addr, limits) {
+        match read_some(&mut stream, &mut chunk, left, &to, limits) {
             Ok(0) | Err(_) => break,
             Ok(n) => response.extend_from_slice(&chunk[..n]),
         }
@@ -275,15 +301,18 @@ pub fn post_json(
 }
 
 fn read_some(
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     chunk: &mut [u8],
     left: Duration,
-    addr: SocketAddr,
+    to: &Endpoint,
     limits: Limits,
 ) -> Result<usize, PostError> {
     stream
         .set_read_timeout(Some(left))
-        .map_err(|source| PostError::Receive { addr, source })?;
+        .map_err(|source| PostError::Receive {
+            to: to.clone(),
+            source,
+        })?;
     loop {
         match stream.read(chunk) {
             Ok(n) => return Ok(n),
@@ -291,11 +320,16 @@ fn read_some(
             Err(e) if is_timeout(&e) => {
                 return Err(PostError::Timeout {
                     stage: "waiting for the response from",
-                    addr,
+                    to: to.clone(),
                     ms: limits.total.as_millis(),
                 });
             }
-            Err(source) => return Err(PostError::Receive { addr, source }),
+            Err(source) => {
+                return Err(PostError::Receive {
+                    to: to.clone(),
+                    source,
+                });
+            }
         }
     }
 }
@@ -399,7 +433,7 @@ pub(crate) fn headers<'a>(head: &'a str, name: &'a str) -> impl Iterator<Item = 
 
 /// Writes a whole response with a JSON body and closes the exchange.
 pub(crate) fn respond(
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     status: u16,
     body: &str,
     extra_headers: &str,

@@ -10,7 +10,8 @@
 //! - [`collect`]: the per-session collector on 127.0.0.1;
 //! - [`store`]: the artifact directory, row rendering and the locked append both use;
 //! - [`install`]: wiring an agent CLI's hooks to the emitter (Kimi `config.toml`);
-//! - [`http`]: the minimal HTTP/1.1 both ends speak; [`token`]: the bearer token.
+//! - [`http`]: the minimal HTTP/1.1 both ends speak, over loopback TCP or the store's Unix
+//!   socket ([`stream`]); [`token`]: the bearer token.
 //!
 //! Nothing here prints: the binary's `cli` module owns standard output and error.
 
@@ -19,6 +20,7 @@ pub mod emit;
 pub mod http;
 pub mod install;
 pub mod store;
+pub mod stream;
 pub mod token;
 
 pub use store::TOKEN_ENV;
