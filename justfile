@@ -13,14 +13,16 @@ replay file *args:
 # latency, throughput and idle CPU with 1 and 500 watched sessions (docs/live.md).
 bench: hook-static
     cargo bench --bench replay
-    HOOKTRACK_BENCH_STATIC_BIN=target/static/release/hooktrack cargo bench --bench producer
+    HOOKTRACK_BENCH_STATIC_BIN=target/static/release/hooktrack-hook cargo bench --bench producer
     cargo bench --bench live
 
-# A statically linked, position-dependent `hooktrack` for agents' hooks, in
-# target/static/release/ (docs/benchmarks.md: it starts in about the time of a static C
-# program; the default build loads libc and libgcc_s on every hook run).
+# Statically linked, position-dependent `hooktrack` and `hooktrack-hook` (the hook command
+# alone) in target/static/release/ (docs/benchmarks.md: the hook starts in about the time
+# of a static C program; the default build loads libc and libgcc_s on every hook run).
+# Hooks installed by that `hooktrack` run the `hooktrack-hook` beside it.
 hook-static:
     cargo rustc --release --bin hooktrack --target-dir target/static -- -C target-feature=+crt-static -C relocation-model=static
+    cargo rustc --release --bin hooktrack-hook --target-dir target/static -- -C target-feature=+crt-static -C relocation-model=static
 
 # Re-run the snapshot tests, writing `.snap.new` files to review (then rename to accept).
 snapshots:

@@ -4,13 +4,14 @@
 //!
 //! 1. **Emit latency**: wall time of one hook invocation, spawn to exit (what the agent
 //!    waits for on every hook), p50 and p99, in two phases:
-//!    - *alternating*: `hooktrack emit` over HTTP and by fallback (collector unreachable:
-//!      connection refused), the static C program's exec (the floor the hook is held to:
-//!      at most 1.5× its p50) and `/bin/true`, `RUNS` each, every round in a new shuffled
-//!      order (fixed seed), so machine noise and the neighbour before each run hit them
-//!      alike. Each round also times one connect + POST + 200 exchange from this process
-//!      to the same collector, by the same way as the emitter (its Unix socket when it has
-//!      one): the round trip inside emit's http time.
+//!    - *alternating*: the hook over HTTP and by fallback (collector unreachable:
+//!      connection refused) — `hooktrack-hook emit`, what installs run — the static C
+//!      program's exec (the floor the hook is held to: at most 1.5× its p50) and
+//!      `/bin/true`, `RUNS` each, every round in a new shuffled order (fixed seed), so
+//!      machine noise and the neighbour before each run hit them alike. Each round also
+//!      times one connect + POST + 200 exchange from this process to the same collector,
+//!      by the same way as the emitter (its Unix socket when it has one): the round trip
+//!      inside emit's http time.
 //!    - *after a heavy neighbour*: the C program and the hook again, each run right after
 //!      a run of the equivalent minimal Python emitter (`benches/python_emitter.py`: read
 //!      stdin, flock'd emitter_seq, POST with urllib, append on failure; over HTTP and by
@@ -56,6 +57,9 @@ const TARGET_RATIO: f64 = 0.1;
 /// Emit p50 at most this multiple of the static C program's exec.
 const STATIC_TARGET: f64 = 1.5;
 const STATIC_C: &str = "static C exec (floor)";
+/// The default build's hook binary, `hooktrack-hook` (what installs run).
+const DEFAULT_HTTP: &str = "hooktrack-hook emit, http";
+const DEFAULT_FALLBACK: &str = "hooktrack-hook emit, fallback";
 const STATIC_HTTP: &str = "static build emit, http";
 const STATIC_FALLBACK: &str = "static build emit, fallback";
 const ROUND_TRIP: &str = "round trip only (in-process)";
@@ -82,8 +86,15 @@ fn main() -> Result<()> {
         Ok(copy)
     };
     let bin = placed(PathBuf::from(env!("CARGO_BIN_EXE_hooktrack")), "hooktrack")?;
+    // What installs run (`hooktrack-hook` beside `hooktrack`): the emit rows time it; the
+    // collectors are `hooktrack collect`.
+    let hook = placed(
+        PathBuf::from(env!("CARGO_BIN_EXE_hooktrack-hook")),
+        "hooktrack-hook",
+    )?;
     println!("hooktrack producer benchmark");
     println!("  binary: {}", bin.display());
+    println!("  hook binary: {}", hook.display());
     println!(
         "  programs timed {}",
         if in_place {
@@ -119,13 +130,8 @@ fn main() -> Result<()> {
             samples: Vec::with_capacity(RUNS),
             runs: 0,
         },
-        Variant::rust("hooktrack emit, http", &bin, &url, collector_dir.clone()),
-        Variant::rust(
-            "hooktrack emit, fallback",
-            &bin,
-            &dead,
-            store.join("rust-fallback"),
-        ),
+        Variant::rust(DEFAULT_HTTP, &hook, &url, collector_dir.clone()),
+        Variant::rust(DEFAULT_FALLBACK, &hook, &dead, store.join("rust-fallback")),
     ];
     // A statically linked build of the same code (`just hook-static`), when given.
     let static_bin = std::env::var_os("HOOKTRACK_BENCH_STATIC_BIN")
@@ -300,8 +306,8 @@ fn main() -> Result<()> {
     };
     if static_c.is_ok() {
         let floor = p50_of(STATIC_C);
-        let http = p50_of("hooktrack emit, http") / floor;
-        let fallback = p50_of("hooktrack emit, fallback") / floor;
+        let http = p50_of(DEFAULT_HTTP) / floor;
+        let fallback = p50_of(DEFAULT_FALLBACK) / floor;
         println!(
             "  p50 hooktrack / static C exec: http {http:.2}, fallback {fallback:.2}; target <= {STATIC_TARGET} -> {}",
             verdict(http, fallback)
@@ -324,7 +330,7 @@ fn main() -> Result<()> {
     let over_round_trip = |label: &str| (p50_of(label) - round_trip) * 1e3;
     println!(
         "  p50 emit http minus the round trip: {:.2} ms{}",
-        over_round_trip("hooktrack emit, http"),
+        over_round_trip(DEFAULT_HTTP),
         if static_bin.is_some() {
             format!(" (static build {:.2} ms)", over_round_trip(STATIC_HTTP))
         } else {
@@ -340,7 +346,7 @@ fn main() -> Result<()> {
         let (http_label, fallback_label) = if static_bin.is_some() {
             (STATIC_HTTP, STATIC_FALLBACK)
         } else {
-            ("hooktrack emit, http", "hooktrack emit, fallback")
+            (DEFAULT_HTTP, DEFAULT_FALLBACK)
         };
         let mut cold: Vec<Variant> = variants
             .iter()
@@ -398,8 +404,8 @@ fn main() -> Result<()> {
             p50_in(&pythons, &format!("python emitter, {path}"))
                 .min(p50_in(&pythons, &format!("python -I -S emitter, {path}")))
         };
-        let http = p50_of("hooktrack emit, http") / baseline("http");
-        let fallback = p50_of("hooktrack emit, fallback") / baseline("fallback");
+        let http = p50_of(DEFAULT_HTTP) / baseline("http");
+        let fallback = p50_of(DEFAULT_FALLBACK) / baseline("fallback");
         println!(
             "  p50 hooktrack / fastest python: http {http:.3}, fallback {fallback:.3}; target <= {TARGET_RATIO} -> {}",
             if http <= TARGET_RATIO && fallback <= TARGET_RATIO {

@@ -1,20 +1,18 @@
 //! `hooktrack emit`: the hook command. Always exits 0, never writes to stdout.
 //!
-//! Real invocations are parsed by hand ([`run_raw`]) before clap sees them: a malformed
-//! argv must not make the hook print usage and exit 2, and a hook's start-up time is
-//! the agent's latency. The clap definition documents the flags for `--help`.
+//! Real invocations are parsed by hand (`hooktrack_producer::emit::argv`) before clap
+//! sees them: a malformed argv must not make the hook print usage and exit 2, and a
+//! hook's start-up time is the agent's latency. The clap definition documents the flags
+//! for `--help`.
 
-use std::ffi::OsString;
-use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 
 use hooktrack_core::store::TMUX_PANE_ENV;
-use hooktrack_producer::emit::{
-    self, DEFAULT_LIMITS, EmitConfig, EmitError, HARD_DEADLINE, log_report, watchdog,
-};
+use hooktrack_producer::emit::argv::{drain_stdin, run_config};
+use hooktrack_producer::emit::{DEFAULT_LIMITS, EmitConfig, EmitError};
 use hooktrack_producer::http::Url;
 use hooktrack_producer::store::{DIR_ENV, GENERATION_ENV, TOKEN_ENV, URL_ENV};
 
@@ -56,98 +54,6 @@ pub struct EmitArgs {
     observer: Option<String>,
 }
 
-/// Runs an emit whose argv (after `emit`) was not parsed by clap.
-pub fn run_raw(args: &[OsString]) -> ExitCode {
-    let mut problems = Vec::new();
-    let mut url = None;
-    let mut dir = None;
-    let mut provider = None;
-    let mut generation = None;
-    let mut event = None;
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        let arg = arg.to_string_lossy();
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
-            _ => (arg.into_owned(), None),
-        };
-        let mut value = || -> Option<OsString> {
-            match &inline {
-                Some(v) => Some(OsString::from(v)),
-                None => iter.next().cloned(),
-            }
-        };
-        match flag.as_str() {
-            "--url" => url = value(),
-            "--dir" => dir = value(),
-            // `--agent` is what environment-routed entries write; the same thing.
-            "--provider" | "--agent" => provider = value(),
-            "--generation" => generation = value(),
-            "--event" => event = value(),
-            // The installers' label for their own entries: nothing to do with it.
-            "--observer" => {
-                let _ = value();
-            }
-            other => problems.push(EmitError::Args {
-                detail: format!("unknown argument {other:?}"),
-            }),
-        }
-    }
-    // An environment-routed entry names no session: the agent's environment does.
-    let routed = dir.is_none();
-    let from_env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    let dir = dir.or_else(|| from_env(DIR_ENV));
-    let Some(dir) = dir.map(PathBuf::from) else {
-        if routed {
-            // An agent started outside hooktrack: no session to deliver to. Exit at once,
-            // after taking the payload so the agent's write to our stdin cannot fail.
-            drain_stdin();
-            return ExitCode::SUCCESS;
-        }
-        // Nowhere to log or to append: say so on stderr (never stdout), still exit 0.
-        let _ = writeln!(
-            io::stderr(),
-            "hooktrack emit: no --dir given; delivery lost"
-        );
-        return ExitCode::SUCCESS;
-    };
-    let url = url.or_else(|| routed.then(|| from_env(URL_ENV)).flatten());
-    let generation = generation.or_else(|| routed.then(|| from_env(GENERATION_ENV)).flatten());
-    let generation = match generation.map(|g| g.to_string_lossy().parse::<u64>()) {
-        Some(Ok(g)) => g,
-        Some(Err(_)) | None => {
-            problems.push(EmitError::Args {
-                detail: "missing or bad --generation (0 used)".to_owned(),
-            });
-            0
-        }
-    };
-    let url = match url.map(|u| u.to_string_lossy().into_owned()) {
-        Some(u) => match Url::parse(&u) {
-            Ok(parsed) => Some(parsed),
-            Err(e) => {
-                problems.push(EmitError::BadUrl {
-                    url: u,
-                    reason: e.to_string(),
-                });
-                None
-            }
-        },
-        None => None,
-    };
-    let config = EmitConfig {
-        url,
-        dir,
-        provider: provider.map_or_else(|| "kimi".to_owned(), |p| p.to_string_lossy().into()),
-        generation,
-        event: event.map(|e| e.to_string_lossy().into_owned()),
-        token: std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()),
-        limits: DEFAULT_LIMITS,
-        tmux_pane: std::env::var(TMUX_PANE_ENV).ok(),
-    };
-    run_config(config, problems)
-}
-
 /// `hooktrack emit` as parsed by clap (only reached in unusual argv shapes).
 pub fn run(args: &EmitArgs) -> ExitCode {
     let mut problems = Vec::new();
@@ -180,53 +86,6 @@ pub fn run(args: &EmitArgs) -> ExitCode {
         limits: DEFAULT_LIMITS,
         tmux_pane: std::env::var(TMUX_PANE_ENV).ok(),
     };
-    run_config(config, problems)
-}
-
-/// Reads what the agent wrote to the hook's stdin and throws it away, bounded (the hook
-/// must not make the agent's write fail, nor wait on a stdin that never closes).
-fn drain_stdin() {
-    let _ = std::thread::Builder::new()
-        .name("emit-drain".into())
-        .spawn(|| {
-            let _ = io::copy(
-                &mut io::Read::take(io::stdin().lock(), DRAIN_LIMIT),
-                &mut io::sink(),
-            );
-        })
-        .map(|reader| {
-            let started = std::time::Instant::now();
-            while !reader.is_finished() && started.elapsed() < DRAIN_WAIT {
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-        });
-}
-
-/// An unrouted hook reads at most this much stdin...
-const DRAIN_LIMIT: u64 = 4 * 1024 * 1024;
-/// ...for at most this long, then exits whatever the agent does with the pipe.
-const DRAIN_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
-
-fn run_config(config: EmitConfig, mut problems: Vec<EmitError>) -> ExitCode {
-    // The watchdog: whatever blocks (a lock held by a stopped process, a stdin that never
-    // closes), the hook ends well inside the agent's hook timeout, and the delivery is
-    // recorded as given up. A signal timer costs two system calls; a thread (its stack,
-    // the clone, a malloc arena) stands in only when the timer cannot be armed.
-    if let Err(source) = watchdog::arm(&config) {
-        problems.push(EmitError::Watchdog { source });
-        let watched = config.clone();
-        let _ = std::thread::Builder::new()
-            .name("emit-watchdog".into())
-            .spawn(move || {
-                std::thread::sleep(HARD_DEADLINE);
-                emit::give_up(&watched);
-                std::process::exit(0);
-            });
-    }
-    let report = emit::emit(&config, io::stdin().lock(), emit::report_with(problems));
-    // The delivery is recorded (or logged as lost): a timer firing while the report is
-    // logged must not add a give-up row for it.
-    watchdog::settled();
-    log_report(&config.dir, &report);
+    run_config(config, problems);
     ExitCode::SUCCESS
 }

@@ -217,7 +217,8 @@ struct ObserverArgs {
     /// The channel generation.
     #[arg(long, requires_all = ["dir", "url"])]
     generation: Option<u64>,
-    /// The hooktrack binary the hooks run (default: this one).
+    /// The binary the hooks run (default: `hooktrack-hook` beside this one if it is
+    /// there, the hook command alone, which starts faster; else this one).
     #[arg(long)]
     emitter: Option<PathBuf>,
 }
@@ -226,7 +227,7 @@ impl ObserverArgs {
     fn observer(&self) -> Result<Observer, TargetError> {
         let emitter = match &self.emitter {
             Some(e) => absolute(e),
-            None => this_binary()?,
+            None => hook_binary()?,
         };
         let route = match (&self.dir, &self.url, self.generation) {
             (Some(dir), Some(url), Some(generation)) => Route::Argv(Destination {
@@ -354,12 +355,27 @@ struct ProbeArgs {
     agent_bin: Option<PathBuf>,
 }
 
-/// The running binary, as the absolute path hooks should run.
+/// The running binary, as an absolute path.
 pub fn this_binary() -> Result<PathBuf, TargetError> {
     std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .map_err(|source| TargetError::ThisBinary { source })
 }
+
+/// The binary hooks run: `hooktrack-hook` (the hook command alone, which starts faster)
+/// when it sits beside this one as an executable file, as `cargo install` and
+/// `just hook-static` put it; else this binary, whose `emit` is the same command.
+pub fn hook_binary() -> Result<PathBuf, TargetError> {
+    use std::os::unix::fs::PermissionsExt;
+    let this = this_binary()?;
+    let hook = this.with_file_name(HOOK_BINARY);
+    let runnable =
+        std::fs::metadata(&hook).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    Ok(if runnable { hook } else { this })
+}
+
+/// The file name of the hook-only binary (`src/bin/hooktrack-hook.rs`).
+const HOOK_BINARY: &str = "hooktrack-hook";
 
 pub fn run_install(args: &InstallArgs) -> ExitCode {
     let done = match &args.target {

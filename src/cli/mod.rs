@@ -38,7 +38,8 @@ pub fn run() -> ExitCode {
     if args.get(1).is_some_and(|a| a == "emit")
         && !args[2..].iter().any(|a| a == "--help" || a == "-h")
     {
-        return emit::run_raw(&args[2..]);
+        hooktrack_producer::emit::argv::run(&args[2..]);
+        return ExitCode::SUCCESS;
     }
     let cli = Cli::parse_from(args);
     match &cli.command {

@@ -36,7 +36,7 @@ use hooktrack_producer::install::preflight::Finding;
 use hooktrack_producer::store;
 
 use super::fail;
-use super::install::{TargetError, this_binary};
+use super::install::{TargetError, hook_binary};
 use hooktrack_core::diagnostics::error_chain;
 
 /// Observe an agent live: collector, observer, agent, tracking, cleanup — one command.
@@ -250,7 +250,7 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
         agent,
         config,
         root,
-        emitter: this_binary()?,
+        emitter: hook_binary()?,
         home: args.home.as_ref().map(|h| absolute(h)),
         cwd: std::env::current_dir().unwrap_or_default(),
         args: args.command[1..].to_vec(),

@@ -60,6 +60,53 @@ fn a_delivery_over_http_keeps_the_payload_byte_for_byte() {
     assert!(collector.stop().success());
 }
 
+/// `hooktrack-hook emit` (what installs run when it sits beside `hooktrack`) is the same
+/// command: over HTTP, by fallback, nothing on stdout; anything but `emit` is a usage error.
+#[test]
+fn the_hook_binary_delivers_like_hooktrack_emit() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    let payload = r#"{"hook_event_name": "Stop", "session_id": "s1", "cwd": "/p"}"#;
+    let dead = format!("http://127.0.0.1:{}/events", dead_port());
+    for url in [collector.url(), dead] {
+        let mut child = hook_command(&dir, "Stop")
+            .args(["--url", &url])
+            .env("HOOKTRACK_TOKEN", TOKEN)
+            .spawn()
+            .expect("spawn hooktrack-hook");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(payload.as_bytes())
+            .expect("write payload");
+        let out = child.wait_with_output().expect("hooktrack-hook output");
+        assert!(out.status.success());
+        assert!(out.stdout.is_empty(), "the hook wrote to stdout");
+    }
+    let rows = rows(&dir.join("events.ndjson"));
+    let vias: Vec<&str> = rows.iter().filter_map(|r| r["via"].as_str()).collect();
+    assert_eq!(vias, ["http", "command_fallback"]);
+    for row in &rows {
+        assert_eq!(row["payload"]["session_id"], "s1");
+        assert_eq!(row["event"], "Stop");
+    }
+    assert!(collector.stop().success());
+
+    let hook = || std::process::Command::new(env!("CARGO_BIN_EXE_hooktrack-hook"));
+    let bare = hook().output().expect("run hooktrack-hook");
+    assert_eq!(bare.status.code(), Some(2));
+    assert!(bare.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&bare.stderr).starts_with("usage: hooktrack-hook emit"));
+    let help = hook()
+        .args(["emit", "--help"])
+        .output()
+        .expect("run hooktrack-hook");
+    assert!(help.status.success());
+    assert!(String::from_utf8_lossy(&help.stdout).contains("hooktrack emit --help"));
+}
+
 #[test]
 fn a_refused_connection_means_a_fallback_row() {
     let tmp = tempfile::tempdir().expect("tempdir");

@@ -91,7 +91,8 @@ fn install_keeps_every_byte_outside_the_block_and_uninstall_restores_the_file() 
             assert_eq!(keys, ["command", "event", "timeout"]);
             assert_eq!(entry["timeout"].as_integer(), Some(5));
             let command = entry["command"].as_str().expect("command");
-            let binary = fs::canonicalize(env!("CARGO_BIN_EXE_hooktrack")).expect("binary");
+            // The hook-only binary beside `hooktrack` is what the hooks run.
+            let binary = fs::canonicalize(env!("CARGO_BIN_EXE_hooktrack-hook")).expect("binary");
             assert!(
                 command.starts_with(&format!("'{}' emit --url ", binary.display())),
                 "{command}"

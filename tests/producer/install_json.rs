@@ -266,7 +266,8 @@ fn install_keeps_every_user_key_and_entry_in_order_and_uninstall_restores_the_by
                 assert_eq!(last["hooks"].as_array().map(Vec::len), Some(1), "{event}");
             }
         }
-        let binary = fs::canonicalize(env!("CARGO_BIN_EXE_hooktrack")).expect("binary");
+        // The hook-only binary beside `hooktrack` is what the hooks run.
+        let binary = fs::canonicalize(env!("CARGO_BIN_EXE_hooktrack-hook")).expect("binary");
         for (event, entry) in &entries {
             assert_eq!(keys(entry), ["type", "command", "timeout"]);
             let command = entry["command"].as_str().expect("command");
@@ -816,4 +817,47 @@ fn installed_commands_deliver_recorded_payloads_that_replay_as_that_agent() {
             "{agent}"
         );
     }
+}
+
+/// The hooks run `hooktrack-hook` when it sits beside the installing `hooktrack` (as
+/// `cargo install` and `just hook-static` put them), else `hooktrack` itself.
+#[test]
+fn hooks_run_the_hook_binary_beside_hooktrack_else_hooktrack_itself() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bin = tmp.path().join("bin");
+    fs::create_dir_all(&bin).expect("mkdir");
+    // Hard links (a copy where they cannot be made): the kernel names a process's binary
+    // by the path it was started from, so this `hooktrack` looks beside itself in `bin`.
+    let place = |from: &str, name: &str| {
+        let to = bin.join(name);
+        if fs::hard_link(from, &to).is_err() {
+            fs::copy(from, &to).expect("copy binary");
+        }
+        to
+    };
+    let hooktrack = place(env!("CARGO_BIN_EXE_hooktrack"), "hooktrack");
+    let store = tmp.path().join("store");
+    let url = format!("http://127.0.0.1:{}/events", dead_port());
+    let emitter_of = |config: &Path| -> String {
+        let out = Command::new(&hooktrack)
+            .args(["install", "claude", "--config"])
+            .arg(config)
+            .arg("--dir")
+            .arg(&store)
+            .args(["--url", &url, "--generation", "1"])
+            .output()
+            .expect("run hooktrack install");
+        ok(&out);
+        let doc: Value = serde_json::from_slice(&fs::read(config).expect("config")).expect("json");
+        let (_, entry) = ours(&doc).into_iter().next().expect("an entry");
+        let command = entry["command"].as_str().expect("command");
+        command[..command.find("' emit ").expect("emit")]
+            .trim_start_matches('\'')
+            .to_owned()
+    };
+    let alone = emitter_of(&tmp.path().join("alone.json"));
+    assert_eq!(alone, bin.join("hooktrack").display().to_string());
+    place(env!("CARGO_BIN_EXE_hooktrack-hook"), "hooktrack-hook");
+    let beside = emitter_of(&tmp.path().join("beside.json"));
+    assert_eq!(beside, bin.join("hooktrack-hook").display().to_string());
 }

@@ -153,7 +153,19 @@ impl Drop for Collector {
 /// `hooktrack emit` for a Kimi CLI hook of `event` into the store `dir`, without a token
 /// or a tmux pane from the test's environment, every standard stream piped.
 pub fn emit_command(dir: &Path, event: &str) -> Command {
-    let mut cmd = hooktrack();
+    emit_command_of(hooktrack(), dir, event)
+}
+
+/// The same with `hooktrack-hook emit` (the hook command alone, which installs run).
+pub fn hook_command(dir: &Path, event: &str) -> Command {
+    emit_command_of(
+        Command::new(env!("CARGO_BIN_EXE_hooktrack-hook")),
+        dir,
+        event,
+    )
+}
+
+fn emit_command_of(mut cmd: Command, dir: &Path, event: &str) -> Command {
     cmd.args(["emit", "--dir"])
         .arg(dir)
         .args([

@@ -17,6 +17,7 @@
 //! with the event name and the cause ([`watchdog`]'s signal handler; [`give_up`] where
 //! the timer cannot be armed).
 
+pub mod argv;
 pub mod log;
 pub mod watchdog;
 
