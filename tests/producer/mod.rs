@@ -13,3 +13,4 @@ mod install_json;
 mod no_loss;
 mod security;
 mod session;
+mod socket;
