@@ -354,3 +354,17 @@ fn a_store_path_too_long_for_a_socket_still_collects_over_tcp() {
     assert_eq!(collector.stop().accepted, 1);
     assert_eq!(sock_files(&dir), Vec::<String>::new());
 }
+
+/// A collector bound and dropped without serving (a launch that fails after the bind)
+/// takes its socket file with it.
+#[test]
+fn a_collector_dropped_without_running_leaves_no_socket() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = bind(&dir);
+    let socket = collector.socket().expect("a socket").to_owned();
+    assert!(socket.exists());
+    drop(collector);
+    assert!(!socket.exists(), "{} left behind", socket.display());
+    assert!(sock_files(&dir).is_empty());
+}

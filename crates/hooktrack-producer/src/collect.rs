@@ -180,7 +180,7 @@ pub struct Collector {
     addr: SocketAddr,
     /// The store's Unix socket for the same exchanges ([`stream::socket_path`]), when
     /// its path fits a socket address and it could be made.
-    unix: Option<(UnixListener, PathBuf)>,
+    unix: Option<(UnixListener, SocketFile)>,
     shared: Arc<Shared>,
     started_at: Timestamp,
 }
@@ -285,7 +285,7 @@ impl Collector {
     /// The Unix socket emitters of this store reach the collector by, if it listens on
     /// one (see [`stream::socket_path`]).
     pub fn socket(&self) -> Option<&Path> {
-        self.unix.as_ref().map(|(_, path)| path.as_path())
+        self.unix.as_ref().map(|(_, file)| file.0.as_path())
     }
 
     pub fn stopper(&self) -> Stopper {
@@ -346,11 +346,8 @@ impl Collector {
                 }
             }
         }
-        if let Some((unix, path)) = self.unix {
-            // New emitters find no socket and go to the (closed) port, then append.
-            drop(unix);
-            let _ = std::fs::remove_file(path);
-        }
+        // New emitters find no socket and go to the (closed) port, then append.
+        drop(self.unix);
         drop(self.listener);
         let shared = &self.shared;
         let mut in_flight = shared
@@ -544,7 +541,7 @@ fn request_complete(buf: &[u8]) -> bool {
 /// socket an earlier collector of this store left: the caller holds `collector.lock`, so
 /// none of them is live. `None` when the path is too long or the socket cannot be made;
 /// the collector is then reached over TCP only, as before sockets.
-fn bind_socket(dir: &Path, port: u16) -> Option<(UnixListener, PathBuf)> {
+fn bind_socket(dir: &Path, port: u16) -> Option<(UnixListener, SocketFile)> {
     if let Ok(entries) = std::fs::read_dir(dir) {
         for entry in entries.flatten() {
             let name = entry.file_name();
@@ -564,7 +561,17 @@ fn bind_socket(dir: &Path, port: u16) -> Option<(UnixListener, PathBuf)> {
         let _ = std::fs::remove_file(&path);
         return None;
     }
-    Some((listener, path))
+    Some((listener, SocketFile(path)))
+}
+
+/// The collector's socket file, removed when the collector is done with it: at the end of
+/// [`Collector::run`], or when a bound collector is dropped without running.
+struct SocketFile(PathBuf);
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 fn defer_accept(listener: &TcpListener) {
