@@ -600,7 +600,8 @@ fn replay_sessions(bytes: &[u8], expected: usize) -> Result<()> {
     let mut reader = LineReader::new(bytes);
     let mut sessions = Sessions::new(ProviderChoice::Auto);
     while let Some(line) = reader.next_line()? {
-        let (index, fed) = sessions.feed(line);
+        let fed = sessions.feed(line);
+        let index = sessions.current();
         black_box(&fed);
         black_box(sessions.get(index).pipeline.posture());
     }

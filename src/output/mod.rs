@@ -294,7 +294,8 @@ pub(crate) fn replay_finding<R: BufRead + Send, W: Write>(
                 written.transcript_line(&mut sessions, &t, out)?;
             }
         }
-        let (index, fed) = sessions.feed_row(number, parsed);
+        let fed = sessions.feed_row(number, parsed);
+        let index = sessions.current();
         written.line(&fed, index, &sessions.get(index).pipeline, out)?;
         Ok(())
     };

@@ -463,10 +463,11 @@ impl Session {
                     );
                 }
             }
-            let (index, fed) = match parsed {
+            let fed = match parsed {
                 Ok(mut row) => sessions.feed_row(number, Ok(&mut row)),
                 Err(e) => sessions.feed_row(number, Err(e)),
             };
+            let index = sessions.current();
             let pipeline = &sessions.get(index).pipeline;
             let report = match &fed {
                 Fed::Event(step) => {
