@@ -141,7 +141,10 @@ pub fn parse_line(bytes: &[u8]) -> Result<Row<'_>, LineError> {
             len: bytes.len() as u64,
         });
     }
-    let text = std::str::from_utf8(bytes).map_err(|e| LineError::NotUtf8 {
+    // The whole line is checked, as the contract says (a line that is not UTF-8 is
+    // skipped), before a parse that only checks the strings it reads. simdutf8's check
+    // is the same one, with vector instructions: 3.7% of a one-thread replay with std's.
+    let text = simdutf8::compat::from_utf8(bytes).map_err(|e| LineError::NotUtf8 {
         column: e.valid_up_to() + 1,
     })?;
     let text = text.strip_suffix('\r').unwrap_or(text);
@@ -239,6 +242,31 @@ fn classify(e: serde_json::Error) -> LineError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_refused_with_the_column_of_the_first_bad_byte() {
+        // Short and long lines (the vector check works in blocks of 64 bytes): a bad byte
+        // in a short value, a lone continuation byte deep in a value nothing reads, and
+        // a two-byte character cut off at the end of the line.
+        let mut deep = br#"{"hook_event_name":"Stop","ignored":""#.to_vec();
+        deep.extend_from_slice(&[b'x'; 300]);
+        let bad_at = deep.len();
+        deep.extend_from_slice(b"\x80\"}");
+        let mut cut = br#"{"hook_event_name":"Stop","x":""#.to_vec();
+        cut.extend_from_slice(&[b'x'; 300]);
+        let cut_at = cut.len();
+        cut.push(0xc3);
+        for (line, column) in [
+            (b"{\"a\":\"\xff\"}".to_vec(), 7),
+            (deep, bad_at + 1),
+            (cut, cut_at + 1),
+        ] {
+            match parse_line(&line) {
+                Err(LineError::NotUtf8 { column: got }) => assert_eq!(got, column),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn envelope_row() {
