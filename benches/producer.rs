@@ -273,16 +273,7 @@ fn main() -> Result<()> {
             }
         }
     }
-    println!("  {:<32} {:>10} {:>10}", "", "p50", "p99");
-    for v in &mut variants {
-        v.samples.sort();
-        println!(
-            "  {:<32} {:>10} {:>10}",
-            v.label,
-            ms(percentile(&v.samples, 0.50)),
-            ms(percentile(&v.samples, 0.99))
-        );
-    }
+    print_table(variants.iter_mut());
     round_trips.sort();
     println!(
         "  {:<32} {:>10} {:>10}",
@@ -375,16 +366,7 @@ fn main() -> Result<()> {
                 }
             }
         }
-        println!("  {:<32} {:>10} {:>10}", "", "p50", "p99");
-        for v in cold.iter_mut().chain(pythons.iter_mut()) {
-            v.samples.sort();
-            println!(
-                "  {:<32} {:>10} {:>10}",
-                v.label,
-                ms(percentile(&v.samples, 0.50)),
-                ms(percentile(&v.samples, 0.99))
-            );
-        }
+        print_table(cold.iter_mut().chain(pythons.iter_mut()));
         if static_c.is_ok() {
             let floor = p50_in(&cold, STATIC_C);
             println!(
@@ -700,6 +682,20 @@ fn find_python() -> Option<PathBuf> {
         .ok()?;
     let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
     path.is_file().then_some(path)
+}
+
+/// Sorts each variant's samples and prints its p50 and p99, under a header.
+fn print_table<'a>(variants: impl Iterator<Item = &'a mut Variant>) {
+    println!("  {:<32} {:>10} {:>10}", "", "p50", "p99");
+    for v in variants {
+        v.samples.sort();
+        println!(
+            "  {:<32} {:>10} {:>10}",
+            v.label,
+            ms(percentile(&v.samples, 0.50)),
+            ms(percentile(&v.samples, 0.99))
+        );
+    }
 }
 
 /// A small fixed-seed generator for the rounds' order (xorshift64).

@@ -66,6 +66,20 @@ fn sock_files(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Runs the real emitter once for a Kimi CLI `Stop` against `url`: it must exit 0 and
+/// leave the store's one row, delivered by the collector (`via: "http"`, sequence 1), with
+/// nothing logged.
+fn emit_one_stop_over_http(dir: &Path, url: &str) {
+    let payload = kimi_cli("Stop", r#""stop_hook_active": false"#);
+    let out = emit(dir, Some(url), Some(TOKEN), "Stop", payload.as_bytes());
+    assert!(out.status.success(), "{out:?}");
+    let got = rows(&dir.join("events.ndjson"));
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["via"], "http");
+    assert_eq!(got[0]["sequence"], 1);
+    assert!(!dir.join("emit.log").exists(), "nothing to log");
+}
+
 /// A socket file at `path` that nobody listens on (a collector killed without cleaning
 /// up).
 fn dead_socket(path: &Path) {
@@ -280,23 +294,8 @@ fn a_stale_socket_costs_nothing_but_a_connect() {
     // The collector's socket replaced by a dead one at the same path.
     std::fs::remove_file(&path).expect("remove the collector's socket");
     dead_socket(&path);
-    let payload = kimi_cli("Stop", r#""stop_hook_active": false"#);
-    let out = emit(
-        &dir,
-        Some(&collector.url()),
-        Some(TOKEN),
-        "Stop",
-        payload.as_bytes(),
-    );
-    assert!(out.status.success(), "{out:?}");
-    let got = rows(&dir.join("events.ndjson"));
-    assert_eq!(got.len(), 1, "{got:?}");
-    assert_eq!(got[0]["via"], "http");
-    assert_eq!(got[0]["sequence"], 1);
-    assert!(
-        !dir.join("emit.log").exists(),
-        "a dead socket is not a problem to log"
-    );
+    // A dead socket is not a problem to log either.
+    emit_one_stop_over_http(&dir, &collector.url());
     assert!(collector.stop().success());
 
     // The next collector of the store removes the sockets earlier ones left, whatever
@@ -337,20 +336,7 @@ fn a_store_path_too_long_for_a_socket_still_collects_over_tcp() {
     let port = Url::parse(&collector.url).expect("url").addr.port();
     assert_eq!(socket_path(&dir, port), None);
     assert_eq!(sock_files(&dir), Vec::<String>::new());
-    let payload = kimi_cli("Stop", r#""stop_hook_active": false"#);
-    let out = emit(
-        &dir,
-        Some(&collector.url),
-        Some(TOKEN),
-        "Stop",
-        payload.as_bytes(),
-    );
-    assert!(out.status.success(), "{out:?}");
-    let got = rows(&dir.join("events.ndjson"));
-    assert_eq!(got.len(), 1, "{got:?}");
-    assert_eq!(got[0]["via"], "http");
-    assert_eq!(got[0]["sequence"], 1);
-    assert!(!dir.join("emit.log").exists());
+    emit_one_stop_over_http(&dir, &collector.url);
     assert_eq!(collector.stop().accepted, 1);
     assert_eq!(sock_files(&dir), Vec::<String>::new());
 }
