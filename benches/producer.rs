@@ -300,7 +300,7 @@ fn main() -> Result<()> {
         let http = p50_of(DEFAULT_HTTP) / floor;
         let fallback = p50_of(DEFAULT_FALLBACK) / floor;
         println!(
-            "  p50 hooktrack / static C exec: http {http:.2}, fallback {fallback:.2}; target <= {STATIC_TARGET} -> {}",
+            "  p50 default build / static C exec: http {http:.2}, fallback {fallback:.2}; target <= {STATIC_TARGET} -> {}",
             verdict(http, fallback)
         );
         if static_bin.is_some() {
@@ -389,7 +389,7 @@ fn main() -> Result<()> {
         let http = p50_of(DEFAULT_HTTP) / baseline("http");
         let fallback = p50_of(DEFAULT_FALLBACK) / baseline("fallback");
         println!(
-            "  p50 hooktrack / fastest python: http {http:.3}, fallback {fallback:.3}; target <= {TARGET_RATIO} -> {}",
+            "  p50 default build / fastest python: http {http:.3}, fallback {fallback:.3}; target <= {TARGET_RATIO} -> {}",
             if http <= TARGET_RATIO && fallback <= TARGET_RATIO {
                 "met"
             } else {
