@@ -387,6 +387,13 @@ impl Collector {
     }
 
     fn dispatch(&self, mut stream: Stream) {
+        // Where accepted sockets inherit the listener's O_NONBLOCK (the BSDs, macOS), the
+        // exchange is made blocking again: its reads and writes are bounded by timeouts.
+        #[cfg(not(target_os = "linux"))]
+        let _ = match &stream {
+            Stream::Tcp(s) => s.set_nonblocking(false),
+            Stream::Unix(s) => s.set_nonblocking(false),
+        };
         let shared = Arc::clone(&self.shared);
         // The fast path: a request that has wholly arrived is served here, on the accept
         // thread, without a thread of its own (its stack, the clone, the bookkeeping):
