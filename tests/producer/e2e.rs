@@ -248,6 +248,45 @@ impl Drop for Mock {
     }
 }
 
+/// `hooktrack session` running the real Kimi CLI in print mode (stream-json in and out,
+/// `--yolo`) from the venv, in `work` with `home` as `$HOME`, every standard stream piped;
+/// no Kimi or hooktrack variables from the test's environment.
+fn kimi_session(
+    root: &Path,
+    output: &Path,
+    venv_python: &Path,
+    work: &Path,
+    home: &Path,
+) -> Command {
+    let mut cmd = hooktrack();
+    cmd.args(["session", "--agent", "kimi-cli", "--format", "ndjson", "--root"])
+        .arg(root)
+        .arg("--output")
+        .arg(output)
+        .arg("--")
+        .arg(venv_python)
+        .args([
+            "-c",
+            "import sys; from kimi_cli.__main__ import run_original_cli; sys.exit(run_original_cli(sys.argv[1:]))",
+            "--print",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--yolo",
+        ])
+        .current_dir(work)
+        .env("HOME", home)
+        .env_remove("KIMI_SHARE_DIR")
+        .env_remove("KIMI_BASE_URL")
+        .env_remove("KIMI_API_KEY")
+        .env_remove("HOOKTRACK_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
 #[test]
 fn kimi_cli_multi_turn_session_with_tools_is_tracked_live() {
     let python = match find_python() {
@@ -290,32 +329,7 @@ fn kimi_cli_multi_turn_session_with_tools_is_tracked_live() {
         r#"{"role":"user","content":"Now just say hello. [[plain]]"}"#,
         "\n"
     );
-    let mut session = hooktrack()
-        .args(["session", "--agent", "kimi-cli", "--format", "ndjson", "--root"])
-        .arg(&root)
-        .arg("--output")
-        .arg(&output)
-        .arg("--")
-        .arg(&venv_python)
-        .args([
-            "-c",
-            "import sys; from kimi_cli.__main__ import run_original_cli; sys.exit(run_original_cli(sys.argv[1:]))",
-            "--print",
-            "--input-format",
-            "stream-json",
-            "--output-format",
-            "stream-json",
-            "--yolo",
-        ])
-        .current_dir(&work)
-        .env("HOME", &home)
-        .env_remove("KIMI_SHARE_DIR")
-        .env_remove("KIMI_BASE_URL")
-        .env_remove("KIMI_API_KEY")
-        .env_remove("HOOKTRACK_TOKEN")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+    let mut session = kimi_session(&root, &output, &venv_python, &work, &home)
         .spawn()
         .expect("spawn session");
     session
@@ -461,34 +475,15 @@ fn kimi_cli_failing_model_call_ends_known_failure() {
     )
     .expect("write config");
     let output = tmp.path().join("session.ndjson");
-    let mut session = hooktrack()
-        .args(["session", "--agent", "kimi-cli", "--format", "ndjson", "--root"])
-        .arg(tmp.path().join("root"))
-        .arg("--output")
-        .arg(&output)
-        .arg("--")
-        .arg(&venv_python)
-        .args([
-            "-c",
-            "import sys; from kimi_cli.__main__ import run_original_cli; sys.exit(run_original_cli(sys.argv[1:]))",
-            "--print",
-            "--input-format",
-            "stream-json",
-            "--output-format",
-            "stream-json",
-            "--yolo",
-        ])
-        .current_dir(&work)
-        .env("HOME", &home)
-        .env_remove("KIMI_SHARE_DIR")
-        .env_remove("KIMI_BASE_URL")
-        .env_remove("KIMI_API_KEY")
-        .env_remove("HOOKTRACK_TOKEN")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn session");
+    let mut session = kimi_session(
+        &tmp.path().join("root"),
+        &output,
+        &venv_python,
+        &work,
+        &home,
+    )
+    .spawn()
+    .expect("spawn session");
     session
         .stdin
         .take()

@@ -11,6 +11,32 @@ use super::util::*;
 
 const OPERATOR: &str = "# operator settings\ndefault_model = \"mock\"\n\n[[hooks]]\nevent = \"Stop\"\ncommand = \"true\"\n";
 
+/// `hooktrack session` running the stand-in `agent` as Kimi CLI, with `home` as `$HOME`,
+/// `out_dir` as `$OUT` and no stdin; the caller picks stdout and stderr.
+fn fake_kimi_session(
+    root: &Path,
+    output: &Path,
+    agent: &Path,
+    home: &Path,
+    out_dir: &Path,
+) -> std::process::Command {
+    let mut cmd = hooktrack();
+    cmd.args([
+        "session", "--agent", "kimi-cli", "--format", "ndjson", "--root",
+    ])
+    .arg(root)
+    .arg("--output")
+    .arg(output)
+    .arg("--")
+    .arg(agent)
+    .env("HOME", home)
+    .env("OUT", out_dir)
+    .env_remove("HOOKTRACK_TOKEN")
+    .env_remove("KIMI_SHARE_DIR")
+    .stdin(Stdio::null());
+    cmd
+}
+
 /// Writes the stand-in agent. It records the token it was given, signals `ready` after
 /// the first prompt, waits for `go`, runs the rest of the session and exits with 3.
 fn fake_agent(dir: &Path) -> PathBuf {
@@ -71,20 +97,7 @@ fn a_session_tracks_the_agent_live_and_cleans_up_after_it() {
     fs::write(&config, OPERATOR).expect("write config");
     let agent = fake_agent(tmp.path());
     let output = tmp.path().join("session.ndjson");
-    let mut session = hooktrack()
-        .args([
-            "session", "--agent", "kimi-cli", "--format", "ndjson", "--root",
-        ])
-        .arg(&root)
-        .arg("--output")
-        .arg(&output)
-        .arg("--")
-        .arg(&agent)
-        .env("HOME", &home)
-        .env("OUT", &out_dir)
-        .env_remove("HOOKTRACK_TOKEN")
-        .env_remove("KIMI_SHARE_DIR")
-        .stdin(Stdio::null())
+    let mut session = fake_kimi_session(&root, &output, &agent, &home, &out_dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -229,20 +242,7 @@ fn a_reused_root_shows_only_the_new_generations_events_live() {
     let agent = fake_agent(tmp.path());
     let run = |generation: u64| {
         let output = tmp.path().join(format!("session-{generation}.ndjson"));
-        let status = hooktrack()
-            .args([
-                "session", "--agent", "kimi-cli", "--format", "ndjson", "--root",
-            ])
-            .arg(&root)
-            .arg("--output")
-            .arg(&output)
-            .arg("--")
-            .arg(&agent)
-            .env("HOME", &home)
-            .env("OUT", &out_dir)
-            .env_remove("HOOKTRACK_TOKEN")
-            .env_remove("KIMI_SHARE_DIR")
-            .stdin(Stdio::null())
+        let status = fake_kimi_session(&root, &output, &agent, &home, &out_dir)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
