@@ -31,7 +31,7 @@ use hooktrack_core::row::{LineError, Row, parse_read_line};
 use hooktrack_core::sessions::Sessions;
 use hooktrack_core::source::Source;
 use hooktrack_core::time::Timestamp;
-use hooktrack_core::transcript::entry_time;
+use hooktrack_core::tracker::{FedLine, Tracker, TrackerConfig, TranscriptClock, TranscriptLine};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Format {
@@ -100,42 +100,25 @@ pub struct Transcripts {
     lines: Vec<TranscriptLine>,
 }
 
-#[derive(Debug)]
-struct TranscriptLine {
-    at: Option<Timestamp>,
-    number: u64,
-    bytes: Vec<u8>,
-}
-
 impl Transcripts {
-    /// Adds one transcript file's lines (in file order, 1-based numbers).
+    /// Adds one transcript file's lines (in file order, 1-based numbers), timed by the
+    /// tracker's one rule ([`TranscriptClock`]).
     pub fn add_file(&mut self, lines: impl IntoIterator<Item = Vec<u8>>) {
-        let mut file: Vec<TranscriptLine> = lines
+        let numbered = lines
             .into_iter()
             .enumerate()
-            .map(|(i, bytes)| TranscriptLine {
-                at: entry_time(&bytes),
-                number: i as u64 + 1,
-                bytes,
-            })
-            .collect();
-        // Untimed lines ride with their predecessor (leading ones with the first timed line).
-        let first = file.iter().find_map(|l| l.at);
-        let mut last = first;
-        for line in &mut file {
-            match line.at {
-                Some(at) => last = Some(at),
-                None => line.at = last,
-            }
-        }
-        self.lines.extend(file);
-        // Stable: equal times keep file order.
+            .map(|(i, bytes)| (i as u64 + 1, bytes));
         self.lines
-            .sort_by_key(|l| l.at.map_or(i64::MAX, |t| t.as_millis()));
+            .extend(TranscriptClock::default().stamp(numbered));
     }
 
     pub fn is_empty(&self) -> bool {
         self.lines.is_empty()
+    }
+
+    /// The time of the earliest timed line.
+    fn earliest(&self) -> Option<Timestamp> {
+        self.lines.iter().filter_map(|l| l.at).min()
     }
 }
 
@@ -248,17 +231,19 @@ pub(crate) fn replay_finding<R: BufRead + Send, W: Write>(
     if !matches!(format, Format::Json | Format::Html) {
         find = None;
     }
-    let mut sessions = match (options.one_stream, format) {
-        (false, Format::Text | Format::Json | Format::Ndjson) => Sessions::new(choice),
-        _ => Sessions::with_limit(choice, 1),
-    };
-    let mut transcript = options.transcripts.lines.into_iter().peekable();
+    let by_session = !options.one_stream && !matches!(format, Format::Html);
+    let mut tracker = Tracker::new(TrackerConfig {
+        choice,
+        by_session,
+        // ndjson streams the closed turns and keeps memory flat.
+        keep_ledger: !matches!(format, Format::Ndjson),
+        report_closed: false,
+    });
+    tracker.queue_transcript(options.transcripts.lines);
     let reader = LineReader::new(input);
-    // Per session: the turns it closed and the posture after its last line.
     let mut written = Written {
         format,
         start: Pipeline::new(choice).posture(),
-        turns: Vec::new(),
         previous: Vec::new(),
         recorder: html::Recorder::default(),
         ndjson: ndjson::Lines::default(),
@@ -267,37 +252,26 @@ pub(crate) fn replay_finding<R: BufRead + Send, W: Write>(
     // The latest time of the rows fed so far, while the transcripts wait to be found.
     let mut latest: Option<Timestamp> = None;
     let mut found: Option<Transcripts> = None;
-    // One step for both ways of reading: a transcript line goes just before the first hook
-    // row received later than its timestamp, then the row goes to its session.
+    // One step for both ways of reading: the tracker places the transcript lines received
+    // before the row, then feeds the row to its session; each fed line is written.
     let mut step = |number: u64, parsed: Result<&mut Row<'_>, LineError>, out: &mut W| {
         lines = number;
         if let (Some(search), Ok(row)) = (find.as_mut(), &parsed) {
             if row.payload.agent_id.is_none() && row.payload.transcript_path.is_some() {
                 let transcripts = search()?;
                 find = None;
-                // Sorted by time, untimed last: the first line is the earliest.
-                let first = transcripts.lines.first().and_then(|t| t.at);
-                if matches!((first, latest), (Some(f), Some(l)) if f < l) {
+                if matches!((transcripts.earliest(), latest), (Some(f), Some(l)) if f < l) {
                     found = Some(transcripts);
                     return Err(Stop::NamedLate);
                 }
-                transcript = transcripts.lines.into_iter().peekable();
+                tracker.queue_transcript(transcripts.lines);
             } else {
                 latest = latest.max(row.meta.at);
             }
         }
-        if transcript.peek().is_some() {
-            let hook_at = parsed.as_ref().ok().and_then(|r| r.meta.at);
-            while let Some(t) =
-                transcript.next_if(|t| matches!((t.at, hook_at), (Some(a), Some(h)) if a < h))
-            {
-                written.transcript_line(&mut sessions, &t, out)?;
-            }
-        }
-        let fed = sessions.feed_row(number, parsed);
-        let index = sessions.current();
-        written.line(&fed, index, &sessions.get(index).pipeline, out)?;
-        Ok(())
+        tracker
+            .feed_hook(number, parsed, false, &mut |l| written.line(&l, out))
+            .map_err(Stop::from)
     };
     let read = if options.threads >= 2 {
         read_ahead::run(reader, |number, parsed| step(number, parsed, out))
@@ -318,27 +292,18 @@ pub(crate) fn replay_finding<R: BufRead + Send, W: Write>(
             source,
         });
     }
-    for t in transcript {
-        written.transcript_line(&mut sessions, &t, out)?;
-    }
-    let Written {
-        mut turns,
-        recorder,
-        ..
-    } = written;
-    if sessions.len() > 1 {
-        turns.resize_with(sessions.len(), Vec::new);
-        let reports = sessions
-            .all()
-            .iter()
-            .zip(turns)
-            .map(|(session, turns)| {
-                let mut report = report_of(&session.pipeline, turns, session.lines);
+    tracker.flush_transcript(&mut |l| written.line(&l, out))?;
+    let recorder = written.recorder;
+    if tracker.sessions().len() > 1 {
+        let reports = (0..tracker.sessions().len())
+            .map(|i| {
+                let session = &tracker.sessions()[i];
+                let mut report = report_of(&session.pipeline, tracker.ledger(i), session.lines);
                 report.session_id.clone_from(&session.session_id);
                 report
             })
             .collect();
-        return write_sessions(out, format, &sessions, reports, lines)
+        return write_sessions(out, format, tracker.router(), reports, lines)
             .map(|report| Replayed::Done(Box::new(report)));
     }
     let extras = Extras {
@@ -346,38 +311,30 @@ pub(crate) fn replay_finding<R: BufRead + Send, W: Write>(
         recorder: &recorder,
         source_name,
     };
-    let session_id = sessions.get(0).session_id.clone();
-    let pipeline = sessions.into_first();
-    let turns = turns.into_iter().next().unwrap_or_default();
-    let mut report = finish(pipeline, turns, lines, format, extras, out)?;
+    let ledger = tracker.ledger(0);
+    let session_id = tracker.sessions()[0].session_id.clone();
+    let mut report = finish(tracker.pipeline(), ledger, lines, format, extras, out)?;
     report.session_id = session_id;
     Ok(Replayed::Done(Box::new(report)))
 }
 
-/// What the replay loop keeps per session (closed turns, the posture after its last line)
-/// and for the page, so that every fed line, hook row or transcript entry, is written one
-/// way.
+/// What the replay writes per fed line, hook row or transcript entry, one way: the
+/// posture after each session's last line (text), the page's record (html), the ndjson
+/// line writer.
 struct Written {
     format: Format,
     /// A fresh pipeline's posture: where a session's diff starts.
     start: Posture,
-    turns: Vec<Vec<TurnRecord>>,
     previous: Vec<Posture>,
     recorder: html::Recorder,
     ndjson: ndjson::Lines,
 }
 
 impl Written {
-    /// Writes one fed line in the format and keeps the closed turns the ledger needs.
-    fn line<W: Write>(
-        &mut self,
-        fed: &Fed<'_>,
-        index: usize,
-        pipeline: &Pipeline,
-        out: &mut W,
-    ) -> Result<(), ReplayError> {
-        while self.turns.len() <= index {
-            self.turns.push(Vec::new());
+    /// Writes one fed line in the format.
+    fn line<W: Write>(&mut self, l: &FedLine<'_, '_>, out: &mut W) -> Result<(), ReplayError> {
+        let (fed, index, pipeline) = (l.fed, l.session, l.pipeline);
+        while self.previous.len() <= index {
             self.previous.push(self.start.clone());
         }
         let write = |source| ReplayError::Write { source };
@@ -398,24 +355,7 @@ impl Written {
             Format::Html => self.recorder.record(fed, pipeline),
             Format::Json => {}
         }
-        // The ledger of the formats that end with one.
-        if let (Fed::Event(step), Format::Text | Format::Json | Format::Html) = (fed, self.format) {
-            self.turns[index].extend(step.outcome.closed.iter().cloned());
-        }
         Ok(())
-    }
-
-    /// A transcript line goes to the current session (the one of the row before it).
-    fn transcript_line<W: Write>(
-        &mut self,
-        sessions: &mut Sessions,
-        t: &TranscriptLine,
-        out: &mut W,
-    ) -> Result<(), ReplayError> {
-        let index = sessions.current();
-        let pipeline = &mut sessions.get_mut(index).pipeline;
-        let fed = pipeline.feed_transcript(t.number, &t.bytes);
-        self.line(&fed, index, pipeline, out)
     }
 }
 
@@ -439,11 +379,11 @@ where
     }
 }
 
-/// One pipeline's report; `lines` is what it read.
-fn report_of(pipeline: &Pipeline, turns: Vec<TurnRecord>, lines: u64) -> Report {
+/// One pipeline's report, with its ledger (the tracker's); `lines` is what it read.
+fn report_of(pipeline: &Pipeline, ledger: Vec<TurnRecord>, lines: u64) -> Report {
     Report {
         provider: pipeline.detection().cloned(),
-        turns: pipeline.ledger(turns),
+        turns: ledger,
         final_posture: pipeline.posture(),
         diagnostics: pipeline.diagnostics().clone(),
         provenance: pipeline.provenance().clone(),
@@ -463,8 +403,8 @@ struct Extras<'a> {
 }
 
 fn finish<W: Write>(
-    pipeline: Pipeline,
-    turns: Vec<TurnRecord>,
+    pipeline: &Pipeline,
+    ledger: Vec<TurnRecord>,
     lines: u64,
     format: Format,
     extras: Extras<'_>,
@@ -481,7 +421,7 @@ fn finish<W: Write>(
         Format::Ndjson => pipeline.open_turns(),
         Format::Text | Format::Json | Format::Html => Vec::new(),
     };
-    let report = report_of(&pipeline, turns, lines);
+    let report = report_of(pipeline, ledger, lines);
     match format {
         Format::Text => {
             timeline::write_summary(out, &report).map_err(write)?;

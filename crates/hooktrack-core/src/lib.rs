@@ -31,4 +31,5 @@ pub mod sessions;
 pub mod source;
 pub mod store;
 pub mod time;
+pub mod tracker;
 pub mod transcript;

@@ -1,0 +1,369 @@
+//! The one tracker: what replay and live both do with a store's lines, without I/O.
+//!
+//! A driver reads `events.ndjson`, the transcripts the payloads name and the agent
+//! process's end, and hands them to a [`Tracker`]. The tracker owns the rules both ways of
+//! reading share:
+//!
+//! - the session router ([`Sessions`]): one pipeline per `session_id`;
+//! - the time merge: a transcript line goes just before the first hook row received later
+//!   than its timestamp (a tie goes to the hook row, which was there first); an untimed
+//!   transcript line takes the time of the line before it in its file
+//!   ([`TranscriptClock`]);
+//! - the closed turns and the ledger: every turn a step ended is kept per session (when
+//!   asked, [`TrackerConfig::keep_ledger`]) and drained for the caller's updates (when
+//!   asked, [`TrackerConfig::report_closed`]).
+//!
+//! Every line fed, hook row or transcript line or the process's end, is handed to the
+//! driver's sink as a [`FedLine`], in the order the tracker fed it: the driver writes it in
+//! its format (a replay) or reports it (live). Time only comes in with the lines.
+
+use std::collections::VecDeque;
+
+use crate::correlate::TurnRecord;
+use crate::pipeline::{Fed, Pipeline};
+use crate::provider::ProviderChoice;
+use crate::row::{LineError, Row};
+use crate::sessions::{SessionPipeline, Sessions};
+use crate::time::Timestamp;
+use crate::transcript::entry_time;
+
+/// One transcript line read, with its time (see [`TranscriptClock`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TranscriptLine {
+    /// Its 1-based line number in its file.
+    pub number: u64,
+    /// The entry's own timestamp, else the one before it in its file.
+    pub at: Option<Timestamp>,
+    pub bytes: Vec<u8>,
+}
+
+/// Times one transcript file's lines as they are read, in one or more batches: an untimed
+/// line takes the time of the last timed line before it; untimed lines at the start of
+/// the file (its header) take the time of the first timed line of their batch.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TranscriptClock {
+    last: Option<Timestamp>,
+}
+
+impl TranscriptClock {
+    /// Times a batch of `(line number, bytes)` read from the file, in file order.
+    pub fn stamp(
+        &mut self,
+        batch: impl IntoIterator<Item = (u64, Vec<u8>)>,
+    ) -> Vec<TranscriptLine> {
+        let mut lines: Vec<TranscriptLine> = batch
+            .into_iter()
+            .map(|(number, bytes)| {
+                if let Some(at) = entry_time(&bytes) {
+                    self.last = Some(at);
+                }
+                TranscriptLine {
+                    number,
+                    at: self.last,
+                    bytes,
+                }
+            })
+            .collect();
+        if let Some(first) = lines.iter().find_map(|t| t.at) {
+            for t in lines.iter_mut().take_while(|t| t.at.is_none()) {
+                t.at = Some(first);
+            }
+        }
+        lines
+    }
+}
+
+/// What a tracker keeps and reports.
+#[derive(Clone, Copy, Debug)]
+pub struct TrackerConfig {
+    pub choice: ProviderChoice,
+    /// Split the store into one pipeline per `session_id` (else one pipeline for every row).
+    pub by_session: bool,
+    /// Keep every closed turn per session, for [`Tracker::ledger`].
+    pub keep_ledger: bool,
+    /// Keep the closed turns for [`Tracker::take_closed`] (a live driver's updates).
+    pub report_closed: bool,
+}
+
+impl Default for TrackerConfig {
+    fn default() -> Self {
+        Self {
+            choice: ProviderChoice::Auto,
+            by_session: true,
+            keep_ledger: false,
+            report_closed: false,
+        }
+    }
+}
+
+/// One line the tracker fed, handed to the driver's sink.
+#[derive(Debug)]
+pub struct FedLine<'s, 'a> {
+    pub fed: &'s Fed<'a>,
+    /// The index of the session it went to (see [`Tracker::sessions`]).
+    pub session: usize,
+    /// That session's pipeline, after the line.
+    pub pipeline: &'s Pipeline,
+    /// A line fed again after a restart (a checkpoint's prefix, a file rewritten in
+    /// place): it rebuilds the state, it is not news.
+    pub replayed: bool,
+}
+
+#[derive(Debug)]
+pub struct Tracker {
+    config: TrackerConfig,
+    sessions: Sessions,
+    /// Transcript lines waiting for their place among the hook rows: by time, untimed last,
+    /// equal times in the order they came.
+    pending: VecDeque<TranscriptLine>,
+    /// Per session, the turns it closed (with [`TrackerConfig::keep_ledger`]).
+    ledgers: Vec<Vec<TurnRecord>>,
+    /// The turns closed since the last [`Tracker::take_closed`], with their session.
+    closed: Vec<(usize, TurnRecord)>,
+}
+
+impl Tracker {
+    pub fn new(config: TrackerConfig) -> Self {
+        let limit = if config.by_session {
+            crate::sessions::MAX_SESSIONS
+        } else {
+            1
+        };
+        Self {
+            config,
+            sessions: Sessions::with_limit(config.choice, limit),
+            pending: VecDeque::new(),
+            ledgers: Vec::new(),
+            closed: Vec::new(),
+        }
+    }
+
+    /// Adds transcript lines to place among the hook rows fed next (by time: see the
+    /// module's rules).
+    pub fn queue_transcript(&mut self, lines: impl IntoIterator<Item = TranscriptLine>) {
+        self.pending.extend(lines);
+        // Stable: equal times keep the order they came in.
+        self.pending
+            .make_contiguous()
+            .sort_by_key(|l| l.at.map_or(i64::MAX, |t| t.as_millis()));
+    }
+
+    /// The earliest time of the transcript lines waiting (`None`: none waits, or none is
+    /// timed).
+    pub fn first_pending_at(&self) -> Option<Timestamp> {
+        self.pending.front().and_then(|l| l.at)
+    }
+
+    /// Feeds one hook row (or a line that is not one): first the waiting transcript lines
+    /// received before it, then the row, to its session. A `replayed` row places no
+    /// transcript line (see [`FedLine::replayed`]).
+    pub fn feed_hook<'a, E>(
+        &mut self,
+        number: u64,
+        parsed: Result<&mut Row<'a>, LineError>,
+        replayed: bool,
+        sink: &mut impl FnMut(FedLine<'_, 'a>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if !replayed && !self.pending.is_empty() {
+            let hook_at = parsed.as_ref().ok().and_then(|r| r.meta.at);
+            while let Some(line) = self
+                .pending
+                .pop_front_if(|t| matches!((t.at, hook_at), (Some(a), Some(h)) if a < h))
+            {
+                self.feed_transcript_line(&line, sink)?;
+            }
+        }
+        let fed = self.sessions.feed_row(number, parsed);
+        self.settle(&fed, replayed, sink)
+    }
+
+    /// Feeds every transcript line still waiting (at the end of a replay, or of a live
+    /// poll: nothing later is known to come before them).
+    pub fn flush_transcript<'a, E>(
+        &mut self,
+        sink: &mut impl FnMut(FedLine<'_, 'a>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        while let Some(line) = self.pending.pop_front() {
+            self.feed_transcript_line(&line, sink)?;
+        }
+        Ok(())
+    }
+
+    /// The agent process ended at `at`: an open turn of the current session ends
+    /// `terminal_gap`, presence becomes absent.
+    pub fn process_ended<'a, E>(
+        &mut self,
+        pid: Option<u32>,
+        at: Option<Timestamp>,
+        sink: &mut impl FnMut(FedLine<'_, 'a>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let index = self.sessions.current();
+        let step = self.sessions.get_mut(index).pipeline.process_ended(pid, at);
+        self.settle(&Fed::Event(step), false, sink)
+    }
+
+    /// A transcript line goes to the current session (the one of the hook row before it).
+    fn feed_transcript_line<'a, E>(
+        &mut self,
+        line: &TranscriptLine,
+        sink: &mut impl FnMut(FedLine<'_, 'a>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let index = self.sessions.current();
+        let fed = self
+            .sessions
+            .get_mut(index)
+            .pipeline
+            .feed_transcript(line.number, &line.bytes);
+        self.settle(&fed, false, sink)
+    }
+
+    /// Keeps the turns a fed line closed, then hands the line to the sink.
+    fn settle<'a, E>(
+        &mut self,
+        fed: &Fed<'a>,
+        replayed: bool,
+        sink: &mut impl FnMut(FedLine<'_, 'a>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let session = self.sessions.current();
+        if let Fed::Event(step) = fed
+            && !step.outcome.closed.is_empty()
+        {
+            if self.config.keep_ledger {
+                if self.ledgers.len() <= session {
+                    self.ledgers.resize_with(session + 1, Vec::new);
+                }
+                self.ledgers[session].extend(step.outcome.closed.iter().cloned());
+            }
+            if self.config.report_closed && !replayed {
+                self.closed
+                    .extend(step.outcome.closed.iter().map(|t| (session, t.clone())));
+            }
+        }
+        sink(FedLine {
+            fed,
+            session,
+            pipeline: &self.sessions.get(session).pipeline,
+            replayed,
+        })
+    }
+
+    /// Starts over with fresh pipelines (a checkpoint's prefix or a file rewritten in
+    /// place is fed again): what the lines built is built again, not twice.
+    pub fn restart(&mut self) {
+        self.sessions.restart();
+        self.ledgers.clear();
+    }
+
+    /// The turns closed since the last call, with the index of their session (with
+    /// [`TrackerConfig::report_closed`]; replayed lines' turns are not news).
+    pub fn take_closed(&mut self) -> Vec<(usize, TurnRecord)> {
+        std::mem::take(&mut self.closed)
+    }
+
+    /// Session `index`'s turn ledger: the turns it closed (with
+    /// [`TrackerConfig::keep_ledger`]) and the ones still open, in turn order.
+    pub fn ledger(&self, index: usize) -> Vec<TurnRecord> {
+        let closed = self.ledgers.get(index).cloned().unwrap_or_default();
+        self.sessions.get(index).pipeline.ledger(closed)
+    }
+
+    /// Takes session `index`'s closed turns out (the end of a replay).
+    pub fn take_ledger(&mut self, index: usize) -> Vec<TurnRecord> {
+        self.ledgers
+            .get_mut(index)
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Every session, in the order of their first rows.
+    pub fn sessions(&self) -> &[SessionPipeline] {
+        self.sessions.all()
+    }
+
+    /// The session the last routed row went to.
+    pub fn current(&self) -> usize {
+        self.sessions.current()
+    }
+
+    /// The current session's pipeline.
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.sessions.get(self.sessions.current()).pipeline
+    }
+
+    /// The router (its counters: sessions past the limit).
+    pub fn router(&self) -> &Sessions {
+        &self.sessions
+    }
+
+    /// The first session's pipeline, for a log that held one.
+    pub fn into_first(self) -> Pipeline {
+        self.sessions.into_first()
+    }
+
+    pub fn config(&self) -> TrackerConfig {
+        self.config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(number: u64, text: &str) -> (u64, Vec<u8>) {
+        (number, text.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn untimed_lines_take_the_time_before_them_and_a_header_the_first() {
+        let mut clock = TranscriptClock::default();
+        let first = clock.stamp([
+            line(1, r#"{"type":"header"}"#),
+            line(2, r#"{"timestamp":"2026-01-01T00:00:01Z"}"#),
+            line(3, r#"{"type":"x"}"#),
+        ]);
+        let at: Vec<_> = first.iter().map(|l| l.at.map(|t| t.as_millis())).collect();
+        let one = Some(1_767_225_601_000);
+        assert_eq!(at, [one, one, one]);
+        // The next batch continues from the last timed line.
+        let second = clock.stamp([line(4, r#"{"type":"y"}"#)]);
+        assert_eq!(second[0].at.map(|t| t.as_millis()), one);
+    }
+
+    #[test]
+    fn a_transcript_line_goes_before_the_first_row_received_later() {
+        let mut tracker = Tracker::new(TrackerConfig::default());
+        let mut clock = TranscriptClock::default();
+        tracker.queue_transcript(clock.stamp([
+            line(1, r#"{"timestamp":"2026-01-01T00:00:02Z","type":"user"}"#),
+            line(2, r#"{"timestamp":"2026-01-01T00:00:05Z","type":"user"}"#),
+        ]));
+        let rows = [
+            r#"{"v":1,"provider":"claude","received_at":"2026-01-01T00:00:01.000Z","event":"SessionStart","payload":{"hook_event_name":"SessionStart","session_id":"s"}}"#,
+            r#"{"v":1,"provider":"claude","received_at":"2026-01-01T00:00:02.000Z","event":"Stop","payload":{"hook_event_name":"Stop","session_id":"s"}}"#,
+            r#"{"v":1,"provider":"claude","received_at":"2026-01-01T00:00:03.000Z","event":"Stop","payload":{"hook_event_name":"Stop","session_id":"s"}}"#,
+        ];
+        let mut order = Vec::new();
+        let mut sink = |l: FedLine<'_, '_>| -> Result<(), ()> {
+            let (source, line) = match l.fed {
+                Fed::Event(s) => (s.source, s.line),
+                Fed::Skipped(s) => (s.source, s.line),
+            };
+            order.push(format!("{}:{line}", source.name()));
+            Ok(())
+        };
+        for (i, row) in rows.iter().enumerate() {
+            let parsed = crate::row::parse_line(row.as_bytes());
+            match parsed {
+                Ok(mut row) => tracker.feed_hook(i as u64 + 1, Ok(&mut row), false, &mut sink),
+                Err(e) => tracker.feed_hook(i as u64 + 1, Err(e), false, &mut sink),
+            }
+            .unwrap();
+        }
+        tracker.flush_transcript(&mut sink).unwrap();
+        // The tie at 2 s goes to the hook row; the line at 5 s waits for the end.
+        assert_eq!(
+            order,
+            ["hook:1", "hook:2", "transcript:1", "hook:3", "transcript:2"]
+        );
+    }
+}
