@@ -235,7 +235,7 @@ fn signals(dir: &Path) -> Result<()> {
             .as_bytes(),
         )?;
         wait_for(&rx, id, |u| {
-            u.posture.turn.phase == hooktrack::Phase::Active
+            u.posture().turn.phase == hooktrack::Phase::Active
         })?;
         // Let the prompt row's trailing notifications pass: after an Escape no hook row
         // comes to wake the session, and that is the case measured.
@@ -246,7 +246,7 @@ fn signals(dir: &Path) -> Result<()> {
         ) + "\n";
         let at = append(&transcript, entry.as_bytes())?;
         wait_for(&rx, id, |u| {
-            u.closed.iter().any(|t| t.result == TurnResult::Interrupted)
+            u.closed().any(|t| t.result == TurnResult::Interrupted)
         })?;
         taken.push(at.elapsed());
     }
@@ -270,12 +270,12 @@ fn signals(dir: &Path) -> Result<()> {
         );
         append(&paths.events, rows.as_bytes())?;
         wait_for(&rx, id, |u| {
-            u.posture.presence == Presence::Present
-                && u.posture.turn.phase == hooktrack::Phase::Active
+            u.posture().presence == Presence::Present
+                && u.posture().turn.phase == hooktrack::Phase::Active
         })?;
         let at = Instant::now();
         child.kill()?;
-        wait_for(&rx, id, |u| u.posture.presence == Presence::Absent)?;
+        wait_for(&rx, id, |u| u.posture().presence == Presence::Absent)?;
         taken.push(at.elapsed());
         child.wait()?;
     }
@@ -333,7 +333,7 @@ fn latency(dir: &Path, n: usize, samples: usize) -> Result<Percentiles> {
         let want = usize::from(k.is_multiple_of(2));
         loop {
             let (got, update) = rx.recv_timeout(PATIENCE)?;
-            if got == *id && update.posture.turn.open_tool_calls == want {
+            if got == *id && update.posture().turn.open_tool_calls == want {
                 taken.push(at.elapsed());
                 break;
             }
@@ -380,7 +380,7 @@ fn burst(dir: &Path) -> Result<()> {
         while left > 0 {
             let (id, update) = rx.recv_timeout(PATIENCE)?;
             let i = index[&id];
-            if !seen[i] && update.posture.turn.open_tool_calls == want {
+            if !seen[i] && update.posture().turn.open_tool_calls == want {
                 seen[i] = true;
                 left -= 1;
                 taken.push(at[i].elapsed());
@@ -450,7 +450,7 @@ fn throughput(dir: &Path) -> Result<()> {
     loop {
         let (_, update) = rx.recv_timeout(PATIENCE)?;
         updates += 1;
-        if !update.closed.is_empty() {
+        if update.closed().next().is_some() {
             if update.events != total_rows + 3 {
                 return Err(
                     format!("{} events seen, expected {}", update.events, total_rows + 3).into(),

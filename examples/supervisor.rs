@@ -56,7 +56,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         // `hub.terminal_changed(id, wall_clock())` when the screen changed.
         let screen = read_terminal(id);
         act(&names[&id], &update, &screen);
-        if demo && !update.closed.is_empty() {
+        if demo && update.closed().next().is_some() {
             drop(hub);
             fs::remove_dir_all(&roots[0])?;
             return Ok(());
@@ -65,7 +65,7 @@ fn main() -> Result<(), Box<dyn Error>> {
 }
 
 fn act(name: &str, update: &Update, screen: &TerminalFacts) {
-    let merged = merge(&update.posture, screen, update.agent);
+    let merged = merge(update.posture(), screen, update.agent());
     println!(
         "{name}: channel {:?} ({}), phase {:?} from {:?}, last {:?} from {:?}",
         merged.channel,
@@ -75,7 +75,7 @@ fn act(name: &str, update: &Update, screen: &TerminalFacts) {
         merged.last_result,
         merged.last_result_from,
     );
-    for turn in &update.closed {
+    for turn in update.closed() {
         // Every ended turn is reported exactly once, even when updates coalesce.
         println!("{name}: turn {} ended: {}", turn.id, turn.result.name());
     }

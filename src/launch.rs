@@ -115,7 +115,6 @@ pub struct Launch {
     installed: Installed,
     findings: Vec<Finding>,
     session: Session,
-    closed: Vec<TurnRecord>,
     events: u64,
     child_pid: Option<u32>,
     /// The arguments give the agent its first prompt (a headless run).
@@ -197,6 +196,7 @@ impl Launch {
                 // A reused root holds the earlier generations' rows: this launch follows
                 // and ledgers only its own (read before the agent can write any).
                 skip_existing: true,
+                keep_ledger: true,
                 ..SessionConfig::default()
             },
         );
@@ -211,7 +211,6 @@ impl Launch {
             installed,
             findings,
             session,
-            closed: Vec::new(),
             events: 0,
             child_pid: None,
             prompt_at_launch: prompt_at_launch(agent, &config.args),
@@ -305,7 +304,6 @@ impl Launch {
                 break;
             };
             self.events = self.session.hook_events();
-            self.closed.extend(update.closed.iter().cloned());
             updates.push(update);
             if !self.session.more() {
                 break;
@@ -321,7 +319,7 @@ impl Launch {
 
     /// The turn ledger so far.
     pub fn ledger(&self) -> Vec<TurnRecord> {
-        self.session.ledger(self.closed.clone())
+        self.session.ledger()
     }
 
     /// Hook events delivered so far.

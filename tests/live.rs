@@ -66,7 +66,7 @@ fn a_session_follows_a_turn_and_reports_only_changes() {
     let (mut session, paths) = session_in(dir.path(), SessionConfig::default());
     let first = session.poll(t(0)).expect("the first poll always reports");
     assert_eq!(first.channel.state, ChannelState::Unavailable);
-    assert_eq!(first.posture.presence, Presence::Unknown);
+    assert_eq!(first.posture().presence, Presence::Unknown);
     assert!(session.poll(t(1)).is_none(), "nothing changed");
 
     let mut lines = start();
@@ -74,18 +74,18 @@ fn a_session_follows_a_turn_and_reports_only_changes() {
     append(&paths.events, &lines);
     let running = session.poll(t(2)).expect("events arrived");
     assert_eq!(running.channel.state, ChannelState::Active);
-    assert_eq!(running.posture.turn.phase, Phase::Active);
-    assert_eq!(running.posture.turn.open_tool_calls, 1);
+    assert_eq!(running.posture().turn.phase, Phase::Active);
+    assert_eq!(running.posture().turn.open_tool_calls, 1);
     assert_eq!(running.events, 4);
     assert_eq!(running.last_event_at, Some(t(2)));
-    assert!(running.closed.is_empty());
+    assert!(running.current().closed.is_empty());
     assert!(session.poll(t(3)).is_none());
 
     append(&paths.events, &turn_done(1));
     let done = session.poll(t(4)).expect("the turn ended");
-    assert_eq!(done.posture.turn.phase, Phase::Ready);
-    assert_eq!(done.posture.last_turn.result, TurnResult::Success);
-    let results: Vec<_> = done.closed.iter().map(|r| r.result).collect();
+    assert_eq!(done.posture().turn.phase, Phase::Ready);
+    assert_eq!(done.posture().last_turn.result, TurnResult::Success);
+    let results: Vec<_> = done.current().closed.iter().map(|r| r.result).collect();
     assert_eq!(results, [TurnResult::Success]);
 }
 
@@ -100,7 +100,7 @@ fn a_stale_channel_keeps_the_latched_result_and_withdraws_the_rest() {
     lines.push(permission(2));
     append(&paths.events, &lines);
     let blocked = session.poll(t(0)).expect("update");
-    assert_eq!(blocked.posture.turn.phase, Phase::Blocked);
+    assert_eq!(blocked.posture().turn.phase, Phase::Blocked);
 
     // The terminal keeps changing while the hooks are quiet.
     session.terminal_changed(t(10));
@@ -111,8 +111,8 @@ fn a_stale_channel_keeps_the_latched_result_and_withdraws_the_rest() {
     session.terminal_changed(t(31));
     let stale = session.poll(t(31)).expect("stale");
     assert_eq!(stale.channel.state, ChannelState::Stale);
-    assert_eq!(stale.posture.turn.phase, Phase::Unknown, "no blocked");
-    assert_eq!(stale.posture.last_turn.result, TurnResult::Success);
+    assert_eq!(stale.posture().turn.phase, Phase::Unknown, "no blocked");
+    assert_eq!(stale.posture().last_turn.result, TurnResult::Success);
 
     append(
         &paths.events,
@@ -123,7 +123,7 @@ fn a_stale_channel_keeps_the_latched_result_and_withdraws_the_rest() {
     );
     let back = session.poll(t(32)).expect("active again");
     assert_eq!(back.channel.state, ChannelState::Active);
-    assert_eq!(back.posture.turn.phase, Phase::Active);
+    assert_eq!(back.posture().turn.phase, Phase::Active);
 }
 
 #[test]
@@ -140,7 +140,7 @@ fn a_stopped_collector_withdraws_hook_facts() {
     )
     .expect("collector.json");
     let blocked = session.poll(t(0)).expect("update");
-    assert_eq!(blocked.posture.turn.phase, Phase::Blocked);
+    assert_eq!(blocked.posture().turn.phase, Phase::Blocked);
 
     fs::write(
         &paths.collector,
@@ -149,8 +149,8 @@ fn a_stopped_collector_withdraws_hook_facts() {
     .expect("collector.json");
     let stopped = session.poll(t(1)).expect("stopped");
     assert_eq!(stopped.channel.state, ChannelState::Stopped);
-    assert_eq!(stopped.posture.turn.phase, Phase::Unknown);
-    assert_eq!(stopped.posture.last_turn.result, TurnResult::None);
+    assert_eq!(stopped.posture().turn.phase, Phase::Unknown);
+    assert_eq!(stopped.posture().last_turn.result, TurnResult::None);
     // Cleanup deleting the record does not undo it.
     fs::remove_file(&paths.collector).expect("remove");
     assert!(session.poll(t(2)).is_none());
@@ -204,12 +204,12 @@ fn an_unreadable_store_is_the_error_state_until_it_recovers() {
     let err = session.poll(t(1)).expect("error");
     assert_eq!(err.channel.state, ChannelState::Error);
     assert!(err.channel.detail.contains("not a regular file"), "{err:?}");
-    assert_eq!(err.posture.turn.phase, Phase::Unknown);
+    assert_eq!(err.posture().turn.phase, Phase::Unknown);
     fs::remove_dir(&paths.events).expect("remove directory");
     append(&paths.events, &turn_done(1));
     let ok = session.poll(t(2)).expect("recovered");
     assert_eq!(ok.channel.state, ChannelState::Active);
-    assert_eq!(ok.posture.last_turn.result, TurnResult::Success);
+    assert_eq!(ok.posture().last_turn.result, TurnResult::Success);
 }
 
 #[test]
@@ -237,7 +237,7 @@ fn a_restarted_session_resumes_from_its_checkpoint() {
         .expect("open");
     f.write_all(&lines[cut].as_bytes()[..half])
         .expect("half a line");
-    let mut closed = before.poll(t(0)).expect("update").closed;
+    let mut closed = before.poll(t(0)).expect("update").current().closed.clone();
     drop(before);
 
     f.write_all(&lines[cut].as_bytes()[half..]).expect("rest");
@@ -254,15 +254,19 @@ fn a_restarted_session_resumes_from_its_checkpoint() {
         "{:?}",
         update.notices
     );
-    closed.extend(update.closed);
+    closed.extend(update.current().closed.clone());
 
     // The same file read in one go by a session that never restarted.
     let (mut whole, _) = session_in(dir.path(), SessionConfig::default());
     let reference = whole.poll(t(1)).expect("update");
-    assert_eq!(closed, reference.closed, "every turn reported exactly once");
+    assert_eq!(
+        closed,
+        reference.current().closed,
+        "every turn reported exactly once"
+    );
     assert_eq!(closed.len(), 2);
-    assert_eq!(update.posture, reference.posture);
-    assert_eq!(update.posture.turn.open_tool_calls, 1);
+    assert_eq!(update.posture(), reference.posture());
+    assert_eq!(update.posture().turn.open_tool_calls, 1);
 }
 
 #[test]
@@ -305,7 +309,7 @@ fn a_cheap_recheck_still_sees_appends_replacements_and_time() {
         "{:?}",
         replaced.notices
     );
-    assert_eq!(replaced.posture.turn.phase, Phase::Active);
+    assert_eq!(replaced.posture().turn.phase, Phase::Active);
 }
 
 // ===== the hub ========================================================================
@@ -366,11 +370,11 @@ fn a_hub_follows_sessions_added_and_removed_at_run_time() {
 
     let a = hub.add(open(&a_root));
     let first = next_of(&rx, a);
-    assert_eq!(first.posture.presence, Presence::Present);
+    assert_eq!(first.posture().presence, Presence::Present);
     append(&events_of(&a_root), &turn_running(1));
     // The rows may arrive over several polls: wait for the last one's effect.
-    let u = until(&rx, a, |u| u.posture.turn.open_tool_calls == 1);
-    assert_eq!(u.posture.turn.phase, Phase::Active);
+    let u = until(&rx, a, |u| u.posture().turn.open_tool_calls == 1);
+    assert_eq!(u.posture().turn.phase, Phase::Active);
 
     // Added while running, before its store exists: the watch follows it into being.
     let b = hub.add(open(&b_root));
@@ -378,7 +382,7 @@ fn a_hub_follows_sessions_added_and_removed_at_run_time() {
     let mut lines = start();
     lines.extend(turn_running(7));
     append(&events_of(&b_root), &lines);
-    until(&rx, b, |u| u.posture.turn.turn_id.is_some());
+    until(&rx, b, |u| u.posture().turn.turn_id.is_some());
 
     // The supervisor's signals reach the session.
     hub.prompt_sent(b, hooktrack::wall_clock());
@@ -397,7 +401,7 @@ fn a_hub_follows_sessions_added_and_removed_at_run_time() {
     }
     append(&events_of(&a_root), &turn_done(1));
     append(&events_of(&c_root), &turn_running(1));
-    until(&rx, c, |u| u.posture.turn.phase == Phase::Active);
+    until(&rx, c, |u| u.posture().turn.phase == Phase::Active);
     let d_root = base.path().join("d");
     let d = hub.add(open(&d_root));
     loop {
@@ -439,5 +443,5 @@ fn a_hub_rechecks_periodically_without_notifications() {
     fs::hard_link(&paths.events, &link).expect("hard link");
     append(&link, &start());
     let seen = until(&rx, id, |u| u.channel.state == ChannelState::Active);
-    assert_eq!(seen.posture.presence, Presence::Present);
+    assert_eq!(seen.posture().presence, Presence::Present);
 }

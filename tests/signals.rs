@@ -43,7 +43,13 @@ fn append(path: &Path, lines: &[String]) {
 fn open_session(dir: &Path) -> (Session, StorePaths) {
     let paths = hooktrack::locate_store(dir).expect("store paths");
     (
-        Session::open(paths.clone(), SessionConfig::default()),
+        Session::open(
+            paths.clone(),
+            SessionConfig {
+                keep_ledger: true,
+                ..SessionConfig::default()
+            },
+        ),
         paths,
     )
 }
@@ -68,7 +74,7 @@ fn escape_during_a_claude_tool_ends_the_turn_interrupted_from_the_transcript_liv
         ],
     );
     let running = session.poll(t(3)).expect("rows arrived");
-    assert_eq!(running.posture.turn.phase, Phase::Active);
+    assert_eq!(running.posture().turn.phase, Phase::Active);
     assert!(
         running
             .notices
@@ -90,10 +96,10 @@ fn escape_during_a_claude_tool_ends_the_turn_interrupted_from_the_transcript_liv
         ],
     );
     let ended = session.poll(t(5)).expect("the transcript settled the turn");
-    assert_eq!(ended.posture.turn.phase, Phase::Ready);
-    assert_eq!(ended.posture.last_turn.result, TurnResult::Interrupted);
-    assert_eq!(ended.closed.len(), 1);
-    assert_eq!(ended.closed[0].ended_by, Some(Source::Transcript));
+    assert_eq!(ended.posture().turn.phase, Phase::Ready);
+    assert_eq!(ended.posture().last_turn.result, TurnResult::Interrupted);
+    assert_eq!(ended.current().closed.len(), 1);
+    assert_eq!(ended.current().closed[0].ended_by, Some(Source::Transcript));
     let cause = session.provenance().last_result.clone().expect("a cause");
     assert_eq!(
         (cause.source, cause.event.as_str(), cause.line),
@@ -122,8 +128,8 @@ fn a_transcript_marker_of_an_older_turn_settles_nothing() {
         ],
     );
     let update = session.poll(t(6)).expect("rows arrived");
-    assert_eq!(update.posture.turn.phase, Phase::Active);
-    assert_eq!(update.posture.last_turn.result, TurnResult::None);
+    assert_eq!(update.posture().turn.phase, Phase::Active);
+    assert_eq!(update.posture().last_turn.result, TurnResult::None);
     assert_eq!(
         session
             .diagnostics()
@@ -150,15 +156,15 @@ fn the_agent_process_ending_ends_the_open_turn_as_a_terminal_gap_at_once() {
         ],
     );
     let running = session.poll(t(2)).expect("rows arrived");
-    assert_eq!(running.posture.turn.phase, Phase::Active);
+    assert_eq!(running.posture().turn.phase, Phase::Active);
     // kill -9: no hook fires.
     child.kill().expect("kill");
     child.wait().expect("reap");
     let ended = session.poll(t(3)).expect("the process ended");
-    assert_eq!(ended.posture.presence, Presence::Absent);
-    assert_eq!(ended.posture.last_turn.result, TurnResult::TerminalGap);
-    assert_eq!(ended.closed.len(), 1);
-    assert_eq!(ended.closed[0].ended_by, Some(Source::Process));
+    assert_eq!(ended.posture().presence, Presence::Absent);
+    assert_eq!(ended.posture().last_turn.result, TurnResult::TerminalGap);
+    assert_eq!(ended.current().closed.len(), 1);
+    assert_eq!(ended.current().closed[0].ended_by, Some(Source::Process));
     assert!(
         ended
             .notices
@@ -342,7 +348,7 @@ fn a_hub_sees_a_transcript_marker_outside_the_store_without_a_hook_row_or_a_rech
         hooktrack::locate_store(&store).expect("locate"),
         SessionConfig::default(),
     ));
-    until(&rx, id, |u| u.posture.turn.phase == Phase::Active);
+    until(&rx, id, |u| u.posture().turn.phase == Phase::Active);
     // Escape during the answer: Claude writes the marker and fires no hook.
     append(
         &transcript,
@@ -351,9 +357,12 @@ fn a_hub_sees_a_transcript_marker_outside_the_store_without_a_hook_row_or_a_rech
             t(2)
         )],
     );
-    let settled = until(&rx, id, |u| !u.closed.is_empty());
-    assert_eq!(settled.closed[0].result, TurnResult::Interrupted);
-    assert_eq!(settled.closed[0].ended_by, Some(Source::Transcript));
+    let settled = until(&rx, id, |u| !u.current().closed.is_empty());
+    assert_eq!(settled.current().closed[0].result, TurnResult::Interrupted);
+    assert_eq!(
+        settled.current().closed[0].ended_by,
+        Some(Source::Transcript)
+    );
 }
 
 #[cfg(target_os = "linux")]
@@ -373,10 +382,10 @@ fn a_hub_sees_the_watched_process_end_from_its_pidfd_without_a_recheck() {
     let (mut hub, rx) = wake_only_hub();
     let id = hub.add(Session::open(paths, SessionConfig::default()));
     hub.watch_process(id, child.id());
-    until(&rx, id, |u| u.posture.presence == Presence::Present);
+    until(&rx, id, |u| u.posture().presence == Presence::Present);
     child.kill().expect("kill");
-    let gone = until(&rx, id, |u| u.posture.presence == Presence::Absent);
-    assert_eq!(gone.closed[0].result, TurnResult::TerminalGap);
+    let gone = until(&rx, id, |u| u.posture().presence == Presence::Absent);
+    assert_eq!(gone.current().closed[0].result, TurnResult::TerminalGap);
     assert!(gone.notices.iter().any(|n| matches!(
         n,
         SessionNotice::ProcessEnded {
@@ -424,14 +433,19 @@ fn gemini_escape_during_the_answer_is_interrupted_live_as_in_the_replay_when_one
     // the rows by time, as a replay places them, not after them.
     append(&paths.events, &rows[..1]);
     let mut closed = Vec::new();
-    closed.extend(session.poll(t(0)).map(|u| u.closed).unwrap_or_default());
+    closed.extend(
+        session
+            .poll(t(0))
+            .map(|u| u.current().closed.clone())
+            .unwrap_or_default(),
+    );
     fs::write(&chat, transcript).expect("chat file");
     append(&paths.events, &rows[1..]);
     for s in 1..50 {
         let Some(u) = session.poll(t(s)) else { break };
-        closed.extend(u.closed);
+        closed.extend(u.current().closed.clone());
     }
-    let live: Vec<_> = session.ledger(closed).iter().map(|t| t.result).collect();
+    let live: Vec<_> = session.ledger().iter().map(|t| t.result).collect();
     let replay: Vec<_> = replayed.turns.iter().map(|t| t.result).collect();
     use TurnResult::{Interrupted, Success};
     assert_eq!(

@@ -424,7 +424,7 @@ impl View for Lines {
 /// The lines that scroll above the status: notices, then the turns that ended.
 fn events_of<'a>(name: &'a str, update: &'a Update) -> impl Iterator<Item = String> + 'a {
     let notices = update.notices.iter().map(move |n| format!("{name}: {n}"));
-    let turns = update.closed.iter().map(move |t| {
+    let turns = update.closed().map(move |t| {
         format!(
             "{name}: turn {} ended: {}",
             turn_name(t.turn_id.as_ref()),
@@ -444,8 +444,8 @@ struct StatusLine {
 /// `NAME  AGENT  PHASE  turn ID  for AGE  tools N  waits TOOL  last RESULT  CHANNEL
 /// event AGE`: which agent, what it does, since when, and what it waits for.
 fn status_line(name: &str, update: &Update, now: Timestamp) -> StatusLine {
-    let p = &update.posture;
-    let agent = update.agent.map_or("?", |a| a.name());
+    let p = update.posture();
+    let agent = update.agent().map_or("?", |a| a.name());
     let waits = if p.turn.phase == Phase::Blocked {
         let tool = p
             .turn
@@ -459,7 +459,7 @@ fn status_line(name: &str, update: &Update, now: Timestamp) -> StatusLine {
     } else {
         "-".to_owned()
     };
-    let turn_age = update.turn_started_at.map_or_else(
+    let turn_age = update.turn_started_at().map_or_else(
         || "-".to_owned(),
         |at| age_text(now.as_millis() - at.as_millis()),
     );

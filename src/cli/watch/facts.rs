@@ -26,14 +26,14 @@ pub struct Facts {
 
 impl Facts {
     pub fn of(session: &str, update: &Update, given_pane: Option<&str>) -> Self {
-        let p = &update.posture;
+        let p = update.posture();
         Self {
             session: session.to_owned(),
-            agent: update.agent.map(|a| a.name()),
+            agent: update.agent().map(|a| a.name()),
             presence: p.presence,
             phase: p.turn.phase,
             turn: p.turn.turn_id.as_ref().map(ToString::to_string),
-            turn_started_at: update.turn_started_at,
+            turn_started_at: update.turn_started_at(),
             blocked_tool: p.turn.blocked_tool.clone(),
             last_result: p.last_turn.result,
             pane: given_pane.map(str::to_owned).or_else(|| {

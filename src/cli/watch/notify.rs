@@ -100,7 +100,7 @@ impl Notifier {
         if blocked && !before.blocked {
             self.send(facts, update.at, "blocked", vec![]);
         }
-        for turn in update.closed.iter().filter(|t| t.is_main()) {
+        for turn in update.closed().filter(|t| t.is_main()) {
             let mut extra = vec![
                 ("HOOKTRACK_RESULT", turn.result.name().to_owned()),
                 (
