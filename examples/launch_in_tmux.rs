@@ -14,7 +14,8 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use hooktrack::{Agent, ChannelConfig, Launch, LaunchConfig, wall_clock};
+use hooktrack::{Agent, ChannelConfig, Launch, LaunchConfig, ProviderChoice, wall_clock};
+use hooktrack_producer::install::detect_kimi;
 
 /// The private tmux server's socket name.
 const SOCKET: &str = "hooktrack-example";
@@ -31,15 +32,27 @@ fn main() -> ExitCode {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let agent = match name.as_str() {
-        "kimi" => Agent::KimiCli,
-        other => match Agent::from_name(other) {
+    // The name, else the program it is started with; `kimi` is whichever Kimi is installed.
+    let choice = name
+        .parse::<ProviderChoice>()
+        .ok()
+        .or_else(|| ProviderChoice::for_program(&name));
+    let agent = match choice {
+        Some(ProviderChoice::Exactly(agent)) => agent,
+        Some(ProviderChoice::Kimi) => match detect_kimi(|v| std::env::var_os(v), None) {
             Ok(agent) => agent,
             Err(e) => {
                 eprintln!("{e}");
                 return ExitCode::from(2);
             }
         },
+        Some(ProviderChoice::Auto) | None => {
+            eprintln!(
+                "unknown agent `{name}` (expected {})",
+                Agent::names_for_help()
+            );
+            return ExitCode::from(2);
+        }
     };
     let env = |name: &str| std::env::var_os(name);
     let (Some(config), Ok(emitter), Ok(cwd)) = (

@@ -370,9 +370,10 @@ impl Drop for Launch {
 }
 
 /// Environment-routed entries where the config is shared, a generation-scoped block where
-/// the launch owns it. Routed entries already complete are not rewritten.
+/// the launch owns it (`InstallFacts::per_session_entries`). Routed entries already
+/// complete are not rewritten.
 fn put_observer(agent: Agent, config: &Path, emitter: &Path, to: &Destination) -> Installed {
-    let routed = agent != Agent::KimiCode;
+    let routed = !agent.descriptor().install.per_session_entries;
     let observer = Observer {
         emitter: emitter.to_owned(),
         route: if routed {
@@ -445,60 +446,12 @@ fn launch_env(
 }
 
 /// True when the arguments hand the agent its first prompt at launch, so the prompt is
-/// sent when the agent starts. Decided per agent from its documented headless modes:
-///
-/// - Claude Code: `-p` / `--print` (the prompt is an argument or stdin);
-/// - Codex: the `exec` subcommand (alias `e`);
-/// - Gemini CLI: `-p` / `--prompt`, or `-i` / `--prompt-interactive` (a TUI started with
-///   its first prompt);
-/// - Kimi Code and Kimi CLI: `--print`, `-p` / `--prompt`, `-c` / `--command`.
-///
-/// Anything else is an interactive TUI whose first prompt only the caller knows
-/// ([`Launch::prompt_sent`]).
+/// sent when the agent starts: one of the headless modes its descriptor lists
+/// (`Descriptor::headless`: Claude Code's `-p`, Codex's `exec`, Gemini CLI's `-p` or
+/// `-i`, Kimi's `--print` ...). Anything else is an interactive TUI whose first prompt
+/// only the caller knows ([`Launch::prompt_sent`]).
 pub fn prompt_at_launch(agent: Agent, args: &[OsString]) -> bool {
-    let has = |flags: &[&str]| {
-        args.iter().any(|a| {
-            let a = a.to_string_lossy();
-            flags
-                .iter()
-                .any(|f| a == *f || (f.starts_with("--") && a.starts_with(&format!("{f}="))))
-        })
-    };
-    match agent {
-        Agent::ClaudeCode => has(&["-p", "--print"]),
-        Agent::Codex => codex_subcommand(args).is_some_and(|a| a == "exec" || a == "e"),
-        Agent::GeminiCli => has(&["-p", "--prompt", "-i", "--prompt-interactive"]),
-        Agent::KimiCode | Agent::KimiCli => has(&["--print", "-p", "--prompt", "-c", "--command"]),
-    }
-}
-
-/// Codex's subcommand: the first argument that is neither an option nor the value of one
-/// of Codex's global options that take a value.
-fn codex_subcommand(args: &[OsString]) -> Option<&OsString> {
-    const TAKES_VALUE: [&str; 12] = [
-        "-c",
-        "--config",
-        "-m",
-        "--model",
-        "-p",
-        "--profile",
-        "-s",
-        "--sandbox",
-        "-a",
-        "--ask-for-approval",
-        "-C",
-        "--cd",
-    ];
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let text = arg.to_string_lossy();
-        if TAKES_VALUE.contains(&text.as_ref()) {
-            args.next();
-        } else if !text.starts_with('-') {
-            return Some(arg);
-        }
-    }
-    None
+    agent.descriptor().headless.prompt_at_launch(args)
 }
 
 /// The generation recorded by an earlier collector or installer in this store, or 0.

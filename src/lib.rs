@@ -14,7 +14,9 @@
 //!   supervisor reads off the agent's pane.
 //! - **The store's records**: [`StorePaths`] (where a session's files are),
 //!   [`CollectorRecord`] and [`ChannelRecord`] (`collector.json`, `channel.json`).
-//! - **Agents**: [`Agent`] names every agent CLI hooktrack understands.
+//! - **Agents**: [`Agent`] names every agent CLI hooktrack understands; its
+//!   [`descriptor`](Agent::descriptor) ([`agents::Descriptor`]) is everything hooktrack
+//!   knows about it.
 //! - **Start an agent under observation**: [`Launch`] is what `hooktrack session` does
 //!   (collector, observer, preflight, live tracking, cleanup), for an agent the
 //!   supervisor starts itself, e.g. in a tmux pane with [`Launch::env`] as `-e` options.
@@ -71,6 +73,13 @@ pub use posture::{ChannelState, Phase, Posture, Presence, TurnResult, Work};
 /// Every part of a [`Posture`], what a supervisor reads after every event.
 pub mod posture {
     pub use hooktrack_core::posture::*;
+}
+
+/// What hooktrack knows about each agent CLI: the parts of an [`Agent`]'s
+/// [`Descriptor`](agents::Descriptor).
+pub mod agents {
+    pub use hooktrack_core::agents::*;
+    pub use hooktrack_core::provider::Capabilities;
 }
 
 /// Combining the hook posture with facts the supervisor reads off the terminal.

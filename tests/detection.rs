@@ -2,18 +2,31 @@
 //! wrapper (and every hand-written campaign, of its envelope), is recognised as the CLI
 //! that wrote it and tracked the same way.
 
-use hooktrack::Format;
+use hooktrack::{Agent, Format};
 
 use crate::support::{campaigns, replay_bytes, turn_results};
 
+/// A corpus folder is named after its agent's wire name.
 fn expected_provider(dir: &str) -> &'static str {
-    match dir {
-        "kimi-code" => "kimi-code",
-        "kimi-cli" => "kimi-cli",
-        "claude-code" => "claude-code",
-        "codex" => "codex",
-        "gemini-cli" => "gemini-cli",
-        other => panic!("no provider known for corpus/{other}"),
+    match Agent::from_name(dir) {
+        Ok(agent) if agent.name() == dir => agent.name(),
+        _ => panic!("corpus/{dir} is not named after an agent"),
+    }
+}
+
+/// Every agent has recordings to be recognised from: adding one means adding its campaigns.
+#[test]
+fn every_agent_has_a_corpus_folder_with_campaigns() {
+    let all = campaigns();
+    for agent in Agent::ALL {
+        assert!(
+            all.iter().any(|path| path
+                .parent()
+                .and_then(|p| p.file_name())
+                .is_some_and(|n| n == agent.name())),
+            "no campaign in corpus/{}/",
+            agent.name()
+        );
     }
 }
 

@@ -1,14 +1,16 @@
-//! `hooktrack install|uninstall|check kimi|claude|codex|gemini`.
+//! `hooktrack install|uninstall|check AGENT`: the agent named through the one parser of
+//! agent names (`kimi` for whichever Kimi is installed, or one agent by any of its names),
+//! its file found from its descriptor's config location.
 
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args, Subcommand, ValueEnum};
+use clap::Args;
 use thiserror::Error;
 
-use hooktrack::Agent;
 use hooktrack::ConfigFormat;
+use hooktrack::{Agent, ProviderChoice};
 use hooktrack_producer::install::{
     self, CheckReport, Destination, InstallError, InstallReport, Observer, Replaced, Route,
     Uninstalled,
@@ -16,7 +18,7 @@ use hooktrack_producer::install::{
 
 use hooktrack_producer::install::preflight::{self, Probe};
 
-use super::fail;
+use super::{fail, parse_agent_choice};
 use hooktrack_core::diagnostics::error_chain;
 
 /// Why a command could not find its file or binary, or what the installer refused.
@@ -35,122 +37,155 @@ pub enum TargetError {
     },
     #[error(transparent)]
     Install(#[from] InstallError),
-    #[error("`{command}` is {}; drop --variant or use `kimi`", implied.label())]
-    VariantConflict {
-        command: &'static str,
-        implied: Agent,
-    },
+    #[error("name an agent, not `auto` (expected {})", Agent::names_for_help())]
+    NoAgent,
+    #[error("{who} reads no project file; pass --config or --home")]
+    NoProjectFile { who: &'static str },
 }
 
-/// Which Kimi, and which `config.toml`.
+/// The agent a command names: one agent, or a family's member as detected (its config
+/// file, when named, can tell). `session --agent` and the subcommands here share it.
+pub fn choose(
+    choice: ProviderChoice,
+    config: Option<&Path>,
+    home: Option<&Path>,
+) -> Result<Agent, TargetError> {
+    if let ProviderChoice::Exactly(agent) = choice {
+        return Ok(agent);
+    }
+    let family = choice.family().ok_or(TargetError::NoAgent)?;
+    // Members of a family read files of one name: a home names it for all of them.
+    let explicit = config.map(Path::to_owned).or_else(|| {
+        let member = family.members().next()?;
+        home.map(|h| member.config().file_in_home(h))
+    });
+    let env = |name: &str| std::env::var_os(name);
+    Ok(install::detect::detect_member(
+        family,
+        env,
+        explicit.as_deref(),
+    )?)
+}
+
+/// Which agent, and which of its files.
 #[derive(Args, Clone)]
-pub struct KimiTarget {
-    /// Kimi Code 2.x (20 events, $KIMI_CODE_HOME/config.toml) or Kimi CLI 1.x (13 events,
-    /// ~/.kimi/config.toml); auto asks `kimi --version`, then looks for their homes.
-    #[arg(long, value_enum, default_value_t = VariantArg::Auto)]
-    pub variant: VariantArg,
-    /// The config.toml to edit (default: from $KIMI_CODE_HOME / $KIMI_SHARE_DIR / $HOME).
-    #[arg(long, conflicts_with = "home")]
-    pub config: Option<PathBuf>,
-    /// The Kimi home directory whose config.toml to edit.
-    #[arg(long)]
-    pub home: Option<PathBuf>,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum VariantArg {
-    Auto,
-    /// Kimi Code 2.x.
-    Code,
-    /// Kimi CLI 1.x (the Python CLI).
-    Cli,
-}
-
-impl KimiTarget {
-    /// The Kimi (detected if asked) and the config file.
-    pub fn resolve(&self) -> Result<(Agent, PathBuf), TargetError> {
-        let env = |name: &str| std::env::var_os(name);
-        let explicit = self
-            .config
-            .clone()
-            .or_else(|| self.home.as_ref().map(|h| h.join(KIMI_FILE)));
-        let agent = match self.variant {
-            VariantArg::Code => Agent::KimiCode,
-            VariantArg::Cli => Agent::KimiCli,
-            VariantArg::Auto => install::detect_kimi(env, explicit.as_deref())?,
-        };
-        let config = match explicit {
-            Some(c) => c,
-            None => agent
-                .config()
-                .user_file(env)
-                .ok_or(TargetError::NoHome { agent })?,
-        };
-        Ok((agent, absolute(&config)))
-    }
-
-    /// The target as `kimi-code` or `kimi-cli` names it: the variant the name implies,
-    /// refused when `--variant` says the other one.
-    fn implied(&self, agent: Agent) -> Result<Self, TargetError> {
-        let (variant, command) = match agent {
-            Agent::KimiCode => (VariantArg::Code, "kimi-code"),
-            _ => (VariantArg::Cli, "kimi-cli"),
-        };
-        if self.variant != VariantArg::Auto && self.variant != variant {
-            return Err(TargetError::VariantConflict {
-                command,
-                implied: agent,
-            });
-        }
-        Ok(Self {
-            variant,
-            ..self.clone()
-        })
-    }
-
-    /// The config file alone (uninstall needs no variant when the file is named).
-    pub fn config_only(&self) -> Result<PathBuf, TargetError> {
-        match (&self.config, &self.home) {
-            (Some(c), _) => Ok(absolute(c)),
-            (None, Some(h)) => Ok(absolute(&h.join(KIMI_FILE))),
-            (None, None) => self.resolve().map(|(_, c)| c),
-        }
-    }
-}
-
-/// Both Kimis name their file `config.toml`.
-const KIMI_FILE: &str = Agent::KimiCode.config().file;
-
-/// Which settings file of Claude Code, Codex CLI or Gemini CLI.
-#[derive(Args, Clone)]
-pub struct JsonTarget {
-    /// The file to edit (default: ~/.claude/settings.json or $CLAUDE_CONFIG_DIR/settings.json,
-    /// $CODEX_HOME/hooks.json or ~/.codex/hooks.json, ~/.gemini/settings.json).
+pub struct Target {
+    #[arg(value_name = "AGENT", value_parser = parse_agent_choice, help = agent_help())]
+    agent: ProviderChoice,
+    /// The file to edit (default: where the agent reads it, from its home variable or
+    /// $HOME).
     #[arg(long, conflicts_with_all = ["home", "project"])]
-    pub config: Option<PathBuf>,
-    /// The CLI's home: the value of $CLAUDE_CONFIG_DIR (~/.claude), $CODEX_HOME
-    /// (~/.codex) or $GEMINI_CLI_HOME (the directory holding .gemini/, ~ by default).
-    #[arg(long, conflicts_with = "project")]
-    pub home: Option<PathBuf>,
-    /// A project directory: edit its .claude/settings.json, .codex/hooks.json or
-    /// .gemini/settings.json.
+    config: Option<PathBuf>,
+    #[arg(long, conflicts_with = "project", help = home_help())]
+    home: Option<PathBuf>,
+    /// A project directory: edit its own file (.claude/settings.json, .codex/hooks.json,
+    /// .gemini/settings.json: `<DIR>/<the agent's dot directory>/<its file>`).
     #[arg(long)]
-    pub project: Option<PathBuf>,
+    project: Option<PathBuf>,
 }
 
-impl JsonTarget {
-    /// The file, absolute.
-    pub fn resolve(&self, agent: Agent) -> Result<PathBuf, TargetError> {
+/// What AGENT takes, from the agents' descriptors.
+fn agent_help() -> String {
+    let other_names: Vec<&str> = Agent::ALL
+        .iter()
+        .filter(|a| a.typed_name() != a.name())
+        .map(|a| a.name())
+        .collect();
+    let mut families: Vec<String> = Vec::new();
+    for family in Agent::ALL.iter().filter_map(|a| a.family()) {
+        let text = format!(
+            "{} is whichever {} is installed (`{} --version`, then their homes)",
+            family.name, family.label, family.program
+        );
+        if !families.contains(&text) {
+            families.push(text);
+        }
+    }
+    format!(
+        "The agent: {} (also: {}); {}",
+        Agent::names_for_help(),
+        other_names.join(", "),
+        families.join("; ")
+    )
+}
+
+/// Each agent's file, events and timeout, from the descriptors.
+fn agents_table() -> String {
+    let mut table = String::from("Agents:");
+    for agent in Agent::ALL {
+        let location = agent.config();
+        let install = agent.descriptor().install;
+        let home = location
+            .home_env
+            .map_or_else(|| format!("~/{}", location.dot_dir), |v| format!("${v}"));
+        table.push_str(&format!(
+            "\n  {:<10} {}/{} ({} events, timeout {} {})",
+            agent.typed_name(),
+            home,
+            location.file,
+            agent.hook_events().len(),
+            install.timeout,
+            install.timeout_unit.name(),
+        ));
+    }
+    table
+}
+
+/// What `--home` means, from the agents' descriptors.
+fn home_help() -> String {
+    let vars: Vec<String> = Agent::ALL
+        .iter()
+        .filter_map(|a| a.config().home_var())
+        .map(|v| format!("${v}"))
+        .collect();
+    format!(
+        "The agent's home: the value of its home variable ({}), which the agent is started with",
+        vars.join(", ")
+    )
+}
+
+impl Target {
+    /// The agent (a family's member detected) and its file, absolute.
+    pub fn resolve(&self) -> Result<(Agent, PathBuf), TargetError> {
+        // Refused before a family's detection runs when none of its members reads one.
+        if let Some(family) = self.agent.family()
+            && self.project.is_some()
+            && family.members().all(|a| !a.config().project_install)
+        {
+            return Err(TargetError::NoProjectFile { who: family.label });
+        }
+        let agent = choose(self.agent, self.config.as_deref(), self.home.as_deref())?;
+        Ok((agent, self.file(agent)?))
+    }
+
+    /// The agent's file, absolute.
+    fn file(&self, agent: Agent) -> Result<PathBuf, TargetError> {
         let location = agent.config();
         let config = match (&self.config, &self.home, &self.project) {
             (Some(c), _, _) => c.clone(),
             (None, Some(h), _) => location.file_in_home(h),
-            (None, None, Some(p)) => location.project_file(p),
+            (None, None, Some(p)) if location.project_install => location.project_file(p),
+            (None, None, Some(_)) => {
+                return Err(TargetError::NoProjectFile { who: agent.label() });
+            }
             (None, None, None) => location
                 .user_file(|name| std::env::var_os(name))
                 .ok_or(TargetError::NoHome { agent })?,
         };
         Ok(absolute(&config))
+    }
+
+    /// The file and its format alone: an uninstall needs no detection when the file is
+    /// named (a family's members share their format and file name).
+    fn file_and_format(&self) -> Result<(PathBuf, ConfigFormat), TargetError> {
+        let named = self.config.is_some() || self.home.is_some();
+        let member = self.agent.family().and_then(|f| f.members().next());
+        let agent = match (self.agent, member) {
+            (ProviderChoice::Exactly(agent), _) => agent,
+            (_, Some(member)) if named => member,
+            _ => self.resolve()?.0,
+        };
+        Ok((self.file(agent)?, agent.config().format))
     }
 }
 
@@ -159,48 +194,21 @@ fn absolute(path: &Path) -> PathBuf {
 }
 
 /// Wire an agent CLI's hooks to `hooktrack emit`.
+///
+/// One entry per event the agent fires, running an absolute, shell-quoted `hooktrack emit`
+/// (no token in the file): in a TOML config, a marker-delimited block of [[hooks]] entries
+/// (bytes outside the block are kept as they are); in a JSON hooks table, one matcher group
+/// per event under the empty matcher (every other key and entry is kept in its place). A
+/// re-install replaces hooktrack's entries. If the read-back finds a violation the previous
+/// bytes are restored and DIR/channel.json records install.ok = false with the reason.
+/// `hooktrack check AGENT` then says whether the hooks will fire (trust, auth, switches).
 #[derive(Args)]
+#[command(after_long_help = agents_table())]
 pub struct InstallArgs {
-    #[command(subcommand)]
-    target: InstallTarget,
-}
-
-#[derive(Subcommand)]
-enum InstallTarget {
-    /// Merge the observer block into Kimi's config.toml, then read it back strictly.
-    ///
-    /// One [[hooks]] entry per event (timeout 5, no matcher) running an absolute,
-    /// shell-quoted `hooktrack emit` with the URL, store and generation; the token is not
-    /// in the file. Bytes outside the block are kept as they are; a re-install replaces
-    /// the block. If the read-back finds any invalid entry the previous text is restored
-    /// and DIR/channel.json records install.ok = false with the reason.
-    Kimi(KimiInstall),
-    /// As `kimi --variant code`.
-    KimiCode(KimiInstall),
-    /// As `kimi --variant cli`.
-    KimiCli(KimiInstall),
-    /// Add hooktrack's entries to Claude Code's settings.json, then read it back.
-    ///
-    /// One matcher group per event (28 events, all but WorktreeCreate/WorktreeRemove;
-    /// matcher "", timeout 5 s) running an absolute, shell-quoted `hooktrack emit
-    /// --observer hooktrack ...`; the token is not in the file. Every other key and entry
-    /// is kept in its place; a re-install replaces hooktrack's entries. If the read-back
-    /// finds a violation the previous bytes are restored and DIR/channel.json records
-    /// install.ok = false with the reason.
-    #[command(visible_alias = "claude-code")]
-    Claude(JsonInstall),
-    /// Add hooktrack's entries to Codex's hooks.json, then read it back.
-    ///
-    /// As for claude, with Codex's 12 events and timeout 5 s (3 s for SessionEnd and
-    /// Interrupt, which Codex clamps to 3 s). Codex runs a hooks.json entry only in a trusted project and once the
-    /// entry itself is trusted (or with --dangerously-bypass-hook-trust).
-    Codex(JsonInstall),
-    /// Add hooktrack's entries to Gemini CLI's settings.json, then read it back.
-    ///
-    /// As for claude, with Gemini CLI's 11 events and timeout 5000 (Gemini CLI's timeouts
-    /// are in milliseconds).
-    #[command(visible_alias = "gemini-cli")]
-    Gemini(JsonInstall),
+    #[command(flatten)]
+    target: Target,
+    #[command(flatten)]
+    observer: ObserverArgs,
 }
 
 /// Where hooks send what they get: one session's collector, store and generation, or
@@ -241,104 +249,24 @@ impl ObserverArgs {
     }
 }
 
-#[derive(Args)]
-struct KimiInstall {
-    #[command(flatten)]
-    target: KimiTarget,
-    #[command(flatten)]
-    observer: ObserverArgs,
-}
-
-#[derive(Args)]
-struct JsonInstall {
-    #[command(flatten)]
-    target: JsonTarget,
-    #[command(flatten)]
-    observer: ObserverArgs,
-}
-
-/// Remove hooktrack's observer block or entries from an agent CLI's config.
+/// Remove hooktrack's observer block or entries from an agent CLI's config, and any
+/// matcher group, event list or `hooks` object that became empty; nothing else changes.
 #[derive(Args)]
 pub struct UninstallArgs {
-    #[command(subcommand)]
-    target: UninstallTarget,
-}
-
-#[derive(Subcommand)]
-enum UninstallTarget {
-    /// Remove the observer block from Kimi's config.toml, keeping every other byte.
-    Kimi(KimiUninstall),
-    /// As `kimi --variant code`.
-    KimiCode(KimiUninstall),
-    /// As `kimi --variant cli`.
-    KimiCli(KimiUninstall),
-    /// Remove hooktrack's entries from Claude Code's settings.json, and any matcher group,
-    /// event list or `hooks` object that became empty; nothing else changes.
-    #[command(visible_alias = "claude-code")]
-    Claude(JsonUninstall),
-    /// Remove hooktrack's entries from Codex's hooks.json (as for claude).
-    Codex(JsonUninstall),
-    /// Remove hooktrack's entries from Gemini CLI's settings.json (as for claude).
-    #[command(visible_alias = "gemini-cli")]
-    Gemini(JsonUninstall),
-}
-
-#[derive(Args)]
-struct KimiUninstall {
     #[command(flatten)]
-    target: KimiTarget,
-    /// Only remove a block of this generation (a newer session's block is left alone).
-    #[arg(long)]
-    generation: Option<u64>,
-}
-
-#[derive(Args)]
-struct JsonUninstall {
-    #[command(flatten)]
-    target: JsonTarget,
+    target: Target,
     /// Only remove entries of this generation (a newer session's entries are left alone).
     #[arg(long)]
     generation: Option<u64>,
 }
 
-/// Check an agent CLI's hook config the way the installer's read-back does.
+/// Check an agent CLI's hook config the way the installer's read-back does, and (unless
+/// --file-only) what else decides whether the hooks fire; exit 1 with the file, the cause
+/// and the fix if they will not.
 #[derive(Args)]
 pub struct CheckArgs {
-    #[command(subcommand)]
-    target: CheckTarget,
-}
-
-#[derive(Subcommand)]
-enum CheckTarget {
-    /// Strictly parse Kimi's config.toml and check every [[hooks]] entry.
-    Kimi(KimiCheck),
-    /// As `kimi --variant code`.
-    KimiCode(KimiCheck),
-    /// As `kimi --variant cli`.
-    KimiCli(KimiCheck),
-    /// Check Claude Code's settings.json as Claude Code reads it, and that hooktrack's
-    /// entries are all there and well formed (exit 1 with the reason if not).
-    #[command(visible_alias = "claude-code")]
-    Claude(JsonCheck),
-    /// Check Codex's hooks.json (as for claude).
-    Codex(JsonCheck),
-    /// Check Gemini CLI's settings.json (as for claude).
-    #[command(visible_alias = "gemini-cli")]
-    Gemini(JsonCheck),
-}
-
-#[derive(Args)]
-struct KimiCheck {
     #[command(flatten)]
-    target: KimiTarget,
-    #[command(flatten)]
-    probe: ProbeArgs,
-}
-
-#[derive(Args)]
-struct JsonCheck {
-    #[command(flatten)]
-    target: JsonTarget,
+    target: Target,
     #[command(flatten)]
     probe: ProbeArgs,
 }
@@ -378,19 +306,11 @@ pub fn hook_binary() -> Result<PathBuf, TargetError> {
 const HOOK_BINARY: &str = "hooktrack-hook";
 
 pub fn run_install(args: &InstallArgs) -> ExitCode {
-    let done = match &args.target {
-        InstallTarget::Kimi(args) => kimi_install(None, args),
-        InstallTarget::KimiCode(args) => kimi_install(Some(Agent::KimiCode), args),
-        InstallTarget::KimiCli(args) => kimi_install(Some(Agent::KimiCli), args),
-        InstallTarget::Claude(args) => json_install(Agent::ClaudeCode, args),
-        InstallTarget::Codex(args) => json_install(Agent::Codex, args),
-        InstallTarget::Gemini(args) => json_install(Agent::GeminiCli, args),
-    };
-    let (agent, done) = match done {
-        Ok(done) => done,
+    let (agent, config) = match args.target.resolve() {
+        Ok(resolved) => resolved,
         Err(e) => return fail(&error_chain(&e)),
     };
-    match done {
+    match install_to(agent, &config, &args.observer) {
         Ok((report, generation)) => {
             println!(
                 "installed {} hooktrack entries for {} in {} ({}{})",
@@ -413,29 +333,6 @@ pub fn run_install(args: &InstallArgs) -> ExitCode {
     }
 }
 
-fn json_install(agent: Agent, args: &JsonInstall) -> Installing {
-    let done = args
-        .target
-        .resolve(agent)
-        .and_then(|config| install_to(agent, &config, &args.observer));
-    Ok((agent, done))
-}
-
-/// `kimi` with the variant asked for, or as `kimi-code` / `kimi-cli` implies it.
-fn kimi_target(target: &KimiTarget, implied: Option<Agent>) -> Result<KimiTarget, TargetError> {
-    match implied {
-        Some(agent) => target.implied(agent),
-        None => Ok(target.clone()),
-    }
-}
-
-type Installing = Result<(Agent, Result<(InstallReport, Option<u64>), TargetError>), TargetError>;
-
-fn kimi_install(implied: Option<Agent>, args: &KimiInstall) -> Installing {
-    let (agent, config) = kimi_target(&args.target, implied)?.resolve()?;
-    Ok((agent, install_to(agent, &config, &args.observer)))
-}
-
 fn install_to(
     agent: Agent,
     config: &Path,
@@ -447,25 +344,11 @@ fn install_to(
 }
 
 pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
-    let json = |agent: Agent, args: &JsonUninstall| {
-        (
-            args.target.resolve(agent),
-            args.generation,
-            ConfigFormat::JsonHooks,
-        )
-    };
-    let (config, generation, format) = match &args.target {
-        UninstallTarget::Kimi(args) => kimi_uninstall(None, args),
-        UninstallTarget::KimiCode(args) => kimi_uninstall(Some(Agent::KimiCode), args),
-        UninstallTarget::KimiCli(args) => kimi_uninstall(Some(Agent::KimiCli), args),
-        UninstallTarget::Claude(args) => json(Agent::ClaudeCode, args),
-        UninstallTarget::Codex(args) => json(Agent::Codex, args),
-        UninstallTarget::Gemini(args) => json(Agent::GeminiCli, args),
-    };
-    let config = match config {
-        Ok(c) => c,
+    let (config, format) = match args.target.file_and_format() {
+        Ok(found) => found,
         Err(e) => return fail(&error_chain(&e)),
     };
+    let generation = args.generation;
     let what = match format {
         ConfigFormat::TomlHooks => "hooktrack block",
         ConfigFormat::JsonHooks => "hooktrack entries",
@@ -489,27 +372,8 @@ pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn kimi_uninstall(
-    implied: Option<Agent>,
-    args: &KimiUninstall,
-) -> (Result<PathBuf, TargetError>, Option<u64>, ConfigFormat) {
-    (
-        kimi_target(&args.target, implied).and_then(|t| t.config_only()),
-        args.generation,
-        ConfigFormat::TomlHooks,
-    )
-}
-
 pub fn run_check(args: &CheckArgs) -> ExitCode {
-    let (resolved, probe, named, project) = match &args.target {
-        CheckTarget::Kimi(args) => kimi_check(None, args),
-        CheckTarget::KimiCode(args) => kimi_check(Some(Agent::KimiCode), args),
-        CheckTarget::KimiCli(args) => kimi_check(Some(Agent::KimiCli), args),
-        CheckTarget::Claude(args) => json_check(Agent::ClaudeCode, args),
-        CheckTarget::Codex(args) => json_check(Agent::Codex, args),
-        CheckTarget::Gemini(args) => json_check(Agent::GeminiCli, args),
-    };
-    let (agent, config) = match resolved {
+    let (agent, config) = match args.target.resolve() {
         Ok(r) => r,
         Err(e) => return fail(&error_chain(&e)),
     };
@@ -517,9 +381,13 @@ pub fn run_check(args: &CheckArgs) -> ExitCode {
         Ok(report) => report,
         Err(e) => return fail(&error_chain(&e)),
     };
+    let probe = &args.probe;
     if !probe.file_only {
         let env = |name: &str| std::env::var_os(name);
-        let cwd = project
+        let cwd = args
+            .target
+            .project
+            .as_deref()
             .map(absolute)
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_default();
@@ -530,7 +398,7 @@ pub fn run_check(args: &CheckArgs) -> ExitCode {
             cwd: &cwd,
             args: &[],
             program: probe.agent_bin.as_deref(),
-            file_named: named,
+            file_named: args.target.config.is_some(),
         });
         if !findings.is_empty() {
             for finding in &findings {
@@ -541,31 +409,6 @@ pub fn run_check(args: &CheckArgs) -> ExitCode {
     }
     println!("ok: {}", check_line(agent, &report));
     ExitCode::SUCCESS
-}
-
-type Checked<'a> = (
-    Result<(Agent, PathBuf), TargetError>,
-    &'a ProbeArgs,
-    bool,
-    Option<&'a Path>,
-);
-
-fn kimi_check(implied: Option<Agent>, args: &KimiCheck) -> Checked<'_> {
-    (
-        kimi_target(&args.target, implied).and_then(|t| t.resolve()),
-        &args.probe,
-        args.target.config.is_some(),
-        None,
-    )
-}
-
-fn json_check(agent: Agent, args: &JsonCheck) -> Checked<'_> {
-    (
-        args.target.resolve(agent).map(|config| (agent, config)),
-        &args.probe,
-        args.target.config.is_some(),
-        args.target.project.as_deref(),
-    )
 }
 
 /// What `check` found, after "ok: ".

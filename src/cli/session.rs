@@ -26,7 +26,7 @@ use hooktrack::Diagnostics;
 use hooktrack::TurnRecord;
 use hooktrack::posture::Posture;
 use hooktrack::wall_clock;
-use hooktrack::{Agent, Timestamp};
+use hooktrack::{Agent, ProviderChoice, Timestamp};
 use hooktrack::{ChannelConfig, ChannelState, ChannelStatus};
 use hooktrack::{InstallRecord as InstallState, StorePaths as StoreDir};
 use hooktrack::{Launch, LaunchConfig, LaunchError};
@@ -36,7 +36,7 @@ use hooktrack_producer::install::preflight::Finding;
 use hooktrack_producer::store;
 
 use super::fail;
-use super::install::{TargetError, hook_binary};
+use super::install::{TargetError, choose, hook_binary};
 use hooktrack_core::diagnostics::error_chain;
 
 /// Observe an agent live: collector, observer, agent, tracking, cleanup — one command.
@@ -143,54 +143,38 @@ pub fn run(args: &SessionArgs) -> ExitCode {
     }
 }
 
-/// The agent a session observes: `--agent`, else the command's program name.
+/// The agent a session observes: `--agent` (any name the one parser takes), else the one
+/// the command's program name starts; a family (`kimi`) is told apart by detection.
 fn recognise(args: &SessionArgs) -> Result<Agent, SessionError> {
-    let env = |name: &str| std::env::var_os(name);
-    let kimi = |explicit: Option<&Path>| {
-        hooktrack_producer::install::detect_kimi(env, explicit)
-            .map_err(|e| SessionError::Target(TargetError::from(e)))
+    let choice = match &args.agent {
+        Some(name) => name
+            .parse::<ProviderChoice>()
+            .map_err(|_| SessionError::UnknownAgent { name: name.clone() })?,
+        None => ProviderChoice::Auto,
     };
-    let explicit = args
-        .config
-        .clone()
-        .or_else(|| args.home.as_ref().map(|h| h.join("config.toml")));
-    if let Some(name) = &args.agent {
-        return match name.as_str() {
-            "kimi" => kimi(explicit.as_deref()),
-            other => Agent::from_name(other).map_err(|_| SessionError::UnknownAgent {
-                name: other.to_owned(),
-            }),
-        };
-    }
-    let program = Path::new(&args.command[0])
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    match program.as_str() {
-        "claude" => Ok(Agent::ClaudeCode),
-        "codex" => Ok(Agent::Codex),
-        "gemini" => Ok(Agent::GeminiCli),
-        "kimi" | "kimi-cli" | "kimi-code" => kimi(explicit.as_deref()),
-        _ => Err(SessionError::UnknownCommand {
-            program: args.command[0].to_string_lossy().into_owned(),
-        }),
-    }
+    let choice = match choice {
+        ProviderChoice::Auto => Path::new(&args.command[0])
+            .file_name()
+            .and_then(|n| ProviderChoice::for_program(&n.to_string_lossy()))
+            .ok_or_else(|| SessionError::UnknownCommand {
+                program: args.command[0].to_string_lossy().into_owned(),
+            })?,
+        chosen => chosen,
+    };
+    Ok(choose(
+        choice,
+        args.config.as_deref(),
+        args.home.as_deref(),
+    )?)
 }
 
-/// Kimi CLI 1.52's `kimi` console script is a deprecation gate: it prints a notice (or
-/// downloads an installer) and never starts the agent, so no hook can fire.
+/// The agent's own words when the command's program never starts it, so no hook can fire
+/// (its descriptor's `launch_gate`: Kimi CLI 1.52's `kimi` console script is a deprecation
+/// gate that prints a notice, or downloads an installer).
 fn kimi_gate(agent: Agent, program: &OsString) -> Option<String> {
     let name = Path::new(program).file_name()?;
-    if agent != Agent::KimiCli || name != "kimi" {
-        return None;
-    }
-    Some(
-        "Kimi CLI 1.52's `kimi` command is a deprecation gate that runs neither the agent nor \
-         its hooks; run the real CLI with the venv's python: `python -c 'import sys; from \
-         kimi_cli.__main__ import run_original_cli; sys.exit(run_original_cli(sys.argv[1:]))' \
-         ARGS` (hooktrack session --agent kimi-cli -- python -c ...)"
-            .to_owned(),
-    )
+    let gate = agent.descriptor().launch_gate?;
+    (name == gate.program).then(|| gate.text.to_owned())
 }
 
 fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {

@@ -33,14 +33,13 @@ fn run(args: &[&str], config: &Path, extra: &[&str]) -> Output {
     run_with_config(args, config, extra)
 }
 
+/// The agent name of a Kimi generation: `kimi-code` or `kimi-cli`.
+fn kimi(variant: &str) -> String {
+    format!("kimi-{variant}")
+}
+
 fn install(variant: &str, config: &Path, store: &Path, generation: u64, url: &str) -> Output {
-    install_with(
-        &["install", "kimi", "--variant", variant],
-        config,
-        store,
-        generation,
-        url,
-    )
+    install_with(&["install", &kimi(variant)], config, store, generation, url)
 }
 
 fn text(path: &Path) -> String {
@@ -118,7 +117,7 @@ fn install_keeps_every_byte_outside_the_block_and_uninstall_restores_the_file() 
         assert!(reinstalled.contains("(generation 2, newline added)"));
         assert!(reinstalled.contains(":4200/") && !reinstalled.contains(":4100/"));
         // Check agrees; uninstall gives the original bytes back.
-        let out = run(&["check", "kimi", "--variant", variant], &config, &[]);
+        let out = run(&["check", &kimi(variant)], &config, &[]);
         assert!(
             out.status.success(),
             "{}",
@@ -126,7 +125,7 @@ fn install_keeps_every_byte_outside_the_block_and_uninstall_restores_the_file() 
         );
         let report = String::from_utf8_lossy(&out.stdout);
         assert!(report.contains(&format!("has {events}")), "{report}");
-        let out = run(&["uninstall", "kimi", "--variant", variant], &config, &[]);
+        let out = run(&["uninstall", &kimi(variant)], &config, &[]);
         assert!(out.status.success());
         assert_eq!(fs::read(&config).expect("read"), OPERATOR.as_bytes());
         assert_eq!(mode(&config), 0o640);
@@ -219,7 +218,7 @@ fn a_violation_restores_the_previous_text_and_says_why_in_channel_json() {
         );
         assert_eq!(verdict["generation"], 3);
         // check names the same problem and changes nothing.
-        let out = run(&["check", "kimi", "--variant", variant], &config, &[]);
+        let out = run(&["check", &kimi(variant)], &config, &[]);
         assert_eq!(out.status.code(), Some(if invalid_alone { 1 } else { 0 }));
         assert_eq!(fs::read(&config).expect("read"), original.as_bytes());
     }
@@ -231,7 +230,7 @@ fn a_missing_config_is_created_and_removed_again() {
     let home = tmp.path().join("kimi-home");
     let store = tmp.path().join("store");
     let out = hooktrack()
-        .args(["install", "kimi", "--variant", "code", "--home"])
+        .args(["install", "kimi-code", "--home"])
         .arg(&home)
         .args([
             "--url",
@@ -252,7 +251,7 @@ fn a_missing_config_is_created_and_removed_again() {
     assert_eq!(hooks(&text(&config)).len(), 20);
     assert_eq!(mode(&config), 0o600);
     let out = hooktrack()
-        .args(["uninstall", "kimi", "--variant", "code", "--home"])
+        .args(["uninstall", "kimi-code", "--home"])
         .arg(&home)
         .output()
         .expect("run");
@@ -368,9 +367,9 @@ fn auto_detection_asks_the_installed_kimi() {
     }
 }
 
-/// `install|uninstall|check` take the agent names `session --agent` takes: `claude-code`
-/// and `gemini-cli` name the same agents as `claude` and `gemini`; `kimi-code` and
-/// `kimi-cli` imply the variant.
+/// `install|uninstall|check` take the agent names `session --agent` takes, through the one
+/// parser: `claude-code` and `gemini-cli` name the same agents as `claude` and `gemini`;
+/// `kimi-code` and `kimi-cli` name one Kimi each.
 #[test]
 fn every_subcommand_accepts_the_agent_names_session_takes() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -431,12 +430,25 @@ fn every_subcommand_accepts_the_agent_names_session_takes() {
                 .contains("hooktrack")
         );
     }
-    // A name that implies one Kimi and a --variant naming the other are refused.
-    let out = hooktrack()
-        .args(["check", "kimi-code", "--variant", "cli", "--home"])
-        .arg(tmp.path())
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("`kimi-code` is Kimi Code 2.x"));
+    // One spelling per agent: no second way to pick a Kimi; `auto` names no agent; a
+    // project file only where the agent reads one.
+    let refused = |args: &[&str], says: &str| {
+        let out = hooktrack()
+            .args(args)
+            .arg(tmp.path())
+            .env("HOME", tmp.path())
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(if says.is_empty() { 2 } else { 1 }));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{stderr}");
+    };
+    refused(&["check", "kimi", "--variant", "cli", "--home"], "");
+    refused(&["check", "auto", "--home"], "name an agent, not `auto`");
+    refused(&["check", "kimi", "--project"], "reads no project file");
+    refused(
+        &["install", "kimi-code", "--project"],
+        "Kimi Code 2.x reads no project file",
+    );
+    refused(&["install", "copilot", "--home"], "");
 }

@@ -1,8 +1,9 @@
-//! The one agent type: every agent CLI hooktrack observes, with the facts every part of
-//! hooktrack needs about it (its names, where its hook config lives, which events it
-//! fires). Detection, the adapters (`provider/`), the installers and every command-line
-//! flag use this type; no other list of agents exists.
+//! The one agent type: every agent CLI hooktrack observes. What hooktrack knows about
+//! each is its [`Descriptor`] in `agents/<agent>/`, and [`Agent::descriptor`] is the one
+//! `match` on agents. Detection, the adapters, the installers and every command-line flag
+//! go through this type; no other list of agents exists.
 
+use std::borrow::Cow;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -10,9 +11,13 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use thiserror::Error;
 
-/// An agent CLI whose hook payloads hooktrack understands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
+use crate::agents::{self, Descriptor, Family};
+use crate::event::Event;
+use crate::payload::Payload;
+use crate::provider::Capabilities;
+
+/// An agent CLI whose hook payloads hooktrack understands. Serialized as its wire name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Agent {
     /// Kimi Code 2.x, the TypeScript CLI with 20 hook events (the reference mapping).
     KimiCode,
@@ -47,6 +52,9 @@ pub struct ConfigLocation {
     pub dot_dir: &'static str,
     pub file: &'static str,
     pub format: ConfigFormat,
+    /// The agent also reads a project's own `<project>/<dot_dir>/<file>`, so
+    /// `install --project DIR` may write it.
+    pub project_install: bool,
 }
 
 impl ConfigLocation {
@@ -108,49 +116,48 @@ impl Agent {
         Agent::GeminiCli,
     ];
 
+    /// The provider assumed until a row identifies one: the contract's default, Kimi Code.
+    pub const ASSUMED: Agent = Agent::KimiCode;
+
+    /// Everything hooktrack knows about the agent: the one `match` on agents.
+    pub const fn descriptor(self) -> &'static Descriptor {
+        match self {
+            Agent::KimiCode => &agents::kimi_code::DESCRIPTOR,
+            Agent::KimiCli => &agents::kimi_cli::DESCRIPTOR,
+            Agent::ClaudeCode => &agents::claude_code::DESCRIPTOR,
+            Agent::Codex => &agents::codex::DESCRIPTOR,
+            Agent::GeminiCli => &agents::gemini_cli::DESCRIPTOR,
+        }
+    }
+
     /// The wire name: in JSON output, `--provider`, `--agent`.
     pub const fn name(self) -> &'static str {
-        match self {
-            Agent::KimiCode => "kimi-code",
-            Agent::KimiCli => "kimi-cli",
-            Agent::ClaudeCode => "claude-code",
-            Agent::Codex => "codex",
-            Agent::GeminiCli => "gemini-cli",
-        }
+        self.descriptor().name
     }
 
     /// The `provider` written into rows and the store directory's name
     /// (`hook-observation/<store_name>/`); Kimi Code's is the contract's `kimi`.
     pub const fn store_name(self) -> &'static str {
-        match self {
-            Agent::KimiCode => "kimi",
-            Agent::KimiCli => "kimi-cli",
-            Agent::ClaudeCode => "claude",
-            Agent::Codex => "codex",
-            Agent::GeminiCli => "gemini",
-        }
+        self.descriptor().store_name
     }
 
     /// For people.
     pub const fn label(self) -> &'static str {
-        match self {
-            Agent::KimiCode => "Kimi Code 2.x",
-            Agent::KimiCli => "Kimi CLI 1.x",
-            Agent::ClaudeCode => "Claude Code",
-            Agent::Codex => "Codex CLI",
-            Agent::GeminiCli => "Gemini CLI",
-        }
+        self.descriptor().label
     }
 
     /// The other names the agent answers to besides its wire name (its store name is one,
     /// except Kimi Code's `kimi`, which names the Kimi family: see `ProviderChoice`).
     pub const fn aliases(self) -> &'static [&'static str] {
-        match self {
-            Agent::KimiCode => &[],
-            Agent::KimiCli => &[],
-            Agent::ClaudeCode => &["claude"],
-            Agent::Codex => &[],
-            Agent::GeminiCli => &["gemini"],
+        self.descriptor().aliases
+    }
+
+    /// The one name a user types for it (`claude`, `kimi-code`): its first alias, else
+    /// its wire name.
+    pub const fn typed_name(self) -> &'static str {
+        match self.aliases().first() {
+            Some(alias) => alias,
+            None => self.name(),
         }
     }
 
@@ -168,65 +175,41 @@ impl Agent {
     pub fn names_for_help() -> String {
         Agent::ALL
             .iter()
-            .map(|a| a.aliases().first().copied().unwrap_or(a.name()))
+            .map(|a| a.typed_name())
             .collect::<Vec<_>>()
             .join(", ")
     }
 
+    /// Where its hook config lives, and in which format.
     pub const fn config(self) -> ConfigLocation {
-        match self {
-            Agent::KimiCode => ConfigLocation {
-                home_env: Some("KIMI_CODE_HOME"),
-                user_home_env: None,
-                dot_dir: ".kimi-code",
-                file: "config.toml",
-                format: ConfigFormat::TomlHooks,
-            },
-            Agent::KimiCli => ConfigLocation {
-                home_env: Some("KIMI_SHARE_DIR"),
-                user_home_env: None,
-                dot_dir: ".kimi",
-                file: "config.toml",
-                format: ConfigFormat::TomlHooks,
-            },
-            Agent::ClaudeCode => ConfigLocation {
-                home_env: Some("CLAUDE_CONFIG_DIR"),
-                user_home_env: None,
-                dot_dir: ".claude",
-                file: "settings.json",
-                format: ConfigFormat::JsonHooks,
-            },
-            Agent::Codex => ConfigLocation {
-                home_env: Some("CODEX_HOME"),
-                user_home_env: None,
-                dot_dir: ".codex",
-                file: "hooks.json",
-                format: ConfigFormat::JsonHooks,
-            },
-            Agent::GeminiCli => ConfigLocation {
-                home_env: None,
-                user_home_env: Some("GEMINI_CLI_HOME"),
-                dot_dir: ".gemini",
-                file: "settings.json",
-                format: ConfigFormat::JsonHooks,
-            },
-        }
+        self.descriptor().config
     }
 
     /// Every hook event of this agent's pinned version that hooktrack subscribes to. The
     /// adapter maps each of them (a test checks it).
     pub const fn hook_events(self) -> &'static [&'static str] {
-        match self {
-            Agent::KimiCode => &KIMI_CODE_EVENTS,
-            Agent::KimiCli => &KIMI_CLI_EVENTS,
-            Agent::ClaudeCode => &CLAUDE_EVENTS,
-            Agent::Codex => &CODEX_EVENTS,
-            Agent::GeminiCli => &GEMINI_EVENTS,
-        }
+        self.descriptor().hook_events
     }
 
-    pub(crate) fn is_kimi(self) -> bool {
-        matches!(self, Agent::KimiCode | Agent::KimiCli)
+    /// How the agent delimits turns.
+    pub fn capabilities(self) -> Capabilities {
+        self.descriptor().capabilities
+    }
+
+    /// Maps one payload, delivered under the event `name`, into the canonical vocabulary.
+    pub fn normalize<'a>(self, name: &Cow<'a, str>, payload: &mut Payload<'a>) -> Event<'a> {
+        (self.descriptor().normalize)(name, payload)
+    }
+
+    /// The family the agent belongs to (`kimi`), if any.
+    pub fn family(self) -> Option<&'static Family> {
+        self.descriptor().family.map(|m| m.family)
+    }
+}
+
+impl Serialize for Agent {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
     }
 }
 
@@ -242,111 +225,6 @@ impl std::str::FromStr for Agent {
         Agent::from_name(s)
     }
 }
-
-/// Kimi Code 2.x: the pinned 20-name enum (contract section 3).
-const KIMI_CODE_EVENTS: [&str; 20] = [
-    "SessionStart",
-    "SessionEnd",
-    "SessionHeartbeat",
-    "UserPromptSubmit",
-    "UserPromptQueued",
-    "TurnStarted",
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "PermissionRequest",
-    "PermissionResult",
-    "Stop",
-    "StopFailure",
-    "Interrupt",
-    "SubagentStart",
-    "SubagentStop",
-    "TaskStarted",
-    "PreCompact",
-    "PostCompact",
-    "Notification",
-];
-
-/// Kimi CLI 1.52's 13 events (an unknown event name fails its startup).
-const KIMI_CLI_EVENTS: [&str; 13] = [
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "UserPromptSubmit",
-    "Stop",
-    "StopFailure",
-    "SessionStart",
-    "SessionEnd",
-    "SubagentStart",
-    "SubagentStop",
-    "PreCompact",
-    "PostCompact",
-    "Notification",
-];
-
-/// Claude Code 2.1.197's events, all but `WorktreeCreate` and `WorktreeRemove` (a command
-/// hook there replaces the worktree creation itself).
-const CLAUDE_EVENTS: [&str; 28] = [
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "PostToolBatch",
-    "Notification",
-    "UserPromptSubmit",
-    "UserPromptExpansion",
-    "SessionStart",
-    "SessionEnd",
-    "Stop",
-    "StopFailure",
-    "SubagentStart",
-    "SubagentStop",
-    "PreCompact",
-    "PostCompact",
-    "PermissionRequest",
-    "PermissionDenied",
-    "Setup",
-    "TeammateIdle",
-    "TaskCreated",
-    "TaskCompleted",
-    "Elicitation",
-    "ElicitationResult",
-    "ConfigChange",
-    "InstructionsLoaded",
-    "CwdChanged",
-    "FileChanged",
-    "MessageDisplay",
-];
-
-/// Codex CLI 0.171.0's events.
-const CODEX_EVENTS: [&str; 12] = [
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PermissionRequest",
-    "PostToolUse",
-    "PreCompact",
-    "PostCompact",
-    "Stop",
-    "SubagentStart",
-    "SubagentStop",
-    "SessionEnd",
-    "Interrupt",
-];
-
-/// Gemini CLI 0.61.0's events.
-const GEMINI_EVENTS: [&str; 11] = [
-    "BeforeTool",
-    "AfterTool",
-    "BeforeAgent",
-    "AfterAgent",
-    "Notification",
-    "SessionStart",
-    "SessionEnd",
-    "PreCompress",
-    "BeforeModel",
-    "AfterModel",
-    "BeforeToolSelection",
-];
 
 #[cfg(test)]
 mod tests {

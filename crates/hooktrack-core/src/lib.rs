@@ -13,6 +13,7 @@
 //! [`source`], and [`provenance`] says which source, event and line set each posture fact.
 
 pub mod agent;
+pub mod agents;
 pub mod channel;
 pub mod correlate;
 mod deliveries;

@@ -269,7 +269,7 @@ impl Pipeline {
     pub fn process_ended<'a>(&mut self, pid: Option<u32>, at: Option<Timestamp>) -> Step<'a> {
         let provider = self
             .detection()
-            .map_or(crate::agent::Agent::KimiCode, |d| d.provider);
+            .map_or(crate::agent::Agent::ASSUMED, |d| d.provider);
         let step = Step {
             line: 0,
             source: Source::Process,

@@ -1,81 +1,18 @@
-//! Payload → canonical event, one file per agent CLI, plus detection.
+//! Which provider wrote a stream: what the user chose ([`ProviderChoice`]), and detection
+//! from the rows ([`detect`], [`Detector`]), by the rules each agent's descriptor declares.
 //!
-//! An adapter is a plain function of one row: it keeps no state across events. What
-//! differs between providers in how turns are delimited is declared in
-//! [`Capabilities`], which the correlator consults.
+//! The adapters (payload → canonical event, one plain function of one row, no state
+//! across events) live with their agents in `agents/`. What differs between providers in
+//! how turns are delimited is declared in [`Capabilities`], which the correlator consults.
 
-mod claude;
-mod codex;
-mod gemini;
-mod kimi;
-
-use std::borrow::Cow;
 use std::str::FromStr;
 
 use serde::Serialize;
 
 use crate::agent::{Agent, UnknownAgent};
-use crate::event::Event;
-use crate::event::TurnId;
-use crate::payload::{Payload, TurnIdField};
+use crate::agents::Family;
+use crate::agents::kimi_code::FAMILY as KIMI;
 use crate::row::Row;
-
-impl Agent {
-    pub fn capabilities(self) -> Capabilities {
-        let kimi = Capabilities {
-            prompt_starts_turn: false,
-            unannounced_turns: false,
-            stop_hook_active_continues: true,
-            agent_scopes: false,
-            subagent_scope_is_turn: false,
-            tool_ids: true,
-            permission_ends_with_tool: false,
-            interrupt_hook: true,
-        };
-        // Claude, Codex and Gemini share the prompt-to-stop shape.
-        let prompt_to_stop = Capabilities {
-            prompt_starts_turn: true,
-            stop_hook_active_continues: false,
-            permission_ends_with_tool: true,
-            interrupt_hook: false,
-            ..kimi
-        };
-        match self {
-            Agent::KimiCode => kimi,
-            Agent::KimiCli => Capabilities {
-                prompt_starts_turn: true,
-                unannounced_turns: true,
-                interrupt_hook: false,
-                ..kimi
-            },
-            Agent::ClaudeCode => Capabilities {
-                agent_scopes: true,
-                subagent_scope_is_turn: true,
-                ..prompt_to_stop
-            },
-            Agent::Codex => Capabilities {
-                agent_scopes: true,
-                subagent_scope_is_turn: true,
-                interrupt_hook: true,
-                ..prompt_to_stop
-            },
-            Agent::GeminiCli => Capabilities {
-                tool_ids: false,
-                ..prompt_to_stop
-            },
-        }
-    }
-
-    /// Maps one payload, delivered under the event `name`, into the canonical vocabulary.
-    pub fn normalize<'a>(self, name: &Cow<'a, str>, payload: &mut Payload<'a>) -> Event<'a> {
-        match self {
-            Agent::KimiCode | Agent::KimiCli => kimi::normalize(name, payload),
-            Agent::ClaudeCode => claude::normalize(name, payload),
-            Agent::Codex => codex::normalize(name, payload),
-            Agent::GeminiCli => gemini::normalize(name, payload),
-        }
-    }
-}
 
 /// How a provider delimits turns: the facts the correlator needs that payloads do not say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -119,7 +56,45 @@ pub enum ProviderChoice {
 impl ProviderChoice {
     /// The names `--provider` / `--agent` take, for help texts.
     pub fn names_for_help() -> String {
-        format!("auto, kimi (either Kimi), {}", Agent::names_for_help())
+        format!(
+            "auto, {} (either {}), {}",
+            KIMI.name,
+            KIMI.label,
+            Agent::names_for_help()
+        )
+    }
+
+    /// The family this choice names (`kimi`), if it names one.
+    pub fn family(self) -> Option<&'static Family> {
+        match self {
+            ProviderChoice::Kimi => Some(&KIMI),
+            ProviderChoice::Auto | ProviderChoice::Exactly(_) => None,
+        }
+    }
+
+    /// Whether `agent` is one this choice allows.
+    pub fn allows(self, agent: Agent) -> bool {
+        match self {
+            ProviderChoice::Auto => true,
+            ProviderChoice::Kimi => agent.family() == self.family(),
+            ProviderChoice::Exactly(chosen) => chosen == agent,
+        }
+    }
+
+    /// The agent a command line starts, from its program's file name (`claude`, `kimi`):
+    /// one agent, or a family when every agent started that way is one of its members.
+    pub fn for_program(program: &str) -> Option<ProviderChoice> {
+        let mut started = Agent::ALL
+            .into_iter()
+            .filter(|a| a.descriptor().programs.contains(&program));
+        let first = started.next()?;
+        let mut rest = started.peekable();
+        if rest.peek().is_none() {
+            return Some(ProviderChoice::Exactly(first));
+        }
+        let family = first.family()?;
+        (family == &KIMI && rest.all(|a| a.family() == Some(family)))
+            .then_some(ProviderChoice::Kimi)
     }
 }
 
@@ -129,7 +104,7 @@ impl FromStr for ProviderChoice {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "auto" => Ok(ProviderChoice::Auto),
-            "kimi" => Ok(ProviderChoice::Kimi),
+            family if family == KIMI.name => Ok(ProviderChoice::Kimi),
             other => Agent::from_name(other).map(ProviderChoice::Exactly),
         }
     }
@@ -147,82 +122,28 @@ pub struct Detection {
 /// Recognises the provider from one row, if the row says enough.
 ///
 /// The envelope's `provider` (or a capture line's `cli`) decides when it names one CLI;
-/// otherwise the payload's shape does, using fields only one CLI sends.
+/// otherwise the payload's shape does, by the agents' [`DetectRule`](crate::agents::DetectRule)s: of the rules that
+/// match, the one of the lowest rank (fields only one CLI sends come first).
 pub fn detect(row: &Row<'_>) -> Option<(Agent, &'static str)> {
-    let p = &row.payload;
     if let Some(agent) = row
         .provider_hint
         .as_deref()
         .and_then(|h| Agent::from_name(h).ok())
     {
-        return Some((agent, named_by_row(agent)));
+        return Some((agent, agent.descriptor().named_by_row));
     }
-    if p.client_type.as_deref() == Some("kimi_code_cli") {
-        return Some((Agent::KimiCode, "payload client_type is kimi_code_cli"));
+    let mut best: Option<(u8, Agent, &'static str)> = None;
+    for agent in Agent::ALL {
+        for rule in agent.descriptor().detect {
+            if best.is_some_and(|(rank, _, _)| rank <= rule.rank) {
+                continue;
+            }
+            if let Some(reason) = (rule.test)(row) {
+                best = Some((rule.rank, agent, reason));
+            }
+        }
     }
-    let gemini_event = matches!(
-        row.event_name.as_ref(),
-        "BeforeAgent"
-            | "AfterAgent"
-            | "BeforeTool"
-            | "AfterTool"
-            | "BeforeModel"
-            | "AfterModel"
-            | "BeforeToolSelection"
-            | "PreCompress"
-    );
-    if gemini_event || (p.timestamp.is_some() && p.transcript_path.is_some()) {
-        return Some((Agent::GeminiCli, "Gemini event name or payload timestamp"));
-    }
-    if matches!(p.turn_id, Some(TurnIdField(TurnId::Text(_)))) {
-        return Some((Agent::Codex, "string turn_id (Codex)"));
-    }
-    if p.prompt_id.is_some() && p.transcript_path.is_some() {
-        return Some((
-            Agent::ClaudeCode,
-            "prompt_id with transcript_path (Claude Code)",
-        ));
-    }
-    if row.event_name == "SessionStart" && p.transcript_path.is_some() {
-        return Some(if p.permission_mode.is_some() {
-            (Agent::Codex, "SessionStart with permission_mode (Codex)")
-        } else {
-            (
-                Agent::ClaudeCode,
-                "SessionStart with transcript_path, no permission_mode (Claude Code)",
-            )
-        });
-    }
-    let kimi_family = matches!(row.provider_hint.as_deref(), Some("kimi"));
-    let session = p.session_id.as_deref()?;
-    if session.starts_with("session_") {
-        return Some((
-            Agent::KimiCode,
-            "session_id has the session_ prefix of Kimi Code",
-        ));
-    }
-    let plain_uuid = session.len() == 36 && session.bytes().filter(|b| *b == b'-').count() == 4;
-    if plain_uuid && p.transcript_path.is_none() && p.client_type.is_none() {
-        return Some((
-            Agent::KimiCli,
-            if kimi_family {
-                "kimi row with a plain-uuid session_id and no client_type"
-            } else {
-                "plain-uuid session_id, no client_type, no transcript_path (Kimi CLI 1.x)"
-            },
-        ));
-    }
-    None
-}
-
-fn named_by_row(agent: Agent) -> &'static str {
-    match agent {
-        Agent::KimiCode => "the row names kimi-code",
-        Agent::KimiCli => "the row names kimi-cli",
-        Agent::ClaudeCode => "the row names claude",
-        Agent::Codex => "the row names codex",
-        Agent::GeminiCli => "the row names gemini",
-    }
+    best.map(|(_, agent, reason)| (agent, reason))
 }
 
 /// The stream-level decision: the first row that identifies the provider fixes it.
@@ -261,7 +182,7 @@ impl Detector {
             return (d.provider, false);
         }
         if let Some((provider, reason)) = detect(row)
-            && (self.choice != ProviderChoice::Kimi || provider.is_kimi())
+            && self.choice.allows(provider)
         {
             self.decided = Some(Detection {
                 provider,
@@ -270,40 +191,6 @@ impl Detector {
             });
             return (provider, false);
         }
-        (Agent::KimiCode, true)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The merge trusts `interrupt_hook`: it must say exactly whether the agent's hook
-    /// list has an `Interrupt` event.
-    #[test]
-    fn interrupt_hook_capability_matches_the_hook_list() {
-        for agent in Agent::ALL {
-            assert_eq!(
-                agent.capabilities().interrupt_hook,
-                agent.hook_events().contains(&"Interrupt"),
-                "{agent}"
-            );
-        }
-    }
-
-    /// The installers subscribe each agent to `Agent::hook_events()`: its adapter must map
-    /// every one of them (an `Unknown` would be counted as a surprise on every delivery).
-    #[test]
-    fn every_adapter_maps_every_event_its_installer_subscribes() {
-        for agent in Agent::ALL {
-            for name in agent.hook_events() {
-                let mut payload = Payload::default();
-                let event = agent.normalize(&Cow::Borrowed(*name), &mut payload);
-                assert!(
-                    !matches!(event, Event::Unknown { .. }),
-                    "{agent} subscribes to {name} but its adapter does not map it"
-                );
-            }
-        }
+        (Agent::ASSUMED, true)
     }
 }

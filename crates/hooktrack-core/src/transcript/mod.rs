@@ -1,4 +1,5 @@
-//! Transcript entries → canonical events, one file per CLI that writes a transcript.
+//! Transcript entries → canonical events, by the classifier of the agent that wrote them
+//! (`agents/<agent>/transcript.rs`, named by its descriptor's [`Transcript`]).
 //!
 //! Claude Code, Codex and Gemini CLI name a transcript in every hook payload
 //! (`transcript_path`): one JSON object per line, appended as the session goes. Where the
@@ -8,13 +9,11 @@
 //! every other entry is [`Entry::Ignored`] and counted. A classifier never produces a
 //! `Stop`: only a hook says `success`. Pure: bytes in, an entry out, no state.
 
-mod claude;
-mod codex;
-mod gemini;
-
 use serde_json::Value;
 
 use crate::agent::Agent;
+#[cfg(doc)]
+use crate::agents::Transcript;
 use crate::event::Event;
 use crate::time::Timestamp;
 
@@ -51,13 +50,10 @@ pub fn classify(agent: Agent, bytes: &[u8]) -> Entry {
         .get("timestamp")
         .and_then(Value::as_str)
         .and_then(Timestamp::parse_rfc3339);
-    let found = match agent {
-        Agent::ClaudeCode => claude::classify(&entry),
-        Agent::Codex => codex::classify(&entry),
-        Agent::GeminiCli => gemini::classify(&entry),
-        Agent::KimiCode | Agent::KimiCli => return Entry::NotFollowed,
+    let Some(transcript) = agent.descriptor().transcript else {
+        return Entry::NotFollowed;
     };
-    match found {
+    match (transcript.classify)(&entry) {
         Some((name, event)) => Entry::Marker(Marker { name, event, at }),
         None => Entry::Ignored,
     }
@@ -76,7 +72,7 @@ pub fn entry_time(bytes: &[u8]) -> Option<Timestamp> {
 }
 
 /// The text of a message content that is one text part (or a plain string).
-fn sole_text(content: &Value) -> Option<&str> {
+pub(crate) fn sole_text(content: &Value) -> Option<&str> {
     match content {
         Value::String(s) => Some(s),
         Value::Array(parts) if parts.len() == 1 => parts[0]

@@ -1,4 +1,6 @@
-//! Telling Kimi Code 2.x from Kimi CLI 1.x when the user did not say (`--variant auto`).
+//! Telling a family's members apart when the user named the family (`install kimi`):
+//! Kimi Code 2.x from Kimi CLI 1.x. The signs are the members' descriptors'
+//! (`Member::majors`, `Member::installed`); this runs the program and looks at the disk.
 
 use std::ffi::OsString;
 use std::io::{self, Read};
@@ -7,66 +9,106 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hooktrack_core::agent::Agent;
+use hooktrack_core::agents::kimi_code::FAMILY as KIMI;
+use hooktrack_core::agents::{Family, InstalledSign, Majors};
 
 use super::InstallError;
 
-const KIMIS: [Agent; 2] = [Agent::KimiCode, Agent::KimiCli];
-
-/// Tells Kimi Code from Kimi CLI: `kimi --version` on PATH (1.x is the CLI), else the
-/// directory of the given config file (`.kimi-code` or `.kimi`), else `$KIMI_CODE_HOME` or
-/// `~/.kimi-code` (Code), else `~/.kimi/config.toml` (CLI).
+/// Tells Kimi Code from Kimi CLI (see [`detect_member`]).
 pub fn detect_kimi(
     env: impl Fn(&str) -> Option<OsString>,
     config: Option<&Path>,
 ) -> Result<Agent, InstallError> {
-    if let Ok(Some(version)) = kimi_version() {
+    detect_member(&KIMI, env, config)
+}
+
+/// Which member of `family` is installed: the major version `<program> --version` prints
+/// on PATH, else the directory of the given config file (a member's `dot_dir`), else the
+/// members' signs on disk, in order (Kimi: `$KIMI_CODE_HOME` or `~/.kimi-code` for Code,
+/// `~/.kimi/config.toml` for the CLI).
+pub fn detect_member(
+    family: &'static Family,
+    env: impl Fn(&str) -> Option<OsString>,
+    config: Option<&Path>,
+) -> Result<Agent, InstallError> {
+    let members: Vec<Agent> = family.members().collect();
+    let undecided = |reason: String| InstallError::Detect {
+        family: family.label,
+        names: members
+            .iter()
+            .map(|a| a.typed_name())
+            .collect::<Vec<_>>()
+            .join(" or "),
+        reason,
+    };
+    if let Ok(Some(version)) = version_of(family.program) {
         let major = version
             .split('.')
             .next()
             .and_then(|m| m.parse::<u64>().ok());
-        return match major {
-            Some(1) => Ok(Agent::KimiCli),
-            Some(_) => Ok(Agent::KimiCode),
-            None => Err(InstallError::Detect {
-                reason: format!("unreadable version {version:?}"),
-            }),
+        let Some(major) = major else {
+            return Err(undecided(format!("unreadable version {version:?}")));
         };
+        let claims = |majors: Majors| {
+            members
+                .iter()
+                .copied()
+                .find(|a| a.descriptor().family.is_some_and(|m| m.majors == majors))
+        };
+        if let Some(agent) = claims(Majors::Only(major)).or_else(|| claims(Majors::Others)) {
+            return Ok(agent);
+        }
     }
     let parent = config
         .and_then(Path::parent)
         .and_then(Path::file_name)
         .and_then(|n| n.to_str());
-    if let Some(agent) = KIMIS
-        .into_iter()
+    if let Some(agent) = members
+        .iter()
+        .copied()
         .find(|a| parent == Some(a.config().dot_dir))
     {
         return Ok(agent);
     }
     if config.is_some() {
-        return Err(InstallError::Detect {
-            reason: "no `kimi` on PATH and the config's directory does not tell".to_owned(),
-        });
+        return Err(undecided(format!(
+            "no `{}` on PATH and the config's directory does not tell",
+            family.program
+        )));
     }
-    let (code, cli) = (Agent::KimiCode.config(), Agent::KimiCli.config());
-    if code.home_env.and_then(&env).is_some_and(|v| !v.is_empty()) {
-        return Ok(Agent::KimiCode);
-    }
-    if let Some(home) = env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from) {
-        if home.join(code.dot_dir).is_dir() {
-            return Ok(Agent::KimiCode);
+    let home = env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let mut looked = vec![format!("no `{}` on PATH", family.program)];
+    for agent in &members {
+        let location = agent.config();
+        let signs = agent.descriptor().family.map_or(&[][..], |m| m.installed);
+        for sign in signs {
+            let found = match sign {
+                InstalledSign::HomeEnvSet => location
+                    .home_env
+                    .and_then(&env)
+                    .is_some_and(|v| !v.is_empty()),
+                InstalledSign::DotDir => {
+                    looked.push(format!("no ~/{}", location.dot_dir));
+                    home.as_ref()
+                        .is_some_and(|h| h.join(location.dot_dir).is_dir())
+                }
+                InstalledSign::UserFile => {
+                    looked.push(format!("no ~/{}/{}", location.dot_dir, location.file));
+                    home.as_ref()
+                        .is_some_and(|h| h.join(location.dot_dir).join(location.file).is_file())
+                }
+            };
+            if found {
+                return Ok(*agent);
+            }
         }
-        if home.join(cli.dot_dir).join(cli.file).is_file() {
-            return Ok(Agent::KimiCli);
-        }
     }
-    Err(InstallError::Detect {
-        reason: "no `kimi` on PATH, no ~/.kimi-code, no ~/.kimi/config.toml".to_owned(),
-    })
+    Err(undecided(looked.join(", ")))
 }
 
-/// The first `x.y.z` that `kimi --version` prints, within 5 s.
-fn kimi_version() -> io::Result<Option<String>> {
-    let mut child = Command::new("kimi")
+/// The first `x.y.z` that `<program> --version` prints, within 5 s.
+fn version_of(program: &str) -> io::Result<Option<String>> {
+    let mut child = Command::new(program)
         .arg("--version")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -67,8 +67,12 @@ pub enum InstallError {
     },
     #[error("hooktrack is not installed in {path}: {reason}")]
     NotInstalled { path: PathBuf, reason: &'static str },
-    #[error("cannot tell which Kimi is installed ({reason}); pass --variant code or --variant cli")]
-    Detect { reason: String },
+    #[error("cannot tell which {family} is installed ({reason}); name {names}")]
+    Detect {
+        family: &'static str,
+        names: String,
+        reason: String,
+    },
 }
 
 /// What is wrong with the Kimi block's markers (lines are 1-based).

@@ -1,7 +1,9 @@
 //! Will the hooks run? `check` reads the file; this asks everything else an agent consults
 //! before it runs a hook: is the file the one the agent reads, does a switch of its own
-//! turn hooks off, has Codex trusted hooktrack's entries, will Gemini CLI get past its
-//! auth and folder-trust gates. Each [`Finding`] names the file, the cause and the fix.
+//! turn hooks off, has it trusted hooktrack's entries (Codex), will it get past its auth
+//! and folder-trust gates (Gemini CLI). What to ask is the agent's descriptor's
+//! `PreflightFacts`; this does the asking (reads the files, runs the agent's app server).
+//! Each [`Finding`] names the file, the cause and the fix.
 
 use std::ffi::OsString;
 use std::fs;
@@ -12,6 +14,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use hooktrack_core::agent::Agent;
+use hooktrack_core::agents::{FeatureSwitches, FolderTrust, HookTrust, RequiredSetting};
 use hooktrack_core::diagnostics::error_chain;
 use serde_json::{Value, json};
 
@@ -67,22 +70,32 @@ pub fn preflight(probe: &Probe<'_>) -> Vec<Finding> {
     if !probe.file_named {
         the_file_read(probe, &mut found);
     }
-    match probe.agent {
-        Agent::Codex => codex(probe, &mut found),
-        Agent::GeminiCli => gemini(probe, &mut found),
-        Agent::KimiCode | Agent::KimiCli | Agent::ClaudeCode => {}
+    let facts = probe.agent.descriptor().preflight;
+    if let Some(switches) = facts.feature_switches {
+        feature_switches(probe, &switches, &mut found);
+    }
+    if let Some(trust) = facts.hook_trust {
+        hook_trust(probe, &trust, &mut found);
+    }
+    if facts.required_setting.is_some() || facts.folder_trust.is_some() {
+        let settings: Value = fs::read_to_string(probe.config)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(Value::Null);
+        if let Some(setting) = facts.required_setting {
+            required_setting(probe, &settings, &setting, &mut found);
+        }
+        if let Some(trust) = facts.folder_trust {
+            folder_trust(probe, &settings, &trust, &mut found);
+        }
     }
     found
 }
 
-/// The word `hooktrack install` takes for an agent.
+/// The word `hooktrack install` takes for an agent: its family's (which finds the member
+/// installed), else its own.
 pub fn agent_word(agent: Agent) -> &'static str {
-    match agent {
-        Agent::KimiCode | Agent::KimiCli => "kimi",
-        Agent::ClaudeCode => "claude",
-        Agent::Codex => "codex",
-        Agent::GeminiCli => "gemini",
-    }
+    agent.family().map_or(agent.typed_name(), |f| f.name)
 }
 
 /// The agent reads its user file (from its environment) and the project's; hooktrack's
@@ -118,68 +131,97 @@ fn has_arg(probe: &Probe<'_>, flag: &str) -> bool {
     probe.args.iter().any(|a| a == flag)
 }
 
-fn codex(probe: &Probe<'_>, found: &mut Vec<Finding>) {
-    let home = probe
-        .config
-        .parent()
-        .map_or_else(PathBuf::new, Path::to_owned);
-    let config_toml = home.join("config.toml");
-    if let Some(table) = fs::read_to_string(&config_toml)
+/// The TOML file beside the hooks file whose `[<table>] <key> = false` turns every hook
+/// off (Codex's `config.toml`).
+fn feature_switches(probe: &Probe<'_>, switches: &FeatureSwitches, found: &mut Vec<Finding>) {
+    let file = beside_config(probe, switches.file);
+    let Some(table) = fs::read_to_string(&file)
         .ok()
         .and_then(|t| t.parse::<toml::Table>().ok())
-    {
-        let features = table.get("features").and_then(toml::Value::as_table);
-        for key in ["hooks", "codex_hooks"] {
-            if features
-                .and_then(|f| f.get(key))
-                .and_then(toml::Value::as_bool)
-                == Some(false)
-            {
-                found.push(Finding {
-                    file: config_toml.clone(),
-                    cause: format!("`[features] {key} = false` turns every hook off"),
-                    fix: format!("remove `{key} = false` from [features]"),
-                });
-            }
+    else {
+        return;
+    };
+    let features = table.get(switches.table).and_then(toml::Value::as_table);
+    for key in switches.keys {
+        if features
+            .and_then(|f| f.get(*key))
+            .and_then(toml::Value::as_bool)
+            == Some(false)
+        {
+            found.push(Finding {
+                file: file.clone(),
+                cause: format!("`[{}] {key} = false` turns every hook off", switches.table),
+                fix: format!("remove `{key} = false` from [{}]", switches.table),
+            });
         }
     }
-    if has_arg(probe, "--dangerously-bypass-hook-trust") {
+}
+
+/// A file in the directory of the hooks file.
+fn beside_config(probe: &Probe<'_>, name: &str) -> PathBuf {
+    probe
+        .config
+        .parent()
+        .map_or_else(PathBuf::new, Path::to_owned)
+        .join(name)
+}
+
+/// Entries the agent has not trusted are skipped without a word: ask its app server.
+fn hook_trust(probe: &Probe<'_>, trust: &HookTrust, found: &mut Vec<Finding>) {
+    if has_arg(probe, trust.bypass_flag) {
         return;
     }
-    match codex_trust(probe) {
+    match app_server_trust(probe, trust) {
         Ok(untrusted) if untrusted.is_empty() => {}
         Ok(untrusted) => found.push(Finding {
             file: probe.config.to_owned(),
             cause: format!(
-                "Codex has not trusted {} of hooktrack's entries ({}), so it skips them without a word",
+                "{} has not trusted {} of hooktrack's entries ({}), so it skips them without a word",
+                trust.who,
                 untrusted.len(),
                 untrusted.join(", ")
             ),
             fix: format!(
-                "start `codex` in {}, type /hooks and trust the hooktrack entries (once: their text never changes), or pass --dangerously-bypass-hook-trust",
-                probe.cwd.display()
+                "start `{}` in {}, type {} and trust the hooktrack entries (once: their text never changes), or pass {}",
+                trust.program,
+                probe.cwd.display(),
+                trust.trust_command,
+                trust.bypass_flag
             ),
         }),
         Err(why) => found.push(Finding {
-            file: config_toml,
-            cause: format!("cannot ask Codex whether it trusts hooktrack's entries: {why}"),
-            fix: "put `codex` on PATH (or run it through `hooktrack session`), then check again"
-                .to_owned(),
+            // Where the agent keeps its settings (Codex's `config.toml`), else its hooks file.
+            file: probe
+                .agent
+                .descriptor()
+                .preflight
+                .feature_switches
+                .map_or_else(|| probe.config.to_owned(), |s| beside_config(probe, s.file)),
+            cause: format!(
+                "cannot ask {} whether it trusts hooktrack's entries: {why}",
+                trust.who
+            ),
+            fix: format!(
+                "put `{}` on PATH (or run it through `hooktrack session`), then check again",
+                trust.program
+            ),
         }),
     }
 }
 
-/// How long Codex's app server may take to list its hooks.
-const CODEX_LIST_LIMIT: Duration = Duration::from_secs(20);
+/// How long the agent's app server may take to list its hooks.
+const APP_SERVER_LIST_LIMIT: Duration = Duration::from_secs(20);
 
-/// The hooktrack entries Codex does not trust, by key, as its own app server reports them
-/// (`hooks/list`): the trust state Codex recorded, compared by Codex, never computed here.
-fn codex_trust(probe: &Probe<'_>) -> Result<Vec<String>, String> {
+/// The hooktrack entries the agent does not trust, by key, as its own app server reports
+/// them (`<program> app-server`, `hooks/list`, Codex's protocol): the trust state the agent
+/// recorded, compared by the agent, never computed here.
+fn app_server_trust(probe: &Probe<'_>, trust: &HookTrust) -> Result<Vec<String>, String> {
     let program = probe
         .program
         .map(Path::to_owned)
-        .or_else(|| on_path("codex", probe.env))
-        .ok_or("no `codex` on PATH")?;
+        .or_else(|| on_path(trust.program, probe.env))
+        .ok_or_else(|| format!("no `{}` on PATH", trust.program))?;
+    let home_var = probe.agent.config().home_var();
     let mut command = Command::new(&program);
     command
         .arg("app-server")
@@ -187,13 +229,16 @@ fn codex_trust(probe: &Probe<'_>) -> Result<Vec<String>, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .env_clear();
-    for var in ["HOME", "CODEX_HOME", "PATH", "USER", "TMPDIR"] {
+    for var in ["HOME", "PATH", "USER", "TMPDIR"]
+        .into_iter()
+        .chain(home_var)
+    {
         if let Some(v) = (probe.env)(var) {
             command.env(var, v);
         }
     }
-    if let Some(home) = probe.config.parent() {
-        command.env("CODEX_HOME", home);
+    if let (Some(var), Some(home)) = (home_var, probe.config.parent()) {
+        command.env(var, home);
     }
     let mut child = command
         .spawn()
@@ -220,7 +265,7 @@ fn codex_trust(probe: &Probe<'_>) -> Result<Vec<String>, String> {
         json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [cwd]}}),
     ];
-    let deadline = std::time::Instant::now() + CODEX_LIST_LIMIT;
+    let deadline = std::time::Instant::now() + APP_SERVER_LIST_LIMIT;
     let mut answer = Err("the app server did not answer hooks/list".to_owned());
     'talk: for (i, request) in requests.iter().enumerate() {
         if writeln!(stdin, "{request}").is_err() {
@@ -237,7 +282,7 @@ fn codex_trust(probe: &Probe<'_>) -> Result<Vec<String>, String> {
             match rx.recv_timeout(left) {
                 Ok(v) if v.get("id").and_then(Value::as_u64) == Some(wanted) => {
                     if wanted == 2 {
-                        answer = untrusted_of(&v);
+                        answer = untrusted_of(&v, trust.who);
                     }
                     break;
                 }
@@ -253,8 +298,9 @@ fn codex_trust(probe: &Probe<'_>) -> Result<Vec<String>, String> {
     answer
 }
 
-/// From a `hooks/list` answer: the keys of hooktrack's entries not trusted or not enabled.
-fn untrusted_of(answer: &Value) -> Result<Vec<String>, String> {
+/// From a `hooks/list` answer of `who`: the keys of hooktrack's entries not trusted or not
+/// enabled.
+fn untrusted_of(answer: &Value, who: &str) -> Result<Vec<String>, String> {
     let data = answer
         .pointer("/result/data")
         .and_then(Value::as_array)
@@ -279,7 +325,7 @@ fn untrusted_of(answer: &Value) -> Result<Vec<String>, String> {
         }
     }
     if ours == 0 {
-        return Err("Codex lists no hooktrack entry".to_owned());
+        return Err(format!("{who} lists no hooktrack entry"));
     }
     Ok(untrusted)
 }
@@ -291,28 +337,41 @@ fn on_path(name: &str, env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf
         .find(|p| p.is_file())
 }
 
-fn gemini(probe: &Probe<'_>, found: &mut Vec<Finding>) {
-    let settings: Value = fs::read_to_string(probe.config)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or(Value::Null);
-    if settings.pointer("/security/auth/selectedType").is_none() {
+/// A setting the agent stops without, before any hook runs (Gemini CLI's auth type).
+fn required_setting(
+    probe: &Probe<'_>,
+    settings: &Value,
+    setting: &RequiredSetting,
+    found: &mut Vec<Finding>,
+) {
+    if settings.pointer(setting.pointer).is_none() {
         found.push(Finding {
             file: probe.config.to_owned(),
-            cause: "no `security.auth.selectedType`: Gemini CLI stops with \"Invalid auth method selected\" before any hook runs".to_owned(),
-            fix: "set `security.auth.selectedType` (e.g. \"gemini-api-key\"), or sign in once interactively".to_owned(),
+            cause: setting.cause.to_owned(),
+            fix: setting.fix.to_owned(),
         });
     }
-    let trust_off = settings.pointer("/security/folderTrust/enabled") == Some(&Value::Bool(false));
-    let skip = has_arg(probe, "--skip-trust")
-        || (probe.env)("GEMINI_CLI_TRUST_WORKSPACE").is_some_and(|v| v == "true");
+}
+
+/// Run headless outside a trusted folder, the agent exits before any hook runs (Gemini
+/// CLI's `trustedFolders.json`: a folder, or with `TRUST_PARENT` its parent's subtree).
+fn folder_trust(
+    probe: &Probe<'_>,
+    settings: &Value,
+    trust: &FolderTrust,
+    found: &mut Vec<Finding>,
+) {
+    let trust_off = settings.pointer(trust.enabled_pointer) == Some(&Value::Bool(false));
+    let (skip_var, skip_value) = trust.skip_env;
+    let skip =
+        has_arg(probe, trust.skip_flag) || (probe.env)(skip_var).is_some_and(|v| v == skip_value);
     if trust_off || skip {
         return;
     }
     let trusted_file = probe
         .config
         .parent()
-        .map_or_else(PathBuf::new, |d| d.join("trustedFolders.json"));
+        .map_or_else(PathBuf::new, |d| d.join(trust.file));
     let trusted: Value = fs::read_to_string(&trusted_file)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
@@ -331,10 +390,11 @@ fn gemini(probe: &Probe<'_>, found: &mut Vec<Finding>) {
         found.push(Finding {
             file: trusted_file,
             cause: format!(
-                "{} is not a trusted folder: headless Gemini CLI exits (status 55) before any hook runs",
-                probe.cwd.display()
+                "{} is not a trusted folder: {}",
+                probe.cwd.display(),
+                trust.consequence
             ),
-            fix: "pass --skip-trust, set GEMINI_CLI_TRUST_WORKSPACE=true, or trust the folder in Gemini CLI's interactive mode".to_owned(),
+            fix: trust.fix.to_owned(),
         });
     }
 }

@@ -120,10 +120,10 @@ fn check_group(agent: Agent, group: &Value) -> Result<(), Violation> {
             kind(group)
         )));
     };
-    let codex = facts::codex_schema(agent);
+    let schema = facts::schema(agent);
     match group.get("matcher") {
         None | Some(Value::String(_)) => {}
-        Some(Value::Null) if codex => {}
+        Some(Value::Null) if schema.null_matcher => {}
         Some(other) => {
             return Err(Violation::new(format!(
                 "`matcher` is {}, not a string",
@@ -133,7 +133,7 @@ fn check_group(agent: Agent, group: &Value) -> Result<(), Violation> {
     }
     match group.get("hooks") {
         Some(Value::Array(_)) => Ok(()),
-        None if codex => Ok(()),
+        None if schema.hooks_optional => Ok(()),
         None => Err(Violation::new("`hooks` is missing")),
         Some(other) => Err(Violation::new(format!(
             "`hooks` is {}, not an array",
@@ -153,8 +153,11 @@ fn check_entry(agent: Agent, entry: &Value) -> Result<(), Violation> {
     let Some(kind_of) = entry.get("type").and_then(Value::as_str) else {
         return Err(Violation::new("`type` is missing or not a string"));
     };
-    let codex = facts::codex_schema(agent);
-    if codex && !facts::CODEX_ENTRY_TYPES.contains(&kind_of) {
+    let schema = facts::schema(agent);
+    if schema
+        .entry_types
+        .is_some_and(|known| !known.contains(&kind_of))
+    {
         return Err(Violation::new(format!("unknown `type` {kind_of:?}")));
     }
     if kind_of != "command" {
@@ -165,9 +168,9 @@ fn check_entry(agent: Agent, entry: &Value) -> Result<(), Violation> {
     }
     match entry.get("timeout") {
         None => Ok(()),
-        Some(t) if codex && t.is_u64() => Ok(()),
-        Some(t) if !codex && t.as_f64().is_some_and(|t| t > 0.0) => Ok(()),
-        Some(t) if codex => Err(Violation::new(format!(
+        Some(t) if schema.whole_timeouts && t.is_u64() => Ok(()),
+        Some(t) if !schema.whole_timeouts && t.as_f64().is_some_and(|t| t > 0.0) => Ok(()),
+        Some(t) if schema.whole_timeouts => Err(Violation::new(format!(
             "`timeout` {t} is not a whole number of seconds"
         ))),
         Some(t) => Err(Violation::new(format!(

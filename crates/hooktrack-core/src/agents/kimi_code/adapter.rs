@@ -1,12 +1,13 @@
 //! Kimi Code 2.x and Kimi CLI 1.x: the same event names (the 1.x set is a subset of the
 //! 2.x set), the same field names. They differ in how turns are delimited, which is a
-//! [`Capabilities`](super::Capabilities) matter, not a mapping one.
+//! [`Capabilities`](crate::provider::Capabilities) matter, not a mapping one.
 
 use std::borrow::Cow;
 
 use crate::event::{Decision, Event, OriginKind, ToolRef};
 use crate::payload::Payload;
 
+/// One payload, delivered under the event `name`, as a canonical event.
 pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
     let error = match name.as_ref() {
         "PostToolUseFailure" => p.error_summary().map(|e| Cow::Owned(e.into_owned())),

@@ -24,14 +24,15 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use super::sole_text;
 use crate::event::{Event, ToolRef, TurnId};
+use crate::transcript::sole_text;
 
 const INTERRUPTED: &str = "[Request interrupted by user]";
 const INTERRUPTED_FOR_TOOL: &str = "[Request interrupted by user for tool use]";
 const REJECTED: &str = "User rejected tool use";
 
-pub(super) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Event<'static>)> {
+/// One transcript entry as a known marker (its name and event), or `None`.
+pub(crate) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Event<'static>)> {
     if entry.get("isSidechain").and_then(Value::as_bool) == Some(true) {
         return None;
     }

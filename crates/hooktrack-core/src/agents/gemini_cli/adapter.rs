@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use crate::event::{Event, ToolRef};
 use crate::payload::Payload;
 
+/// One payload, delivered under the event `name`, as a canonical event.
 pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
     let input_hash = p.tool_input_hash();
     let tool = |p: &mut Payload<'a>| ToolRef {

@@ -5,10 +5,11 @@
 
 use std::borrow::Cow;
 
-use super::claude;
+use crate::agents::claude_code::adapter as claude;
 use crate::event::Event;
 use crate::payload::Payload;
 
+/// One payload, delivered under the event `name`, as a canonical event.
 pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
     let turn_id = p.turn_id.take().map(|t| t.0);
     if name == "Interrupt" {

@@ -20,7 +20,8 @@ use serde_json::{Map, Value};
 
 use crate::event::{Event, TurnId};
 
-pub(super) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Event<'static>)> {
+/// One transcript entry as a known marker (its name and event), or `None`.
+pub(crate) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Event<'static>)> {
     if entry.get("type").and_then(Value::as_str) != Some("event_msg") {
         return None;
     }

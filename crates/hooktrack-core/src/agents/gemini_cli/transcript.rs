@@ -22,7 +22,8 @@ use crate::event::Event;
 
 const CANCELLED: &str = "Request cancelled.";
 
-pub(super) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Event<'static>)> {
+/// One transcript entry as a known marker (its name and event), or `None`.
+pub(crate) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Event<'static>)> {
     if entry.get("type").and_then(Value::as_str) == Some("error") {
         let message = entry.get("content").and_then(Value::as_str)?;
         return Some((

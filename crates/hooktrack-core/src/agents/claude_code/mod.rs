@@ -1,0 +1,145 @@
+//! Claude Code 2.1.197: turns from `UserPromptSubmit` to `Stop`, identified by the
+//! `prompt_id` every event of a user turn carries; subagents by `agent_id`; a JSON hooks
+//! table in `settings.json`; a transcript that records Escape and rejections.
+
+pub(crate) mod adapter;
+pub(crate) mod transcript;
+
+use super::{
+    COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, OffSwitch, PreflightFacts,
+    Strictness, TimeoutUnit, Transcript,
+};
+use crate::agent::{Agent, ConfigFormat, ConfigLocation};
+use crate::provider::Capabilities;
+use crate::row::Row;
+
+/// The turn shape Claude Code, Codex and Gemini CLI share: a prompt starts the turn, `Stop`
+/// ends it (also after a stop hook), no answer event for a permission (the call's end
+/// closes it), no interrupt hook.
+pub const PROMPT_TO_STOP: Capabilities = Capabilities {
+    prompt_starts_turn: true,
+    unannounced_turns: false,
+    stop_hook_active_continues: false,
+    agent_scopes: false,
+    subagent_scope_is_turn: false,
+    tool_ids: true,
+    permission_ends_with_tool: true,
+    interrupt_hook: false,
+};
+
+/// Claude Code.
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    agent: Agent::ClaudeCode,
+    name: "claude-code",
+    store_name: "claude",
+    label: "Claude Code",
+    aliases: &["claude"],
+    family: None,
+    programs: &["claude"],
+    config: ConfigLocation {
+        home_env: Some("CLAUDE_CONFIG_DIR"),
+        user_home_env: None,
+        dot_dir: ".claude",
+        file: "settings.json",
+        format: ConfigFormat::JsonHooks,
+        project_install: true,
+    },
+    hook_events: &EVENTS,
+    normalize: adapter::normalize,
+    capabilities: Capabilities {
+        agent_scopes: true,
+        subagent_scope_is_turn: true,
+        ..PROMPT_TO_STOP
+    },
+    detect: &[
+        DetectRule {
+            rank: 40,
+            test: prompt_id,
+        },
+        DetectRule {
+            rank: 51,
+            test: session_start_without_permission_mode,
+        },
+    ],
+    named_by_row: "the row names claude",
+    transcript: Some(Transcript {
+        location: "~/.claude/projects/<dir>/<session>.jsonl",
+        classify: transcript::classify,
+    }),
+    install: InstallFacts {
+        timeout: 5,
+        timeout_unit: TimeoutUnit::Seconds,
+        shorter_timeouts: &[],
+        unknown_entry_keys_fatal: false,
+        top_level_keys: None,
+        // "Files with errors are skipped entirely."
+        strict: Strictness::EveryEvent,
+        strictness: "Claude Code skips a settings file with any invalid entry",
+        schema: COMMON_SCHEMA,
+        off_switches: &[OffSwitch {
+            path: &["disableAllHooks"],
+            off_when: true,
+            why: "`disableAllHooks` is true",
+        }],
+        per_session_entries: false,
+    },
+    preflight: PreflightFacts {
+        feature_switches: None,
+        hook_trust: None,
+        required_setting: None,
+        folder_trust: None,
+    },
+    // `-p` / `--print`: the prompt is an argument or stdin.
+    headless: Headless {
+        flags: &["-p", "--print"],
+        subcommands: &[],
+        value_options: &[],
+    },
+    launch_gate: None,
+};
+
+/// Claude Code 2.1.197's events, all but `WorktreeCreate` and `WorktreeRemove` (a command
+/// hook there replaces the worktree creation itself).
+const EVENTS: [&str; 28] = [
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PostToolBatch",
+    "Notification",
+    "UserPromptSubmit",
+    "UserPromptExpansion",
+    "SessionStart",
+    "SessionEnd",
+    "Stop",
+    "StopFailure",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "PostCompact",
+    "PermissionRequest",
+    "PermissionDenied",
+    "Setup",
+    "TeammateIdle",
+    "TaskCreated",
+    "TaskCompleted",
+    "Elicitation",
+    "ElicitationResult",
+    "ConfigChange",
+    "InstructionsLoaded",
+    "CwdChanged",
+    "FileChanged",
+    "MessageDisplay",
+];
+
+fn prompt_id(row: &Row<'_>) -> Option<&'static str> {
+    let p = &row.payload;
+    (p.prompt_id.is_some() && p.transcript_path.is_some())
+        .then_some("prompt_id with transcript_path (Claude Code)")
+}
+
+/// Codex's `SessionStart` has a `permission_mode`, Claude Code's none.
+fn session_start_without_permission_mode(row: &Row<'_>) -> Option<&'static str> {
+    let p = &row.payload;
+    (row.event_name == "SessionStart" && p.transcript_path.is_some() && p.permission_mode.is_none())
+        .then_some("SessionStart with transcript_path, no permission_mode (Claude Code)")
+}

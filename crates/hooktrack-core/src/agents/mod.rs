@@ -1,0 +1,369 @@
+//! One folder per agent CLI: everything hooktrack knows about an agent is its
+//! [`Descriptor`], a `const` of plain data and function pointers in `agents/<agent>/`.
+//!
+//! A descriptor holds the agent's names (wire, store, aliases, program names, family), its
+//! hook events and the adapter that maps them to the canonical vocabulary, the rules that
+//! recognise its payloads, its [`Capabilities`], its transcript's classifier, where its
+//! config lives and how strictly it reads it, what else decides whether its hooks run
+//! (trust, auth, switches), which arguments hand it its first prompt, and what stops its
+//! launcher from starting it at all. [`Agent::descriptor`](crate::agent::Agent::descriptor)
+//! is the one `match` on agents; the edges (installers, preflight, the binary) read these
+//! facts and keep only the I/O.
+//!
+//! Adding an agent: a folder here with its `Descriptor` (and its adapter and classifier), a
+//! variant in `agent.rs`, campaigns in `corpus/<name>/`; the tests below check that the
+//! descriptor is complete (`docs/ARCHITECTURE.md`, "Adding an agent").
+
+pub mod claude_code;
+pub mod codex;
+pub mod gemini_cli;
+pub mod kimi_cli;
+pub mod kimi_code;
+
+use std::borrow::Cow;
+use std::ffi::OsString;
+
+use serde_json::{Map, Value};
+
+use crate::agent::{Agent, ConfigLocation};
+use crate::event::Event;
+use crate::payload::Payload;
+use crate::provider::Capabilities;
+use crate::row::Row;
+
+/// Everything hooktrack knows about one agent CLI.
+#[derive(Clone, Copy, Debug)]
+pub struct Descriptor {
+    /// The agent this describes (`Agent::descriptor` gives it back).
+    pub agent: Agent,
+    /// The wire name: in JSON output, `--provider`, `--agent`, `install`; the corpus
+    /// folder's name.
+    pub name: &'static str,
+    /// The `provider` written into rows and the store directory's name
+    /// (`hook-observation/<store_name>/`).
+    pub store_name: &'static str,
+    /// For people.
+    pub label: &'static str,
+    /// The other names the agent answers to besides its wire name; the first is the one a
+    /// user types (`claude` for `claude-code`).
+    pub aliases: &'static [&'static str],
+    /// The family the agent belongs to, whose name picks a member by detection.
+    pub family: Option<Member>,
+    /// The program names a command line starts it with (`hooktrack session -- claude`).
+    pub programs: &'static [&'static str],
+    /// Where its hook config lives, and in which format.
+    pub config: ConfigLocation,
+    /// Every hook event of the pinned version that hooktrack subscribes to.
+    pub hook_events: &'static [&'static str],
+    /// The adapter: one payload, delivered under an event name, into the canonical
+    /// vocabulary. Keeps no state across events.
+    pub normalize: for<'a> fn(&Cow<'a, str>, &mut Payload<'a>) -> Event<'a>,
+    /// How it delimits turns, for the correlator.
+    pub capabilities: Capabilities,
+    /// The rules that recognise its rows from fields only it sends.
+    pub detect: &'static [DetectRule],
+    /// The detection reason when a row names the agent outright.
+    pub named_by_row: &'static str,
+    /// The transcript hooktrack follows, if it writes one.
+    pub transcript: Option<Transcript>,
+    /// What the installers must know beyond the file and the events.
+    pub install: InstallFacts,
+    /// What else the agent consults before it runs a hook.
+    pub preflight: PreflightFacts,
+    /// Which arguments hand it its first prompt at launch.
+    pub headless: Headless,
+    /// A program name under which the agent never starts (so no hook can fire).
+    pub launch_gate: Option<LaunchGate>,
+}
+
+/// Agents that answer to one shared name (`kimi`), told apart by detection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Family {
+    /// The shared name (`install kimi`, `--provider kimi`).
+    pub name: &'static str,
+    /// For people: "which {label} is installed".
+    pub label: &'static str,
+    /// The program asked for its `--version`.
+    pub program: &'static str,
+}
+
+impl Family {
+    /// The agents of this family, in `Agent::ALL`'s order.
+    pub fn members(&'static self) -> impl Iterator<Item = Agent> {
+        Agent::ALL
+            .into_iter()
+            .filter(move |a| a.family() == Some(self))
+    }
+}
+
+/// An agent's place in its family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub family: &'static Family,
+    /// The major versions of the family's program that are this member.
+    pub majors: Majors,
+    /// What on disk says this member is installed, tried in order (after the version).
+    pub installed: &'static [InstalledSign],
+}
+
+/// Which major versions of a family's program are a member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Majors {
+    /// Exactly this one.
+    Only(u64),
+    /// Every one that no other member claims.
+    Others,
+}
+
+/// A sign on disk that a family member is installed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstalledSign {
+    /// Its home variable (`ConfigLocation::home_env`) is set and not empty.
+    HomeEnvSet,
+    /// `~/<dot_dir>` is a directory.
+    DotDir,
+    /// `~/<dot_dir>/<file>` is a file.
+    UserFile,
+}
+
+/// One way to recognise an agent from a row. Across all agents, the matching rule of
+/// the lowest rank decides (a field one CLI alone sends before a shape several could
+/// share).
+#[derive(Clone, Copy, Debug)]
+pub struct DetectRule {
+    /// Unique across agents (a test checks it).
+    pub rank: u8,
+    /// The reason, when the row matches.
+    pub test: fn(&Row<'_>) -> Option<&'static str>,
+}
+
+/// The transcript an agent names in its payloads (`transcript_path`).
+#[derive(Clone, Copy, Debug)]
+pub struct Transcript {
+    /// Where the agent writes it, for people.
+    pub location: &'static str,
+    pub classify: Classify,
+}
+
+/// One transcript entry → a known marker's name and canonical event, or `None`.
+pub type Classify = fn(&Map<String, Value>) -> Option<(&'static str, Event<'static>)>;
+
+/// What the installers must know about an agent beyond where its config lives and which
+/// events it fires: facts of the pinned version, found by reading its config loader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InstallFacts {
+    /// The `timeout` hooktrack writes, in [`Self::timeout_unit`]: 5 s (the emitter gives up
+    /// after 3 s whatever happens).
+    pub timeout: u64,
+    pub timeout_unit: TimeoutUnit,
+    /// Events whose timeout the agent clamps lower, with the timeout written for them.
+    pub shorter_timeouts: &'static [(&'static str, u64)],
+    /// An unknown key in an entry voids the whole hooks section.
+    pub unknown_entry_keys_fatal: bool,
+    /// The only top-level keys the agent accepts in its hooks file, when one more key
+    /// makes it run no hook.
+    pub top_level_keys: Option<&'static [&'static str]>,
+    /// Whose entries must be well formed for the file to count.
+    pub strict: Strictness,
+    /// What happens to a file with a malformed entry, for the violation message.
+    pub strictness: &'static str,
+    /// How the agent reads a JSON hooks table's groups and entries.
+    pub schema: EntrySchema,
+    /// Switches in the JSON file that turn every hook off.
+    pub off_switches: &'static [OffSwitch],
+    /// A session writes generation-scoped entries into a config of its own (and removes
+    /// them at the end) rather than environment-routed ones into the shared config.
+    pub per_session_entries: bool,
+}
+
+impl InstallFacts {
+    /// The `timeout` of hooktrack's entry for `event`, in the file's unit.
+    pub fn timeout_for(&self, event: &str) -> u64 {
+        self.shorter_timeouts
+            .iter()
+            .find(|(e, _)| *e == event)
+            .map_or(self.timeout, |(_, t)| *t)
+    }
+}
+
+/// The unit of a `timeout` in the agent's file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeoutUnit {
+    Seconds,
+    Milliseconds,
+}
+
+impl TimeoutUnit {
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeoutUnit::Seconds => "seconds",
+            TimeoutUnit::Milliseconds => "milliseconds",
+        }
+    }
+
+    /// One second in this unit.
+    pub fn per_second(self) -> u64 {
+        match self {
+            TimeoutUnit::Seconds => 1,
+            TimeoutUnit::Milliseconds => 1000,
+        }
+    }
+}
+
+/// Which of the file's entries the agent reads so strictly that one malformed entry voids
+/// the whole file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strictness {
+    /// Every event's.
+    EveryEvent,
+    /// The events it knows (it ignores the others).
+    KnownEvents,
+    /// None: it discards just the malformed entry.
+    Lenient,
+}
+
+/// How an agent reads a JSON hooks table beyond the common shape (matcher groups of a
+/// string `matcher` and a `hooks` list of typed entries with a positive `timeout`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntrySchema {
+    /// A group may have a `null` matcher.
+    pub null_matcher: bool,
+    /// A group may lack `hooks`.
+    pub hooks_optional: bool,
+    /// The entry types it knows (any other voids the file); `None`: any type.
+    pub entry_types: Option<&'static [&'static str]>,
+    /// A command entry's `timeout` must be a whole number (of seconds).
+    pub whole_timeouts: bool,
+}
+
+/// The common JSON hooks schema (Claude Code's).
+pub const COMMON_SCHEMA: EntrySchema = EntrySchema {
+    null_matcher: false,
+    hooks_optional: false,
+    entry_types: None,
+    whole_timeouts: false,
+};
+
+/// A value in the JSON hooks file that turns every hook off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OffSwitch {
+    /// The keys leading to it from the top.
+    pub path: &'static [&'static str],
+    /// Every hook is off when it holds this boolean.
+    pub off_when: bool,
+    /// What the violation says.
+    pub why: &'static str,
+}
+
+/// What else an agent consults before it runs a hook, beyond its hooks file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct PreflightFacts {
+    /// A TOML file beside the hooks file whose switches can turn every hook off.
+    pub feature_switches: Option<FeatureSwitches>,
+    /// The agent runs only the entries it has trusted, and says which through its app
+    /// server.
+    pub hook_trust: Option<HookTrust>,
+    /// A setting the agent stops without, before any hook runs.
+    pub required_setting: Option<RequiredSetting>,
+    /// The agent runs headless only in a trusted folder.
+    pub folder_trust: Option<FolderTrust>,
+}
+
+/// `[<table>] <key> = false` in `<file>` (beside the hooks file) turns every hook off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FeatureSwitches {
+    pub file: &'static str,
+    pub table: &'static str,
+    pub keys: &'static [&'static str],
+}
+
+/// Hook trust as the agent's own app server reports it (`<program> app-server`,
+/// `hooks/list`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HookTrust {
+    /// Who, in the finding ("Codex has not trusted ...").
+    pub who: &'static str,
+    /// The program asked, when the caller names none.
+    pub program: &'static str,
+    /// The command in the agent's TUI that trusts entries.
+    pub trust_command: &'static str,
+    /// The flag that runs untrusted entries anyway.
+    pub bypass_flag: &'static str,
+}
+
+/// A setting in the hooks file (a JSON pointer) the agent cannot start without.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequiredSetting {
+    pub pointer: &'static str,
+    pub cause: &'static str,
+    pub fix: &'static str,
+}
+
+/// The agent's trusted-folders file beside the hooks file, and the ways around it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FolderTrust {
+    pub file: &'static str,
+    /// Folder trust is off when this pointer in the hooks file holds `false`.
+    pub enabled_pointer: &'static str,
+    /// The flag that skips the check.
+    pub skip_flag: &'static str,
+    /// The variable and value that skip the check.
+    pub skip_env: (&'static str, &'static str),
+    /// What happens in an untrusted folder, after "DIR is not a trusted folder: ".
+    pub consequence: &'static str,
+    pub fix: &'static str,
+}
+
+/// Which arguments hand the agent its first prompt at launch (a headless run).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Headless {
+    /// Any of these options (`--flag` also as `--flag=value`).
+    pub flags: &'static [&'static str],
+    /// Or the subcommand is one of these.
+    pub subcommands: &'static [&'static str],
+    /// The global options that take a value (skipped when looking for the subcommand).
+    pub value_options: &'static [&'static str],
+}
+
+impl Headless {
+    /// True when `args` (the agent's, after its program) hand it its first prompt.
+    pub fn prompt_at_launch(&self, args: &[OsString]) -> bool {
+        let flagged = args.iter().any(|a| {
+            let a = a.to_string_lossy();
+            self.flags.iter().any(|f| {
+                a == *f
+                    || (f.starts_with("--")
+                        && a.strip_prefix(f).is_some_and(|rest| rest.starts_with('=')))
+            })
+        });
+        flagged
+            || self
+                .subcommand(args)
+                .is_some_and(|s| self.subcommands.iter().any(|c| s == *c))
+    }
+
+    /// The subcommand: the first argument that is neither an option nor the value of one
+    /// of [`Self::value_options`].
+    pub fn subcommand<'a>(&self, args: &'a [OsString]) -> Option<&'a OsString> {
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            let text = arg.to_string_lossy();
+            if self.value_options.contains(&text.as_ref()) {
+                args.next();
+            } else if !text.starts_with('-') {
+                return Some(arg);
+            }
+        }
+        None
+    }
+}
+
+/// A program name under which the agent never starts, and what to run instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchGate {
+    pub program: &'static str,
+    pub text: &'static str,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,231 @@
+//! Every descriptor is complete and agrees with the others: what a new agent's folder must
+//! get right before anything else runs.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::*;
+use crate::provider::ProviderChoice;
+
+fn descriptors() -> impl Iterator<Item = &'static Descriptor> {
+    Agent::ALL.into_iter().map(Agent::descriptor)
+}
+
+#[test]
+fn each_descriptor_describes_its_own_agent() {
+    for agent in Agent::ALL {
+        assert_eq!(agent.descriptor().agent, agent, "{agent:?}");
+    }
+}
+
+#[test]
+fn names_are_set_and_no_two_agents_share_one() {
+    let mut seen = BTreeMap::new();
+    let mut stores = BTreeSet::new();
+    for d in descriptors() {
+        assert!(!d.name.is_empty() && !d.label.is_empty(), "{:?}", d.agent);
+        assert!(stores.insert(d.store_name), "store name {}", d.store_name);
+        for name in std::iter::once(d.name).chain(d.aliases.iter().copied()) {
+            if let Some(other) = seen.insert(name, d.agent) {
+                panic!("{name} names {other:?} and {:?}", d.agent);
+            }
+        }
+    }
+    // A family's name, `auto` and the store names stay clear of the other agents' names.
+    for d in descriptors() {
+        if let Some(member) = d.family {
+            assert!(
+                !seen.contains_key(member.family.name),
+                "{}",
+                member.family.name
+            );
+        }
+        if let Some(owner) = seen.get(d.store_name) {
+            assert_eq!(*owner, d.agent, "store name {}", d.store_name);
+        }
+    }
+    assert!(!seen.contains_key("auto"));
+}
+
+#[test]
+fn hook_events_are_unique_and_every_one_is_mapped_by_the_adapter() {
+    for d in descriptors() {
+        assert!(!d.hook_events.is_empty(), "{:?}", d.agent);
+        let unique: BTreeSet<_> = d.hook_events.iter().collect();
+        assert_eq!(unique.len(), d.hook_events.len(), "{:?}", d.agent);
+        // The installers subscribe the agent to these: an `Unknown` would be counted as a
+        // surprise on every delivery.
+        for name in d.hook_events {
+            let mut payload = Payload::default();
+            let event = (d.normalize)(&Cow::Borrowed(*name), &mut payload);
+            assert!(
+                !matches!(event, Event::Unknown { .. }),
+                "{:?} subscribes to {name} but its adapter does not map it",
+                d.agent
+            );
+        }
+    }
+}
+
+/// The merge trusts `interrupt_hook`: it must say exactly whether the agent's hook list
+/// has an `Interrupt` event.
+#[test]
+fn interrupt_hook_capability_matches_the_hook_list() {
+    for d in descriptors() {
+        assert_eq!(
+            d.capabilities.interrupt_hook,
+            d.hook_events.contains(&"Interrupt"),
+            "{:?}",
+            d.agent
+        );
+    }
+}
+
+#[test]
+fn config_location_and_install_facts_are_complete() {
+    for d in descriptors() {
+        let agent = d.agent;
+        let c = &d.config;
+        assert!(
+            c.dot_dir.starts_with('.') && !c.file.is_empty(),
+            "{agent:?}"
+        );
+        assert!(c.home_var().is_some(), "{agent:?}: no home variable");
+        let i = &d.install;
+        let one_second = i.timeout_unit.per_second();
+        for (event, timeout) in i.shorter_timeouts {
+            assert!(d.hook_events.contains(event), "{agent:?}: {event}");
+            assert!(*timeout < i.timeout, "{agent:?}: {event}");
+        }
+        for event in d.hook_events {
+            let t = i.timeout_for(event);
+            assert!((one_second..=600 * one_second).contains(&t), "{agent:?}");
+        }
+        assert!(!i.strictness.is_empty(), "{agent:?}");
+        for switch in i.off_switches {
+            assert!(
+                !switch.path.is_empty() && !switch.why.is_empty(),
+                "{agent:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn preflight_and_launch_facts_are_complete() {
+    for d in descriptors() {
+        let agent = d.agent;
+        assert!(!d.programs.is_empty(), "{agent:?}: no program name");
+        let h = &d.headless;
+        assert!(
+            !h.flags.is_empty() || !h.subcommands.is_empty(),
+            "{agent:?}: no headless mode"
+        );
+        let p = &d.preflight;
+        if let Some(trust) = p.hook_trust {
+            assert!(d.programs.contains(&trust.program), "{agent:?}");
+        }
+        if let Some(s) = p.required_setting {
+            assert!(s.pointer.starts_with('/'), "{agent:?}");
+        }
+        if let Some(f) = p.folder_trust {
+            assert!(f.enabled_pointer.starts_with('/'), "{agent:?}");
+        }
+        if let Some(gate) = d.launch_gate {
+            assert!(d.programs.contains(&gate.program), "{agent:?}");
+        }
+    }
+}
+
+#[test]
+fn detection_rules_are_ranked_apart_and_every_agent_has_one() {
+    let mut ranks = BTreeMap::new();
+    for d in descriptors() {
+        assert!(!d.detect.is_empty(), "{:?} cannot be recognised", d.agent);
+        for rule in d.detect {
+            if let Some(other) = ranks.insert(rule.rank, d.agent) {
+                panic!("rank {} is {other:?}'s and {:?}'s", rule.rank, d.agent);
+            }
+        }
+        assert_eq!(
+            d.named_by_row,
+            format!("the row names {}", d.agent.typed_name())
+        );
+    }
+}
+
+#[test]
+fn transcripts_say_where_they_are() {
+    for d in descriptors() {
+        if let Some(t) = d.transcript {
+            assert!(t.location.contains(".jsonl"), "{:?}", d.agent);
+            assert_eq!(
+                crate::transcript::classify(d.agent, b"{}"),
+                crate::transcript::Entry::Ignored
+            );
+        }
+    }
+}
+
+/// A family is one name for several agents told apart by version or by what is on
+/// disk: its members share a program and a config format, and exactly one takes the
+/// versions no other claims.
+#[test]
+fn family_members_can_be_told_apart() {
+    let mut families: BTreeMap<&str, Vec<&Descriptor>> = BTreeMap::new();
+    for d in descriptors() {
+        if let Some(m) = d.family {
+            families.entry(m.family.name).or_default().push(d);
+        }
+    }
+    for (name, members) in families {
+        assert!(members.len() > 1, "the family {name} has one member");
+        let others = members
+            .iter()
+            .filter(|d| d.family.is_some_and(|m| m.majors == Majors::Others))
+            .count();
+        assert_eq!(others, 1, "{name}");
+        for d in &members {
+            let m = d.family.expect("a member");
+            assert!(!m.installed.is_empty(), "{:?}", d.agent);
+            assert!(d.programs.contains(&m.family.program), "{:?}", d.agent);
+            assert_eq!(d.config.format, members[0].config.format, "{name}");
+            assert_eq!(d.config.file, members[0].config.file, "{name}");
+        }
+        // Every program name a member answers to starts the family, not one member.
+        for program in members[0].programs {
+            assert_eq!(
+                ProviderChoice::for_program(program),
+                Some(ProviderChoice::Kimi),
+                "{program}"
+            );
+        }
+    }
+}
+
+#[test]
+fn each_program_starts_its_agent() {
+    for d in descriptors().filter(|d| d.family.is_none()) {
+        for program in d.programs {
+            assert_eq!(
+                ProviderChoice::for_program(program),
+                Some(ProviderChoice::Exactly(d.agent))
+            );
+        }
+    }
+    assert_eq!(ProviderChoice::for_program("true"), None);
+}
+
+#[test]
+fn headless_flags_take_their_value_after_an_equals_sign() {
+    let gemini = gemini_cli::DESCRIPTOR.headless;
+    let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+    assert!(gemini.prompt_at_launch(&args(&["--prompt=hi"])));
+    assert!(!gemini.prompt_at_launch(&args(&["--prompts"])));
+    assert!(!gemini.prompt_at_launch(&args(&["-pq"])));
+    let codex = codex::DESCRIPTOR.headless;
+    assert_eq!(
+        codex.subcommand(&args(&["-m", "exec", "resume"])),
+        Some(&OsString::from("resume"))
+    );
+}
