@@ -11,7 +11,7 @@
 //! (nested scopes), `tools.rs` (open calls), `permissions.rs` (pending windows). The
 //! `Correlator` decides which to take: `turns.rs` for the main scope, `nested.rs` for
 //! nested scopes, `calls.rs` for tool and permission events, `transcript.rs` for what a
-//! transcript marker may settle. The event being correlated travels as a [`Ctx`] (its
+//! transcript marker may settle. The event being correlated travels as a `Ctx` (its
 //! line, time, source, and the notes and turns it produced), not as state. Agent
 //! differences come in as [`Capabilities`]. Every guess leaves a [`Note`].
 //!
