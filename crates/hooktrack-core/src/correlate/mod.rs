@@ -2,29 +2,42 @@
 //! reads a clock, a file or the environment.
 //!
 //! The main scope moves Idle → Armed (a prompt) → Running (bound by TurnStarted, or at
-//! once where the provider has no TurnStarted) → Idle. Its state is private to
-//! `main_state.rs`, whose named transitions are the only way to change it; `turns.rs`
-//! decides when to take them (arm, bind, implied start, terminal outcomes). Nested scopes (subagents,
-//! system-triggered turns) sit on top of a running main turn and never end it
-//! (`scopes.rs`). Tool calls and permission windows are in `tools.rs`. Agent
+//! once where the provider has no TurnStarted) → Idle. Nested scopes (subagents,
+//! system-triggered turns) sit on top of a running main turn and never end it. Tool calls
+//! and permission windows belong to the turn that was open when they started.
+//!
+//! Each part of the state is a struct private to its file, changed only through named
+//! methods that check the state they leave: `main_state.rs` (the main scope), `scopes.rs`
+//! (nested scopes), `tools.rs` (open calls), `permissions.rs` (pending windows). The
+//! `Correlator` decides which to take: `turns.rs` for the main scope, `nested.rs` for
+//! nested scopes, `calls.rs` for tool and permission events, `transcript.rs` for what a
+//! transcript marker may settle. The event being correlated travels as a `Ctx` (its
+//! line, time, source, and the notes and turns it produced), not as state. Agent
 //! differences come in as [`Capabilities`]. Every guess leaves a [`Note`].
+//!
+//! [`Note`]: crate::diagnostics::Note
 
+mod calls;
+mod ctx;
+mod keys;
 mod ledger;
 mod main_state;
+mod nested;
+mod permissions;
 mod scopes;
 mod tools;
 mod transcript;
 mod turns;
 
 use std::collections::VecDeque;
-use std::mem;
-
-use indexmap::IndexMap;
 
 pub use ledger::{Origin, Scope, TurnRecord};
 
+use ctx::Ctx;
 use main_state::MainState;
-use tools::{PermissionKey, ToolKey};
+use permissions::Permissions;
+use scopes::Scopes;
+use tools::Tools;
 
 use crate::diagnostics::{Diag, Note};
 use crate::event::{Event, OriginKind};
@@ -34,11 +47,8 @@ use crate::provider::Capabilities;
 use crate::source::Source;
 use crate::time::Timestamp;
 
-/// Bounds that keep memory flat whatever the input: open calls, pending permissions,
-/// nested scopes and remembered closed ids.
-const MAX_OPEN_TOOLS: usize = 4096;
-const MAX_PENDING_PERMISSIONS: usize = 1024;
-const MAX_SCOPE_DEPTH: usize = 64;
+/// How many closed ids are remembered (to tell a late end from one never started): memory
+/// stays flat whatever the input.
 const RECENTLY_CLOSED: usize = 256;
 
 /// One event to correlate, with where it came from.
@@ -61,29 +71,13 @@ pub struct Outcome {
     pub closed: Vec<TurnRecord>,
 }
 
-#[derive(Debug)]
-struct NestedScope {
-    label: Scope,
-    /// The subagent's id, where the provider sends one (Claude, Codex).
-    agent_id: Option<String>,
-    /// Opened by a system-triggered TurnStarted (closes with its turn), not by SubagentStart.
-    opened_by_turn: bool,
-    turn: Option<TurnRecord>,
-}
-
 /// Which turn a tool call or permission belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Owner {
     Main,
+    /// The nested turn with this record id.
     Nested(u64),
     NoTurn,
-}
-
-#[derive(Debug)]
-struct OpenTool {
-    owner: Owner,
-    name_hash: Option<u64>,
-    input_hash: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -92,6 +86,8 @@ struct Compaction {
     since: Option<Timestamp>,
 }
 
+/// The turn state machine of one session: events in (with their time), postures, notes
+/// and closed turns out.
 #[derive(Debug)]
 pub struct Correlator {
     caps: Capabilities,
@@ -99,26 +95,17 @@ pub struct Correlator {
     generation: Option<u64>,
     epoch: u64,
     next_record: u64,
-    /// The last [`ToolKey::Fifo`] number handed out.
-    next_fifo: u64,
     main: MainState,
-    scopes: Vec<NestedScope>,
-    tools: IndexMap<ToolKey, OpenTool>,
-    recently_closed_tools: VecDeque<ToolKey>,
-    recently_closed_agents: VecDeque<String>,
-    /// Pending permission requests: their owner and the tool they name.
-    permissions: IndexMap<PermissionKey, (Owner, Option<String>)>,
+    scopes: Scopes,
+    tools: Tools,
+    permissions: Permissions,
     queue_length: u64,
     compaction: Option<Compaction>,
     last_turn: LastTurn,
-    // The step being built: its line, time and output.
-    line: u64,
-    now: Option<Timestamp>,
-    source: Source,
-    out: Outcome,
 }
 
 impl Correlator {
+    /// A correlator for an agent with these turn structures, before any event.
     pub fn new(caps: Capabilities) -> Self {
         Self {
             caps,
@@ -126,23 +113,17 @@ impl Correlator {
             generation: None,
             epoch: 0,
             next_record: 0,
-            next_fifo: 0,
             main: MainState::new(),
-            scopes: Vec::new(),
-            tools: IndexMap::new(),
-            recently_closed_tools: VecDeque::new(),
-            recently_closed_agents: VecDeque::new(),
-            permissions: IndexMap::new(),
+            scopes: Scopes::default(),
+            tools: Tools::default(),
+            permissions: Permissions::default(),
             queue_length: 0,
             compaction: None,
             last_turn: LastTurn::default(),
-            line: 0,
-            now: None,
-            source: Source::Hook,
-            out: Outcome::default(),
         }
     }
 
+    /// The turn structure it correlates with.
     pub fn capabilities(&self) -> Capabilities {
         self.caps
     }
@@ -155,16 +136,18 @@ impl Correlator {
 
     /// Feeds one event. `now` is the event's time (its row's `received_at`), if known.
     pub fn observe(&mut self, obs: Observation<'_, '_>, now: Option<Timestamp>) -> Outcome {
-        self.line = obs.line;
-        self.now = now;
-        self.source = obs.source;
-        if obs.source == Source::Transcript && !self.transcript_settles(obs.event) {
-            return mem::take(&mut self.out);
+        let mut ctx = Ctx::new(obs.line, now, obs.source);
+        if obs.source == Source::Transcript && !self.transcript_settles(&mut ctx, obs.event) {
+            return ctx.out;
         }
         if let Some(generation) = obs.generation {
             match self.generation {
                 Some(current) if generation > current => {
-                    self.end_session(TurnResult::TerminalGap, Diag::TerminalGapNewSession);
+                    self.end_session(
+                        &mut ctx,
+                        TurnResult::TerminalGap,
+                        Diag::TerminalGapNewSession,
+                    );
                     self.last_turn = LastTurn::default();
                     self.presence = Presence::Unknown;
                     self.generation = Some(generation);
@@ -173,9 +156,9 @@ impl Correlator {
                 _ => {}
             }
         }
-        self.check_presence(obs.event);
-        self.apply(obs.event);
-        mem::take(&mut self.out)
+        self.check_presence(&mut ctx, obs.event);
+        self.apply(&mut ctx, obs.event);
+        ctx.out
     }
 
     /// Turns still open (main first, then nested from the outermost), for the ledger at
@@ -183,7 +166,7 @@ impl Correlator {
     pub fn open_turns(&self) -> Vec<TurnRecord> {
         let mut open = Vec::new();
         open.extend(self.main.running().cloned());
-        open.extend(self.scopes.iter().filter_map(|s| s.turn.clone()));
+        open.extend(self.scopes.turns().cloned());
         open
     }
 
@@ -225,10 +208,7 @@ impl Correlator {
                 pending_permissions: self.permissions.len(),
                 queue_length: self.queue_length,
                 blocked_tool: if phase == Phase::Blocked {
-                    self.permissions
-                        .values()
-                        .rev()
-                        .find_map(|(_, tool)| tool.clone())
+                    self.permissions.blocked_tool()
                 } else {
                     None
                 },
@@ -246,15 +226,11 @@ impl Correlator {
         }
     }
 
-    fn note(&mut self, diag: Diag, detail: Option<String>) {
-        self.out.notes.push(Note::new(diag, detail));
-    }
-
-    fn check_presence(&mut self, event: &Event<'_>) {
+    fn check_presence(&mut self, ctx: &mut Ctx, event: &Event<'_>) {
         if matches!(
             event,
             Event::SessionStarted { .. } | Event::SessionEnded { .. } | Event::ProcessEnded { .. }
-        ) || self.source == Source::Transcript
+        ) || ctx.source == Source::Transcript
         {
             // A transcript entry is no sign of life (it may be read long after the process
             // ended); the process ending is judged in `apply`.
@@ -264,7 +240,7 @@ impl Correlator {
             Presence::Present => {}
             Presence::Unknown => {
                 self.presence = Presence::Present;
-                self.note(Diag::PresenceImplied, None);
+                ctx.note(Diag::PresenceImplied, None);
             }
             Presence::Absent => {
                 // Late fire-and-forget deliveries do not bring the process back; a new
@@ -274,40 +250,40 @@ impl Correlator {
                     Event::PromptSubmitted { .. } | Event::TurnStarted { .. } | Event::Heartbeat
                 ) {
                     self.presence = Presence::Present;
-                    self.note(Diag::PresenceImplied, Some("after SessionEnd".into()));
+                    ctx.note(Diag::PresenceImplied, Some("after SessionEnd".into()));
                 } else {
-                    self.note(Diag::EventAfterSessionEnd, None);
+                    ctx.note(Diag::EventAfterSessionEnd, None);
                 }
             }
         }
     }
 
-    fn apply(&mut self, event: &Event<'_>) {
+    fn apply(&mut self, ctx: &mut Ctx, event: &Event<'_>) {
         match event {
             // Claude and Codex announce a compacted context as a session start: it is the
             // same process and the same conversation, so nothing resets.
             Event::SessionStarted { source } if source.as_deref() == Some("compact") => {
                 if self.presence != Presence::Present {
                     self.presence = Presence::Present;
-                    self.note(Diag::PresenceImplied, Some("SessionStart(compact)".into()));
+                    ctx.note(Diag::PresenceImplied, Some("SessionStart(compact)".into()));
                 }
             }
             Event::SessionStarted { source } => {
                 if self.presence == Presence::Present {
-                    self.note(
+                    ctx.note(
                         Diag::SessionRestartWithoutEnd,
                         source.as_deref().map(|s| format!("source {s}")),
                     );
                 }
-                self.end_session(TurnResult::TerminalGap, Diag::TerminalGapNewSession);
+                self.end_session(ctx, TurnResult::TerminalGap, Diag::TerminalGapNewSession);
                 self.presence = Presence::Present;
                 self.last_turn = LastTurn::default();
             }
             Event::SessionEnded { .. } => {
                 if self.presence != Presence::Present {
-                    self.note(Diag::SessionEndWhileAbsent, None);
+                    ctx.note(Diag::SessionEndWhileAbsent, None);
                 }
-                self.end_session(TurnResult::TerminalGap, Diag::TerminalGapSessionEnd);
+                self.end_session(ctx, TurnResult::TerminalGap, Diag::TerminalGapSessionEnd);
                 self.presence = Presence::Absent;
             }
             Event::Heartbeat
@@ -318,7 +294,7 @@ impl Correlator {
             Event::ProcessEnded { .. } => {
                 // After a SessionEnd this is how every agent exits: nothing to settle, no
                 // guess to count.
-                self.end_session(TurnResult::TerminalGap, Diag::TerminalGapProcessEnded);
+                self.end_session(ctx, TurnResult::TerminalGap, Diag::TerminalGapProcessEnded);
                 self.presence = Presence::Absent;
             }
             Event::PromptSubmitted {
@@ -326,56 +302,58 @@ impl Correlator {
                 turn_id,
                 agent,
                 ..
-            } => self.prompt(*steer, turn_id.clone(), agent.as_deref()),
+            } => self.prompt(ctx, *steer, turn_id.clone(), agent.as_deref()),
             Event::PromptQueued { queue_length, .. } => {
                 self.queue_length = queue_length.unwrap_or(self.queue_length + 1);
-                self.touch(None);
+                self.touch(ctx, None);
             }
             Event::TurnStarted {
                 turn_id,
                 origin,
                 origin_name,
             } => match origin {
-                OriginKind::SystemTrigger => {
-                    self.system_turn(turn_id.clone(), origin_name.as_deref().unwrap_or("system"))
-                }
-                OriginKind::User | OriginKind::Other => self.bind(turn_id.clone()),
+                OriginKind::SystemTrigger => self.system_turn(
+                    ctx,
+                    turn_id.clone(),
+                    origin_name.as_deref().unwrap_or("system"),
+                ),
+                OriginKind::User | OriginKind::Other => self.bind(ctx, turn_id.clone()),
             },
-            Event::ToolStarted { tool } => self.tool_started(tool),
-            Event::ToolFinished { tool } => self.tool_finished(tool, false),
+            Event::ToolStarted { tool } => self.tool_started(ctx, tool),
+            Event::ToolFinished { tool } => self.tool_finished(ctx, tool, false),
             Event::ToolFailed {
                 tool, interrupt, ..
-            } => self.tool_finished(tool, *interrupt),
+            } => self.tool_finished(ctx, tool, *interrupt),
             Event::PermissionRequested {
                 tool, approval_id, ..
-            } => self.permission_requested(tool, approval_id.as_deref()),
+            } => self.permission_requested(ctx, tool, approval_id.as_deref()),
             Event::PermissionResolved {
                 tool, approval_id, ..
-            } => self.permission_resolved(tool, approval_id.as_deref()),
+            } => self.permission_resolved(ctx, tool, approval_id.as_deref()),
             Event::Stopped {
                 stop_hook_active,
                 turn_id,
-            } => self.stopped(*stop_hook_active, turn_id.clone()),
-            Event::StopFailed { .. } => self.end_innermost(TurnResult::KnownFailure),
-            Event::Interrupted { turn_id, .. } => self.interrupt(turn_id.as_ref()),
+            } => self.stopped(ctx, *stop_hook_active, turn_id.clone()),
+            Event::StopFailed { .. } => self.end_innermost(ctx, TurnResult::KnownFailure),
+            Event::Interrupted { turn_id, .. } => self.interrupt(ctx, turn_id.as_ref()),
             Event::SubagentStarted { name, agent_id } => {
-                self.subagent_started(name.as_deref(), agent_id.as_deref())
+                self.subagent_started(ctx, name.as_deref(), agent_id.as_deref())
             }
             Event::SubagentStopped { name, agent_id } => {
-                self.subagent_stopped(name.as_deref(), agent_id.as_deref())
+                self.subagent_stopped(ctx, name.as_deref(), agent_id.as_deref())
             }
             Event::CompactionStarted { trigger } => {
                 if self.compaction.is_some() {
-                    self.note(Diag::CompactionStartWhileOpen, None);
+                    ctx.note(Diag::CompactionStartWhileOpen, None);
                 }
                 self.compaction = Some(Compaction {
                     trigger: trigger.as_deref().map(str::to_owned),
-                    since: self.now,
+                    since: ctx.now,
                 });
             }
             Event::CompactionFinished { .. } => {
                 if self.compaction.take().is_none() {
-                    self.note(Diag::CompactionEndWithoutStart, None);
+                    ctx.note(Diag::CompactionEndWithoutStart, None);
                 }
             }
         }
@@ -383,30 +361,20 @@ impl Correlator {
 
     /// A compaction window never spans a new prompt or a session boundary: one still open
     /// then had no end event (Gemini sends none; a failed Claude compaction neither).
-    fn close_unended_compaction(&mut self) {
+    fn close_unended_compaction(&mut self, ctx: &mut Ctx) {
         if self.compaction.take().is_some() {
-            self.note(Diag::CompactionUnclosed, None);
+            ctx.note(Diag::CompactionUnclosed, None);
         }
     }
 
+    /// A new open record for a turn that starts with this event.
     fn new_record(
         &mut self,
+        ctx: &Ctx,
         epoch: u64,
         scope: Scope,
         origin: Origin,
         turn_id: Option<crate::event::TurnId>,
-    ) -> TurnRecord {
-        self.new_record_from(epoch, scope, origin, turn_id, self.line, self.now)
-    }
-
-    fn new_record_from(
-        &mut self,
-        epoch: u64,
-        scope: Scope,
-        origin: Origin,
-        turn_id: Option<crate::event::TurnId>,
-        line: u64,
-        at: Option<Timestamp>,
     ) -> TurnRecord {
         self.next_record += 1;
         TurnRecord {
@@ -416,30 +384,48 @@ impl Correlator {
             scope,
             origin,
             result: TurnResult::Open,
-            first_row: line,
-            last_row: self.line,
-            started_at: at,
+            first_row: ctx.line,
+            last_row: ctx.line,
+            started_at: ctx.now,
             ended_at: None,
             tool_calls: 0,
             ended_by: None,
         }
     }
 
-    /// Sets a turn's one result. The ending event is part of the turn unless the turn
-    /// ended unseen: a terminal gap keeps its last evidence row, and its end time is when
-    /// the gap was detected.
-    fn latch(&self, rec: &mut TurnRecord, result: TurnResult) {
-        debug_assert_eq!(
-            rec.result,
-            TurnResult::Open,
-            "a turn result is latched once"
-        );
-        rec.result = result;
-        rec.ended_by = Some(self.source);
-        if result != TurnResult::TerminalGap && self.source == Source::Hook {
-            rec.last_row = self.line;
+    /// The turn an event belongs to: the subagent's (by id, or the innermost open nested
+    /// turn where scopes stack), else the running main turn.
+    fn owner(&self, agent: Option<&str>) -> Owner {
+        let nested = if self.caps.agent_scopes {
+            self.scopes
+                .by_agent(agent)
+                .and_then(|index| self.scopes.turn(index))
+        } else {
+            self.scopes.innermost_turn()
+        };
+        if let Some(rec) = nested {
+            return Owner::Nested(rec.id);
         }
-        rec.ended_at = self.now;
+        match self.main.running() {
+            Some(_) => Owner::Main,
+            None => Owner::NoTurn,
+        }
+    }
+
+    fn turn_mut(&mut self, owner: Owner) -> Option<&mut TurnRecord> {
+        match owner {
+            Owner::Main => self.main.running_mut(),
+            Owner::Nested(id) => self.scopes.turn_mut(id),
+            Owner::NoTurn => None,
+        }
+    }
+
+    /// Attributes the event to its turn (by stream order, or by agent id).
+    fn touch(&mut self, ctx: &Ctx, agent: Option<&str>) {
+        let owner = self.owner(agent);
+        if let Some(rec) = self.turn_mut(owner) {
+            rec.last_row = ctx.line;
+        }
     }
 }
 

@@ -5,24 +5,24 @@
 //! never ends a turn with `success` and never reopens one a hook settled.
 
 use super::Correlator;
-use super::tools::ToolKey;
+use super::ctx::Ctx;
 use crate::diagnostics::Diag;
 use crate::event::Event;
 
 impl Correlator {
-    pub(super) fn transcript_settles(&mut self, event: &Event<'_>) -> bool {
+    pub(super) fn transcript_settles(&self, ctx: &mut Ctx, event: &Event<'_>) -> bool {
         let Some(open) = self.main.running() else {
             let armed = self.main.armed().is_some();
             if !armed {
-                self.note(Diag::TranscriptMarkerStale, Some("no turn open".into()));
+                ctx.note(Diag::TranscriptMarkerStale, Some("no turn open".into()));
                 return false;
             }
             return matches!(event, Event::Interrupted { .. });
         };
-        if let (Some(started), Some(at)) = (open.started_at, self.now)
+        if let (Some(started), Some(at)) = (open.started_at, ctx.now)
             && at < started
         {
-            self.note(
+            ctx.note(
                 Diag::TranscriptMarkerStale,
                 Some(format!("written before turn {} started", open.id)),
             );
@@ -32,7 +32,7 @@ impl Correlator {
             Event::Interrupted { turn_id, .. } | Event::StopFailed { turn_id, .. } => {
                 match (&open.turn_id, turn_id) {
                     (Some(bound), Some(named)) if bound != named => {
-                        self.note(
+                        ctx.note(
                             Diag::TranscriptMarkerStale,
                             Some(format!("names turn {named}, open turn is {bound}")),
                         );
@@ -45,9 +45,9 @@ impl Correlator {
                 let open_call = tool
                     .call_id
                     .as_deref()
-                    .is_some_and(|id| self.tools.contains_key(&ToolKey::Id(id.to_owned())));
+                    .is_some_and(|id| self.tools.is_open(id));
                 if !open_call {
-                    self.note(
+                    ctx.note(
                         Diag::TranscriptMarkerStale,
                         tool.call_id
                             .as_deref()
@@ -58,7 +58,7 @@ impl Correlator {
             }
             // The classifiers produce nothing else; anything else would be a guess.
             _ => {
-                self.note(Diag::TranscriptMarkerStale, Some(event.kind().into()));
+                ctx.note(Diag::TranscriptMarkerStale, Some(event.kind().into()));
                 false
             }
         }

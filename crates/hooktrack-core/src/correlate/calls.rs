@@ -1,0 +1,173 @@
+//! Tool and permission events: which turn they belong to, and what they do to it. The
+//! calls and windows themselves are in `tools.rs` and `permissions.rs`.
+
+use super::ctx::Ctx;
+use super::permissions::window_key;
+use super::tools::Finished;
+use super::{Correlator, Owner};
+use crate::diagnostics::Diag;
+use crate::event::ToolRef;
+use crate::source::Source;
+
+impl Correlator {
+    pub(super) fn tool_started(&mut self, ctx: &mut Ctx, tool: &ToolRef<'_>) {
+        self.start_implied(ctx);
+        let agent = tool.agent.as_deref();
+        self.check_agent(ctx, agent);
+        let owner = self.owner(agent);
+        if let Some(rec) = self.turn_mut(owner) {
+            rec.tool_calls += 1;
+            rec.last_row = ctx.line;
+        }
+        if owner == Owner::NoTurn {
+            ctx.note(
+                Diag::ToolWithoutTurn,
+                tool.name.as_deref().map(str::to_owned),
+            );
+        }
+        self.tools.start(ctx, tool, owner, self.caps.tool_ids);
+    }
+
+    /// PostToolUse / PostToolUseFailure. `interrupt`: the user interrupted the call, which
+    /// ends the turn interrupted (Claude's only interrupt trace).
+    pub(super) fn tool_finished(&mut self, ctx: &mut Ctx, tool: &ToolRef<'_>, interrupt: bool) {
+        match self.tools.finish(ctx, tool, self.caps.tool_ids) {
+            Finished::Closed { key, owner } => {
+                // A transcript line is not a row: the turn's rows stay the hooks'.
+                if ctx.source == Source::Hook
+                    && let Some(rec) = self.turn_mut(owner)
+                {
+                    rec.last_row = ctx.line;
+                }
+                if self.caps.permission_ends_with_tool {
+                    // No answer event: the call going on to finish answers the request.
+                    self.permissions.answered_by_call(key);
+                }
+            }
+            Finished::NotOpen => {}
+            Finished::Unpaired => self.touch(ctx, tool.agent.as_deref()),
+        }
+        if interrupt {
+            self.interrupt_main(ctx);
+        }
+    }
+
+    pub(super) fn permission_requested(
+        &mut self,
+        ctx: &mut Ctx,
+        tool: &ToolRef<'_>,
+        approval_id: Option<&str>,
+    ) {
+        self.start_implied(ctx);
+        let agent = tool.agent.as_deref();
+        let owner = self.owner(agent);
+        let key = window_key(ctx, &self.tools, tool, approval_id, owner);
+        self.touch(ctx, agent);
+        self.permissions
+            .request(ctx, key, owner, tool.name.as_deref());
+    }
+
+    pub(super) fn permission_resolved(
+        &mut self,
+        ctx: &mut Ctx,
+        tool: &ToolRef<'_>,
+        approval_id: Option<&str>,
+    ) {
+        let agent = tool.agent.as_deref();
+        self.touch(ctx, agent);
+        let owner = self.owner(agent);
+        let key = window_key(ctx, &self.tools, tool, approval_id, owner);
+        self.permissions.resolve(ctx, key, approval_id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::super::{Correlator, Observation};
+    use crate::agent::Agent;
+    use crate::diagnostics::{Diag, Note};
+    use crate::event::{Decision, Event, ToolRef};
+
+    fn feed(c: &mut Correlator, line: u64, event: Event<'_>) -> Vec<Note> {
+        let obs = Observation {
+            line,
+            generation: None,
+            event: &event,
+            source: crate::source::Source::Hook,
+        };
+        c.observe(obs, None).notes
+    }
+
+    fn prompt() -> Event<'static> {
+        Event::PromptSubmitted {
+            text: Cow::Borrowed("go"),
+            steer: false,
+            turn_id: None,
+            agent: None,
+        }
+    }
+
+    fn tool(call_id: Option<&'static str>, name: &'static str) -> ToolRef<'static> {
+        ToolRef {
+            call_id: call_id.map(Cow::Borrowed),
+            name: Some(Cow::Borrowed(name)),
+            ..ToolRef::default()
+        }
+    }
+
+    #[test]
+    fn a_real_id_never_finishes_a_fifo_call() {
+        let mut c = Correlator::new(Agent::GeminiCli.capabilities());
+        feed(&mut c, 1, prompt());
+        feed(
+            &mut c,
+            2,
+            Event::ToolStarted {
+                tool: tool(None, "read"),
+            },
+        );
+        let tool = tool(Some("~1"), "read");
+        let notes = feed(&mut c, 3, Event::ToolFinished { tool });
+        assert_eq!(
+            notes,
+            [Note::new(Diag::ToolFinishWithoutStart, Some("~1".into()))]
+        );
+        assert_eq!(c.posture().turn.open_tool_calls, 1);
+    }
+
+    #[test]
+    fn a_real_id_never_resolves_a_by_name_permission() {
+        let mut c = Correlator::new(Agent::KimiCode.capabilities());
+        feed(&mut c, 1, prompt());
+        let tool_ref = tool(None, "Shell");
+        let notes = feed(
+            &mut c,
+            2,
+            Event::PermissionRequested {
+                tool: tool_ref,
+                approval_id: None,
+                turn_id: None,
+            },
+        );
+        assert!(notes.contains(&Note::new(Diag::PermissionUnmatched, Some("Shell?".into()))));
+        let notes = feed(
+            &mut c,
+            3,
+            Event::PermissionResolved {
+                tool: tool(Some("Shell?"), "Shell"),
+                approval_id: None,
+                decision: Decision::Other,
+            },
+        );
+        assert_eq!(
+            notes,
+            [Note::new(
+                Diag::PermissionResultWithoutRequest,
+                Some("Shell?".into())
+            )]
+        );
+        assert_eq!(c.posture().turn.pending_permissions, 1);
+    }
+}

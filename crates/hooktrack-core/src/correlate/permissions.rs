@@ -1,0 +1,132 @@
+//! Pending permission windows. A request opens one, its answer closes it (or, where the
+//! provider sends no answer, the call going on to finish); any pending window blocks the
+//! turn. Each window keeps the turn that owned it when it opened ([`Owner`]), so a turn's
+//! windows close with it.
+//!
+//! The windows are private to this module: they open through [`Permissions::request`],
+//! close through [`Permissions::resolve`], [`Permissions::answered_by_call`] and the
+//! `close_*` methods. Every guess is noted here or in [`window_key`].
+
+use indexmap::IndexMap;
+
+use super::Owner;
+use super::ctx::Ctx;
+use super::keys::{PermissionKey, ToolKeyRef};
+use super::tools::Tools;
+use crate::diagnostics::Diag;
+use crate::event::ToolRef;
+use crate::payload::text_hash;
+
+/// Bound on pending windows: memory stays flat whatever the input.
+const MAX_PENDING_PERMISSIONS: usize = 1024;
+
+#[derive(Debug)]
+struct Pending {
+    owner: Owner,
+    /// The tool the request names (clipped), for the posture's `blocked_tool`.
+    tool: Option<String>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Permissions {
+    pending: IndexMap<PermissionKey, Pending>,
+}
+
+impl Permissions {
+    pub(super) fn len(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// The tool of the most recent window that names one.
+    pub(super) fn blocked_tool(&self) -> Option<String> {
+        self.pending.values().rev().find_map(|p| p.tool.clone())
+    }
+
+    /// Opens a window owned by `owner`; `tool` is the name the request gives.
+    pub(super) fn request(
+        &mut self,
+        ctx: &mut Ctx,
+        key: PermissionKey,
+        owner: Owner,
+        tool: Option<&str>,
+    ) {
+        if self.pending.contains_key(&key) {
+            ctx.note(Diag::PermissionDuplicate, Some(key.to_string()));
+            return;
+        }
+        if self.pending.len() >= MAX_PENDING_PERMISSIONS {
+            self.pending.shift_remove_index(0);
+            ctx.note(Diag::StateLimitReached, Some("pending permissions".into()));
+        }
+        let tool = tool.map(|n| crate::envelope::clip_name(n).to_owned());
+        self.pending.insert(key, Pending { owner, tool });
+    }
+
+    /// Closes the window an answer names: by its key, else by the approval id.
+    pub(super) fn resolve(&mut self, ctx: &mut Ctx, key: PermissionKey, approval_id: Option<&str>) {
+        let removed = self.pending.shift_remove(&key).is_some()
+            || approval_id.is_some_and(|id| {
+                self.pending
+                    .shift_remove(&PermissionKey::Id(id.to_owned()))
+                    .is_some()
+            });
+        if !removed {
+            ctx.note(Diag::PermissionResultWithoutRequest, Some(key.to_string()));
+        }
+    }
+
+    /// The call a window was about finished: where no answer event exists, that answers it.
+    pub(super) fn answered_by_call(&mut self, key: ToolKeyRef<'_>) {
+        self.pending.shift_remove(&key);
+    }
+
+    /// A nested turn ended: its windows close with it (its end is the note).
+    pub(super) fn close_owned_by(&mut self, owner: Owner) {
+        self.pending.retain(|_, p| p.owner != owner);
+    }
+
+    /// The main turn ended: every window closes with it, each noted.
+    pub(super) fn close_all(&mut self, ctx: &mut Ctx) {
+        for (key, _) in self.pending.drain(..) {
+            ctx.note(Diag::PermissionOpenAtTurnEnd, Some(key.to_string()));
+        }
+    }
+
+    /// The session ended: every window closes unseen (the session's end is the note).
+    pub(super) fn drop_all(&mut self) {
+        self.pending.clear();
+    }
+}
+
+/// The key of a permission window: the call id, the approval id, else the open call it is
+/// about, matched by tool name and input (most recent first; only `owner`'s calls where
+/// the event names a subagent).
+pub(super) fn window_key(
+    ctx: &mut Ctx,
+    tools: &Tools,
+    tool: &ToolRef<'_>,
+    approval_id: Option<&str>,
+    owner: Owner,
+) -> PermissionKey {
+    if let Some(id) = tool.call_id.as_deref().or(approval_id) {
+        return PermissionKey::Id(id.to_owned());
+    }
+    let name_hash = tool.name.as_deref().map(text_hash);
+    let owner = tool.agent.is_some().then_some(owner);
+    if let Some(key) = tools.latest_matching(name_hash, tool.input_hash, true, owner) {
+        return key.into();
+    }
+    // Codex adds a `description` to the permission request's input: the inputs differ,
+    // the tool is the same.
+    if let Some(key) = tools.latest_matching(name_hash, tool.input_hash, false, owner) {
+        ctx.note(Diag::PermissionMatchedByName, Some(key.to_string()));
+        return key.into();
+    }
+    let key = PermissionKey::ByName(tool.name.as_deref().unwrap_or("permission").to_owned());
+    ctx.note(Diag::PermissionUnmatched, Some(key.to_string()));
+    key
+}
