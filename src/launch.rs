@@ -323,13 +323,10 @@ impl Launch {
             .as_ref()
             .is_some_and(SignalForwarding::terminated)
         {
-            return Err(LaunchError::Spawn {
-                command: command
-                    .first()
-                    .map(|p| p.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-                source: io::Error::other("terminated before the agent started"),
-            });
+            return Err(child::spawn_error(
+                command,
+                io::Error::other("terminated before the agent started"),
+            ));
         }
         let mut child = child::spawn(command, env)?;
         let pid = child.id();
@@ -346,10 +343,14 @@ impl Launch {
 
     /// Whether the agent [`Launch::spawn`] started has ended: looks, and if it runs on,
     /// looks again after `up_to` (the caller polls the session in between). Its end is
-    /// reported once, through [`Launch::agent_exited`]; afterwards, and for an agent this
-    /// launch did not start, it is what [`Launch::agent_exit`] says.
+    /// learned once, through [`Launch::agent_exited`]; afterwards, and for an agent this
+    /// launch did not start, it is what [`Launch::agent_exit`] says (after `up_to` while
+    /// that is nothing, so that a loop over `poll` and `wait` never spins).
     pub fn wait(&mut self, up_to: Duration) -> Result<Option<AgentExit>, LaunchError> {
         let Some(child) = self.child.as_mut() else {
+            if self.exit.is_none() {
+                std::thread::sleep(up_to);
+            }
             return Ok(self.exit);
         };
         let Some(status) = child::wait_up_to(child, up_to)? else {

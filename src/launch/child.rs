@@ -191,24 +191,28 @@ pub(super) fn spawn(
     command: &[OsString],
     env: Vec<(String, OsString)>,
 ) -> Result<Child, LaunchError> {
-    let spawn_error = |source| LaunchError::Spawn {
-        command: command
-            .first()
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        source,
-    };
     let Some((program, args)) = command.split_first() else {
-        return Err(spawn_error(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "no command",
-        )));
+        return Err(spawn_error(
+            command,
+            io::Error::new(io::ErrorKind::InvalidInput, "no command"),
+        ));
     };
     Command::new(program)
         .args(args)
         .envs(env)
         .spawn()
-        .map_err(spawn_error)
+        .map_err(|source| spawn_error(command, source))
+}
+
+/// Why `command` was not started.
+pub(super) fn spawn_error(command: &[OsString], source: io::Error) -> LaunchError {
+    LaunchError::Spawn {
+        command: command
+            .first()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        source,
+    }
 }
 
 /// The child's status if it has ended, looking again after `up_to` if it had not.
