@@ -1,6 +1,12 @@
 //! A supervisor starting an agent in a tmux window under observation, with the library's
 //! [`hooktrack::Launch`]: the launch gives the environment to pass (`new-window -e`), the
-//! supervisor follows the session and finishes it when the window's command is gone.
+//! supervisor follows the session, reports the pane's process and its end, and finishes
+//! the launch when the window's command is gone.
+//!
+//! An agent that is the supervisor's own child needs none of the tmux part:
+//! `launch.spawn(&command, Some(SignalForwarding::install()?))` starts it with the
+//! environment and forwards SIGTERM and SIGHUP to it, and `launch.wait(poll)` between
+//! `launch.poll(now)` calls reports its end, as `hooktrack session` does.
 //!
 //! ```sh
 //! cargo run --example launch_in_tmux -- claude -p 'hello'
@@ -15,6 +21,7 @@ use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use hooktrack::{Agent, ChannelConfig, Launch, LaunchConfig, ProviderChoice, wall_clock};
+use hooktrack::{AgentExit, AgentStatus, default_session_root, find_program};
 use hooktrack_producer::install::detect_kimi;
 
 /// The private tmux server's socket name.
@@ -65,7 +72,18 @@ fn main() -> ExitCode {
         eprintln!("needs $HOME, a built `hooktrack` binary (cargo build) and a working directory");
         return ExitCode::FAILURE;
     };
-    let root = std::env::temp_dir().join(format!("hooktrack-example-{}", std::process::id()));
+    // Where `hooktrack session` keeps its sessions, for `hooktrack replay` afterwards.
+    let root = default_session_root(env, wall_clock()).unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("hooktrack-example-{}", std::process::id()))
+    });
+    // Refused before anything is installed; Codex's trust query runs the same program.
+    let program = match find_program(program) {
+        Ok(program) => program,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut launch = match Launch::start(LaunchConfig {
         agent,
         config,
@@ -74,7 +92,7 @@ fn main() -> ExitCode {
         home: None,
         cwd,
         args: argv[1..].to_vec(),
-        program: None,
+        program: Some(program),
         channel: ChannelConfig::default(),
     }) {
         Ok(launch) => launch,
@@ -113,7 +131,8 @@ fn main() -> ExitCode {
     let _ = tmux()
         .args(["set-option", "-t", "observed", "remain-on-exit", "on"])
         .status();
-    if let Some(pid) = pane_value("#{pane_pid}").and_then(|p| p.parse().ok()) {
+    let pid = pane_value("#{pane_pid}").and_then(|p| p.parse().ok());
+    if let Some(pid) = pid {
         launch.set_child_pid(pid);
     }
     // A headless command got its prompt with its arguments; a TUI's first prompt is the
@@ -140,6 +159,14 @@ fn main() -> ExitCode {
             }
         }
         if pane_value("#{pane_dead}").is_none_or(|dead| dead == "1") {
+            // The pane's process ended: its status is the launch's to know.
+            if let (Some(pid), Some(status)) = (pid, pane_status()) {
+                launch.agent_exited(AgentExit {
+                    pid,
+                    status,
+                    at: wall_clock(),
+                });
+            }
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -154,6 +181,9 @@ fn main() -> ExitCode {
             turn.result.name(),
             turn.tool_calls
         );
+    }
+    if let Some(exit) = launch.agent_exit() {
+        println!("the agent exited with status {}", exit.shell_code());
     }
     let _ = tmux().args(["kill-server"]).status();
     match launch.finish(wall_clock()) {
@@ -183,4 +213,14 @@ fn pane_value(format: &str) -> Option<String> {
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// How the dead pane's process ended: a signal (tmux 3.3's `pane_dead_signal`), else its
+/// exit status.
+fn pane_status() -> Option<AgentStatus> {
+    let number = |format| pane_value(format)?.parse().ok();
+    number("#{pane_dead_signal}")
+        .filter(|s| *s > 0)
+        .map(AgentStatus::Killed)
+        .or_else(|| number("#{pane_dead_status}").map(AgentStatus::Exited))
 }

@@ -1,13 +1,16 @@
-//! Observing an agent the caller starts itself: what `hooktrack session` does, as a type.
+//! Observing an agent run: what `hooktrack session` does, as a type.
 //!
 //! [`Launch::start`] makes a fresh session in a store (next generation, a bearer token, the
 //! collector on 127.0.0.1 in a thread of this process), makes sure hooktrack's observer
 //! entries are in the agent's config, and runs the [`preflight`](Launch::findings) that
-//! says whether the hooks will fire. The caller starts the agent with
-//! [`Launch::env`] in its environment (`tmux new-window -e NAME=VALUE ...`, or
-//! `Command::envs`), follows it with [`Launch::poll`], and ends it with
-//! [`Launch::finish`]. Dropping a `Launch` cleans up the same way, so no exit path leaves
-//! a collector running or a generation-scoped block behind.
+//! says whether the hooks will fire. Then either the launch runs the agent as its child,
+//! as `hooktrack session` does ([`Launch::spawn`] with the launch's environment and a
+//! [`SignalForwarding`], [`Launch::wait`] between polls), or the caller starts it
+//! elsewhere with [`Launch::env`] in its environment (`tmux new-window -e NAME=VALUE ...`)
+//! and reports it ([`Launch::set_child_pid`], [`Launch::agent_started`],
+//! [`Launch::agent_exited`]). Either way it follows the session with [`Launch::poll`] and
+//! ends it with [`Launch::finish`]. Dropping a `Launch` cleans up the same way, so no exit
+//! path leaves a collector running or a generation-scoped block behind.
 //!
 //! Routing (contract section 10): a user-global config (Claude Code, Codex, Gemini CLI,
 //! Kimi CLI) gets environment-routed entries, written once and never rewritten by a
@@ -15,11 +18,19 @@
 //! launch-owned config (Kimi Code's `$KIMI_CODE_HOME/config.toml`) gets the
 //! generation-scoped block, removed again at the end.
 
+mod child;
+mod root;
+
+pub use child::{AgentExit, AgentStatus, SignalForwarding, find_program};
+pub use root::default_session_root;
+
 use std::ffi::OsString;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::process::Child;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use thiserror::Error;
 
@@ -32,6 +43,7 @@ use hooktrack_core::store::{
     InstallRecord, OBSERVATION_DIR, StorePaths, parse_channel, parse_collector,
 };
 use hooktrack_core::time::Timestamp;
+use hooktrack_live::hub::wall_clock;
 use hooktrack_live::session::{Session, SessionConfig, Update};
 use hooktrack_producer::collect::{
     CollectConfig, CollectError, CollectSummary, Collector, Stopper,
@@ -84,6 +96,16 @@ pub enum LaunchError {
     Uninstall(#[from] InstallError),
     #[error("the collector thread panicked")]
     CollectorPanicked,
+    #[error("cannot handle signals")]
+    Signals(#[source] io::Error),
+    #[error("cannot start {command}")]
+    Spawn {
+        command: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot wait for the agent")]
+    Wait(#[source] io::Error),
 }
 
 /// What the observer install did at start.
@@ -117,6 +139,13 @@ pub struct Launch {
     session: Session,
     events: u64,
     child_pid: Option<u32>,
+    /// The agent process when this launch started it ([`Launch::spawn`]), until reaped.
+    child: Option<Child>,
+    /// Held from [`Launch::spawn`] until the launch is finished or dropped, so that a
+    /// SIGTERM while late hooks are read still ends in the cleanup.
+    signals: Option<SignalForwarding>,
+    /// How the agent process ended, once known.
+    exit: Option<AgentExit>,
     /// The arguments give the agent its first prompt (a headless run).
     prompt_at_launch: bool,
     /// When the first prompt was sent, as far as this launch knows.
@@ -213,6 +242,9 @@ impl Launch {
             session,
             events: 0,
             child_pid: None,
+            child: None,
+            signals: None,
+            exit: None,
             prompt_at_launch: prompt_at_launch(agent, &config.args),
             first_prompt: None,
             collector: Some((stopper, thread)),
@@ -269,6 +301,83 @@ impl Launch {
 
     pub fn child_pid(&self) -> Option<u32> {
         self.child_pid
+    }
+
+    /// Runs the agent as this process's child: `command` (program and arguments; the
+    /// program as `PATH` finds it) with [`Launch::env`] added to this process's
+    /// environment. Its pid is watched ([`Launch::set_child_pid`]) and its start reported
+    /// ([`Launch::agent_started`], at the wall clock). With `signals` (as
+    /// `hooktrack session`), the caller's SIGTERM and SIGHUP go to the agent until the
+    /// launch ends, and one that came before is an error: the agent is not started.
+    /// Follow it with [`Launch::poll`] and [`Launch::wait`] in turn.
+    pub fn spawn(
+        &mut self,
+        command: &[OsString],
+        signals: Option<SignalForwarding>,
+    ) -> Result<u32, LaunchError> {
+        let env = self.env();
+        self.signals = signals;
+        if self
+            .signals
+            .as_ref()
+            .is_some_and(SignalForwarding::terminated)
+        {
+            return Err(child::spawn_error(
+                command,
+                io::Error::other("terminated before the agent started"),
+            ));
+        }
+        let mut child = child::spawn(command, env)?;
+        let pid = child.id();
+        if self.signals.as_ref().is_some_and(|s| !s.attach(pid)) {
+            // A SIGTERM or SIGHUP came while it was being started.
+            let _ = child.kill();
+        }
+        self.child = Some(child);
+        // The agent's end is a signal of its own: an open turn ends at once.
+        self.set_child_pid(pid);
+        self.agent_started(wall_clock());
+        Ok(pid)
+    }
+
+    /// Whether the agent [`Launch::spawn`] started has ended: looks, and if it runs on,
+    /// looks again after `up_to` (the caller polls the session in between). Its end is
+    /// learned once, through [`Launch::agent_exited`]; afterwards, and for an agent this
+    /// launch did not start, it is what [`Launch::agent_exit`] says (after `up_to` while
+    /// that is nothing, so that a loop over `poll` and `wait` never spins).
+    pub fn wait(&mut self, up_to: Duration) -> Result<Option<AgentExit>, LaunchError> {
+        let Some(child) = self.child.as_mut() else {
+            if self.exit.is_none() {
+                std::thread::sleep(up_to);
+            }
+            return Ok(self.exit);
+        };
+        let Some(status) = child::wait_up_to(child, up_to)? else {
+            return Ok(None);
+        };
+        let pid = child.id();
+        self.child = None;
+        if let Some(signals) = &self.signals {
+            signals.detach();
+        }
+        let exit = AgentExit {
+            pid,
+            status: status.into(),
+            at: wall_clock(),
+        };
+        self.agent_exited(exit);
+        Ok(Some(exit))
+    }
+
+    /// The agent process ended: the one place the launch learns it, from [`Launch::wait`]
+    /// or from a caller that runs the agent elsewhere (a tmux pane's exit status).
+    pub fn agent_exited(&mut self, exit: AgentExit) {
+        self.exit = Some(exit);
+    }
+
+    /// How the agent process ended, once known.
+    pub fn agent_exit(&self) -> Option<AgentExit> {
+        self.exit
     }
 
     /// The caller started the agent. A headless run (see [`prompt_at_launch`]) got its

@@ -18,8 +18,10 @@
 //!   [`descriptor`](Agent::descriptor) ([`agents::Descriptor`]) is everything hooktrack
 //!   knows about it.
 //! - **Start an agent under observation**: [`Launch`] is what `hooktrack session` does
-//!   (collector, observer, preflight, live tracking, cleanup), for an agent the
-//!   supervisor starts itself, e.g. in a tmux pane with [`Launch::env`] as `-e` options.
+//!   (collector, observer, preflight, live tracking, cleanup); it runs the agent as its
+//!   child ([`Launch::spawn`]: environment, signal forwarding, [`Launch::wait`], exit
+//!   status), or follows one the supervisor starts elsewhere, e.g. in a tmux pane with
+//!   [`Launch::env`] as `-e` options.
 //!
 //! ```
 //! use hooktrack::{Fed, Pipeline, ProviderChoice, TurnResult};
@@ -45,7 +47,10 @@ mod launch;
 mod output;
 pub mod transcripts;
 
-pub use launch::{Finished, Installed, Launch, LaunchConfig, LaunchError, prompt_at_launch};
+pub use launch::{
+    AgentExit, AgentStatus, Finished, Installed, Launch, LaunchConfig, LaunchError,
+    SignalForwarding, default_session_root, find_program, prompt_at_launch,
+};
 
 pub use output::{
     Format, Options as ReplayOptions, ReplayError, Report, Transcripts, replay, replay_threaded,

@@ -1,20 +1,20 @@
-//! `hooktrack emit`: the hook command. Always exits 0, never writes to stdout.
+//! `hooktrack emit`: the hook command. Always exits 0, never writes to stdout (but for
+//! `--help`, asked by a person).
 //!
-//! Real invocations are parsed by hand (`hooktrack_producer::emit::argv`) before clap
-//! sees them: a malformed argv must not make the hook print usage and exit 2, and a
-//! hook's start-up time is the agent's latency. The clap definition documents the flags
-//! for `--help`.
+//! One parser reads its argv: `hooktrack_producer::emit::argv`, the hand parser that
+//! `hooktrack-hook emit` runs too. A malformed argv must not make the hook print usage and
+//! exit 2 (clap's way), and a hook's start-up time is the agent's latency, so clap never
+//! parses an `emit` argv: [`EmitArgs`] only gives `hooktrack emit --help` and
+//! `hooktrack --help` their text, and a test checks that it names exactly the hand
+//! parser's flags ([`argv::FLAGS`]).
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Args;
+use clap::{Args, CommandFactory};
 
-use hooktrack_core::store::TMUX_PANE_ENV;
-use hooktrack_producer::emit::argv::{drain_stdin, run_config};
-use hooktrack_producer::emit::{DEFAULT_LIMITS, EmitConfig, EmitError};
-use hooktrack_producer::http::Url;
-use hooktrack_producer::store::{DIR_ENV, GENERATION_ENV, TOKEN_ENV, URL_ENV};
+use hooktrack_producer::emit::argv;
 
 /// The hook command an agent CLI runs on every event (reads the payload on stdin).
 ///
@@ -54,38 +54,57 @@ pub struct EmitArgs {
     observer: Option<String>,
 }
 
-/// `hooktrack emit` as parsed by clap (only reached in unusual argv shapes).
-pub fn run(args: &EmitArgs) -> ExitCode {
-    let mut problems = Vec::new();
-    let url = args.url.as_deref().and_then(|u| match Url::parse(u) {
-        Ok(p) => Some(p),
-        Err(e) => {
-            problems.push(EmitError::BadUrl {
-                url: u.to_owned(),
-                reason: e.to_string(),
-            });
-            None
-        }
-    });
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let Some(dir) = args.dir.clone().or_else(|| env(DIR_ENV).map(PathBuf::from)) else {
-        drain_stdin();
-        return ExitCode::SUCCESS;
-    };
-    let url = url.or_else(|| env(URL_ENV).and_then(|u| Url::parse(&u).ok()));
-    let config = EmitConfig {
-        url,
-        dir,
-        provider: args.provider.clone(),
-        generation: args
-            .generation
-            .or_else(|| env(GENERATION_ENV).and_then(|g| g.parse().ok()))
-            .unwrap_or(0),
-        event: args.event.clone(),
-        token: std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()),
-        limits: DEFAULT_LIMITS,
-        tmux_pane: std::env::var(TMUX_PANE_ENV).ok(),
-    };
-    run_config(config, problems);
+/// `hooktrack emit ARGS`: the help when asked for, else one delivery read by the hand
+/// parser.
+pub fn run(args: &[OsString]) -> ExitCode {
+    match args.iter().find(|a| *a == "--help" || *a == "-h") {
+        Some(flag) => print_help(flag == "--help"),
+        None => argv::run(args),
+    }
     ExitCode::SUCCESS
+}
+
+/// Prints what clap would for `hooktrack emit --help` (`long`) or `-h`.
+fn print_help(long: bool) {
+    let mut cli = super::Cli::command();
+    // Built, the subcommand knows its full name (`Usage: hooktrack emit ...`).
+    cli.build();
+    if let Some(emit) = cli.find_subcommand_mut("emit") {
+        let _ = if long {
+            emit.print_long_help()
+        } else {
+            emit.print_help()
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    #[test]
+    fn the_help_names_exactly_the_flags_the_hand_parser_reads() {
+        let documented: BTreeSet<String> = EmitArgs::augment_args(clap::Command::new("emit"))
+            .get_arguments()
+            .filter(|a| a.get_id() != "help")
+            .inspect(|a| {
+                assert!(
+                    a.get_action().takes_values(),
+                    "{} takes a value",
+                    a.get_id()
+                )
+            })
+            .flat_map(|a| {
+                let names = a
+                    .get_long()
+                    .into_iter()
+                    .chain(a.get_all_aliases().into_iter().flatten());
+                names.map(|n| format!("--{n}")).collect::<Vec<_>>()
+            })
+            .collect();
+        let parsed: BTreeSet<String> = argv::FLAGS.iter().map(|(f, _)| (*f).to_owned()).collect();
+        assert_eq!(documented, parsed);
+    }
 }

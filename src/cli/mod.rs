@@ -32,20 +32,18 @@ enum Command {
 }
 
 pub fn run() -> ExitCode {
-    // `emit` is a hook: it must never print usage or exit non-zero, so its argv is read
-    // by hand (clap only answers `hooktrack emit --help`).
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if args.get(1).is_some_and(|a| a == "emit")
-        && !args[2..].iter().any(|a| a == "--help" || a == "-h")
-    {
-        hooktrack_producer::emit::argv::run(&args[2..]);
-        return ExitCode::SUCCESS;
+    // `emit` is a hook: its argv goes to the one hand parser before clap is even built
+    // (see emit.rs); clap only knows `emit` for the help.
+    if args.get(1).is_some_and(|a| a == "emit") {
+        return emit::run(&args[2..]);
     }
-    let cli = Cli::parse_from(args);
+    let cli = Cli::parse_from(&args);
     match &cli.command {
         Command::Replay(args) => replay::run(args),
         Command::Session(args) => session::run(args),
-        Command::Emit(args) => emit::run(args),
+        // Not reached (every `emit` argv was read above); the same one parser if it were.
+        Command::Emit(_) => emit::run(args.get(2..).unwrap_or_default()),
         Command::Collect(args) => collect::run(args),
         Command::Install(args) => install::run_install(args),
         Command::Uninstall(args) => install::run_uninstall(args),

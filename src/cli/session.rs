@@ -1,25 +1,20 @@
 //! `hooktrack session [--agent A] -- AGENT...`: observe one agent run, start to end.
 //!
-//! A thin user of the library's [`Launch`]: it recognises the agent, starts the launch
-//! (collector, observer, preflight), prints what the preflight found, runs the agent with
-//! the launch's environment, prints posture changes as the live session reports them,
-//! finishes the launch and prints the turn ledger, warning when the agent delivered no
-//! event. Exits with the agent's status.
+//! A thin user of the library's [`Launch`]: it parses the arguments and recognises the
+//! agent, then the launch does the work (collector, observer, preflight, the agent as its
+//! child with signals forwarded, live tracking, cleanup) and this prints: what the
+//! preflight found, posture changes as the live session reports them, the turn ledger, a
+//! warning when the agent delivered no event. Exits with the agent's status.
 
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use serde::Serialize;
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
 use thiserror::Error;
 
 use hooktrack::Diagnostics;
@@ -29,8 +24,9 @@ use hooktrack::wall_clock;
 use hooktrack::{Agent, ProviderChoice, Timestamp};
 use hooktrack::{ChannelConfig, ChannelState, ChannelStatus};
 use hooktrack::{InstallRecord as InstallState, StorePaths as StoreDir};
-use hooktrack::{Launch, LaunchConfig, LaunchError};
+use hooktrack::{Launch, LaunchConfig, LaunchError, SignalForwarding};
 use hooktrack::{LineReport, SessionNotice};
+use hooktrack::{default_session_root, find_program};
 use hooktrack_producer::collect::CollectSummary;
 use hooktrack_producer::install::preflight::Finding;
 use hooktrack_producer::store;
@@ -107,22 +103,12 @@ enum SessionError {
     NoRoot,
     #[error(transparent)]
     Launch(#[from] LaunchError),
-    #[error("cannot handle signals")]
-    Signals(#[source] io::Error),
     #[error("cannot create {path}")]
     Output {
         path: PathBuf,
         #[source]
         source: io::Error,
     },
-    #[error("cannot start {command}")]
-    Spawn {
-        command: String,
-        #[source]
-        source: io::Error,
-    },
-    #[error("cannot wait for the agent")]
-    Wait(#[source] io::Error),
     #[error("the agent exited with status {code}, then cleanup failed")]
     AfterExit {
         code: i32,
@@ -191,44 +177,14 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
     };
     let root = match &args.root {
         Some(r) => r.clone(),
-        None => default_root()?,
+        None => default_session_root(env, store::now()).ok_or(SessionError::NoRoot)?,
     };
     let mut out = Output::open(args.output.as_deref(), args.format)?;
 
-    // Signals first: TERM and HUP go to the agent, INT is the agent's to handle (the
-    // terminal sends it to the whole process group).
-    let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP]).map_err(SessionError::Signals)?;
-    let child_pid = Arc::new(AtomicI32::new(0));
-    let terminate = Arc::new(AtomicBool::new(false));
-    let signal_handle = signals.handle();
-    let signal_thread = {
-        let child_pid = Arc::clone(&child_pid);
-        let terminate = Arc::clone(&terminate);
-        std::thread::spawn(move || {
-            for signal in signals.forever() {
-                if signal == SIGINT {
-                    continue;
-                }
-                let pid = child_pid.load(Ordering::SeqCst);
-                if pid > 0 {
-                    // SAFETY: kill(2) with a pid we spawned and a valid signal number.
-                    unsafe {
-                        libc::kill(pid, signal);
-                    }
-                } else {
-                    terminate.store(true, Ordering::SeqCst);
-                }
-            }
-        })
-    };
-
+    // Signals first, so that a SIGTERM during the setup still ends in the cleanup.
+    let signals = SignalForwarding::install()?;
     // A command that is not there is refused before anything is installed.
-    let Some(program) = which(&args.command[0]) else {
-        return Err(SessionError::Spawn {
-            command: args.command[0].to_string_lossy().into_owned(),
-            source: io::Error::from(io::ErrorKind::NotFound),
-        });
-    };
+    let program = find_program(&args.command[0])?;
     let config_path = config.clone();
     let mut launch = Launch::start(LaunchConfig {
         agent,
@@ -247,38 +203,15 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
     let gate = kimi_gate(agent, &args.command[0]);
     out.start(&launch, gate.as_deref());
 
-    // The agent.
-    let mut command = Command::new(&args.command[0]);
-    command.args(&args.command[1..]).envs(launch.env());
-    let spawned = if terminate.load(Ordering::SeqCst) {
-        Err(io::Error::other("terminated before the agent started"))
-    } else {
-        command.spawn()
-    };
-    let status = match spawned {
-        Ok(mut child) => {
-            // The agent's end is a signal of its own: an open turn ends at once.
-            launch.set_child_pid(child.id());
-            launch.agent_started(wall_clock());
-            child_pid.store(i32::try_from(child.id()).unwrap_or(0), Ordering::SeqCst);
-            if terminate.load(Ordering::SeqCst) {
-                let _ = child.kill();
-            }
-            loop {
-                out.updates(&mut launch);
-                match child.try_wait() {
-                    Ok(Some(status)) => break Ok(status),
-                    Ok(None) => std::thread::sleep(POLL),
-                    Err(e) => break Err(SessionError::Wait(e)),
-                }
+    // The agent, followed until it exits.
+    let exit = launch.spawn(&args.command, Some(signals)).and_then(|_| {
+        loop {
+            out.updates(&mut launch);
+            if let Some(exit) = launch.wait(POLL)? {
+                break Ok(exit);
             }
         }
-        Err(source) => Err(SessionError::Spawn {
-            command: args.command[0].to_string_lossy().into_owned(),
-            source,
-        }),
-    };
-    child_pid.store(0, Ordering::SeqCst);
+    });
 
     // Late hooks (fire-and-forget ones can outlive the agent), then cleanup.
     let linger = Duration::from_millis(args.linger_ms).min(MAX_LINGER);
@@ -290,14 +223,8 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
         }
         std::thread::sleep(POLL.min(linger));
     }
-    signal_handle.close();
-    let _ = signal_thread.join();
 
-    let status = status?;
-    let code = status
-        .code()
-        .or_else(|| status.signal().map(|s| 128 + s))
-        .unwrap_or(1);
+    let code = exit?.shell_code();
     let turns = launch.ledger();
     let findings = launch.findings().to_vec();
     let prompted = launch.first_prompt().is_some();
@@ -379,35 +306,6 @@ struct End {
 
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
-}
-
-/// The program as the agent's PATH finds it (for Codex's trust query).
-fn which(program: &OsString) -> Option<PathBuf> {
-    let program = Path::new(program);
-    if program.components().count() > 1 {
-        return program.is_file().then(|| absolute(program));
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
-}
-
-fn default_root() -> Result<PathBuf, SessionError> {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| PathBuf::from(h).join(".local").join("state"))
-        })
-        .ok_or(SessionError::NoRoot)?;
-    let stamp = store::now().to_string().replace([':', '-', '.'], "");
-    Ok(base
-        .join("hooktrack")
-        .join("sessions")
-        .join(format!("{stamp}-{}", std::process::id())))
 }
 
 /// Where and how the session reports.

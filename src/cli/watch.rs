@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde::Serialize;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use hooktrack::{Hub, HubConfig, SessionId, wall_clock};
 use hooktrack::{Phase, ProviderChoice, Timestamp};
@@ -159,10 +160,13 @@ pub fn run(args: &WatchArgs) -> ExitCode {
         None => None,
     };
     drop(warn_tx);
+    // Ctrl-C, `kill` and a closed terminal all end the watch the same way: the loop sees
+    // the flag, the view finishes its last frame.
     let stop = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&stop);
-    if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)) {
-        return fail(&format!("cannot handle Ctrl-C: {}", error_chain(&e)));
+    for signal in [SIGINT, SIGTERM, SIGHUP] {
+        if let Err(e) = signal_hook::flag::register(signal, Arc::clone(&stop)) {
+            return fail(&format!("cannot handle Ctrl-C: {}", error_chain(&e)));
+        }
     }
     let (mut hub, updates) = match Hub::start(HubConfig {
         recheck: Duration::from_millis(args.recheck_ms),

@@ -536,3 +536,154 @@ fn a_silent_headless_agent_is_reported_unavailable_then_warned_about() {
         "{warning}"
     );
 }
+
+/// Writes a stand-in agent that records which of TERM, HUP and INT it got (`$OUT/got`),
+/// exits 55 on TERM and 41 on HUP, and otherwise runs until `$OUT/go`.
+fn signal_recording_agent(dir: &Path) -> PathBuf {
+    let path = dir.join("agent");
+    fs::write(
+        &path,
+        "#!/bin/sh\n\
+         trap 'echo TERM >> \"$OUT/got\"; exit 55' TERM\n\
+         trap 'echo HUP >> \"$OUT/got\"; exit 41' HUP\n\
+         trap 'echo INT >> \"$OUT/got\"' INT\n\
+         touch \"$OUT/ready\"\n\
+         i=0\n\
+         while [ ! -e \"$OUT/go\" ]; do i=$((i+1)); [ $i -gt 1200 ] && exit 7; sleep 0.05; done\n\
+         exit 0\n",
+    )
+    .expect("write agent");
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+/// `hooktrack session` of the stand-in as Kimi Code (a launch-owned config: its block is
+/// removed at the end, so the cleanup shows).
+fn signal_session(tmp: &Path, out_dir: &Path) -> std::process::Child {
+    fs::create_dir_all(out_dir).expect("mkdir");
+    hooktrack()
+        .args([
+            "session",
+            "--agent",
+            "kimi-code",
+            "--linger-ms",
+            "0",
+            "--root",
+        ])
+        .arg(tmp.join("root"))
+        .arg("--")
+        .arg(signal_recording_agent(tmp))
+        .env("HOME", tmp.join("home"))
+        .env("OUT", out_dir)
+        .env_remove("KIMI_CODE_HOME")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn session")
+}
+
+#[test]
+fn sigterm_and_sighup_are_passed_to_the_agent_and_the_session_still_cleans_up() {
+    for (signal, name, code) in [(libc::SIGTERM, "TERM", 55), (libc::SIGHUP, "HUP", 41)] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let out_dir = tmp.path().join("out");
+        let mut session = signal_session(tmp.path(), &out_dir);
+        wait_for(Duration::from_secs(60), "the agent's start", || {
+            out_dir.join("ready").exists().then_some(())
+        });
+        send_signal(&session, signal);
+        let status = wait_child(&mut session, Duration::from_secs(30));
+        assert_eq!(status.code(), Some(code), "{name}: the agent's status");
+        assert_eq!(
+            fs::read_to_string(out_dir.join("got")).expect("got"),
+            format!("{name}\n")
+        );
+        // The launch still ended properly: Kimi Code's block is gone, the collector stopped.
+        assert_eq!(
+            fs::read_to_string(tmp.path().join("home/.kimi-code/config.toml")).expect("config"),
+            "",
+            "{name}"
+        );
+        let collector: serde_json::Value = serde_json::from_slice(
+            &fs::read(tmp.path().join("root/hook-observation/kimi/collector.json"))
+                .expect("collector.json"),
+        )
+        .expect("json");
+        assert_eq!(collector["status"], "stopped", "{name}");
+    }
+}
+
+#[test]
+fn sigint_is_left_to_the_agent_and_the_session_survives_it() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out_dir = tmp.path().join("out");
+    let mut session = signal_session(tmp.path(), &out_dir);
+    wait_for(Duration::from_secs(60), "the agent's start", || {
+        out_dir.join("ready").exists().then_some(())
+    });
+    send_signal(&session, libc::SIGINT);
+    // A terminal's Ctrl-C reaches the agent by itself; the session passes nothing on.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!out_dir.join("got").exists(), "SIGINT was forwarded");
+    assert!(
+        session.try_wait().expect("try_wait").is_none(),
+        "the session died"
+    );
+    fs::write(out_dir.join("go"), "").expect("go");
+    let status = wait_child(&mut session, Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0));
+}
+
+/// The library's supervision without the binary: `Launch::spawn` runs the command with
+/// the launch's environment, `Launch::wait` reports its end once, with its pid and how it
+/// ended (here a signal), and the launch finishes cleanly afterwards.
+#[test]
+fn a_launch_runs_its_agent_with_the_environment_and_reports_its_end() {
+    use hooktrack::{AgentStatus, ChannelConfig, Launch, LaunchConfig};
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let seen = tmp.path().join("seen");
+    let config = tmp.path().join("kimi-code/config.toml");
+    let mut launch = Launch::start(LaunchConfig {
+        agent: hooktrack::Agent::KimiCode,
+        config: config.clone(),
+        root: tmp.path().join("root"),
+        emitter: PathBuf::from(env!("CARGO_BIN_EXE_hooktrack")),
+        home: None,
+        cwd: tmp.path().to_owned(),
+        args: Vec::new(),
+        program: None,
+        channel: ChannelConfig::default(),
+    })
+    .expect("launch");
+    let command: Vec<std::ffi::OsString> = [
+        "sh",
+        "-c",
+        r#"printf '%s' "$HOOKTRACK_DIR" > "$1"; kill -KILL $$"#,
+        "sh",
+    ]
+    .iter()
+    .map(Into::into)
+    .chain([seen.clone().into_os_string()])
+    .collect();
+    let pid = launch.spawn(&command, None).expect("spawn");
+    assert_eq!(launch.child_pid(), Some(pid));
+    let exit = wait_for(Duration::from_secs(30), "the agent's end", || {
+        launch.poll(hooktrack::wall_clock());
+        launch.wait(Duration::from_millis(20)).expect("wait")
+    });
+    assert_eq!((exit.pid, exit.status), (pid, AgentStatus::Killed(9)));
+    assert_eq!(exit.shell_code(), 137);
+    assert_eq!(launch.agent_exit(), Some(exit));
+    assert_eq!(
+        launch.wait(Duration::ZERO).expect("wait"),
+        Some(exit),
+        "the end, again"
+    );
+    assert_eq!(
+        PathBuf::from(fs::read_to_string(&seen).expect("the agent ran")),
+        launch.store().dir.as_path()
+    );
+    launch.finish(hooktrack::wall_clock()).expect("finish");
+    assert_eq!(fs::read_to_string(&config).expect("config"), "");
+}

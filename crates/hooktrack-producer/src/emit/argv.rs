@@ -14,6 +14,32 @@ use crate::http::Url;
 use crate::store::{DIR_ENV, GENERATION_ENV, TOKEN_ENV, URL_ENV};
 use hooktrack_core::store::TMUX_PANE_ENV;
 
+/// The flags the hook understands, each followed by its value (`--flag VALUE` or
+/// `--flag=VALUE`). This table is the parser's whole vocabulary; `hooktrack emit --help`
+/// documents exactly these (a test in the binary checks both ways).
+pub const FLAGS: [(&str, Flag); 7] = [
+    ("--url", Flag::Url),
+    ("--dir", Flag::Dir),
+    ("--provider", Flag::Provider),
+    // What environment-routed entries write; the same thing.
+    ("--agent", Flag::Provider),
+    ("--generation", Flag::Generation),
+    ("--event", Flag::Event),
+    // The installers' label for their own entries: nothing to do with it.
+    ("--observer", Flag::Observer),
+];
+
+/// What a flag of [`FLAGS`] sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flag {
+    Url,
+    Dir,
+    Provider,
+    Generation,
+    Event,
+    Observer,
+}
+
 /// Runs one hook delivery from its argv (what follows `emit`).
 pub fn run(args: &[OsString]) {
     let mut problems = Vec::new();
@@ -35,19 +61,21 @@ pub fn run(args: &[OsString]) {
                 None => iter.next().cloned(),
             }
         };
-        match flag.as_str() {
-            "--url" => url = value(),
-            "--dir" => dir = value(),
-            // `--agent` is what environment-routed entries write; the same thing.
-            "--provider" | "--agent" => provider = value(),
-            "--generation" => generation = value(),
-            "--event" => event = value(),
-            // The installers' label for their own entries: nothing to do with it.
-            "--observer" => {
+        match FLAGS
+            .iter()
+            .find(|(name, _)| *name == flag)
+            .map(|(_, f)| *f)
+        {
+            Some(Flag::Url) => url = value(),
+            Some(Flag::Dir) => dir = value(),
+            Some(Flag::Provider) => provider = value(),
+            Some(Flag::Generation) => generation = value(),
+            Some(Flag::Event) => event = value(),
+            Some(Flag::Observer) => {
                 let _ = value();
             }
-            other => problems.push(EmitError::Args {
-                detail: format!("unknown argument {other:?}"),
+            None => problems.push(EmitError::Args {
+                detail: format!("unknown argument {flag:?}"),
             }),
         }
     }

@@ -1,0 +1,263 @@
+//! The agent process when a [`Launch`](super::Launch) starts it itself: found on `PATH`
+//! before anything is installed, spawned with the launch's environment, the supervisor's
+//! SIGTERM and SIGHUP passed on to it, waited for in bounded steps (the caller polls the
+//! live session between them), its end reported as an [`AgentExit`].
+
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal, kill_process};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::{Handle, Signals};
+
+use hooktrack_core::time::Timestamp;
+
+use super::LaunchError;
+
+/// How the agent process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgentStatus {
+    /// It exited with this code.
+    Exited(i32),
+    /// A signal ended it (e.g. 9 for `kill -9`).
+    Killed(i32),
+}
+
+/// The agent process's end, as the launcher learned it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AgentExit {
+    pub pid: u32,
+    pub status: AgentStatus,
+    /// When the launcher saw it end.
+    pub at: Timestamp,
+}
+
+impl AgentExit {
+    /// The status a shell would report: the exit code, or 128 + the signal.
+    pub fn shell_code(&self) -> i32 {
+        match self.status {
+            AgentStatus::Exited(code) => code,
+            AgentStatus::Killed(signal) => 128 + signal,
+        }
+    }
+}
+
+impl From<ExitStatus> for AgentStatus {
+    /// A reaped process has a code or a signal; neither (not a real end) reads as code 1.
+    fn from(status: ExitStatus) -> Self {
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Self::Exited(code),
+            (None, Some(signal)) => Self::Killed(signal),
+            (None, None) => Self::Exited(1),
+        }
+    }
+}
+
+/// No agent process to pass a signal to yet.
+const NO_AGENT: i32 = 0;
+/// A SIGTERM or SIGHUP came while there was no agent: none is started (or it is killed at
+/// once if it was being started).
+const TERMINATED: i32 = -1;
+
+/// Takes this process's SIGTERM, SIGHUP and SIGINT for the launch, from
+/// [`install`](Self::install) until the launch is finished or dropped: SIGTERM and SIGHUP
+/// go to the agent process once [`Launch::spawn`](super::Launch::spawn) started it, and
+/// before that mean "do not start it"; SIGINT is left to the agent (a terminal sends it
+/// to the whole process group), so the supervisor survives Ctrl-C to clean up.
+///
+/// Install it before [`Launch::start`](super::Launch::start): a SIGTERM during the setup
+/// then ends the launch through its cleanup instead of killing the supervisor with a
+/// collector running and an observer block in place. The three signals stay caught by
+/// this process afterwards (signal-hook cannot put their default action back): it suits a
+/// process that exits with the launch, as `hooktrack session` does.
+pub struct SignalForwarding {
+    /// [`NO_AGENT`], [`TERMINATED`] or the agent's pid.
+    target: Arc<AtomicI32>,
+    handle: Handle,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl SignalForwarding {
+    /// Registers the handlers and starts the thread that forwards.
+    pub fn install() -> Result<Self, LaunchError> {
+        let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP]).map_err(LaunchError::Signals)?;
+        let target = Arc::new(AtomicI32::new(NO_AGENT));
+        let handle = signals.handle();
+        let thread = {
+            let target = Arc::clone(&target);
+            std::thread::spawn(move || {
+                for signal in signals.forever() {
+                    forward(&target, signal);
+                }
+            })
+        };
+        Ok(Self {
+            target,
+            handle,
+            thread: Some(thread),
+        })
+    }
+
+    /// A SIGTERM or SIGHUP came with no agent process to pass it to.
+    pub fn terminated(&self) -> bool {
+        self.target.load(Ordering::SeqCst) == TERMINATED
+    }
+
+    /// Signals go to `pid` from now on. False when one came before: the caller ends the
+    /// process it just started.
+    pub(super) fn attach(&self, pid: u32) -> bool {
+        let Ok(pid) = i32::try_from(pid) else {
+            return true;
+        };
+        self.target
+            .compare_exchange(NO_AGENT, pid, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
+    /// The agent is reaped and its pid free for another process: nothing goes to it.
+    pub(super) fn detach(&self) {
+        self.target.store(NO_AGENT, Ordering::SeqCst);
+    }
+}
+
+impl Drop for SignalForwarding {
+    fn drop(&mut self) {
+        self.handle.close();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Passes one signal on to the agent, or remembers it when there is none yet.
+fn forward(target: &AtomicI32, signal: i32) {
+    let signal = match signal {
+        SIGTERM => Signal::TERM,
+        SIGHUP => Signal::HUP,
+        // SIGINT: the agent's own (see `SignalForwarding`).
+        _ => return,
+    };
+    loop {
+        let pid = target.load(Ordering::SeqCst);
+        if pid > 0 {
+            if let Some(pid) = Pid::from_raw(pid) {
+                let _ = kill_process(pid, signal);
+            }
+            return;
+        }
+        if pid == TERMINATED
+            || target
+                .compare_exchange(NO_AGENT, TERMINATED, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        {
+            return;
+        }
+        // The agent's pid was stored meanwhile: it goes there.
+    }
+}
+
+/// The program as `PATH` finds it (what [`LaunchConfig::program`](super::LaunchConfig)
+/// wants for the preflight), so that a command that is not there is refused before
+/// anything is installed.
+pub fn find_program(program: &OsStr) -> Result<PathBuf, LaunchError> {
+    let not_found = || LaunchError::Spawn {
+        command: program.to_string_lossy().into_owned(),
+        source: io::Error::from(io::ErrorKind::NotFound),
+    };
+    let path = Path::new(program);
+    if path.components().count() > 1 {
+        return path
+            .is_file()
+            .then(|| std::path::absolute(path).unwrap_or_else(|_| path.to_owned()))
+            .ok_or_else(not_found);
+    }
+    let dirs = std::env::var_os("PATH").ok_or_else(not_found)?;
+    std::env::split_paths(&dirs)
+        .map(|d| d.join(path))
+        .find(|p| p.is_file())
+        .ok_or_else(not_found)
+}
+
+/// Starts `command` (program and arguments) with `env` added to this process's
+/// environment.
+pub(super) fn spawn(
+    command: &[OsString],
+    env: Vec<(String, OsString)>,
+) -> Result<Child, LaunchError> {
+    let Some((program, args)) = command.split_first() else {
+        return Err(spawn_error(
+            command,
+            io::Error::new(io::ErrorKind::InvalidInput, "no command"),
+        ));
+    };
+    Command::new(program)
+        .args(args)
+        .envs(env)
+        .spawn()
+        .map_err(|source| spawn_error(command, source))
+}
+
+/// Why `command` was not started.
+pub(super) fn spawn_error(command: &[OsString], source: io::Error) -> LaunchError {
+    LaunchError::Spawn {
+        command: command
+            .first()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        source,
+    }
+}
+
+/// The child's status if it has ended, looking again after `up_to` if it had not.
+pub(super) fn wait_up_to(
+    child: &mut Child,
+    up_to: Duration,
+) -> Result<Option<ExitStatus>, LaunchError> {
+    if let Some(status) = child.try_wait().map_err(LaunchError::Wait)? {
+        return Ok(Some(status));
+    }
+    std::thread::sleep(up_to);
+    child.try_wait().map_err(LaunchError::Wait)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shell_reports_the_code_or_128_plus_the_signal() {
+        let exit = |status| AgentExit {
+            pid: 1,
+            status,
+            at: Timestamp::from_millis(0),
+        };
+        assert_eq!(exit(AgentStatus::Exited(3)).shell_code(), 3);
+        assert_eq!(exit(AgentStatus::Killed(9)).shell_code(), 137);
+        assert_eq!(
+            AgentStatus::from(ExitStatus::from_raw(3 << 8)),
+            AgentStatus::Exited(3)
+        );
+        assert_eq!(
+            AgentStatus::from(ExitStatus::from_raw(15)),
+            AgentStatus::Killed(15)
+        );
+    }
+
+    #[test]
+    fn a_missing_program_is_refused_by_name() {
+        let missing = find_program(OsStr::new("/nonexistent/agent-binary"));
+        assert!(
+            matches!(&missing, Err(LaunchError::Spawn { command, source })
+                if command == "/nonexistent/agent-binary" && source.kind() == io::ErrorKind::NotFound),
+            "{missing:?}"
+        );
+        assert!(find_program(OsStr::new("sh")).is_ok_and(|p| p.is_absolute()));
+    }
+}
