@@ -112,15 +112,24 @@ mod architecture {
                 }
             }
         }
-        assert!(checked > 50, "only {checked} paths found: is the doc's code map there?");
-        assert!(missing.is_empty(), "ARCHITECTURE.md names paths that do not exist: {missing:#?}");
+        assert!(
+            checked > 50,
+            "only {checked} paths found: is the doc's code map there?"
+        );
+        assert!(
+            missing.is_empty(),
+            "ARCHITECTURE.md names paths that do not exist: {missing:#?}"
+        );
     }
 
     /// The files under `src/` and `crates/*/src/` whose text contains one of `needles`.
     fn files_containing(needles: &[&str]) -> BTreeSet<String> {
         let mut found = BTreeSet::new();
         let mut dirs = vec![root().join("src")];
-        for entry in std::fs::read_dir(root().join("crates")).expect("crates/").flatten() {
+        for entry in std::fs::read_dir(root().join("crates"))
+            .expect("crates/")
+            .flatten()
+        {
             dirs.push(entry.path().join("src"));
         }
         while let Some(dir) = dirs.pop() {
@@ -149,7 +158,10 @@ mod architecture {
             .unwrap_or_else(|| panic!("ARCHITECTURE.md has no `{prefix}` line"));
         // The item runs to the next item or the end of the list.
         let item = &doc[start + prefix.len()..];
-        let end = item.find("\n- ").or_else(|| item.find("\n\n")).unwrap_or(item.len());
+        let end = item
+            .find("\n- ")
+            .or_else(|| item.find("\n\n"))
+            .unwrap_or(item.len());
         code_spans(&item[..end])
             .into_iter()
             .filter(|s| s.ends_with(".rs"))
@@ -165,7 +177,11 @@ mod architecture {
             listed("Clock"),
             "the files that read the clock (left) differ from ARCHITECTURE.md's list (right)"
         );
-        assert!(reads.iter().all(|f| !f.starts_with("crates/hooktrack-core/")));
+        assert!(
+            reads
+                .iter()
+                .all(|f| !f.starts_with("crates/hooktrack-core/"))
+        );
     }
 
     #[test]
@@ -183,6 +199,10 @@ mod architecture {
             listed("Environment"),
             "the files that read the environment (left) differ from ARCHITECTURE.md's list (right)"
         );
-        assert!(reads.iter().all(|f| !f.starts_with("crates/hooktrack-core/")));
+        assert!(
+            reads
+                .iter()
+                .all(|f| !f.starts_with("crates/hooktrack-core/"))
+        );
     }
 }

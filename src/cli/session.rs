@@ -44,7 +44,7 @@ use hooktrack_core::diagnostics::error_chain;
 /// else. Posture changes go to stderr (or --output); the exit status is the agent's.
 #[derive(Args)]
 pub struct SessionArgs {
-    /// The agent: claude, codex, gemini, kimi-code, kimi-cli (default: from the command;
+    /// The agent, by any of its names (default: from the command;
     /// `kimi` asks `kimi --version`).
     #[arg(long)]
     agent: Option<String>,
@@ -92,10 +92,11 @@ enum SessionError {
     #[error(transparent)]
     Target(#[from] TargetError),
     #[error(
-        "cannot tell which agent `{program}` is (supported: claude, codex, gemini, kimi-code, kimi-cli); pass --agent"
+        "cannot tell which agent `{program}` is (supported: {}); pass --agent",
+        Agent::names_for_help()
     )]
     UnknownCommand { program: String },
-    #[error("unknown agent `{name}` (supported: claude, codex, gemini, kimi-code, kimi-cli)")]
+    #[error("unknown agent `{name}` (supported: {})", Agent::names_for_help())]
     UnknownAgent { name: String },
     #[error("cannot find {}'s hooks file: set $HOME or pass --config", agent.label())]
     NoConfig { agent: Agent },

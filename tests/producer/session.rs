@@ -397,7 +397,7 @@ fn an_unknown_agent_is_refused_with_the_supported_agents() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("cannot tell which agent `true` is")
-            && stderr.contains("claude, codex, gemini, kimi-code, kimi-cli"),
+            && stderr.contains(&hooktrack::Agent::names_for_help()),
         "{stderr}"
     );
     // Nothing was installed or created for it.
