@@ -14,8 +14,8 @@
 //! stdout. No delivery vanishes without trace: a missing store directory is created, a
 //! store lock held by a stuck process is given up on after a bounded wait (the row is
 //! then appended without it), and when the watchdog ends the emitter it records a row
-//! with the event name and the cause ([`watchdog`]'s signal handler; [`give_up`] where
-//! the timer cannot be armed).
+//! with the event name and the cause ([`watchdog`]'s signal handler, or its stand-in
+//! thread where the timer cannot be armed: the same code).
 
 pub mod argv;
 pub mod log;
@@ -32,7 +32,6 @@ use thiserror::Error;
 use crate::http::{self, Limits, PostError, Url};
 use crate::store::{self, MAX_PAYLOAD_BYTES, StoreError, StorePaths};
 use hooktrack_core::envelope::{Envelope, Via, clip_name, one_line};
-use hooktrack_core::time::Timestamp;
 
 /// Limits of the HTTP attempt: loopback connects at once or is refused, so a slow connect
 /// means trouble; the whole exchange stays far inside Kimi's 5 s hook timeout.
@@ -287,77 +286,6 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
         Err(source) => report.problems.push(EmitError::Fallback { source }),
     }
     report
-}
-
-/// What the watchdog records when it ends the emitter at [`HARD_DEADLINE`]: a fallback row
-/// with the configured event name and the cause (its payload is not known, or not
-/// whole), appended with a short lock wait ([`watchdog::GIVE_UP_LOCK_WAIT`]) or without
-/// the lock, and a log line. This is the thread-side version, for when the signal timer
-/// cannot be armed; [`watchdog`]'s handler writes the same row and line.
-pub fn give_up(config: &EmitConfig) {
-    let store = StorePaths::in_dir(&config.dir);
-    let row = give_up_row(config, store::now());
-    let appended = (|| {
-        store::create_dir(&store)?;
-        let counter = store::open_counter(&store)?;
-        // A short wait only: the lock may be what stalled this emitter.
-        let _guard =
-            store::LockGuard::lock_within(&counter, &store.counter, watchdog::GIVE_UP_LOCK_WAIT)
-                .ok();
-        store::append_unlocked(&store, &row)
-    })();
-    let outcome = match &appended {
-        Ok(()) => "recorded as a command_fallback row".to_owned(),
-        Err(e) => format!("LOST: {}", hooktrack_core::diagnostics::error_chain(e)),
-    };
-    log::log_text(
-        &config.dir,
-        &format!(
-            "{} {} delivered={}: {}\n",
-            store::now(),
-            give_up_log_head(config),
-            outcome,
-            give_up_cause()
-        ),
-    );
-}
-
-/// The `payload_error` of a give-up row, and the end of its log line.
-fn give_up_cause() -> String {
-    format!(
-        "the emitter gave up after {} ms (stdin not closed, or the store stuck); the payload was not delivered",
-        HARD_DEADLINE.as_millis()
-    )
-}
-
-/// The give-up row, stamped `received_at`.
-fn give_up_row(config: &EmitConfig, received_at: Timestamp) -> Vec<u8> {
-    let cause = give_up_cause();
-    Envelope {
-        provider: clip_name(&config.provider),
-        generation: config.generation,
-        via: Via::CommandFallback,
-        sequence: None,
-        emitter_seq: None,
-        received_at,
-        event: config.event.as_deref().map(clip_name),
-        payload: None,
-        payload_error: Some(&cause),
-        tmux_pane: config
-            .tmux_pane
-            .as_deref()
-            .filter(|p| hooktrack_core::store::is_tmux_pane_id(p)),
-    }
-    .render()
-}
-
-/// `pid=N event=E`: who gave up, for the log line.
-fn give_up_log_head(config: &EmitConfig) -> String {
-    format!(
-        "pid={} event={}",
-        std::process::id(),
-        config.event.as_deref().map_or("-", clip_name)
-    )
 }
 
 /// Starts a report with the problems found while reading argv.

@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use super::{DEFAULT_LIMITS, EmitConfig, EmitError, HARD_DEADLINE, log_report, watchdog};
+use super::{DEFAULT_LIMITS, EmitConfig, EmitError, log_report, watchdog};
 use crate::http::Url;
 use crate::store::{DIR_ENV, GENERATION_ENV, TOKEN_ENV, URL_ENV};
 use hooktrack_core::store::TMUX_PANE_ENV;
@@ -138,14 +138,7 @@ pub fn run_config(config: EmitConfig, mut problems: Vec<EmitError>) {
     // the clone, a malloc arena) stands in only when the timer cannot be armed.
     if let Err(source) = watchdog::arm(&config) {
         problems.push(EmitError::Watchdog { source });
-        let watched = config.clone();
-        let _ = std::thread::Builder::new()
-            .name("emit-watchdog".into())
-            .spawn(move || {
-                std::thread::sleep(HARD_DEADLINE);
-                super::give_up(&watched);
-                std::process::exit(0);
-            });
+        watchdog::stand_in(&config);
     }
     let report = super::emit(&config, io::stdin().lock(), super::report_with(problems));
     // The delivery is recorded (or logged as lost): a timer firing while the report is
