@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use hooktrack_core::store::TMUX_PANE_ENV;
-use hooktrack_producer::emit::argv::{drain_stdin, run_config};
+use hooktrack_producer::emit::argv::{drain_stdin, provider_named, run_config};
 use hooktrack_producer::emit::{DEFAULT_LIMITS, EmitConfig, EmitError};
 use hooktrack_producer::http::Url;
 use hooktrack_producer::store::{DIR_ENV, GENERATION_ENV, TOKEN_ENV, URL_ENV};
@@ -76,7 +76,7 @@ pub fn run(args: &EmitArgs) -> ExitCode {
     let config = EmitConfig {
         url,
         dir,
-        provider: args.provider.clone(),
+        provider: provider_named(Some(args.provider.as_ref()), &mut problems),
         generation: args
             .generation
             .or_else(|| env(GENERATION_ENV).and_then(|g| g.parse().ok()))

@@ -16,6 +16,7 @@ pub mod agent;
 pub mod channel;
 pub mod correlate;
 mod deliveries;
+pub mod delivery;
 pub mod diagnostics;
 pub mod envelope;
 pub mod event;

@@ -239,7 +239,7 @@ fn give_up_cause() -> String {
 fn give_up_row(config: &EmitConfig, received_at: Timestamp) -> Vec<u8> {
     let cause = give_up_cause();
     Envelope {
-        provider: clip_name(&config.provider),
+        provider: config.provider.store_name(),
         generation: config.generation,
         via: Via::CommandFallback,
         sequence: None,
@@ -272,8 +272,8 @@ impl Prepared {
         armed_at: Timestamp,
         deadline: Duration,
     ) -> Result<Self, WatchdogError> {
-        let files = StoreFiles::new(&StorePaths::in_dir(&config.dir))
-            .ok_or(WatchdogError::NulInPath)?;
+        let files =
+            StoreFiles::new(&StorePaths::in_dir(&config.dir)).ok_or(WatchdogError::NulInPath)?;
         let user_log = super::log::user_log_path().and_then(|p| append::c_path(&p));
         let deadline_ms = i64::try_from(deadline.as_millis()).unwrap_or(i64::MAX);
         let due_at = Timestamp::from_millis(armed_at.as_millis().saturating_add(deadline_ms));
@@ -538,7 +538,7 @@ mod tests {
         EmitConfig {
             url: None,
             dir: dir.to_owned(),
-            provider: "kimi-cli".to_owned(),
+            provider: hooktrack_core::agent::Agent::KimiCli,
             generation: 1,
             event: event.map(str::to_owned),
             token: None,

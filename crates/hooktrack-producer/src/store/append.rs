@@ -56,7 +56,9 @@ pub enum Failure {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LockFailure {
     /// Still held by another descriptor after the whole wait.
-    Timeout { waited: Duration },
+    Timeout {
+        waited: Duration,
+    },
     Error(Errno),
 }
 

@@ -62,7 +62,9 @@ pub fn lock_collector(store: &StorePaths) -> Result<File, StoreError> {
     let file = secure::open_private(path, OFlags::RDWR)?;
     match append::lock_within(&file, Duration::ZERO) {
         Ok(()) => Ok(file),
-        Err(LockFailure::Timeout { .. }) => Err(StoreError::CollectorRunning { path: path.clone() }),
+        Err(LockFailure::Timeout { .. }) => {
+            Err(StoreError::CollectorRunning { path: path.clone() })
+        }
         Err(LockFailure::Error(e)) => Err(StoreError::Lock {
             path: path.clone(),
             source: e.into(),
