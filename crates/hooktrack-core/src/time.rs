@@ -4,7 +4,7 @@
 //! is what the contract's times need, and its `NaiveDate` arithmetic is plain integer
 //! work on constant tables — no allocation, no lock, no panic — so the emitter's
 //! watchdog can format its give-up time with it inside a signal handler. Only the digits
-//! are written by hand ([`put_digits`]): chrono's formatter goes through `fmt` and its
+//! are written by hand (`put_digits`): chrono's formatter goes through `fmt` and its
 //! format interpreter, which replay outputs would pay several times per line.
 
 use std::fmt;

@@ -20,7 +20,7 @@
 //!   [`Timestamp::collector_format`] (integer arithmetic on the stack), and writes with
 //!   the store's one appender ([`crate::store::append`]: `rustix` system calls on
 //!   `&CStr` paths, whose module documentation lists them and why each is safe here),
-//!   then `_exit`s. Its text is pushed into fixed buffers on its stack ([`Line`]) with
+//!   then `_exit`s. Its text is pushed into fixed buffers on its stack (`Line`) with
 //!   `core::fmt`, which allocates nothing either;
 //! - it checks the store and appends the row as every writer does, because it is the
 //!   same code: a real directory of this user, files opened with `O_NOFOLLOW`, regular,
