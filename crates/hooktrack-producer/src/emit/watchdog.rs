@@ -114,6 +114,10 @@ static SETTLED: AtomicBool = AtomicBool::new(false);
 /// instead.
 pub fn arm(config: &EmitConfig) -> Result<(), WatchdogError> {
     let prepared = Prepared::new(config, store::now(), HARD_DEADLINE)?;
+    // rustix finds the vDSO's `clock_gettime` on its first clock read, reading the aux
+    // vector (into a stack buffer, on the heap if that is too small): done here, so the
+    // handler's reads only load a pointer.
+    let _ = realtime();
     PREPARED
         .set(prepared)
         .map_err(|_| WatchdogError::AlreadyArmed)?;

@@ -13,8 +13,9 @@
 //!   `write`, `writev`, `close` and `geteuid` are on POSIX's async-signal-safe list;
 //!   `flock` and `nanosleep` are plain system calls that touch no user-space state
 //!   (`flock` because it is the store's lock: an `fcntl` lock would not exclude the
-//!   collector's), and the monotonic clock is read through the vDSO, whose lookup is
-//!   done once with atomics and no allocation;
+//!   collector's), and the monotonic clock is read through the vDSO (rustix looks it up
+//!   on the first clock read, which the watchdog makes before it arms its timer; after
+//!   that a read is a pointer load and a call);
 //! - errors are `Copy` values ([`Failure`], [`LockFailure`]) that the normal path turns
 //!   into [`StoreError`](super::StoreError)s naming the path afterwards.
 //!
