@@ -41,10 +41,25 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use hooktrack_producer::emit::{DEFAULT_LIMITS, render_delivery};
+use hooktrack_core::agent::Agent;
+use hooktrack_core::delivery::Delivery;
+use hooktrack_producer::emit::DEFAULT_LIMITS;
 use hooktrack_producer::http::{Limits, Url, post_json};
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
+
+/// The delivery the bench's emitters send: a Kimi CLI `PreToolUse`.
+fn delivery(emitter_seq: Option<u64>, payload: &serde_json::value::RawValue) -> Delivery<'_> {
+    Delivery {
+        provider: Agent::KimiCli,
+        generation: 1,
+        emitter_seq,
+        event: Some("PreToolUse".into()),
+        payload: Some(payload),
+        payload_error: None,
+        tmux_pane: None,
+    }
+}
 
 const RUNS: usize = 300;
 /// Runs of each program after a Python emitter's (each costs a Python run too).
@@ -235,15 +250,7 @@ fn main() -> Result<()> {
     // above it is the process (start, stdin, the seq lock) and not the round trip.
     let round_trip_url = Url::parse(&url)?;
     let round_trip_payload: &serde_json::value::RawValue = serde_json::from_str(PAYLOAD)?;
-    let round_trip_body = render_delivery(
-        "kimi-cli",
-        1,
-        None,
-        Some("PreToolUse"),
-        Some(round_trip_payload),
-        None,
-        None,
-    );
+    let round_trip_body = delivery(None, round_trip_payload).render();
     let mut round_trips = Vec::with_capacity(RUNS);
     let round_trip_slot = variants.len();
     let mut order: Vec<usize> = (0..=round_trip_slot).collect();
@@ -434,17 +441,7 @@ fn main() -> Result<()> {
     let target = Url::parse(&format!("http://127.0.0.1:{}/events", collector.port))?;
     let seq = Arc::new(AtomicU64::new(0));
     let payload: &serde_json::value::RawValue = serde_json::from_str(PAYLOAD)?;
-    let body = |s: u64| {
-        render_delivery(
-            "kimi-cli",
-            1,
-            Some(s),
-            Some("PreToolUse"),
-            Some(payload),
-            None,
-            None,
-        )
-    };
+    let body = |s: u64| delivery(Some(s), payload).render();
     let limits = Limits {
         connect: Duration::from_secs(2),
         total: Duration::from_secs(10),

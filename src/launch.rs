@@ -169,7 +169,7 @@ impl Launch {
         let token = token::generate()?;
         let collector = Collector::bind(CollectConfig::new(
             store.dir.as_path().to_owned(),
-            agent.store_name().to_owned(),
+            agent,
             generation,
             token.clone(),
         ))?;

@@ -8,6 +8,8 @@ use clap::Args;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
+use hooktrack_core::agent::Agent;
+use hooktrack_core::delivery::{DEFAULT_PROVIDER, agent_named};
 use hooktrack_producer::collect::{CollectConfig, Collector};
 use hooktrack_producer::store::{MAX_BODY_BYTES, TOKEN_ENV};
 
@@ -25,9 +27,10 @@ pub struct CollectArgs {
     /// The store's artifact directory (created 0700 if missing).
     #[arg(long)]
     dir: PathBuf,
-    /// The provider written into rows posted without one (kimi, kimi-cli).
-    #[arg(long, default_value = "kimi")]
-    provider: String,
+    /// The provider written into rows posted without one (kimi, kimi-cli, claude, codex,
+    /// gemini).
+    #[arg(long, default_value = DEFAULT_PROVIDER.store_name(), value_parser = provider)]
+    provider: Agent,
     /// The channel generation.
     #[arg(long)]
     generation: u64,
@@ -41,6 +44,11 @@ pub struct CollectArgs {
     /// The largest request body accepted, in bytes (larger: 413).
     #[arg(long, default_value_t = MAX_BODY_BYTES)]
     max_body: usize,
+}
+
+/// `--provider`: a store name (what installed hooks write) or any name of an agent.
+fn provider(name: &str) -> Result<Agent, String> {
+    agent_named(name).ok_or_else(|| format!("no agent is called {name:?}"))
 }
 
 pub fn run(args: &CollectArgs) -> ExitCode {
@@ -62,7 +70,7 @@ pub fn run(args: &CollectArgs) -> ExitCode {
     };
     let mut config = CollectConfig::new(
         std::path::absolute(&args.dir).unwrap_or_else(|_| args.dir.clone()),
-        args.provider.clone(),
+        args.provider,
         args.generation,
         token,
     );

@@ -20,7 +20,7 @@ use super::util::*;
 fn bind(dir: &Path) -> collect::Collector {
     collect::Collector::bind(CollectConfig::new(
         dir.to_owned(),
-        "kimi-cli".to_owned(),
+        hooktrack_core::agent::Agent::KimiCli,
         1,
         TOKEN.to_owned(),
     ))

@@ -17,6 +17,7 @@ pub mod agents;
 pub mod channel;
 pub mod correlate;
 mod deliveries;
+pub mod delivery;
 pub mod diagnostics;
 pub mod envelope;
 pub mod event;

@@ -1,8 +1,15 @@
 //! Timestamps as they arrive in rows. Nothing here reads a clock.
+//!
+//! One calendar: chrono's. Its general RFC 3339 parser (offsets, any fraction, `t`/`z`)
+//! is what the contract's times need, and its `NaiveDate` arithmetic is plain integer
+//! work on constant tables — no allocation, no lock, no panic — so the emitter's
+//! watchdog can format its give-up time with it inside a signal handler. Only the digits
+//! are written by hand (`put_digits`): chrono's formatter goes through `fmt` and its
+//! format interpreter, which replay outputs would pay several times per line.
 
 use std::fmt;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, SecondsFormat, Utc};
 use serde::{Serialize, Serializer};
 
 /// Milliseconds since the Unix epoch, UTC.
@@ -55,31 +62,12 @@ impl Timestamp {
         let (year, month, day) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
         let (hour, minute, second, milli) =
             (num(11, 13)?, num(14, 16)?, num(17, 19)?, num(20, 23)?);
-        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-        let month_days = [
-            31,
-            if leap { 29 } else { 28 },
-            31,
-            30,
-            31,
-            30,
-            31,
-            31,
-            30,
-            31,
-            30,
-            31,
-        ];
-        if !(1..=12).contains(&month)
-            || day < 1
-            || day > month_days[(month - 1) as usize]
-            || hour > 23
-            || minute > 59
-            || second > 59
-        {
+        if hour > 23 || minute > 59 || second > 59 {
             return None;
         }
-        let days = days_from_civil(year, month, day);
+        // Four digits and two: the casts cannot truncate. An impossible date is `None`.
+        let date = NaiveDate::from_ymd_opt(year as i32, month as u32, day as u32)?;
+        let days = i64::from(date.num_days_from_ce()) - DAYS_FROM_CE_TO_EPOCH;
         let secs = days * 86_400 + hour * 3_600 + minute * 60 + second;
         Some(Self(secs * 1_000 + milli))
     }
@@ -91,10 +79,14 @@ impl Timestamp {
     pub fn collector_format(self) -> Option<[u8; 24]> {
         let days = self.0.div_euclid(86_400_000);
         let ms = self.0.rem_euclid(86_400_000);
-        let (year, month, day) = civil_from_days(days);
+        let date = i32::try_from(days + DAYS_FROM_CE_TO_EPOCH)
+            .ok()
+            .and_then(NaiveDate::from_num_days_from_ce_opt)?;
+        let year = i64::from(date.year());
         if !(0..=9999).contains(&year) {
             return None;
         }
+        let (month, day) = (i64::from(date.month()), i64::from(date.day()));
         let mut out = *b"0000-00-00T00:00:00.000Z";
         for (at, width, value) in [
             (0, 4, year),
@@ -134,38 +126,15 @@ impl Timestamp {
     }
 }
 
+/// chrono's day number of 1970-01-01 (days from 0001-01-01, which is day 1).
+const DAYS_FROM_CE_TO_EPOCH: i64 = 719_163;
+
 /// Writes `value`'s last `width` decimal digits into `out[at..at + width]`.
 fn put_digits(out: &mut [u8], at: usize, width: usize, mut value: i64) {
     for slot in out[at..at + width].iter_mut().rev() {
         *slot = b'0' + (value % 10) as u8;
         value /= 10;
     }
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`, the inverse of [`days_from_civil`]).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 impl fmt::Display for Timestamp {

@@ -14,25 +14,25 @@
 //! stdout. No delivery vanishes without trace: a missing store directory is created, a
 //! store lock held by a stuck process is given up on after a bounded wait (the row is
 //! then appended without it), and when the watchdog ends the emitter it records a row
-//! with the event name and the cause ([`watchdog`]'s signal handler; [`give_up`] where
-//! the timer cannot be armed).
+//! with the event name and the cause ([`watchdog`]'s signal handler, or its stand-in
+//! thread where the timer cannot be armed: the same code).
 
 pub mod argv;
 pub mod log;
 pub mod watchdog;
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use thiserror::Error;
 
 use crate::http::{self, Limits, PostError, Url};
 use crate::store::{self, MAX_PAYLOAD_BYTES, StoreError, StorePaths};
-use hooktrack_core::envelope::{Envelope, Via, clip_name, one_line};
-use hooktrack_core::time::Timestamp;
+use hooktrack_core::agent::Agent;
+use hooktrack_core::delivery::{Delivery, hook_event_name};
+use hooktrack_core::envelope::{Via, clip_name};
 
 /// Limits of the HTTP attempt: loopback connects at once or is refused, so a slow connect
 /// means trouble; the whole exchange stays far inside Kimi's 5 s hook timeout.
@@ -55,7 +55,8 @@ pub struct EmitConfig {
     pub url: Option<Url>,
     /// The store's artifact directory.
     pub dir: PathBuf,
-    pub provider: String,
+    /// Named in every row (by its store name).
+    pub provider: Agent,
     pub generation: u64,
     /// The event the hook was configured for; else the payload's `hook_event_name`.
     pub event: Option<String>,
@@ -150,12 +151,6 @@ impl EmitReport {
     }
 }
 
-#[derive(Deserialize)]
-struct EventName<'a> {
-    #[serde(borrow)]
-    hook_event_name: Option<std::borrow::Cow<'a, str>>,
-}
-
 /// One hook delivery, start to end. `problems` found while parsing argv come in first.
 pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> EmitReport {
     let store = StorePaths::in_dir(&config.dir);
@@ -191,16 +186,24 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
     };
     let event: Option<String> = config.event.clone().or_else(|| {
         payload
-            .and_then(|p| serde_json::from_str::<EventName<'_>>(p.get()).ok())
-            .and_then(|n| n.hook_event_name.map(|s| s.into_owned()))
+            .and_then(hook_event_name)
+            .map(std::borrow::Cow::into_owned)
     });
     let event = event.map(|e| clip_name(&e).to_owned());
     report.event.clone_from(&event);
-    let provider = clip_name(&config.provider);
-    let tmux_pane = config
-        .tmux_pane
-        .as_deref()
-        .filter(|p| hooktrack_core::store::is_tmux_pane_id(p));
+    let mut delivery = Delivery {
+        provider: config.provider,
+        generation: config.generation,
+        emitter_seq: None,
+        event: event.as_deref().map(Into::into),
+        payload,
+        payload_error: payload_error.as_deref().map(Into::into),
+        tmux_pane: config
+            .tmux_pane
+            .as_deref()
+            .filter(|p| hooktrack_core::store::is_tmux_pane_id(p))
+            .map(Into::into),
+    };
 
     // emitter_seq, under the lock. Without it the delivery still goes out, unkeyed.
     let counter = match store::open_counter(&store) {
@@ -219,6 +222,7 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
             None
         }
     };
+    delivery.emitter_seq = report.emitter_seq;
 
     // HTTP first.
     let http_result = match (&config.url, &config.token) {
@@ -228,15 +232,7 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
             Err(EmitError::BadToken)
         }
         (Some(url), Some(token)) => {
-            let body = render_delivery(
-                provider,
-                config.generation,
-                report.emitter_seq,
-                event.as_deref(),
-                payload,
-                payload_error.as_deref(),
-                tmux_pane,
-            );
+            let body = delivery.render();
             // The collector's socket in the store, named after the URL's port: the same
             // collector, without the loopback TCP stack.
             let socket = crate::stream::socket_path(&config.dir, url.addr.port());
@@ -254,19 +250,9 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
     }
 
     // Fallback: append the row ourselves, under the same lock.
-    let row = Envelope {
-        provider,
-        generation: config.generation,
-        via: Via::CommandFallback,
-        sequence: None,
-        emitter_seq: report.emitter_seq,
-        received_at: store::now(),
-        event: event.as_deref(),
-        payload,
-        payload_error: payload_error.as_deref(),
-        tmux_pane,
-    }
-    .render();
+    let row = delivery
+        .envelope(Via::CommandFallback, None, store::now())
+        .render();
     let appended = (|| {
         let counter = match counter {
             Some(c) => c,
@@ -289,123 +275,11 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
     report
 }
 
-/// What the watchdog records when it ends the emitter at [`HARD_DEADLINE`]: a fallback row
-/// with the configured event name and the cause (its payload is not known, or not
-/// whole), appended with a short lock wait ([`watchdog::GIVE_UP_LOCK_WAIT`]) or without
-/// the lock, and a log line. This is the thread-side version, for when the signal timer
-/// cannot be armed; [`watchdog`]'s handler writes the same row and line.
-pub fn give_up(config: &EmitConfig) {
-    let store = StorePaths::in_dir(&config.dir);
-    let row = give_up_row(config, store::now());
-    let appended = (|| {
-        store::create_dir(&store)?;
-        let counter = store::open_counter(&store)?;
-        // A short wait only: the lock may be what stalled this emitter.
-        let _guard =
-            store::LockGuard::lock_within(&counter, &store.counter, watchdog::GIVE_UP_LOCK_WAIT)
-                .ok();
-        store::append_unlocked(&store, &row)
-    })();
-    let outcome = match &appended {
-        Ok(()) => "recorded as a command_fallback row".to_owned(),
-        Err(e) => format!("LOST: {}", hooktrack_core::diagnostics::error_chain(e)),
-    };
-    log::log_text(
-        &config.dir,
-        &format!(
-            "{} {} delivered={}: {}\n",
-            store::now(),
-            give_up_log_head(config),
-            outcome,
-            give_up_cause()
-        ),
-    );
-}
-
-/// The `payload_error` of a give-up row, and the end of its log line.
-fn give_up_cause() -> String {
-    format!(
-        "the emitter gave up after {} ms (stdin not closed, or the store stuck); the payload was not delivered",
-        HARD_DEADLINE.as_millis()
-    )
-}
-
-/// The give-up row, stamped `received_at`.
-fn give_up_row(config: &EmitConfig, received_at: Timestamp) -> Vec<u8> {
-    let cause = give_up_cause();
-    Envelope {
-        provider: clip_name(&config.provider),
-        generation: config.generation,
-        via: Via::CommandFallback,
-        sequence: None,
-        emitter_seq: None,
-        received_at,
-        event: config.event.as_deref().map(clip_name),
-        payload: None,
-        payload_error: Some(&cause),
-        tmux_pane: config
-            .tmux_pane
-            .as_deref()
-            .filter(|p| hooktrack_core::store::is_tmux_pane_id(p)),
-    }
-    .render()
-}
-
-/// `pid=N event=E`: who gave up, for the log line.
-fn give_up_log_head(config: &EmitConfig) -> String {
-    format!(
-        "pid={} event={}",
-        std::process::id(),
-        config.event.as_deref().map_or("-", clip_name)
-    )
-}
-
 /// Starts a report with the problems found while reading argv.
 pub fn report_with(problems: Vec<EmitError>) -> EmitReport {
     let mut report = EmitReport::new();
     report.problems = problems;
     report
-}
-
-/// The POST body: the row without what the collector adds (`via`, `sequence`,
-/// `received_at`).
-pub fn render_delivery(
-    provider: &str,
-    generation: u64,
-    emitter_seq: Option<u64>,
-    event: Option<&str>,
-    payload: Option<&RawValue>,
-    payload_error: Option<&str>,
-    tmux_pane: Option<&str>,
-) -> Vec<u8> {
-    let payload_text = payload.map(|p| one_line(p.get()));
-    let mut out = Vec::with_capacity(payload_text.as_ref().map_or(0, |p| p.len()) + 200);
-    out.extend_from_slice(b"{\"v\":1,\"provider\":");
-    let _ = serde_json::to_writer(&mut out, provider);
-    let _ = write!(out, ",\"generation\":{generation},\"emitter_seq\":");
-    match emitter_seq {
-        Some(s) => {
-            let _ = write!(out, "{s}");
-        }
-        None => out.extend_from_slice(b"null"),
-    }
-    out.extend_from_slice(b",\"event\":");
-    let _ = serde_json::to_writer(&mut out, &event);
-    out.extend_from_slice(b",\"payload\":");
-    match &payload_text {
-        Some(p) => out.extend_from_slice(p.as_bytes()),
-        None => out.extend_from_slice(b"null"),
-    }
-    if let Some(e) = payload_error {
-        out.extend_from_slice(b",\"payload_error\":");
-        let _ = serde_json::to_writer(&mut out, e);
-    }
-    if let Some(pane) = tmux_pane {
-        out.extend_from_slice(b",\"tmux_pane\":");
-        let _ = serde_json::to_writer(&mut out, pane);
-    }
-    out.push(b'}');
-    out
 }
 
 /// Reads stdin up to the payload limit; past it, reads on (bounded) and discards.
@@ -462,26 +336,6 @@ pub fn log_text(dir: &Path, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn delivery_body_embeds_the_payload_verbatim() {
-        let raw: &RawValue = serde_json::from_str("{\"a\": 1,\n \"b\": \"x\"}").unwrap();
-        let body = render_delivery("kimi", 3, Some(7), Some("Stop"), Some(raw), None, None);
-        assert_eq!(
-            String::from_utf8(body).unwrap(),
-            "{\"v\":1,\"provider\":\"kimi\",\"generation\":3,\"emitter_seq\":7,\"event\":\"Stop\",\"payload\":{\"a\": 1,  \"b\": \"x\"}}"
-        );
-    }
-
-    #[test]
-    fn the_tmux_pane_rides_along_when_known() {
-        let body = render_delivery("claude", 1, Some(2), Some("Stop"), None, None, Some("%12"));
-        assert!(
-            String::from_utf8(body)
-                .unwrap()
-                .ends_with(",\"payload\":null,\"tmux_pane\":\"%12\"}")
-        );
-    }
 
     #[test]
     fn oversized_stdin_is_drained_and_measured() {

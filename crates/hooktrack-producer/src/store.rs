@@ -13,27 +13,30 @@
 //!   collector.lock   held by the one collector serving the store
 //! ```
 //!
-//! Both writers append a row as one `write` on an `O_APPEND` descriptor while holding an
+//! Every writer appends a row as one `write` on an `O_APPEND` descriptor while holding an
 //! exclusive `flock` on `emitter.seq`, so rows from the collector and from emitters never
 //! interleave. Before appending, a writer checks that the file ends with a newline: a row
 //! cut off by a crash (a collector killed mid-write, a full disk) becomes its own bad line,
-//! and the new row stays whole.
+//! and the new row stays whole. That is [`append`], the one appender: the functions here
+//! and the emitter's watchdog (in its signal handler) all go through it.
 //!
 //! The directory and its files are checked before use ([`secure`]): a directory of another
 //! user, a symlink in place of a file, loose modes are refused or tightened. Every lock
 //! wait is bounded ([`LockGuard`], [`lock_collector`]).
 
+pub mod append;
 mod lock;
 pub mod secure;
 
 pub use lock::{LOCK_WAIT, LockGuard, lock_collector};
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, BufReader, Write};
 use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use rustix::fs::OFlags;
 use serde::Serialize;
 use thiserror::Error;
 
@@ -111,7 +114,7 @@ pub fn create_dir(store: &StorePaths) -> Result<(), StoreError> {
 
 /// Opens `events.ndjson` for appending (and reading its last byte), creating it 0600.
 pub fn open_events(store: &StorePaths) -> Result<File, StoreError> {
-    secure::open_private(&store.events, OpenOptions::new().read(true).append(true))
+    secure::open_private(&store.events, OFlags::RDWR | OFlags::APPEND)
 }
 
 /// True while `events.ndjson` still names the open file `events` (not renamed away,
@@ -126,7 +129,7 @@ pub fn still_names(store: &StorePaths, events: &File) -> bool {
 
 /// Opens the counter file, which is also the store's lock.
 pub fn open_counter(store: &StorePaths) -> Result<File, StoreError> {
-    secure::open_private(&store.counter, OpenOptions::new().read(true).write(true))
+    secure::open_private(&store.counter, OFlags::RDWR)
 }
 
 /// Takes the next `emitter_seq` (1, 2, ...) under the exclusive lock.
@@ -182,10 +185,7 @@ pub fn append_locked(
     row: &[u8],
 ) -> Result<(), StoreError> {
     let _guard = LockGuard::lock(counter, &store.counter)?;
-    append_whole(events, row).map_err(|source| StoreError::Write {
-        path: store.events.clone(),
-        source,
-    })
+    append_row(store, events, row)
 }
 
 /// Appends one row under the store lock to whatever file `events.ndjson` names now: a
@@ -213,10 +213,7 @@ pub fn append_following_within(
     if !still_names(store, events) {
         *events = open_events(store)?;
     }
-    append_whole(events, row).map_err(|source| StoreError::Write {
-        path: store.events.clone(),
-        source,
-    })
+    append_row(store, events, row)
 }
 
 /// Appends one row without the lock: the last resort when the lock's holder is stuck.
@@ -224,10 +221,7 @@ pub fn append_following_within(
 /// on a local file system; only the cut-off-line repair can race.
 pub fn append_unlocked(store: &StorePaths, row: &[u8]) -> Result<(), StoreError> {
     let events = open_events(store)?;
-    append_whole(&events, row).map_err(|source| StoreError::Write {
-        path: store.events.clone(),
-        source,
-    })
+    append_row(store, &events, row)
 }
 
 /// The highest collector `sequence` in `events.ndjson` (0 when none), so that a
@@ -257,23 +251,9 @@ pub fn max_sequence(store: &StorePaths) -> Result<u64, StoreError> {
     }
 }
 
-/// Appends `row` with one `write` call, first ending a cut-off last line if there is one.
-/// The caller holds the store lock.
-fn append_whole(events: &File, row: &[u8]) -> io::Result<()> {
-    let len = events.metadata()?.len();
-    let mut last = [0u8; 1];
-    let needs_newline = len > 0 && {
-        events.read_exact_at(&mut last, len - 1)?;
-        last[0] != b'\n'
-    };
-    if needs_newline {
-        let mut buf = Vec::with_capacity(row.len() + 1);
-        buf.push(b'\n');
-        buf.extend_from_slice(row);
-        (&*events).write_all(&buf)
-    } else {
-        (&*events).write_all(row)
-    }
+/// The appender's [`append`](append::append) on `events`, its failure named after the file.
+fn append_row(store: &StorePaths, events: &File, row: &[u8]) -> Result<(), StoreError> {
+    append::append(events, row).map_err(|failure| secure::store_error(&store.events, failure))
 }
 
 /// Now, from the system clock (the producer side stamps rows on receipt).

@@ -5,13 +5,15 @@
 //! hook's start-up time is the agent's latency. Every problem is logged with the delivery
 //! ([`super::log_report`]); the hook always exits 0.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use super::{DEFAULT_LIMITS, EmitConfig, EmitError, HARD_DEADLINE, log_report, watchdog};
+use super::{DEFAULT_LIMITS, EmitConfig, EmitError, log_report, watchdog};
 use crate::http::Url;
 use crate::store::{DIR_ENV, GENERATION_ENV, TOKEN_ENV, URL_ENV};
+use hooktrack_core::agent::Agent;
+use hooktrack_core::delivery::{DEFAULT_PROVIDER, agent_named};
 use hooktrack_core::store::TMUX_PANE_ENV;
 
 /// The flags the hook understands, each followed by its value (`--flag VALUE` or
@@ -124,7 +126,7 @@ pub fn run(args: &[OsString]) {
     let config = EmitConfig {
         url,
         dir,
-        provider: provider.map_or_else(|| "kimi".to_owned(), |p| p.to_string_lossy().into()),
+        provider: provider_named(provider.as_deref(), &mut problems),
         generation,
         event: event.map(|e| e.to_string_lossy().into_owned()),
         token: std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()),
@@ -132,6 +134,24 @@ pub fn run(args: &[OsString]) {
         tmux_pane: std::env::var(TMUX_PANE_ENV).ok(),
     };
     run_config(config, problems)
+}
+
+/// The agent `--provider` / `--agent` names, else [`DEFAULT_PROVIDER`]; a name of no
+/// agent is a problem to log, and the delivery still goes out under the default.
+pub fn provider_named(name: Option<&OsStr>, problems: &mut Vec<EmitError>) -> Agent {
+    let Some(name) = name else {
+        return DEFAULT_PROVIDER;
+    };
+    let name = name.to_string_lossy();
+    agent_named(&name).unwrap_or_else(|| {
+        problems.push(EmitError::Args {
+            detail: format!(
+                "unknown provider {name:?} ({} used)",
+                DEFAULT_PROVIDER.store_name()
+            ),
+        });
+        DEFAULT_PROVIDER
+    })
 }
 
 /// Reads what the agent wrote to the hook's stdin and throws it away, bounded (the hook
@@ -166,14 +186,7 @@ pub fn run_config(config: EmitConfig, mut problems: Vec<EmitError>) {
     // the clone, a malloc arena) stands in only when the timer cannot be armed.
     if let Err(source) = watchdog::arm(&config) {
         problems.push(EmitError::Watchdog { source });
-        let watched = config.clone();
-        let _ = std::thread::Builder::new()
-            .name("emit-watchdog".into())
-            .spawn(move || {
-                std::thread::sleep(HARD_DEADLINE);
-                super::give_up(&watched);
-                std::process::exit(0);
-            });
+        watchdog::stand_in(&config);
     }
     let report = super::emit(&config, io::stdin().lock(), super::report_with(problems));
     // The delivery is recorded (or logged as lost): a timer firing while the report is

@@ -7,10 +7,12 @@
 //! the log itself, and only while the path still names the locked file: two emitters
 //! rotating at once cannot move each other's lines (or the old log) away.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use rustix::fs::OFlags;
 
 use crate::store::{LockGuard, StorePaths, secure};
 
@@ -60,7 +62,7 @@ fn append_user_log(path: &Path, text: &str) -> io::Result<()> {
 }
 
 fn open_log(path: &Path) -> io::Result<File> {
-    secure::open_private(path, OpenOptions::new().append(true)).map_err(io::Error::other)
+    secure::open_private(path, OFlags::WRONLY | OFlags::APPEND).map_err(io::Error::other)
 }
 
 fn append_rotating(path: &Path, text: &str) -> io::Result<()> {

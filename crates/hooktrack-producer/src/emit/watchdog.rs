@@ -1,7 +1,9 @@
 //! The emitter's watchdog without a thread: an interval timer (`setitimer(ITIMER_REAL)`)
-//! whose `SIGALRM` handler records what [`give_up`](super::give_up) records — a
-//! `command_fallback` row with the configured event name and the cause, after a lock wait
-//! of at most [`GIVE_UP_LOCK_WAIT`], and a log line — then ends the process with status 0.
+//! whose `SIGALRM` handler records that the emitter gave up — a `command_fallback` row
+//! with the configured event name and the cause, after a lock wait of at most
+//! [`GIVE_UP_LOCK_WAIT`], and a log line — then ends the process with status 0. This is
+//! the only give-up path: where the timer cannot be armed, a thread ([`stand_in`]) runs
+//! the same [`Prepared::give_up`] at the deadline.
 //!
 //! A thread costs every hook run a 2 MiB stack mapping, a `clone`, and a new malloc arena
 //! when it first allocates; arming the timer is two system calls. The price is that the
@@ -12,35 +14,39 @@
 //! - everything it writes is rendered by [`arm`] *before* the timer is armed, into a
 //!   [`Prepared`] that is set once in a static and only read afterwards: the row with a
 //!   fixed-width slot for `received_at`, the log line around its timestamp and outcome,
-//!   and every path as a NUL-terminated string;
-//! - the handler itself allocates nothing, takes no Rust lock, uses no `std` I/O and
-//!   cannot panic. It calls `clock_gettime`, `mkdir`, `lstat`, `chmod`, `open`, `fstat`,
-//!   `fchmod`, `lseek`, `read`, `write`, `close`, `geteuid` and `_exit` (POSIX's
-//!   async-signal-safe list), plus `flock` and `nanosleep`, plain system calls on Linux
-//!   that touch no user-space state (`flock` because it is the store's lock; an `fcntl`
-//!   lock would not exclude the collector's `flock`);
-//! - it writes the row with one `write` on an `O_APPEND` descriptor, as every writer does,
-//!   after sealing a cut-off last line, and checks the store as the other writers do (a
-//!   real directory of this user, files opened with `O_NOFOLLOW`, regular, this user's,
-//!   tightened to 0600).
+//!   and every path as a NUL-terminated string ([`StoreFiles`]);
+//! - the handler itself allocates nothing, takes no lock, uses no `std` I/O and cannot
+//!   panic. It reads the clock, formats the time with the core's
+//!   [`Timestamp::collector_format`] (integer arithmetic on the stack), and writes with
+//!   the store's one appender ([`crate::store::append`]: `rustix` system calls on
+//!   `&CStr` paths, whose module documentation lists them and why each is safe here),
+//!   then `_exit`s. Its text is pushed into fixed buffers on its stack (`Line`) with
+//!   `core::fmt`, which allocates nothing either;
+//! - it checks the store and appends the row as every writer does, because it is the
+//!   same code: a real directory of this user, files opened with `O_NOFOLLOW`, regular,
+//!   this user's, tightened to 0600, a cut-off last line sealed, one `write`.
 //!
-//! What it does not do, compared with the thread: it creates only the store directory
-//! itself (not missing parents: `emit` made them at its start, or could not), it appends
-//! to `emit.log` without the log's rotation (at most one line past the rotation size; the
-//! next emitter rotates), and it falls back to the per-user log only when that log's
-//! directory already exists (it makes no directory there), then to standard error.
+//! What it does not do, compared with the other writers: it creates only the store
+//! directory itself (not missing parents: `emit` made them at its start, or could not), it
+//! appends to `emit.log` without the log's rotation (at most one line past the rotation
+//! size; the next emitter rotates), and it falls back to the per-user log only when that
+//! log's directory already exists (it makes no directory there), then to standard error.
 
 use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::fmt::{self, Write as _};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use rustix::fs::OFlags;
+use rustix::io::Errno;
+use rustix::time::{ClockId, DynamicClockId, clock_gettime_dynamic};
 use thiserror::Error;
 
-use super::{EmitConfig, HARD_DEADLINE, give_up_cause, give_up_log_head, give_up_row};
+use super::{EmitConfig, HARD_DEADLINE};
+use crate::store::append::{self, Failure, StoreFiles};
 use crate::store::{self, StorePaths};
+use hooktrack_core::envelope::{Envelope, Via, clip_name};
 use hooktrack_core::time::Timestamp;
 
 /// How long the give-up row waits for the store lock before it is appended without it:
@@ -64,8 +70,8 @@ pub enum WatchdogError {
     AlreadyArmed,
     #[error("the store path holds a NUL byte")]
     NulInPath,
-    #[error("the give-up row could not be prepared ({detail})")]
-    Row { detail: &'static str },
+    #[error("the give-up row could not be prepared ({reason})")]
+    Row { reason: &'static str },
     #[error("cannot install or unblock the SIGALRM handler")]
     Sigaction {
         #[source]
@@ -80,10 +86,7 @@ pub enum WatchdogError {
 
 /// Everything the handler writes, rendered before the timer is armed.
 pub struct Prepared {
-    dir: CString,
-    counter: CString,
-    events: CString,
-    store_log: CString,
+    files: StoreFiles,
     user_log: Option<CString>,
     /// The give-up row, newline included; `received_at` is at `row_stamp..+STAMP_LEN`.
     row: Vec<u8>,
@@ -107,9 +110,14 @@ static SETTLED: AtomicBool = AtomicBool::new(false);
 
 /// Renders the give-up row and log line for `config`, installs the `SIGALRM` handler and
 /// arms a one-shot timer of [`HARD_DEADLINE`]. Process-wide: call it once, from the hook
-/// binary's main thread, before the emitter starts.
+/// binary's main thread, before the emitter starts. When it fails, [`stand_in`] watches
+/// instead.
 pub fn arm(config: &EmitConfig) -> Result<(), WatchdogError> {
     let prepared = Prepared::new(config, store::now(), HARD_DEADLINE)?;
+    // rustix finds the vDSO's `clock_gettime` on its first clock read, reading the aux
+    // vector (into a stack buffer, on the heap if that is too small): done here, so the
+    // handler's reads only load a pointer.
+    let _ = realtime();
     PREPARED
         .set(prepared)
         .map_err(|_| WatchdogError::AlreadyArmed)?;
@@ -161,6 +169,33 @@ pub fn arm(config: &EmitConfig) -> Result<(), WatchdogError> {
     Ok(())
 }
 
+/// The watchdog as a thread, for when [`arm`] failed: at [`HARD_DEADLINE`] it gives up as
+/// the handler does (the same [`Prepared::give_up`]) and exits 0. Without a [`Prepared`]
+/// (a store path with a NUL byte, which no writer can open) it can only log the cause.
+pub fn stand_in(config: &EmitConfig) {
+    let dir = config.dir.clone();
+    let head = give_up_log_head(config);
+    let _ = std::thread::Builder::new()
+        .name("emit-watchdog".into())
+        .spawn(move || {
+            std::thread::sleep(HARD_DEADLINE);
+            match PREPARED.get() {
+                Some(prepared) => {
+                    prepared.give_up(SETTLED.load(Ordering::Acquire));
+                }
+                None => super::log_text(
+                    &dir,
+                    &format!(
+                        "{} {head} delivered=LOST: {}\n",
+                        store::now(),
+                        give_up_cause()
+                    ),
+                ),
+            }
+            std::process::exit(0);
+        });
+}
+
 /// Tells the handler that the delivery is settled: from now on a firing timer only logs
 /// and exits.
 pub fn settled() {
@@ -184,43 +219,54 @@ pub enum Outcome {
     Unlocked,
     /// The delivery was settled before the timer fired: no row.
     Settled,
-    Lost(Failure),
+    /// The row could not be appended: which path failed, and how.
+    Lost(Which, Failure),
 }
 
-/// Why the give-up row could not be appended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Failure {
-    /// `open` or `mkdir` failed with this errno.
-    Open {
-        what: Which,
-        errno: i32,
-    },
-    Symlink {
-        what: Which,
-    },
-    NotADirectory {
-        what: Which,
-    },
-    NotARegularFile {
-        what: Which,
-    },
-    OwnedBy {
-        what: Which,
-        uid: u32,
-        me: u32,
-    },
-    Write {
-        errno: i32,
-    },
-    ShortWrite,
-}
-
-/// Which store path a [`Failure`] is about.
+/// Which store path a lost row's [`Failure`] is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Which {
     Dir,
     Counter,
     Events,
+}
+
+/// The `payload_error` of a give-up row, and the end of its log line.
+fn give_up_cause() -> String {
+    format!(
+        "the emitter gave up after {} ms (stdin not closed, or the store stuck); the payload was not delivered",
+        HARD_DEADLINE.as_millis()
+    )
+}
+
+/// The give-up row, stamped `received_at`.
+fn give_up_row(config: &EmitConfig, received_at: Timestamp) -> Vec<u8> {
+    let cause = give_up_cause();
+    Envelope {
+        provider: config.provider.store_name(),
+        generation: config.generation,
+        via: Via::CommandFallback,
+        sequence: None,
+        emitter_seq: None,
+        received_at,
+        event: config.event.as_deref().map(clip_name),
+        payload: None,
+        payload_error: Some(&cause),
+        tmux_pane: config
+            .tmux_pane
+            .as_deref()
+            .filter(|p| hooktrack_core::store::is_tmux_pane_id(p)),
+    }
+    .render()
+}
+
+/// `pid=N event=E`: who gave up, for the log line.
+fn give_up_log_head(config: &EmitConfig) -> String {
+    format!(
+        "pid={} event={}",
+        std::process::id(),
+        config.event.as_deref().map_or("-", clip_name)
+    )
 }
 
 impl Prepared {
@@ -230,22 +276,13 @@ impl Prepared {
         armed_at: Timestamp,
         deadline: Duration,
     ) -> Result<Self, WatchdogError> {
-        let store = StorePaths::in_dir(&config.dir);
-        let c_path = |p: &Path| CString::new(p.as_os_str().as_bytes());
-        let (dir, counter, events, store_log) = match (
-            c_path(&store.dir),
-            c_path(&store.counter),
-            c_path(&store.events),
-            c_path(&store.emit_log),
-        ) {
-            (Ok(d), Ok(c), Ok(e), Ok(l)) => (d, c, e, l),
-            _ => return Err(WatchdogError::NulInPath),
-        };
-        let user_log = super::log::user_log_path().and_then(|p| c_path(&p).ok());
+        let files =
+            StoreFiles::new(&StorePaths::in_dir(&config.dir)).ok_or(WatchdogError::NulInPath)?;
+        let user_log = super::log::user_log_path().and_then(|p| append::c_path(&p));
         let deadline_ms = i64::try_from(deadline.as_millis()).unwrap_or(i64::MAX);
         let due_at = Timestamp::from_millis(armed_at.as_millis().saturating_add(deadline_ms));
         let due = due_at.collector_format().ok_or(WatchdogError::Row {
-            detail: "the clock is outside the years 0000-9999",
+            reason: "the clock is outside the years 0000-9999",
         })?;
         let row = give_up_row(config, due_at);
         // The first `,"received_at":"` is the key: a JSON string before it (the provider)
@@ -259,20 +296,17 @@ impl Prepared {
             .map(|i| i + key.len())
             .filter(|&at| row.get(at..at + STAMP_LEN) == Some(&due[..]))
             .ok_or(WatchdogError::Row {
-                detail: "no received_at slot",
+                reason: "no received_at slot",
             })?;
-        if row.len() + 1 > ROW_CAP {
+        if row.len() > ROW_CAP {
             return Err(WatchdogError::Row {
-                detail: "the row is over the handler's buffer",
+                reason: "the row is over the handler's buffer",
             });
         }
         let head = give_up_log_head(config);
         let cause = give_up_cause();
         Ok(Self {
-            dir,
-            counter,
-            events,
-            store_log,
+            files,
             user_log,
             row,
             row_stamp,
@@ -290,43 +324,38 @@ impl Prepared {
     /// The handler's work: the row (unless `settled`), then the log line. Only
     /// async-signal-safe calls, no allocation, no panic (see the module documentation).
     pub fn give_up(&self, settled: bool) -> Outcome {
-        let mut stamp = self.due;
-        if let Some(ms) = realtime_millis() {
-            // Outside 0000-9999 the due time stays (the formatter writes four-digit years).
-            let _ = format_millis(ms, &mut stamp);
-        }
+        // Outside 0000-9999 (or without a clock) the due time stays.
+        let stamp = realtime()
+            .and_then(Timestamp::collector_format)
+            .unwrap_or(self.due);
         let outcome = if settled {
             Outcome::Settled
         } else {
-            self.append_row(&stamp)
+            match self.try_append(&stamp) {
+                Ok(outcome) => outcome,
+                Err((what, failure)) => Outcome::Lost(what, failure),
+            }
         };
         self.log(&stamp, outcome);
         outcome
     }
 
-    fn append_row(&self, stamp: &[u8; STAMP_LEN]) -> Outcome {
-        match self.try_append(stamp) {
-            Ok(outcome) => outcome,
-            Err(failure) => Outcome::Lost(failure),
-        }
-    }
-
-    fn try_append(&self, stamp: &[u8; STAMP_LEN]) -> Result<Outcome, Failure> {
-        check_dir(&self.dir)?;
+    fn try_append(&self, stamp: &[u8; STAMP_LEN]) -> Result<Outcome, (Which, Failure)> {
+        let files = &self.files;
+        append::check_dir(&files.dir).map_err(|f| (Which::Dir, f))?;
         // A fresh descriptor of the counter: its flock is the store lock. Held until the
-        // descriptor is closed (by `Fd`'s drop, or by `_exit`).
-        let counter = Fd::open_private(&self.counter, libc::O_RDWR, Which::Counter)?;
-        let locked = counter.lock_within(GIVE_UP_LOCK_WAIT);
-        let events = Fd::open_private(&self.events, libc::O_RDWR | libc::O_APPEND, Which::Events)?;
-        let mut buf = Line::<ROW_CAP>::new();
-        if events.ends_cut_off() {
-            buf.push(b"\n");
-        }
+        // descriptor is closed (when `counter` is dropped, or by `_exit`).
+        let counter =
+            append::open_private(&files.counter, OFlags::RDWR).map_err(|f| (Which::Counter, f))?;
+        let locked = append::lock_within(&counter, GIVE_UP_LOCK_WAIT).is_ok();
+        let events = append::open_private(&files.events, OFlags::RDWR | OFlags::APPEND)
+            .map_err(|f| (Which::Events, f))?;
+        let mut row = Line::<ROW_CAP>::new();
         let (before, after) = self.row.split_at(self.row_stamp.min(self.row.len()));
-        buf.push(before);
-        buf.push(stamp);
-        buf.push(after.get(STAMP_LEN..).unwrap_or(&[]));
-        events.write_whole(buf.bytes())?;
+        row.push(before);
+        row.push(stamp);
+        row.push(after.get(STAMP_LEN..).unwrap_or(&[]));
+        append::append(&events, row.bytes()).map_err(|f| (Which::Events, f))?;
         drop(events);
         drop(counter);
         Ok(if locked {
@@ -348,7 +377,7 @@ impl Prepared {
         }
         line.end_line();
         let text = line.bytes();
-        if append_log(&self.store_log, text) {
+        if append_log(&self.files.emit_log, text) {
             return;
         }
         if let Some(user_log) = &self.user_log
@@ -356,70 +385,60 @@ impl Prepared {
         {
             return;
         }
-        // SAFETY: write(2) to standard error of bytes on this stack frame (never
-        // standard output: the agent may read it as the hook's answer).
-        let _ = unsafe { libc::write(libc::STDERR_FILENO, text.as_ptr().cast(), text.len()) };
+        // Standard error, never standard output: the agent may read it as the answer.
+        let _ = append::write_all(rustix::stdio::stderr(), text);
     }
 
+    /// The outcome in the words the other writers' errors use (`StoreError`'s texts).
     fn push_outcome(&self, line: &mut Line<LOG_CAP>, outcome: Outcome) {
-        match outcome {
+        let (what, failure) = match outcome {
             Outcome::Locked | Outcome::Settled => {
-                line.push(b"recorded as a command_fallback row");
+                return line.push(b"recorded as a command_fallback row");
             }
-            Outcome::Unlocked => line.push(
-                b"recorded as a command_fallback row, without the store lock (its holder is stuck)",
-            ),
-            Outcome::Lost(failure) => {
-                line.push(b"LOST: ");
-                let path = |what: Which| match what {
-                    Which::Dir => self.dir.as_bytes(),
-                    Which::Counter => self.counter.as_bytes(),
-                    Which::Events => self.events.as_bytes(),
-                };
-                let refusing = |line: &mut Line<LOG_CAP>, what: Which| {
-                    line.push(b"refusing to use ");
-                    line.push(path(what));
-                    line.push(b": ");
-                };
-                match failure {
-                    Failure::Open { what, errno } => {
-                        line.push(b"cannot open ");
-                        line.push(path(what));
-                        line.push(b": ");
-                        push_errno(line, errno);
-                    }
-                    Failure::Symlink { what } => {
-                        refusing(line, what);
-                        line.push(b"it is a symbolic link");
-                    }
-                    Failure::NotADirectory { what } => {
-                        refusing(line, what);
-                        line.push(b"it is not a directory");
-                    }
-                    Failure::NotARegularFile { what } => {
-                        refusing(line, what);
-                        line.push(b"it is not a regular file");
-                    }
-                    Failure::OwnedBy { what, uid, me } => {
-                        refusing(line, what);
-                        line.push(b"it is owned by uid ");
-                        line.push_u64(u64::from(uid));
-                        line.push(b", not ");
-                        line.push_u64(u64::from(me));
-                    }
-                    Failure::Write { errno } => {
-                        line.push(b"cannot write ");
-                        line.push(self.events.as_bytes());
-                        line.push(b": ");
-                        push_errno(line, errno);
-                    }
-                    Failure::ShortWrite => {
-                        line.push(b"cannot write ");
-                        line.push(self.events.as_bytes());
-                        line.push(b": the row was written in part (is the disk full?)");
-                    }
-                }
+            Outcome::Unlocked => {
+                return line.push(
+                    b"recorded as a command_fallback row, without the store lock (its holder is stuck)",
+                );
             }
+            Outcome::Lost(what, failure) => (what, failure),
+        };
+        let path = match what {
+            Which::Dir => self.files.dir.as_bytes(),
+            Which::Counter => self.files.counter.as_bytes(),
+            Which::Events => self.files.events.as_bytes(),
+        };
+        line.push(b"LOST: ");
+        let errno = match failure {
+            Failure::Open(errno) if what == Which::Dir => {
+                line.push(b"cannot create the directory ");
+                Some(errno)
+            }
+            Failure::Open(errno) => {
+                line.push(b"cannot open ");
+                Some(errno)
+            }
+            Failure::Untrusted(_) => {
+                line.push(b"refusing to use ");
+                None
+            }
+            Failure::Tighten(errno) | Failure::Write(errno) => {
+                line.push(b"cannot write ");
+                Some(errno)
+            }
+            Failure::ShortWrite => {
+                line.push(b"cannot write ");
+                None
+            }
+        };
+        line.push(path);
+        line.push(b": ");
+        match (failure, errno) {
+            (Failure::Untrusted(why), _) => {
+                // `Distrust`'s own text, through `core::fmt` into the stack buffer.
+                let _ = write!(line, "{why}");
+            }
+            (_, Some(errno)) => push_errno(line, errno),
+            _ => line.push(b"the row was written in part (is the disk full?)"),
         }
     }
 }
@@ -427,246 +446,42 @@ impl Prepared {
 /// Appends a log line to `path` (created 0600, not followed if a symlink, checked like
 /// every store file); false when it cannot.
 fn append_log(path: &CString, text: &[u8]) -> bool {
-    match Fd::open_private(path, libc::O_WRONLY | libc::O_APPEND, Which::Events) {
-        Ok(fd) => fd.write_whole(text).is_ok(),
+    match append::open_private(path, OFlags::WRONLY | OFlags::APPEND) {
+        Ok(fd) => append::write_all(&fd, text).is_ok(),
         Err(_) => false,
     }
 }
 
-/// The store directory: created 0700 if missing (its parent must exist), else a real
-/// directory of this user, tightened to 0700 (as `secure::ensure_dir` checks it).
-fn check_dir(dir: &CString) -> Result<(), Failure> {
-    // SAFETY: mkdir(2) on a NUL-terminated path; failure (EEXIST above all) is judged by
-    // the lstat below.
-    let _ = unsafe { libc::mkdir(dir.as_ptr(), 0o700) };
-    let mut meta = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: lstat(2) on a NUL-terminated path into a buffer of the right type; it is
-    // read only when the call succeeded (and so filled it).
-    let meta = unsafe {
-        if libc::lstat(dir.as_ptr(), meta.as_mut_ptr()) != 0 {
-            return Err(Failure::Open {
-                what: Which::Dir,
-                errno: errno(),
-            });
-        }
-        meta.assume_init()
-    };
-    match meta.st_mode & libc::S_IFMT {
-        libc::S_IFDIR => {}
-        libc::S_IFLNK => return Err(Failure::Symlink { what: Which::Dir }),
-        _ => return Err(Failure::NotADirectory { what: Which::Dir }),
-    }
-    check_owner(&meta, Which::Dir)?;
-    if meta.st_mode & 0o077 != 0 {
-        // SAFETY: chmod(2) on a NUL-terminated path. A failure leaves the mode as it was,
-        // which the next emitter tightens.
-        let _ = unsafe { libc::chmod(dir.as_ptr(), 0o700) };
-    }
-    Ok(())
+/// Now by the system clock, `None` if it cannot be read.
+fn realtime() -> Option<Timestamp> {
+    let now = clock_gettime_dynamic(DynamicClockId::Known(ClockId::Realtime)).ok()?;
+    let ms = now
+        .tv_sec
+        .saturating_mul(1_000)
+        .saturating_add(now.tv_nsec / 1_000_000);
+    Some(Timestamp::from_millis(ms))
 }
 
-fn check_owner(meta: &libc::stat, what: Which) -> Result<(), Failure> {
-    // SAFETY: geteuid(2) has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    if meta.st_uid != me {
-        return Err(Failure::OwnedBy {
-            what,
-            uid: meta.st_uid,
-            me,
-        });
-    }
-    Ok(())
-}
-
-/// An open descriptor, closed on drop.
-struct Fd(libc::c_int);
-
-impl Fd {
-    /// Opens (creating 0600) without following a symlink; refuses anything but a regular
-    /// file of this user and tightens its mode to 0600 (as `secure::open_private` does).
-    fn open_private(path: &CString, flags: libc::c_int, what: Which) -> Result<Self, Failure> {
-        let flags = flags | libc::O_CREAT | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-        // SAFETY: open(2) on a NUL-terminated path; the mode is passed as the variadic
-        // argument O_CREAT reads.
-        let fd = unsafe { libc::open(path.as_ptr(), flags, 0o600 as libc::c_uint) };
-        if fd < 0 {
-            let errno = errno();
-            return Err(if errno == libc::ELOOP {
-                Failure::Symlink { what }
-            } else {
-                Failure::Open { what, errno }
-            });
-        }
-        let fd = Self(fd);
-        let meta = fd.stat().ok_or(Failure::Open {
-            what,
-            errno: errno(),
-        })?;
-        if meta.st_mode & libc::S_IFMT != libc::S_IFREG {
-            return Err(Failure::NotARegularFile { what });
-        }
-        check_owner(&meta, what)?;
-        if meta.st_mode & 0o077 != 0 {
-            // SAFETY: fchmod(2) on a descriptor this function opened. A failure leaves the
-            // mode as it was, which the next writer tightens.
-            let _ = unsafe { libc::fchmod(fd.0, 0o600) };
-        }
-        Ok(fd)
-    }
-
-    fn stat(&self) -> Option<libc::stat> {
-        let mut meta = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: fstat(2) on an open descriptor into a buffer of the right type, read
-        // only when the call succeeded.
-        unsafe { (libc::fstat(self.0, meta.as_mut_ptr()) == 0).then(|| meta.assume_init()) }
-    }
-
-    /// Tries the exclusive flock until it is taken or `wait` has passed; false past it
-    /// (or when flock fails otherwise): the row then goes without the lock.
-    fn lock_within(&self, wait: Duration) -> bool {
-        let start = monotonic();
-        let mut pause_ms: i64 = 1;
-        loop {
-            // SAFETY: flock(2) on a descriptor this module opened.
-            if unsafe { libc::flock(self.0, libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-                return true;
-            }
-            let e = errno();
-            if e != libc::EWOULDBLOCK && e != libc::EINTR {
-                return false;
-            }
-            let (Some(start), Some(now)) = (start, monotonic()) else {
-                return false;
-            };
-            let waited = now.saturating_sub(start);
-            let left = i64::try_from(wait.as_nanos())
-                .unwrap_or(i64::MAX)
-                .saturating_sub(waited);
-            if left <= 0 {
-                return false;
-            }
-            let nap = (pause_ms * 1_000_000).min(left);
-            let nap = libc::timespec {
-                tv_sec: 0,
-                // Below one second (the wait is 100 ms), so it fits every platform's type.
-                tv_nsec: nap as libc::c_long,
-            };
-            // SAFETY: nanosleep(2) with a valid timespec; an interruption only shortens
-            // the nap, and the loop re-checks the time.
-            let _ = unsafe { libc::nanosleep(&nap, std::ptr::null_mut()) };
-            pause_ms = (pause_ms * 2).min(20);
-        }
-    }
-
-    /// True when the file's last byte is not a newline (a writer died mid-row).
-    fn ends_cut_off(&self) -> bool {
-        let Some(meta) = self.stat() else {
-            return false;
-        };
-        if meta.st_size <= 0 {
-            return false;
-        }
-        let mut last = [0u8; 1];
-        // SAFETY: lseek(2) and read(2) on a descriptor opened for reading, into a one-byte
-        // buffer on this frame. With O_APPEND the offset does not steer the write.
-        unsafe {
-            if libc::lseek(self.0, meta.st_size - 1, libc::SEEK_SET) < 0 {
-                return false;
-            }
-            libc::read(self.0, last.as_mut_ptr().cast(), 1) == 1 && last[0] != b'\n'
-        }
-    }
-
-    /// One `write` of all of `bytes` (retried only when interrupted before writing).
-    fn write_whole(&self, bytes: &[u8]) -> Result<(), Failure> {
-        loop {
-            // SAFETY: write(2) of a buffer that outlives the call, on an open descriptor.
-            let n = unsafe { libc::write(self.0, bytes.as_ptr().cast(), bytes.len()) };
-            if n < 0 {
-                let e = errno();
-                if e == libc::EINTR {
-                    continue;
-                }
-                return Err(Failure::Write { errno: e });
-            }
-            return if usize::try_from(n).is_ok_and(|n| n == bytes.len()) {
-                Ok(())
-            } else {
-                Err(Failure::ShortWrite)
-            };
-        }
-    }
-}
-
-impl Drop for Fd {
-    fn drop(&mut self) {
-        // SAFETY: close(2) of the descriptor this value owns, once.
-        let _ = unsafe { libc::close(self.0) };
-    }
-}
-
-fn errno() -> i32 {
-    // Reads errno only: `last_os_error` keeps the code inline, nothing is allocated.
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-}
-
-/// Nanoseconds of the monotonic clock, `None` if it cannot be read.
-fn monotonic() -> Option<i64> {
-    clock(libc::CLOCK_MONOTONIC).map(|(s, ns)| s.saturating_mul(1_000_000_000).saturating_add(ns))
-}
-
-/// Milliseconds since the Unix epoch by the system clock, `None` if it cannot be read.
-fn realtime_millis() -> Option<i64> {
-    clock(libc::CLOCK_REALTIME)
-        .map(|(s, ns)| s.saturating_mul(1_000).saturating_add(ns / 1_000_000))
-}
-
-// `time_t` and `c_long` are 32 bits on some targets: the conversions are not useless there.
-#[allow(clippy::useless_conversion)]
-fn clock(id: libc::clockid_t) -> Option<(i64, i64)> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime(2) into a valid timespec.
-    (unsafe { libc::clock_gettime(id, &mut ts) } == 0)
-        .then(|| (i64::from(ts.tv_sec), i64::from(ts.tv_nsec)))
-}
-
-/// `Rust's` io::Error text for the errors a give-up append meets, without `strerror`
-/// (which may allocate or use locale data): the name, and the number as `os error N`.
-fn push_errno<const N: usize>(line: &mut Line<N>, errno: i32) {
+/// Rust's `io::Error` text for the errors a give-up append meets, without `strerror`
+/// (which may allocate or use locale data) or `io::Error`'s `Display` (which allocates):
+/// the name, and the number as `os error N`.
+fn push_errno<const N: usize>(line: &mut Line<N>, errno: Errno) {
     let text: &[u8] = match errno {
-        libc::EACCES => b"Permission denied",
-        libc::EPERM => b"Operation not permitted",
-        libc::ENOENT => b"No such file or directory",
-        libc::ENOTDIR => b"Not a directory",
-        libc::EISDIR => b"Is a directory",
-        libc::ENOSPC => b"No space left on device",
-        libc::EDQUOT => b"Disk quota exceeded",
-        libc::EROFS => b"Read-only file system",
-        libc::EIO => b"Input/output error",
-        libc::EMFILE => b"Too many open files",
-        libc::ENAMETOOLONG => b"File name too long",
+        Errno::ACCESS => b"Permission denied",
+        Errno::PERM => b"Operation not permitted",
+        Errno::NOENT => b"No such file or directory",
+        Errno::NOTDIR => b"Not a directory",
+        Errno::ISDIR => b"Is a directory",
+        Errno::NOSPC => b"No space left on device",
+        Errno::DQUOT => b"Disk quota exceeded",
+        Errno::ROFS => b"Read-only file system",
+        Errno::IO => b"Input/output error",
+        Errno::MFILE => b"Too many open files",
+        Errno::NAMETOOLONG => b"File name too long",
         _ => b"error",
     };
     line.push(text);
-    line.push(b" (os error ");
-    line.push_u64(u64::try_from(errno).unwrap_or(0));
-    line.push(b")");
-}
-
-/// Formats `ms` since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ` into `out` (the text
-/// `Timestamp`'s `Display` gives, by the same arithmetic, which allocates nothing); false,
-/// `out` untouched, outside the years 0000–9999.
-pub fn format_millis(ms: i64, out: &mut [u8; STAMP_LEN]) -> bool {
-    match Timestamp::from_millis(ms).collector_format() {
-        Some(text) => {
-            *out = text;
-            true
-        }
-        None => false,
-    }
+    let _ = write!(line, " (os error {})", errno.raw_os_error());
 }
 
 /// A fixed-capacity line on the stack: pushes past the capacity are cut.
@@ -691,22 +506,6 @@ impl<const N: usize> Line<N> {
         }
     }
 
-    fn push_u64(&mut self, mut n: u64) {
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        loop {
-            at -= 1;
-            if let Some(d) = digits.get_mut(at) {
-                *d = b'0' + (n % 10) as u8;
-            }
-            n /= 10;
-            if n == 0 || at == 0 {
-                break;
-            }
-        }
-        self.push(digits.get(at..).unwrap_or(&[]));
-    }
-
     /// Makes the text end with a newline, replacing the last byte when it is full.
     fn end_line(&mut self) {
         if self.bytes().last() == Some(&b'\n') {
@@ -723,8 +522,19 @@ impl<const N: usize> Line<N> {
     }
 }
 
+/// `write!` into the line: `core::fmt` writes numbers and `Display` texts piecewise into
+/// the buffer, allocating nothing.
+impl<const N: usize> fmt::Write for Line<N> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.push(s.as_bytes());
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
     use crate::emit::DEFAULT_LIMITS;
 
@@ -732,46 +542,13 @@ mod tests {
         EmitConfig {
             url: None,
             dir: dir.to_owned(),
-            provider: "kimi-cli".to_owned(),
+            provider: hooktrack_core::agent::Agent::KimiCli,
             generation: 1,
             event: event.map(str::to_owned),
             token: None,
             limits: DEFAULT_LIMITS,
             tmux_pane: Some("%7".to_owned()),
         }
-    }
-
-    #[test]
-    fn the_formatter_writes_what_timestamp_displays() {
-        let mut cases = vec![
-            0,
-            -1,
-            -1_750,
-            951_782_400_000,     // 2000-02-29
-            4_107_542_399_999,   // 2100-02-28T23:59:59.999
-            253_402_300_799_999, // 9999-12-31T23:59:59.999
-            -62_167_219_200_000, // 0000-01-01
-            1_795_929_532_603,   // a 2026 time
-        ];
-        // Every day across a few centuries, at a moving time of day.
-        let mut ms = -2_208_988_800_000_i64; // 1900-01-01
-        while ms < 4_102_444_800_000 {
-            cases.push(ms);
-            ms += 86_400_000 + 3_600_007;
-        }
-        for ms in cases {
-            let mut out = [0u8; STAMP_LEN];
-            assert!(format_millis(ms, &mut out), "{ms}");
-            assert_eq!(
-                std::str::from_utf8(&out).unwrap(),
-                Timestamp::from_millis(ms).to_string(),
-                "{ms}"
-            );
-        }
-        let mut out = [b'x'; STAMP_LEN];
-        assert!(!format_millis(253_402_300_800_000, &mut out));
-        assert!(!format_millis(-62_167_219_200_001, &mut out));
-        assert_eq!(out, [b'x'; STAMP_LEN]);
     }
 
     #[test]
@@ -843,9 +620,10 @@ mod tests {
             Prepared::new(&config(&dir, Some("Stop")), store::now(), HARD_DEADLINE).unwrap();
         assert_eq!(
             prepared.give_up(false),
-            Outcome::Lost(Failure::Symlink {
-                what: Which::Events
-            })
+            Outcome::Lost(
+                Which::Events,
+                Failure::Untrusted(crate::store::secure::Distrust::Symlink)
+            )
         );
         assert_eq!(std::fs::read(&target).unwrap(), b"keep\n");
         let log = std::fs::read_to_string(dir.join("emit.log")).unwrap();
@@ -875,9 +653,15 @@ mod tests {
         line.end_line();
         assert_eq!(line.bytes(), b"0123456\n");
         let mut line = Line::<32>::new();
-        line.push_u64(0);
-        line.push(b" ");
-        line.push_u64(u64::MAX);
+        let _ = write!(line, "{} {}", 0, u64::MAX);
         assert_eq!(line.bytes(), b"0 18446744073709551615");
+        let mut line = Line::<64>::new();
+        push_errno(&mut line, Errno::NOENT);
+        assert_eq!(
+            line.bytes(),
+            std::io::Error::from_raw_os_error(libc::ENOENT)
+                .to_string()
+                .as_bytes()
+        );
     }
 }

@@ -8,10 +8,13 @@
 //!   collector per store: a second one is refused instead of interleaving `sequence`s and
 //!   marking the first stopped when it stops.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::File;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use rustix::fs::OFlags;
+
+use super::append::{self, LockFailure};
 use super::{StoreError, StorePaths, secure};
 
 /// Longest wait for the append lock. An append holds it for microseconds; this much
@@ -30,49 +33,41 @@ impl<'a> LockGuard<'a> {
         Self::lock_within(file, path, LOCK_WAIT)
     }
 
+    /// Takes the lock, waiting at most `wait` (`Duration::ZERO`: one try); the
+    /// appender's [`lock_within`](append::lock_within), as the watchdog takes it.
     pub fn lock_within(file: &'a File, path: &Path, wait: Duration) -> Result<Self, StoreError> {
-        let start = Instant::now();
-        let mut pause = Duration::from_millis(1);
-        loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(Self { file }),
-                Err(TryLockError::WouldBlock) => {}
-                Err(TryLockError::Error(source)) => {
-                    return Err(StoreError::Lock {
-                        path: path.to_owned(),
-                        source,
-                    });
-                }
-            }
-            let waited = start.elapsed();
-            if waited >= wait {
-                return Err(StoreError::LockTimeout {
-                    path: path.to_owned(),
-                    waited_ms: waited.as_millis(),
-                });
-            }
-            std::thread::sleep(pause.min(wait - waited));
-            pause = (pause * 2).min(Duration::from_millis(20));
+        match append::lock_within(file, wait) {
+            Ok(()) => Ok(Self { file }),
+            Err(LockFailure::Timeout { waited }) => Err(StoreError::LockTimeout {
+                path: path.to_owned(),
+                waited_ms: waited.as_millis(),
+            }),
+            Err(LockFailure::Error(e)) => Err(StoreError::Lock {
+                path: path.to_owned(),
+                source: e.into(),
+            }),
         }
     }
 }
 
 impl Drop for LockGuard<'_> {
     fn drop(&mut self) {
-        let _ = self.file.unlock();
+        append::unlock(self.file);
     }
 }
 
 /// Takes the store's collector lock for as long as the returned file is open.
 pub fn lock_collector(store: &StorePaths) -> Result<File, StoreError> {
     let path = &store.collector_lock;
-    let file = secure::open_private(path, OpenOptions::new().read(true).write(true))?;
-    match file.try_lock() {
+    let file = secure::open_private(path, OFlags::RDWR)?;
+    match append::lock_within(&file, Duration::ZERO) {
         Ok(()) => Ok(file),
-        Err(TryLockError::WouldBlock) => Err(StoreError::CollectorRunning { path: path.clone() }),
-        Err(TryLockError::Error(source)) => Err(StoreError::Lock {
+        Err(LockFailure::Timeout { .. }) => {
+            Err(StoreError::CollectorRunning { path: path.clone() })
+        }
+        Err(LockFailure::Error(e)) => Err(StoreError::Lock {
             path: path.clone(),
-            source,
+            source: e.into(),
         }),
     }
 }

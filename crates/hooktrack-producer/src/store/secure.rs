@@ -8,12 +8,15 @@
 //! (`events.ndjson -> /etc/...`) that a writer running as root follows, or read the rows.
 
 use std::fmt;
-use std::fs::{self, File, Metadata, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use rustix::fs::OFlags;
+
 use super::StoreError;
+use super::append::{self, Failure};
 
 /// Why a store path is not used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,75 +38,61 @@ impl fmt::Display for Distrust {
     }
 }
 
-fn my_uid() -> u32 {
-    // SAFETY: geteuid(2) has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
 /// Creates `dir` (and missing parents) 0700, or checks an existing one: a directory, not a
-/// symlink, owned by this user; its mode is tightened to 0700.
+/// symlink, owned by this user; its mode is tightened to 0700 (the appender's
+/// [`check_dir`](append::check_dir), which the watchdog uses as it is).
 pub fn ensure_dir(dir: &Path) -> Result<(), StoreError> {
-    let created = fs::DirBuilder::new()
+    let create_err = |source| StoreError::CreateDir {
+        path: dir.to_owned(),
+        source,
+    };
+    fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
-        .create(dir);
-    created.map_err(|source| StoreError::CreateDir {
-        path: dir.to_owned(),
-        source,
-    })?;
-    let meta = fs::symlink_metadata(dir).map_err(|source| StoreError::CreateDir {
-        path: dir.to_owned(),
-        source,
-    })?;
-    if meta.file_type().is_symlink() {
-        return Err(untrusted(dir, Distrust::Symlink));
-    }
-    if !meta.is_dir() {
-        return Err(untrusted(dir, Distrust::NotADirectory));
-    }
-    check_owner(dir, &meta)?;
-    if meta.permissions().mode() & 0o077 != 0 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(|source| {
-            StoreError::Write {
-                path: dir.to_owned(),
-                source,
-            }
-        })?;
-    }
-    Ok(())
+        .create(dir)
+        .map_err(create_err)?;
+    let c_dir = append::c_path(dir).ok_or_else(|| create_err(nul_in_path()))?;
+    append::check_dir(&c_dir).map_err(|failure| match failure {
+        Failure::Open(e) => create_err(e.into()),
+        other => store_error(dir, other),
+    })
 }
 
 /// Opens (creating 0600) a store file without following a symlink; refuses anything but a
-/// regular file of this user, and tightens its mode to 0600.
-pub fn open_private(path: &Path, options: &mut OpenOptions) -> Result<File, StoreError> {
-    let file = options
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|source| match source.raw_os_error() {
-            Some(libc::ELOOP) => untrusted(path, Distrust::Symlink),
-            _ => StoreError::Open {
-                path: path.to_owned(),
-                source,
-            },
-        })?;
-    let meta = file.metadata().map_err(|source| StoreError::Open {
+/// regular file of this user, and tightens its mode to 0600 (the appender's
+/// [`open_private`](append::open_private)). `flags` says how it is opened.
+pub fn open_private(path: &Path, flags: OFlags) -> Result<File, StoreError> {
+    let c_path = append::c_path(path).ok_or_else(|| StoreError::Open {
         path: path.to_owned(),
-        source,
+        source: nul_in_path(),
     })?;
-    if !meta.is_file() {
-        return Err(untrusted(path, Distrust::NotARegularFile));
+    append::open_private(&c_path, flags)
+        .map(File::from)
+        .map_err(|failure| store_error(path, failure))
+}
+
+/// The error a failure of the appender is for the file at `path`.
+pub fn store_error(path: &Path, failure: Failure) -> StoreError {
+    let path = path.to_owned();
+    match failure {
+        Failure::Open(e) => StoreError::Open {
+            path,
+            source: e.into(),
+        },
+        Failure::Untrusted(reason) => StoreError::Untrusted { path, reason },
+        Failure::Tighten(e) | Failure::Write(e) => StoreError::Write {
+            path,
+            source: e.into(),
+        },
+        Failure::ShortWrite => StoreError::Write {
+            path,
+            source: io::ErrorKind::WriteZero.into(),
+        },
     }
-    check_owner(path, &meta)?;
-    if meta.permissions().mode() & 0o077 != 0 {
-        file.set_permissions(fs::Permissions::from_mode(0o600))
-            .map_err(|source| StoreError::Write {
-                path: path.to_owned(),
-                source,
-            })?;
-    }
-    Ok(file)
+}
+
+fn nul_in_path() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, "the path holds a NUL byte")
 }
 
 /// A temporary name next to `path` that another user cannot guess in advance.
@@ -134,25 +123,4 @@ pub fn create_temp(tmp: &Path, mode: u32) -> io::Result<File> {
 /// Flushes a directory's entries, so a rename in it survives a crash.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
-}
-
-fn check_owner(path: &Path, meta: &Metadata) -> Result<(), StoreError> {
-    let me = my_uid();
-    if meta.uid() != me {
-        return Err(untrusted(
-            path,
-            Distrust::OwnedBy {
-                uid: meta.uid(),
-                me,
-            },
-        ));
-    }
-    Ok(())
-}
-
-fn untrusted(path: &Path, reason: Distrust) -> StoreError {
-    StoreError::Untrusted {
-        path: path.to_owned(),
-        reason,
-    }
 }
