@@ -44,7 +44,8 @@ use hooktrack_core::store::{
 };
 use hooktrack_core::time::Timestamp;
 use hooktrack_live::hub::wall_clock;
-use hooktrack_live::session::{Session, SessionConfig, Update};
+use hooktrack_live::process::ProcessWatch;
+use hooktrack_live::session::{Session, SessionConfig, SessionNotice, Update};
 use hooktrack_producer::collect::{
     CollectConfig, CollectError, CollectSummary, Collector, Stopper,
 };
@@ -146,6 +147,8 @@ pub struct Launch {
     signals: Option<SignalForwarding>,
     /// How the agent process ended, once known.
     exit: Option<AgentExit>,
+    /// The agent's pid, watched until its end is reported.
+    watch: Option<ProcessWatch>,
     /// The arguments give the agent its first prompt (a headless run).
     prompt_at_launch: bool,
     /// When the first prompt was sent, as far as this launch knows.
@@ -245,6 +248,7 @@ impl Launch {
             child: None,
             signals: None,
             exit: None,
+            watch: None,
             prompt_at_launch: prompt_at_launch(agent, &config.args),
             first_prompt: None,
             collector: Some((stopper, thread)),
@@ -293,10 +297,11 @@ impl Launch {
     }
 
     /// The agent process, once the caller started it: its end is a signal of its own
-    /// (contract section 9), an open turn ends `terminal_gap` at once.
+    /// (contract section 9), an open turn ends `terminal_gap` at once. The launch watches
+    /// the pid; when it ends, [`Launch::poll`] reports it through [`Launch::agent_exited`].
     pub fn set_child_pid(&mut self, pid: u32) {
         self.child_pid = Some(pid);
-        self.session.watch_process(pid);
+        self.watch = Some(ProcessWatch::new(pid));
     }
 
     pub fn child_pid(&self) -> Option<u32> {
@@ -369,10 +374,52 @@ impl Launch {
         Ok(Some(exit))
     }
 
-    /// The agent process ended: the one place the launch learns it, from [`Launch::wait`]
-    /// or from a caller that runs the agent elsewhere (a tmux pane's exit status).
+    /// The agent process ended: the one place the launch learns it, from [`Launch::wait`],
+    /// from the pid [`Launch::set_child_pid`] watches, or from a caller that runs the agent
+    /// elsewhere (a tmux pane's exit status). Only the first report counts.
+    ///
+    /// The end is written to the store as a row (`via: "launcher"`, `process_ended`), which
+    /// the live session then reads like any other: what the live run saw, a replay of the
+    /// store sees. If the row cannot be written, the live session settles the end from the
+    /// pid itself, and the next update says why.
     pub fn agent_exited(&mut self, exit: AgentExit) {
+        if self.exit.is_some() {
+            return;
+        }
         self.exit = Some(exit);
+        self.watch = None;
+        let row = exit.row(self.agent.store_name(), self.generation);
+        if let Err(e) = store::append_row_now(&self.store, &row) {
+            self.session.notice(SessionNotice::BadRecord {
+                detail: format!(
+                    "the agent's end was not written to the store ({}): settled from its pid",
+                    error_chain(&e)
+                ),
+            });
+            self.session.watch_process(exit.pid);
+        }
+    }
+
+    /// A watched agent process that ended is reported (the launch's own child is reaped
+    /// for its status).
+    fn check_process(&mut self, now: Timestamp) {
+        let ended = self.exit.is_none() && self.watch.as_mut().is_some_and(ProcessWatch::has_ended);
+        if !ended {
+            return;
+        }
+        if self.child.is_some() {
+            // Reaped by `wait`, which reports it with its status.
+            if let Ok(Some(_)) = self.wait(Duration::ZERO) {
+                return;
+            }
+        }
+        if let Some(pid) = self.watch.as_ref().map(ProcessWatch::pid) {
+            self.agent_exited(AgentExit {
+                pid,
+                status: AgentStatus::Unknown,
+                at: now,
+            });
+        }
     }
 
     /// How the agent process ended, once known.
@@ -406,6 +453,7 @@ impl Launch {
 
     /// Reads what arrived; the updates in order (none when nothing changed).
     pub fn poll(&mut self, now: Timestamp) -> Vec<Update> {
+        self.check_process(now);
         let mut updates = Vec::new();
         // Bounded: a poll stops at its read budget with `more`; catch up in a few rounds.
         for _ in 0..64 {

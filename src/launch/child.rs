@@ -17,6 +17,7 @@ use rustix::process::{Pid, Signal, kill_process};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::{Handle, Signals};
 
+use hooktrack_core::envelope::{ProcessEnd, process_ended_row};
 use hooktrack_core::time::Timestamp;
 
 use super::LaunchError;
@@ -28,6 +29,8 @@ pub enum AgentStatus {
     Exited(i32),
     /// A signal ended it (e.g. 9 for `kill -9`).
     Killed(i32),
+    /// It ended; how is not known (not this process's child: its end was seen by its pid).
+    Unknown,
 }
 
 /// The agent process's end, as the launcher learned it.
@@ -40,12 +43,24 @@ pub struct AgentExit {
 }
 
 impl AgentExit {
-    /// The status a shell would report: the exit code, or 128 + the signal.
+    /// The status a shell would report: the exit code, or 128 + the signal (1 when how it
+    /// ended is unknown).
     pub fn shell_code(&self) -> i32 {
         match self.status {
             AgentStatus::Exited(code) => code,
             AgentStatus::Killed(signal) => 128 + signal,
+            AgentStatus::Unknown => 1,
         }
+    }
+
+    /// The store row the launcher appends for it (`via: "launcher"`, `process_ended`).
+    pub(crate) fn row(&self, provider: &str, generation: u64) -> Vec<u8> {
+        let end = match self.status {
+            AgentStatus::Exited(code) => ProcessEnd::Exited(code),
+            AgentStatus::Killed(signal) => ProcessEnd::Killed(signal),
+            AgentStatus::Unknown => ProcessEnd::Unknown,
+        };
+        process_ended_row(provider, generation, self.at, self.pid, end)
     }
 }
 

@@ -369,7 +369,7 @@ fn kimi_cli_multi_turn_session_with_tools_is_tracked_live() {
 
     // The store: every hook of both turns, over HTTP, whole rows.
     let store = root.join("hook-observation/kimi-cli");
-    let rows = rows(&store.join("events.ndjson"));
+    let rows = session_rows(&store.join("events.ndjson"), 1);
     let count = |name: &str| rows.iter().filter(|r| r["event"] == name).count();
     assert_eq!(count("SessionStart"), 1, "{rows:#?}");
     assert_eq!(count("UserPromptSubmit"), 2);
@@ -500,7 +500,7 @@ fn kimi_cli_failing_model_call_ends_known_failure() {
         .collect();
     let context = format!("status {status}\nstderr:\n{stderr}\nsession:\n{lines:#?}");
     let store = tmp.path().join("root/hook-observation/kimi-cli");
-    let events: Vec<String> = rows(&store.join("events.ndjson"))
+    let events: Vec<String> = session_rows(&store.join("events.ndjson"), 1)
         .iter()
         .filter_map(|r| r["event"].as_str().map(str::to_owned))
         .collect();

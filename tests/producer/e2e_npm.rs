@@ -197,7 +197,7 @@ fn assert_one_ledger(run: &Run, expected: &[&str]) {
     assert_eq!(run.end["kind"], "end", "{}", run.context);
     assert_eq!(ledger(&run.end["turns"]), expected, "{}", run.context);
     let store = PathBuf::from(run.start["store"].as_str().expect("store"));
-    let rows = rows(&store.join("events.ndjson"));
+    let rows = session_rows(&store.join("events.ndjson"), 1);
     assert!(!rows.is_empty(), "{}", run.context);
     let mut sessions: Vec<&str> = rows
         .iter()
@@ -510,7 +510,7 @@ fn gemini_cli_without_an_auth_type_is_reported_before_it_runs() {
 /// What a failing model call leaves: the session's ledger and the events in its store.
 fn failing_run_summary(run: &Run) -> (Vec<String>, Vec<String>) {
     let store = PathBuf::from(run.start["store"].as_str().expect("store"));
-    let events: Vec<String> = rows(&store.join("events.ndjson"))
+    let events: Vec<String> = session_rows(&store.join("events.ndjson"), 1)
         .iter()
         .filter_map(|r| r["event"].as_str().map(str::to_owned))
         .collect();

@@ -55,6 +55,7 @@ hook() {
   while IFS= read -r cmd; do printf '%s' "$2" | sh -c "$cmd"; done < "$OUT/cmds"
 }
 printf '%s' "${HOOKTRACK_TOKEN:-}" > "$OUT/token"
+echo $$ > "$OUT/pid"
 "#,
     );
     for (i, (event, payload)) in kimi_cli_session().into_iter().enumerate() {
@@ -177,7 +178,7 @@ fn a_session_tracks_the_agent_live_and_cleans_up_after_it() {
     );
 
     // Every hook went over HTTP, in order.
-    let rows = rows(&store.join("events.ndjson"));
+    let rows = session_rows(&store.join("events.ndjson"), 1);
     let events: Vec<&str> = rows
         .iter()
         .map(|r| r["event"].as_str().unwrap_or("?"))
@@ -226,6 +227,78 @@ fn a_session_tracks_the_agent_live_and_cleans_up_after_it() {
     assert_eq!(ledger(&replay["turns"]), ledger(&end["turns"]));
 }
 
+/// What live saw, replay sees: an agent killed with `kill -9` mid-turn ends the turn
+/// `terminal_gap` in the session's own ledger, and the replay of the store it wrote (the
+/// launcher's `process_ended` row included) gives the same ledger, turn for turn.
+#[test]
+fn a_kill_9_mid_turn_is_terminal_gap_live_and_in_the_replay_of_its_store() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let out_dir = tmp.path().join("out");
+    let root = tmp.path().join("root");
+    fs::create_dir_all(home.join(".kimi")).expect("mkdir");
+    fs::create_dir_all(&out_dir).expect("mkdir");
+    fs::write(home.join(".kimi/config.toml"), OPERATOR).expect("write config");
+    let agent = fake_agent(tmp.path());
+    let output = tmp.path().join("session.ndjson");
+    let mut session = fake_kimi_session(&root, &output, &agent, &home, &out_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn session");
+    // The prompt was submitted: a turn is open when the agent dies.
+    wait_for(Duration::from_secs(60), "the agent's first prompt", || {
+        out_dir.join("ready").exists().then_some(())
+    });
+    wait_for(Duration::from_secs(30), "the open turn, live", || {
+        let text = fs::read_to_string(&output).ok()?;
+        text.contains("\"UserPromptSubmit\"").then_some(())
+    });
+    let pid: i32 = fs::read_to_string(out_dir.join("pid"))
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = wait_child(&mut session, Duration::from_secs(60));
+    assert_eq!(status.code(), Some(137), "128 + SIGKILL is passed on");
+
+    let lines: Vec<serde_json::Value> = fs::read_to_string(&output)
+        .expect("output")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("ndjson"))
+        .collect();
+    let end = lines.last().expect("end line");
+    assert_eq!(ledger(&end["turns"]), ["main terminal_gap 0"], "{end}");
+    assert_eq!(end["final"]["presence"], "absent");
+    // The store holds the hooks that ran and the launcher's row for the agent's end.
+    let store = root.join("hook-observation/kimi-cli/events.ndjson");
+    let hooks = session_rows(&store, 1);
+    assert_eq!(hooks.len(), 2, "{hooks:#?}");
+    let replay = replay_json(&store);
+    assert_eq!(ledger(&replay["turns"]), ledger(&end["turns"]));
+    let ended = |turns: &serde_json::Value| {
+        turns
+            .as_array()
+            .expect("turns")
+            .iter()
+            .map(|t| {
+                (
+                    t["ended_by"].clone(),
+                    t["ended_at"].clone(),
+                    t["last_row"].clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ended(&replay["turns"]), ended(&end["turns"]), "{replay}");
+    assert_eq!(replay["final"]["presence"], "absent");
+}
+
 /// The second run in a reused root appends to the store the first one filled: what it
 /// shows live and its ledger are its own generation's alone.
 #[test]
@@ -259,23 +332,23 @@ fn a_reused_root_shows_only_the_new_generations_events_live() {
     run(1);
     let second = run(2);
     let store = root.join("hook-observation/kimi-cli");
-    let rows = rows(&store.join("events.ndjson"));
+    let rows = session_rows(&store.join("events.ndjson"), 2);
     assert_eq!(rows.len(), 12, "both runs are in the store");
     assert!(rows[..6].iter().all(|r| r["generation"] == 1));
     assert!(rows[6..].iter().all(|r| r["generation"] == 2));
-    // Live: the six hook events of generation 2, at their own line numbers (7 to 12)
-    // (the agent process's end is a line of its own, not a row).
+    // Live: the six hook events of generation 2, at their own line numbers (8 to 13):
+    // line 7 is the launcher's row for the first run's agent process's end.
     let live: Vec<u64> = second
         .iter()
         .filter(|l| l["kind"] == "event" && l["source"] == "hook")
         .filter_map(|l| l["line"].as_u64())
         .collect();
-    assert_eq!(live, [7, 8, 9, 10, 11, 12]);
+    assert_eq!(live, [8, 9, 10, 11, 12, 13]);
     assert!(second.iter().all(|l| l["kind"] != "skipped"));
     // The ledger: generation 2's one turn, none of generation 1's.
     let end = second.last().expect("end line");
     assert_eq!(ledger(&end["turns"]), ["main success 1"]);
-    assert_eq!(end["turns"][0]["first_row"], 8, "{end}");
+    assert_eq!(end["turns"][0]["first_row"], 9, "{end}");
     assert_eq!(end["collector"]["accepted"], 6);
     assert!(end.get("warning").is_none(), "{end}");
     let counters = end["diagnostics"]["counters"]

@@ -254,6 +254,28 @@ pub fn post(addr: SocketAddr, token: Option<&str>, body: &[u8]) -> (u16, String)
 }
 
 /// Every line of a file, parsed; panics (naming the line) on a torn or non-JSON line.
+/// The hook rows of a store `hooktrack session` wrote, after checking the launcher's own:
+/// each run appends one `process_ended` row (`via: "launcher"`) with the agent's pid when
+/// the agent ends, so that a replay of the store ends what the live run ended.
+pub fn session_rows(path: &Path, runs: usize) -> Vec<serde_json::Value> {
+    let (launcher, hooks): (Vec<_>, Vec<_>) =
+        rows(path).into_iter().partition(|r| r["via"] == "launcher");
+    assert_eq!(
+        launcher.len(),
+        runs,
+        "one launcher row per run: {launcher:#?}"
+    );
+    for row in &launcher {
+        assert_eq!(row["event"], "process_ended", "{row}");
+        assert!(row["payload"]["pid"].is_u64(), "{row}");
+        assert!(
+            row["sequence"].is_null() && row["emitter_seq"].is_null(),
+            "{row}"
+        );
+    }
+    hooks
+}
+
 pub fn rows(path: &Path) -> Vec<serde_json::Value> {
     let text = fs::read_to_string(path).unwrap_or_default();
     assert!(

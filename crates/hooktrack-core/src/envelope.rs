@@ -31,6 +31,9 @@ pub enum Via {
     Http,
     /// Appended by the emitter itself when the collector was unreachable.
     CommandFallback,
+    /// Appended by the launcher that runs the agent: the agent process's end
+    /// ([`process_ended_row`]), so a replay of the store sees what the live run saw.
+    Launcher,
 }
 
 impl Via {
@@ -38,6 +41,7 @@ impl Via {
         match self {
             Via::Http => "http",
             Via::CommandFallback => "command_fallback",
+            Via::Launcher => "launcher",
         }
     }
 
@@ -46,6 +50,7 @@ impl Via {
         match name {
             "http" => Some(Via::Http),
             "command_fallback" => Some(Via::CommandFallback),
+            "launcher" => Some(Via::Launcher),
             _ => None,
         }
     }
@@ -182,6 +187,54 @@ impl<'a> Envelope<'a> {
     }
 }
 
+/// The event name of the launcher's row for the agent process's end.
+pub const PROCESS_ENDED: &str = "process_ended";
+
+/// How the agent process ended, as its launcher learned it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcessEnd {
+    /// It exited with this code.
+    Exited(i32),
+    /// A signal ended it.
+    Killed(i32),
+    /// It ended; how is not known (a process the launcher did not start).
+    Unknown,
+}
+
+/// The row a launcher appends when the agent process `pid` ended at `at`: an envelope with
+/// `via: "launcher"`, event `process_ended` and the payload `{"pid", "exit_code" |
+/// "signal"}`. Readers turn it into the process's end (contract section 9), the one way
+/// live and replay learn it.
+pub fn process_ended_row(
+    provider: &str,
+    generation: u64,
+    at: Timestamp,
+    pid: u32,
+    end: ProcessEnd,
+) -> Vec<u8> {
+    let how = match end {
+        ProcessEnd::Exited(code) => format!(",\"exit_code\":{code}"),
+        ProcessEnd::Killed(signal) => format!(",\"signal\":{signal}"),
+        ProcessEnd::Unknown => String::new(),
+    };
+    let payload = format!("{{\"pid\":{pid}{how}}}");
+    // Numbers only: always a valid JSON text.
+    let raw = serde_json::value::RawValue::from_string(payload).ok();
+    Envelope {
+        provider,
+        generation,
+        via: Via::Launcher,
+        sequence: None,
+        emitter_seq: None,
+        received_at: at,
+        event: Some(PROCESS_ENDED),
+        payload: raw.as_deref(),
+        payload_error: None,
+        tmux_pane: None,
+    }
+    .render()
+}
+
 /// A JSON text on one line: raw CR and LF can only be whitespace between tokens (inside
 /// strings JSON requires them escaped), so they become spaces and nothing else changes.
 pub fn one_line(json: &str) -> Cow<'_, str> {
@@ -219,6 +272,36 @@ fn opt_num(out: &mut Vec<u8>, n: Option<u64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_launchers_row_is_read_back_as_the_agent_process_end() {
+        use crate::event::Event;
+        use crate::pipeline::{Fed, Pipeline};
+        use crate::provider::ProviderChoice;
+        use crate::source::Source;
+        let at = Timestamp::from_millis(1_790_000_000_000);
+        let row = process_ended_row("claude", 3, at, 4242, ProcessEnd::Killed(9));
+        let text = std::str::from_utf8(&row).expect("utf-8");
+        assert!(
+            text.ends_with("\"payload\":{\"pid\":4242,\"signal\":9}}\n"),
+            "{text}"
+        );
+        let parsed = Envelope::parse(text.trim_end()).expect("an envelope");
+        assert_eq!(parsed.envelope().via, Via::Launcher);
+        let mut pipeline = Pipeline::new(ProviderChoice::Auto);
+        let Fed::Event(step) = pipeline.feed_line(1, text.trim_end().as_bytes()) else {
+            panic!("not an event");
+        };
+        assert_eq!(step.source, Source::Process);
+        assert_eq!(step.at, Some(at));
+        assert_eq!(step.generation, Some(3));
+        assert!(matches!(
+            step.event,
+            Event::ProcessEnded { pid: Some(4242) }
+        ));
+        // Not a hook: it tells nothing about whether the hooks fire.
+        assert_eq!(pipeline.hook_events(), 0);
+    }
 
     fn sample(payload: &RawValue) -> Envelope<'_> {
         Envelope {

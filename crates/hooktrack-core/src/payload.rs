@@ -77,6 +77,24 @@ pub struct Payload<'a> {
     pub notification_type: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "opt_text")]
     pub severity: Option<Cow<'a, str>>,
+    /// The agent process's id, in a launcher's `process_ended` row. Lenient: a provider's
+    /// `pid` of another shape is ignored, never the row.
+    #[serde(default, deserialize_with = "lenient_pid")]
+    pub pid: Option<u32>,
+}
+
+/// A process id, or anything else (then `None`).
+fn lenient_pid<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u32>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Pid {
+        Id(u32),
+        Other(IgnoredAny),
+    }
+    Ok(match Option::<Pid>::deserialize(deserializer)? {
+        Some(Pid::Id(pid)) => Some(pid),
+        Some(Pid::Other(_)) | None => None,
+    })
 }
 
 /// A string field that borrows from the line when it has no escapes. serde's own

@@ -9,6 +9,7 @@ use crate::agent::Agent;
 use crate::correlate::{Correlator, Observation, Outcome, TurnRecord};
 use crate::deliveries::{Admission, DeliveryFilter, MAX_GENERATION_JUMP};
 use crate::diagnostics::{Diag, Diagnostics, Note};
+use crate::envelope::{PROCESS_ENDED, Via};
 use crate::event::Event;
 use crate::posture::{ChannelState, Posture};
 use crate::provenance::{Cause, Facts, Provenance};
@@ -179,6 +180,9 @@ impl Pipeline {
             self.assumed_noted = true;
             notes.push(Note::new(Diag::ProviderAssumed, None));
         }
+        if row.meta.via == Some(Via::Launcher) {
+            return Fed::Event(self.launcher_row(number, row, provider, notes));
+        }
         // A subagent's events name its own transcript (Codex): only the main agent's is
         // followed.
         if row.payload.agent_id.is_none()
@@ -275,7 +279,7 @@ impl Pipeline {
             source: Source::Process,
             at,
             generation: None,
-            name: Cow::Borrowed("process_ended"),
+            name: Cow::Borrowed(PROCESS_ENDED),
             event: Event::ProcessEnded { pid },
             provider,
             outcome: Outcome::default(),
@@ -284,6 +288,40 @@ impl Pipeline {
         // The correlator notes a terminal gap when a turn was open; otherwise nothing was
         // guessed and nothing is counted (the step itself says which process ended).
         self.observe(step, Vec::new())
+    }
+
+    /// A launcher's row in the store: the agent process's end, as
+    /// [`Pipeline::process_ended`] at the row's line and time (so a replay of the store
+    /// ends what the live run ended). Any other event from a launcher is unknown.
+    fn launcher_row<'a>(
+        &mut self,
+        number: u64,
+        row: &mut Row<'a>,
+        provider: Agent,
+        mut notes: Vec<Note>,
+    ) -> Step<'a> {
+        let name = std::mem::take(&mut row.event_name);
+        let event = if name == PROCESS_ENDED {
+            Event::ProcessEnded {
+                pid: row.payload.pid,
+            }
+        } else {
+            self.diagnostics.count_unknown_name(&name);
+            notes.push(Note::new(Diag::UnknownEvent, Some(name.to_string())));
+            Event::Unknown { name: name.clone() }
+        };
+        let step = Step {
+            line: number,
+            source: Source::Process,
+            at: row.meta.at,
+            generation: row.meta.generation,
+            name,
+            event,
+            provider,
+            outcome: Outcome::default(),
+            tmux_pane: None,
+        };
+        self.observe(step, notes)
     }
 
     /// Runs one event through the correlator; counts its notes, records which facts it set.

@@ -216,6 +216,15 @@ pub fn append_following_within(
     append_row(store, events, row)
 }
 
+/// Appends a row of the store's own writers other than the collector and the emitter (the
+/// launcher's `process_ended`), under the store lock, to whatever `events.ndjson` names now.
+pub fn append_row_now(store: &StorePaths, row: &[u8]) -> Result<(), StoreError> {
+    create_dir(store)?;
+    let counter = open_counter(store)?;
+    let mut events = open_events(store)?;
+    append_following(store, &mut events, &counter, row)
+}
+
 /// Appends one row without the lock: the last resort when the lock's holder is stuck.
 /// One `write` of a whole row on an `O_APPEND` descriptor is not interleaved with another
 /// on a local file system; only the cut-off-line repair can race.
