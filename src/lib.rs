@@ -64,15 +64,21 @@ pub use hooktrack_core::diagnostics::{Diag, Diagnostics, Note};
 pub use hooktrack_core::event::{Event, TurnId};
 pub use hooktrack_core::pipeline::{Fed, Pipeline, Skip, Step};
 pub use hooktrack_core::provider::{Detection, ProviderChoice};
+pub use hooktrack_core::source::Source;
 pub use hooktrack_core::store::{
     ChannelRecord, CollectorRecord, CollectorState, InstallRecord, PublishedState, RecordError,
     StorePaths,
 };
 pub use hooktrack_core::time::Timestamp;
+pub use hooktrack_core::tracker::{Tracker, TrackerConfig};
 pub use hooktrack_live::hub::{Hub, HubConfig, HubError, SessionId, wall_clock};
 pub use hooktrack_live::locate::{LocateError, locate_store, resolve_store};
-pub use hooktrack_live::session::{LineReport, Session, SessionConfig, SessionNotice, Update};
+pub use hooktrack_live::session::{
+    LineReport, Session, SessionConfig, SessionNotice, SessionUpdate, Update,
+};
 pub use hooktrack_live::tail::Notice as TailNotice;
+pub use hooktrack_producer::collect::CollectSummary;
+pub use hooktrack_producer::install::preflight::Finding;
 pub use posture::{ChannelState, Phase, Posture, Presence, TurnResult, Work};
 
 /// Every part of a [`Posture`], what a supervisor reads after every event.
@@ -85,6 +91,45 @@ pub mod posture {
 pub mod agents {
     pub use hooktrack_core::agents::*;
     pub use hooktrack_core::provider::Capabilities;
+}
+
+/// The canonical event vocabulary every agent's payloads are mapped into, and its parts.
+pub mod event {
+    pub use hooktrack_core::event::*;
+}
+
+/// The turn ledger: a [`TurnRecord`](ledger::TurnRecord) per turn, its scope and origin,
+/// and what one event ended ([`Outcome`](ledger::Outcome)).
+pub mod ledger {
+    pub use hooktrack_core::correlate::{Origin, Outcome, Scope, TurnRecord};
+}
+
+/// What set each fact of a posture: source, event, line and time.
+pub mod provenance {
+    pub use hooktrack_core::provenance::*;
+}
+
+/// The one tracker replay and live both drive (session router, transcript merge, closed
+/// turns and the ledger), for a supervisor that reads the files itself.
+pub mod tracker {
+    pub use hooktrack_core::tracker::*;
+}
+
+/// Following a file by offset: the tailer's notices and the checkpoint a follower resumes
+/// from.
+pub mod tail {
+    pub use hooktrack_live::tail::{
+        Checkpoint, CheckpointError, FileId, FirstLine, Mismatch, Notice, Prefix,
+    };
+}
+
+/// The errors under [`LaunchError`] and [`ReplayError`], nameable for matching.
+pub mod error {
+    pub use hooktrack_core::row::LineError;
+    pub use hooktrack_producer::collect::CollectError;
+    pub use hooktrack_producer::install::InstallError;
+    pub use hooktrack_producer::store::StoreError;
+    pub use hooktrack_producer::token::TokenError;
 }
 
 /// Combining the hook posture with facts the supervisor reads off the terminal.

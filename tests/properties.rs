@@ -127,7 +127,7 @@ impl Checker {
                     turn.result
                 ),
                 Source::Process => prop_assert_eq!(turn.result, TurnResult::TerminalGap),
-                Source::Hook | Source::Terminal => {}
+                _ => {}
             }
             if turn.is_main() {
                 main_closed = true;

@@ -7,6 +7,7 @@ mod cli;
 mod detection;
 mod docs;
 mod expectations;
+mod facade;
 mod hardening;
 mod html;
 mod live;

@@ -33,7 +33,7 @@ pub(super) fn write_line<W: Write>(
             let line = match step.source {
                 Source::Hook => step.line.to_string(),
                 Source::Transcript => format!("t{}", step.line),
-                Source::Process | Source::Terminal => step.source.name().chars().take(4).collect(),
+                _ => step.source.name().chars().take(4).collect(),
             };
             writeln!(
                 out,
@@ -163,6 +163,8 @@ pub(super) fn describe(event: &Event<'_>) -> String {
         Event::Heartbeat => String::new(),
         Event::ProcessEnded { pid } => pid.map_or_else(String::new, |p| format!("pid {p}")),
         Event::Unknown { .. } => "(unknown event)".to_owned(),
+        // A canonical event newer than this timeline: its name says what it is.
+        _ => String::new(),
     }
 }
 
@@ -221,7 +223,7 @@ pub(super) fn write_explain<W: Write>(out: &mut W, report: &Report) -> io::Resul
                 let line = match c.source {
                     Source::Hook => format!("line {}", c.line),
                     Source::Transcript => format!("transcript line {}", c.line),
-                    Source::Process | Source::Terminal => "-".to_owned(),
+                    _ => "-".to_owned(),
                 };
                 let at = c.at.map_or_else(|| "-".to_owned(), |t| t.clock());
                 format!("{} {} ({line}, {at})", c.source, c.event)

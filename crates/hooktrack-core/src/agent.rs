@@ -18,6 +18,7 @@ use crate::provider::Capabilities;
 
 /// An agent CLI whose hook payloads hooktrack understands. Serialized as its wire name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Agent {
     /// Kimi Code 2.x, the TypeScript CLI with 20 hook events (the reference mapping).
     KimiCode,

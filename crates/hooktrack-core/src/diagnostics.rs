@@ -13,6 +13,7 @@ macro_rules! diagnostics {
     ($($variant:ident => $name:literal, $about:literal;)*) => {
         /// One kind of skipped line or guess. `name()` is the stable counter name.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
         pub enum Diag {
             $(#[doc = $about] $variant,)*
         }

@@ -26,6 +26,7 @@ pub const MAX_NAME_BYTES: usize = 128;
 
 /// How a row reached the store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Via {
     /// Accepted by the collector.
     Http,

@@ -70,6 +70,7 @@ pub struct ToolRef<'a> {
 
 /// One canonical event. Variants follow the Kimi Code event set, the reference mapping.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Event<'a> {
     SessionStarted {
         source: Option<Cow<'a, str>>,

@@ -7,6 +7,7 @@ use serde::Serialize;
 /// all name their origin with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Source {
     /// A hook payload (a row of `events.ndjson`).
     #[default]

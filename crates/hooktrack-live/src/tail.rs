@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-pub use checkpoint::{Checkpoint, CheckpointError, FirstLine};
+pub use checkpoint::{Checkpoint, CheckpointError, FirstLine, Mismatch};
 
 use hooktrack_core::read::{LineSplitter, ReadLine};
 

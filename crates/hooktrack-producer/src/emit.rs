@@ -32,6 +32,7 @@ use crate::http::{self, Limits, PostError, Url};
 use crate::store::{self, MAX_PAYLOAD_BYTES, StoreError, StorePaths};
 use hooktrack_core::agent::Agent;
 use hooktrack_core::delivery::{Delivery, hook_event_name};
+use hooktrack_core::diagnostics::error_chain;
 use hooktrack_core::envelope::{Via, clip_name};
 
 /// Limits of the HTTP attempt: loopback connects at once or is refused, so a slow connect
@@ -80,12 +81,18 @@ pub enum EmitError {
     EmptyPayload,
     #[error("the hook payload of {len} bytes is over the {MAX_PAYLOAD_BYTES}-byte limit")]
     PayloadTooLarge { len: u64 },
-    #[error("the hook payload is not JSON: {reason}")]
-    PayloadNotJson { reason: String },
+    #[error("the hook payload is not JSON")]
+    PayloadNotJson {
+        #[source]
+        source: serde_json::Error,
+    },
     #[error("no collector URL given")]
     NoUrl,
-    #[error("bad collector URL {url:?}: {reason}")]
-    BadUrl { url: String, reason: String },
+    #[error("bad collector URL")]
+    BadUrl {
+        #[source]
+        source: crate::http::UrlError,
+    },
     #[error("${} is not set", store::TOKEN_ENV)]
     NoToken,
     #[error("${} holds characters an HTTP header cannot carry", store::TOKEN_ENV)]
@@ -174,10 +181,8 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
         Some(b) => match serde_json::from_slice::<&RawValue>(b) {
             Ok(raw) => Some(raw),
             Err(e) => {
-                let err = EmitError::PayloadNotJson {
-                    reason: e.to_string(),
-                };
-                payload_error = Some(err.to_string());
+                let err = EmitError::PayloadNotJson { source: e };
+                payload_error = Some(error_chain(&err));
                 report.problems.push(err);
                 None
             }

@@ -4,17 +4,16 @@
 use thiserror::Error;
 
 #[derive(Debug, Error)]
-#[error("cannot read the operating system's random source: {reason}")]
+#[error("cannot read the operating system's random source")]
 pub struct TokenError {
-    reason: String,
+    #[source]
+    source: getrandom::Error,
 }
 
 /// A fresh token: 32 random bytes as 64 lowercase hex digits.
 pub fn generate() -> Result<String, TokenError> {
     let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| TokenError {
-        reason: e.to_string(),
-    })?;
+    getrandom::fill(&mut bytes).map_err(|source| TokenError { source })?;
     let mut out = String::with_capacity(64);
     for b in bytes {
         out.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));

@@ -114,10 +114,7 @@ pub fn run(args: &[OsString]) {
         Some(u) => match Url::parse(&u) {
             Ok(parsed) => Some(parsed),
             Err(e) => {
-                problems.push(EmitError::BadUrl {
-                    url: u,
-                    reason: e.to_string(),
-                });
+                problems.push(EmitError::BadUrl { source: e });
                 None
             }
         },
