@@ -40,7 +40,7 @@ pub struct EmitArgs {
     #[arg(long)]
     dir: Option<PathBuf>,
     /// The provider written into the row (kimi, kimi-cli, claude, codex, gemini).
-    #[arg(long, visible_alias = "agent", default_value = "kimi")]
+    #[arg(long, visible_alias = "agent", default_value = hooktrack_core::store::DEFAULT_PROVIDER_DIR)]
     provider: String,
     /// The channel generation (default: $HOOKTRACK_GENERATION, else 0).
     #[arg(long)]
