@@ -86,27 +86,54 @@ fn all_cmdlines() -> Vec<(String, Vec<u8>)> {
     found
 }
 
-#[test]
-fn a_session_tracks_the_agent_live_and_cleans_up_after_it() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let home = tmp.path().join("home");
-    let out_dir = tmp.path().join("out");
-    let root = tmp.path().join("root");
+/// A `hooktrack session` of the stand-in agent in `tmp`, started and past its first prompt
+/// (the agent waits for `go` in `out_dir`).
+struct Started {
+    out_dir: PathBuf,
+    root: PathBuf,
+    config: PathBuf,
+    output: PathBuf,
+    session: std::process::Child,
+}
+
+fn start_fake_session(tmp: &Path, stdout: Stdio) -> Started {
+    let home = tmp.join("home");
+    let out_dir = tmp.join("out");
+    let root = tmp.join("root");
     fs::create_dir_all(home.join(".kimi")).expect("mkdir");
     fs::create_dir_all(&out_dir).expect("mkdir");
     let config = home.join(".kimi/config.toml");
     fs::write(&config, OPERATOR).expect("write config");
-    let agent = fake_agent(tmp.path());
-    let output = tmp.path().join("session.ndjson");
-    let mut session = fake_kimi_session(&root, &output, &agent, &home, &out_dir)
-        .stdout(Stdio::piped())
+    let agent = fake_agent(tmp);
+    let output = tmp.join("session.ndjson");
+    let session = fake_kimi_session(&root, &output, &agent, &home, &out_dir)
+        .stdout(stdout)
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn session");
-
     wait_for(Duration::from_secs(60), "the agent's first prompt", || {
         out_dir.join("ready").exists().then_some(())
     });
+    Started {
+        out_dir,
+        root,
+        config,
+        output,
+        session,
+    }
+}
+
+#[test]
+fn a_session_tracks_the_agent_live_and_cleans_up_after_it() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let Started {
+        out_dir,
+        root,
+        config,
+        output,
+        mut session,
+        ..
+    } = start_fake_session(tmp.path(), Stdio::piped());
     // Mid-session: the token is in the agent's environment and nowhere else.
     let token = fs::read_to_string(out_dir.join("token")).expect("token");
     assert_eq!(token.len(), 64, "{token:?}");
@@ -233,23 +260,14 @@ fn a_session_tracks_the_agent_live_and_cleans_up_after_it() {
 #[test]
 fn a_kill_9_mid_turn_is_terminal_gap_live_and_in_the_replay_of_its_store() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let home = tmp.path().join("home");
-    let out_dir = tmp.path().join("out");
-    let root = tmp.path().join("root");
-    fs::create_dir_all(home.join(".kimi")).expect("mkdir");
-    fs::create_dir_all(&out_dir).expect("mkdir");
-    fs::write(home.join(".kimi/config.toml"), OPERATOR).expect("write config");
-    let agent = fake_agent(tmp.path());
-    let output = tmp.path().join("session.ndjson");
-    let mut session = fake_kimi_session(&root, &output, &agent, &home, &out_dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn session");
     // The prompt was submitted: a turn is open when the agent dies.
-    wait_for(Duration::from_secs(60), "the agent's first prompt", || {
-        out_dir.join("ready").exists().then_some(())
-    });
+    let Started {
+        out_dir,
+        root,
+        output,
+        mut session,
+        ..
+    } = start_fake_session(tmp.path(), Stdio::null());
     wait_for(Duration::from_secs(30), "the open turn, live", || {
         let text = fs::read_to_string(&output).ok()?;
         text.contains("\"UserPromptSubmit\"").then_some(())
