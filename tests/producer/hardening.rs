@@ -556,3 +556,93 @@ fn emit_log_rotation_by_concurrent_emitters_loses_no_line() {
         }
     }
 }
+
+/// Writes a stand-in Kimi CLI that runs its `SessionStart` hooks with a payload naming
+/// `transcript`, marks `$OUT/started`, then becomes `sleep` (ended by the signal
+/// `hooktrack session` forwards).
+fn agent_naming_transcript(dir: &Path, transcript: &Path) -> std::path::PathBuf {
+    let payload = kimi_cli(
+        "SessionStart",
+        &format!(
+            r#""source": "startup", "transcript_path": "{}""#,
+            transcript.display()
+        ),
+    );
+    let script = format!(
+        r#"#!/bin/sh
+set -eu
+awk '/^\[\[hooks\]\]/ {{ found = 0 }}
+  $0 == "event = \"SessionStart\"" {{ found = 1; next }}
+  found && /^command = "/ {{ sub(/^command = "/, ""); sub(/"$/, ""); print; found = 0 }}' \
+  "$HOME/.kimi/config.toml" > "$OUT/cmds"
+while IFS= read -r cmd; do printf '%s' '{payload}' | sh -c "$cmd"; done < "$OUT/cmds"
+echo $$ > "$OUT/pid"
+touch "$OUT/started"
+exec sleep 600
+"#
+    );
+    let path = dir.join("fake-kimi");
+    fs::write(&path, script).expect("write agent");
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+#[test]
+fn item_1_a_fifo_transcript_does_not_keep_session_alive_past_sigterm() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (home, out_dir) = (tmp.path().join("home"), tmp.path().join("out"));
+    fs::create_dir_all(home.join(".kimi")).expect("mkdir");
+    fs::create_dir_all(&out_dir).expect("mkdir");
+    fs::write(home.join(".kimi/config.toml"), "default_model = \"mock\"\n").expect("config");
+    let fifo = tmp.path().join("transcript.jsonl");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("no NUL");
+    // SAFETY: mkfifo(3) on a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let agent = agent_naming_transcript(tmp.path(), &fifo);
+    let mut session = hooktrack()
+        .args([
+            "session", "--agent", "kimi-cli", "--format", "ndjson", "--root",
+        ])
+        .arg(tmp.path().join("root"))
+        .arg("--output")
+        .arg(tmp.path().join("session.ndjson"))
+        .arg("--")
+        .arg(&agent)
+        .env("HOME", &home)
+        .env("OUT", &out_dir)
+        .env_remove("HOOKTRACK_TOKEN")
+        .env_remove("KIMI_SHARE_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn session");
+    // A failing wait must not leave the session or the agent behind.
+    struct Reap(std::process::Child, std::path::PathBuf);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            if let Some(pid) = fs::read_to_string(&self.1)
+                .ok()
+                .and_then(|p| p.trim().parse::<i32>().ok())
+            {
+                // SAFETY: kill(2) on the agent this test started (its pid, as it wrote it).
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut session = Reap(session, out_dir.join("pid"));
+    wait_for(Duration::from_secs(60), "the agent's hook", || {
+        out_dir.join("started").exists().then_some(())
+    });
+    // The session has read the row naming the FIFO once its output shows the event.
+    wait_for(Duration::from_secs(30), "the row read", || {
+        let text = fs::read_to_string(tmp.path().join("session.ndjson")).ok()?;
+        text.contains("SessionStart").then_some(())
+    });
+    send_signal(&session.0, libc::SIGTERM);
+    // The agent ends on the forwarded signal; the session must follow (a hang guard).
+    let status = wait_child(&mut session.0, Duration::from_secs(30));
+    assert!(status.code().is_some(), "{status:?}");
+}

@@ -27,7 +27,6 @@ mod update;
 
 use std::convert::Infallible;
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -134,6 +133,9 @@ struct Followed {
 /// the only way to see a metadata record rewritten in place while its notification was
 /// lost (5 s with the hub's default 500 ms re-check).
 pub const FULL_POLL_EVERY: u32 = 10;
+
+/// A metadata record (`collector.json`, `channel.json`) is one small JSON object.
+const MAX_RECORD_BYTES: u64 = 1024 * 1024;
 
 impl Session {
     /// Opens a session on a store. Nothing is read until the first poll, except the
@@ -484,12 +486,12 @@ fn changed(
     }
     *stamp = now;
     now?;
-    match fs::read(path) {
-        Ok(bytes) => Some(bytes),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+    // Without blocking and bounded: a FIFO planted as a record must not stall the poll.
+    match crate::tail::read_regular(path, MAX_RECORD_BYTES) {
+        Ok(bytes) => bytes,
         Err(e) => {
             notices.push(SessionNotice::BadRecord {
-                detail: format!("cannot read {}: {e}", path.display()),
+                detail: error_chain(&e),
             });
             None
         }
