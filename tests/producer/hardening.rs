@@ -646,3 +646,75 @@ fn item_1_a_fifo_transcript_does_not_keep_session_alive_past_sigterm() {
     let status = wait_child(&mut session.0, Duration::from_secs(30));
     assert!(status.code().is_some(), "{status:?}");
 }
+
+#[test]
+fn item_2_one_fallback_row_of_an_unannounced_generation_does_not_blind_the_session() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    let url = collector.url();
+    let turn = |n: u32| {
+        for (event, fields) in [
+            ("UserPromptSubmit", format!(r#""prompt": "task {n}""#)),
+            ("Stop", r#""stop_hook_active": false"#.to_owned()),
+        ] {
+            let out = emit(
+                &dir,
+                Some(&url),
+                Some(TOKEN),
+                event,
+                kimi_cli(event, &fields).as_bytes(),
+            );
+            assert!(out.status.success());
+        }
+    };
+    emit(
+        &dir,
+        Some(&url),
+        Some(TOKEN),
+        "SessionStart",
+        kimi_cli("SessionStart", r#""source": "startup""#).as_bytes(),
+    );
+    turn(1);
+    // A tool of the agent runs the hook with the generation it inherited plus one and a
+    // dead URL: one fallback row of generation 2.
+    let dead = format!("http://127.0.0.1:{}/hook", dead_port());
+    let mut forged = hooktrack()
+        .args(["emit", "--dir"])
+        .arg(&dir)
+        .args(["--provider", "kimi-cli", "--generation", "2"])
+        .args(["--event", "Notification", "--url", &dead])
+        .env("HOOKTRACK_TOKEN", TOKEN)
+        .env_remove("TMUX_PANE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn emit");
+    forged
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(kimi_cli("Notification", r#""message": "x""#).as_bytes())
+        .expect("payload");
+    assert!(forged.wait().expect("wait").success());
+    turn(2);
+    assert!(collector.stop().success());
+    let stored = rows(&dir.join("events.ndjson"));
+    assert_eq!(
+        stored
+            .iter()
+            .filter(|r| r["via"] == "command_fallback" && r["generation"] == 2)
+            .count(),
+        1,
+        "the forged row is in the store"
+    );
+    let report = replay_json(&dir.join("events.ndjson"));
+    assert_eq!(
+        ledger(&report["turns"]),
+        ["main success 0", "main success 0"]
+    );
+    let counters = &report["diagnostics"]["counters"];
+    assert_eq!(counters["unannounced_generation"], 1, "{counters}");
+    assert_eq!(counters["stale_generation"], 0, "{counters}");
+}

@@ -457,7 +457,14 @@ impl Session {
     fn refresh_records(&mut self, notices: &mut Vec<SessionNotice>) {
         if let Some(bytes) = changed(&self.paths.collector, &mut self.collector_stamp, notices) {
             match store::parse_collector(&bytes) {
-                Ok(record) => self.view.channel.on_collector(record),
+                Ok(record) => {
+                    // The collector's record announces its generation: fallback rows of
+                    // it are the real session's, not a tool's forgery.
+                    if let Some(generation) = record.generation {
+                        self.tracker.announce_generation(generation);
+                    }
+                    self.view.channel.on_collector(record)
+                }
                 Err(e) => notices.push(SessionNotice::BadRecord {
                     detail: error_chain(&e),
                 }),
@@ -465,7 +472,12 @@ impl Session {
         }
         if let Some(bytes) = changed(&self.paths.channel, &mut self.channel_stamp, notices) {
             match store::parse_channel(&bytes) {
-                Ok(record) => self.view.channel.on_record(record),
+                Ok(record) => {
+                    if let Some(generation) = record.generation {
+                        self.tracker.announce_generation(generation);
+                    }
+                    self.view.channel.on_record(record)
+                }
                 Err(e) => notices.push(SessionNotice::BadRecord {
                     detail: error_chain(&e),
                 }),
