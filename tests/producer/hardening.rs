@@ -718,3 +718,37 @@ fn item_2_one_fallback_row_of_an_unannounced_generation_does_not_blind_the_sessi
     assert_eq!(counters["unannounced_generation"], 1, "{counters}");
     assert_eq!(counters["stale_generation"], 0, "{counters}");
 }
+
+#[test]
+fn item_4_a_big_payload_to_a_stopped_collector_keeps_its_body_on_the_fallback_path() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    assert!(
+        dir.join(format!("collector-{}.sock", collector.port))
+            .exists(),
+        "the exchange must go over the socket"
+    );
+    // Stopped, it accepts no byte more than the socket buffers hold: every write blocks.
+    send_signal(&collector.child, libc::SIGSTOP);
+    let message = "x".repeat(512 * 1024);
+    let payload = kimi_cli("Notification", &format!(r#""message": "{message}""#));
+    let out = emit(
+        &dir,
+        Some(&collector.url()),
+        Some(TOKEN),
+        "Notification",
+        payload.as_bytes(),
+    );
+    send_signal(&collector.child, libc::SIGCONT);
+    assert!(out.status.success());
+    assert!(collector.stop().success());
+    let stored = rows(&dir.join("events.ndjson"));
+    assert_eq!(stored.len(), 1, "one row");
+    assert_eq!(stored[0]["via"], "command_fallback", "{}", stored[0]["via"]);
+    assert_eq!(
+        stored[0]["payload"]["message"].as_str().map(str::len),
+        Some(message.len()),
+        "the body was kept"
+    );
+}
