@@ -376,3 +376,33 @@ fn item_5_the_token_goes_to_no_socket_of_another_user_or_behind_a_symlink() {
     // Delivered over TCP to the collector the URL names.
     assert_eq!(rows(&real.join("events.ndjson")).len(), 2);
 }
+
+#[test]
+fn item_11_a_second_authorization_header_or_a_nul_in_a_header_value_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    let body = delivery();
+    let request = |extra: &str| {
+        let mut r = format!(
+            "POST /events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n{extra}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        r.extend_from_slice(&body);
+        r
+    };
+    // The request as the emitter sends it is taken: the refusals below are the extras'.
+    let (status, reply) = raw_request(collector.addr(), &request(""));
+    assert_eq!(status, 200, "{reply}");
+    for extra in [
+        "Authorization: Bearer other\r\n".to_owned(),
+        format!("Authorization: Bearer {TOKEN}\r\n"),
+        "X-Note: a\0b\r\n".to_owned(),
+    ] {
+        let (status, reply) = raw_request(collector.addr(), &request(&extra));
+        assert_eq!(status, 400, "{extra:?}: {reply}");
+    }
+    assert!(collector.stop().success());
+    assert_eq!(rows(&dir.join("events.ndjson")).len(), 1);
+}
