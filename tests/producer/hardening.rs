@@ -752,3 +752,87 @@ fn item_4_a_big_payload_to_a_stopped_collector_keeps_its_body_on_the_fallback_pa
         "the body was kept"
     );
 }
+
+/// True once `pid` is gone or a zombie nobody reaped yet (it runs nothing either way).
+fn process_gone(pid: i32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[test]
+fn item_6_kill_9_of_session_tells_the_agent_and_readers_see_the_collector_dead() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (home, out_dir) = (tmp.path().join("home"), tmp.path().join("out"));
+    fs::create_dir_all(home.join(".kimi")).expect("mkdir");
+    fs::create_dir_all(&out_dir).expect("mkdir");
+    fs::write(home.join(".kimi/config.toml"), "default_model = \"mock\"\n").expect("config");
+    let agent = agent_naming_transcript(tmp.path(), &tmp.path().join("none.jsonl"));
+    let root = tmp.path().join("root");
+    let session = hooktrack()
+        .args([
+            "session", "--agent", "kimi-cli", "--format", "ndjson", "--root",
+        ])
+        .arg(&root)
+        .arg("--output")
+        .arg(tmp.path().join("session.ndjson"))
+        .arg("--")
+        .arg(&agent)
+        .env("HOME", &home)
+        .env("OUT", &out_dir)
+        .env_remove("HOOKTRACK_TOKEN")
+        .env_remove("KIMI_SHARE_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn session");
+    struct Reap(std::process::Child, std::path::PathBuf);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            if let Some(pid) = fs::read_to_string(&self.1)
+                .ok()
+                .and_then(|p| p.trim().parse::<i32>().ok())
+            {
+                // SAFETY: kill(2) on the agent this test started (its pid, as it wrote it).
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut session = Reap(session, out_dir.join("pid"));
+    wait_for(Duration::from_secs(60), "the agent's hook", || {
+        out_dir.join("started").exists().then_some(())
+    });
+    let agent_pid: i32 = fs::read_to_string(out_dir.join("pid"))
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    send_signal(&session.0, libc::SIGKILL);
+    let _ = wait_child(&mut session.0, Duration::from_secs(30));
+    // The agent is told (SIGTERM by default) rather than orphaned.
+    wait_for(Duration::from_secs(30), "the agent to end", || {
+        process_gone(agent_pid).then_some(())
+    });
+    // A reader of the store sees the collector dead, though its record says running.
+    let store = root.join("hook-observation/kimi-cli");
+    let record: serde_json::Value =
+        serde_json::from_slice(&fs::read(store.join("collector.json")).expect("collector.json"))
+            .expect("JSON");
+    assert_eq!(record["status"], "running", "the record is left as it was");
+    let paths = hooktrack::locate_store(&root).expect("store");
+    let mut reader = hooktrack::Session::open(paths, hooktrack::SessionConfig::default());
+    let now = hooktrack::wall_clock();
+    let _ = reader.poll(now);
+    let channel = reader.channel(now);
+    assert_eq!(
+        channel.state,
+        hooktrack::ChannelState::Stopped,
+        "{channel:?} {record}"
+    );
+}

@@ -119,6 +119,9 @@ pub struct Session {
     transcript: Option<Followed>,
     follow_transcripts: bool,
     process: Option<ProcessWatch>,
+    /// The collector `collector.json` says is running, to see it gone (`kill -9` of its
+    /// process leaves the record saying `running`).
+    collector_running: Option<(u32, store::CollectorRecord)>,
 }
 
 /// A transcript followed: its path as named, its tailer, the time of its lines.
@@ -192,6 +195,7 @@ impl Session {
             transcript: None,
             follow_transcripts: !config.no_transcripts,
             process: None,
+            collector_running: None,
             paths,
         }
     }
@@ -317,7 +321,11 @@ impl Session {
                 .transcript
                 .as_ref()
                 .is_none_or(|t| t.tailer.caught_up())
-            && self.process.as_mut().is_none_or(|p| !p.has_ended());
+            && self.process.as_mut().is_none_or(|p| !p.has_ended())
+            && self
+                .collector_running
+                .as_ref()
+                .is_none_or(|(pid, _)| !crate::process::is_gone(*pid));
         if !quiet {
             return self.poll(now);
         }
@@ -463,12 +471,29 @@ impl Session {
                     if let Some(generation) = record.generation {
                         self.tracker.announce_generation(generation);
                     }
-                    self.view.channel.on_collector(record)
+                    self.collector_running = match (record.status, record.pid) {
+                        (Some(store::CollectorState::Running), Some(pid)) => {
+                            Some((pid, record.clone()))
+                        }
+                        _ => None,
+                    };
+                    self.view.channel.on_collector(record);
                 }
                 Err(e) => notices.push(SessionNotice::BadRecord {
                     detail: error_chain(&e),
                 }),
             }
+        }
+        // A record saying `running` whose process is gone: the collector died without
+        // its cleanup, and readers see it stopped, not running.
+        if let Some((pid, record)) = &self.collector_running
+            && crate::process::is_gone(*pid)
+        {
+            let mut dead = record.clone();
+            dead.status = Some(store::CollectorState::Stopped);
+            dead.stopped_at = Some(format!("an unknown time (its process {pid} is gone)"));
+            self.collector_running = None;
+            self.view.channel.on_collector(dead);
         }
         if let Some(bytes) = changed(&self.paths.channel, &mut self.channel_stamp, notices) {
             match store::parse_channel(&bytes) {
