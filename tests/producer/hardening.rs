@@ -836,3 +836,50 @@ fn item_6_kill_9_of_session_tells_the_agent_and_readers_see_the_collector_dead()
         "{channel:?} {record}"
     );
 }
+
+#[test]
+fn item_8_a_user_saving_settings_while_hooktrack_installs_loses_no_edit() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("settings.json");
+    fs::write(&config, r#"{"user_edits": 0}"#).expect("settings");
+    let stop = Arc::new(AtomicBool::new(false));
+    // The user's editor: read, change, save atomically (temporary file, rename), again and
+    // again. An edit is lost when the next read shows an older count than was saved.
+    let writer = {
+        let (config, stop) = (config.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let (mut saved, mut lost) = (0u64, 0u64);
+            let tmp = config.with_file_name("settings.json.editor");
+            while !stop.load(Ordering::Relaxed) {
+                let Ok(mut v) = fs::read(&config)
+                    .map_err(|_| ())
+                    .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).map_err(|_| ()))
+                else {
+                    continue;
+                };
+                if v["user_edits"].as_u64().is_some_and(|seen| seen < saved) {
+                    lost += 1;
+                }
+                saved += 1;
+                v["user_edits"] = saved.into();
+                fs::write(&tmp, v.to_string()).expect("editor write");
+                fs::rename(&tmp, &config).expect("editor save");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            (saved, lost)
+        })
+    };
+    let url = format!("http://127.0.0.1:{}/events", dead_port());
+    let store = tmp.path().join("store");
+    for round in 1..=20 {
+        // Whether the install stands depends on the editor too (its save can drop the
+        // entries): only the user's edits are counted.
+        let _ = install_with(&["install", "claude"], &config, &store, round, &url);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (saved, lost) = writer.join().expect("editor");
+    assert!(saved > 20, "the editor saved {saved} times only");
+    assert_eq!(lost, 0, "user edits lost over {saved} saves");
+}
