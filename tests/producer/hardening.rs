@@ -599,7 +599,7 @@ fn item_1_a_fifo_transcript_does_not_keep_session_alive_past_sigterm() {
     // SAFETY: mkfifo(3) on a NUL-terminated path we own.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let agent = agent_naming_transcript(tmp.path(), &fifo);
-    let mut session = hooktrack()
+    let session = hooktrack()
         .args([
             "session", "--agent", "kimi-cli", "--format", "ndjson", "--root",
         ])
