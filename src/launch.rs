@@ -154,7 +154,15 @@ pub struct Launch {
     /// When the first prompt was sent, as far as this launch knows.
     first_prompt: Option<Timestamp>,
     collector: Option<(Stopper, JoinHandle<Result<CollectSummary, CollectError>>)>,
+    /// The signal the agent [`Launch::spawn`] starts receives when this process dies
+    /// without ending it (`kill -9`): [`DEFAULT_AGENT_DEATH_SIGNAL`] unless set.
+    death_signal: Option<i32>,
 }
+
+/// What an agent started by [`Launch::spawn`] receives when the launching process dies
+/// without its cleanup (`kill -9`): SIGTERM, the signal `hooktrack session` forwards on a
+/// polite end too, so the agent is never left running unobserved.
+pub const DEFAULT_AGENT_DEATH_SIGNAL: i32 = libc::SIGTERM;
 
 impl Launch {
     /// Starts the collector, puts the observer in place and runs the preflight. An install
@@ -252,6 +260,7 @@ impl Launch {
             prompt_at_launch: prompt_at_launch(agent, &config.args),
             first_prompt: None,
             collector: Some((stopper, thread)),
+            death_signal: Some(DEFAULT_AGENT_DEATH_SIGNAL),
         })
     }
 
@@ -308,6 +317,13 @@ impl Launch {
         self.child_pid
     }
 
+    /// The signal the agent [`Launch::spawn`] starts gets when this process dies without
+    /// ending it (Linux `PR_SET_PDEATHSIG`); `None`: none, the agent runs on unobserved.
+    /// Set it before [`Launch::spawn`].
+    pub fn set_agent_death_signal(&mut self, signal: Option<i32>) {
+        self.death_signal = signal;
+    }
+
     /// Runs the agent as this process's child: `command` (program and arguments; the
     /// program as `PATH` finds it) with [`Launch::env`] added to this process's
     /// environment. Its pid is watched ([`Launch::set_child_pid`]) and its start reported
@@ -332,7 +348,7 @@ impl Launch {
                 io::Error::other("terminated before the agent started"),
             ));
         }
-        let mut child = child::spawn(command, env)?;
+        let mut child = child::spawn(command, env, self.death_signal)?;
         let pid = child.id();
         if self.signals.as_ref().is_some_and(|s| !s.attach(pid)) {
             // A SIGTERM or SIGHUP came while it was being started.

@@ -1,7 +1,6 @@
 //! Finding and reading the transcripts a hook log names, for a replay. The one place
 //! outside `cli/` that opens files: the tests replay the corpus the way the binary does.
 
-use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
@@ -53,16 +52,64 @@ pub fn load_transcripts<R: Read>(input: R, lookup: &TranscriptLookup<'_>) -> Tra
             },
             TranscriptLookup::AsNamed | TranscriptLookup::Off => path,
         };
-        if let Ok(bytes) = fs::read(&path) {
-            transcripts.add_file(
-                bytes
-                    .split(|b| *b == b'\n')
-                    .filter(|l| !l.is_empty())
-                    .map(<[u8]>::to_vec),
-            );
+        if let Some(lines) = read_transcript(&path) {
+            transcripts.add_file(lines);
         }
     }
     transcripts
+}
+
+/// The most of one transcript a replay reads: past it, the hooks alone tell the rest.
+pub const MAX_TRANSCRIPT_BYTES: u64 = 256 * 1024 * 1024;
+
+/// One transcript's non-empty lines, read as the live follower reads it: opened without
+/// blocking and only if it is a regular file (a FIFO or `/dev/zero` named by a payload is
+/// left out), a line over [`MAX_LINE_BYTES`] skipped while it is read, at most
+/// [`MAX_TRANSCRIPT_BYTES`] read. `None`: missing or unreadable.
+fn read_transcript(path: &Path) -> Option<Vec<Vec<u8>>> {
+    let (file, _) = hooktrack_live::tail::open_regular(path).ok()??;
+    let mut input = io::BufReader::with_capacity(1 << 16, file.take(MAX_TRANSCRIPT_BYTES));
+    let mut lines = Vec::new();
+    let mut line = Vec::new();
+    let mut oversized = false;
+    loop {
+        let (used, ended) = match input.fill_buf() {
+            Ok([]) => break,
+            Ok(buf) => match memchr(b'\n', buf) {
+                Some(i) => {
+                    if !oversized {
+                        line.extend_from_slice(&buf[..i]);
+                    }
+                    (i + 1, true)
+                }
+                None => {
+                    if !oversized {
+                        line.extend_from_slice(buf);
+                    }
+                    (buf.len(), false)
+                }
+            },
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            // What was read stays: the replay has it, the hooks tell the rest.
+            Err(_) => break,
+        };
+        input.consume(used);
+        if line.len() > MAX_LINE_BYTES {
+            oversized = true;
+            line = Vec::new();
+        }
+        if ended {
+            if !oversized && !line.is_empty() {
+                lines.push(std::mem::take(&mut line));
+            }
+            line.clear();
+            oversized = false;
+        }
+    }
+    if !oversized && !line.is_empty() {
+        lines.push(line);
+    }
+    Some(lines)
 }
 
 /// Replays what `open` reads with the transcripts its rows name, found as `lookup` says:

@@ -134,9 +134,13 @@ fn a_stopped_collector_withdraws_hook_facts() {
     lines.extend(turn_running(1));
     lines.push(permission(1));
     append(&paths.events, &lines);
+    // A running record names a live process (readers check: a gone pid reads as stopped).
     fs::write(
         &paths.collector,
-        r#"{"pid":4242,"port":40111,"generation":1,"status":"running","started_at":"2026-10-20T09:00:00Z"}"#,
+        format!(
+            r#"{{"pid":{},"port":40111,"generation":1,"status":"running","started_at":"2026-10-20T09:00:00Z"}}"#,
+            std::process::id()
+        ),
     )
     .expect("collector.json");
     let blocked = session.poll(t(0)).expect("update");

@@ -74,6 +74,10 @@ pub struct SessionArgs {
     /// so no silence is judged while it runs.
     #[arg(long, default_value_t = 20_000)]
     startup_grace_ms: u32,
+    /// The signal the agent receives if this process is killed without its cleanup
+    /// (`kill -9`): TERM (default), HUP, INT, KILL, or none (the agent runs on).
+    #[arg(long, default_value = "TERM", value_parser = parse_death_signal)]
+    agent_death_signal: DeathSignal,
     /// The agent command and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<OsString>,
@@ -201,6 +205,7 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
             ..ChannelConfig::default()
         },
     })?;
+    launch.set_agent_death_signal(args.agent_death_signal.0);
     let gate = kimi_gate(agent, &args.command[0]);
     out.start(&launch, gate.as_deref());
 
@@ -598,4 +603,20 @@ impl Output {
             }
         }
     }
+}
+
+/// `--agent-death-signal`: a signal number, or none.
+#[derive(Clone, Copy, Debug)]
+pub struct DeathSignal(Option<i32>);
+
+fn parse_death_signal(text: &str) -> Result<DeathSignal, String> {
+    let upper = text.to_ascii_uppercase();
+    Ok(DeathSignal(match upper.trim_start_matches("SIG") {
+        "TERM" => Some(libc::SIGTERM),
+        "HUP" => Some(libc::SIGHUP),
+        "INT" => Some(libc::SIGINT),
+        "KILL" => Some(libc::SIGKILL),
+        "NONE" => None,
+        _ => return Err(format!("`{text}`: expected TERM, HUP, INT, KILL or none")),
+    }))
 }

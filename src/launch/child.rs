@@ -201,10 +201,13 @@ pub fn find_program(program: &OsStr) -> Result<PathBuf, LaunchError> {
 }
 
 /// Starts `command` (program and arguments) with `env` added to this process's
-/// environment.
+/// environment; with `death_signal`, the child receives it when this process dies (Linux:
+/// `PR_SET_PDEATHSIG`, set between fork and exec; it fires when the spawning thread ends,
+/// and the launcher spawns from the thread that lives as long as the launch).
 pub(super) fn spawn(
     command: &[OsString],
     env: Vec<(String, OsString)>,
+    death_signal: Option<i32>,
 ) -> Result<Child, LaunchError> {
     let Some((program, args)) = command.split_first() else {
         return Err(spawn_error(
@@ -212,11 +215,30 @@ pub(super) fn spawn(
             io::Error::new(io::ErrorKind::InvalidInput, "no command"),
         ));
     };
-    Command::new(program)
-        .args(args)
-        .envs(env)
-        .spawn()
-        .map_err(|source| spawn_error(command, source))
+    let mut cmd = Command::new(program);
+    cmd.args(args).envs(env);
+    #[cfg(target_os = "linux")]
+    if let Some(signal) = death_signal {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: getpid(2) here, prctl(2) and getppid(2) in the child before exec: all
+        // async-signal-safe, no allocation.
+        let parent = unsafe { libc::getpid() };
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // The parent died before the prctl: the signal will never come.
+                if libc::getppid() != parent {
+                    libc::raise(signal);
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = death_signal;
+    cmd.spawn().map_err(|source| spawn_error(command, source))
 }
 
 /// Why `command` was not started.

@@ -556,3 +556,330 @@ fn emit_log_rotation_by_concurrent_emitters_loses_no_line() {
         }
     }
 }
+
+/// Writes a stand-in Kimi CLI that runs its `SessionStart` hooks with a payload naming
+/// `transcript`, marks `$OUT/started`, then becomes `sleep` (ended by the signal
+/// `hooktrack session` forwards).
+fn agent_naming_transcript(dir: &Path, transcript: &Path) -> std::path::PathBuf {
+    let payload = kimi_cli(
+        "SessionStart",
+        &format!(
+            r#""source": "startup", "transcript_path": "{}""#,
+            transcript.display()
+        ),
+    );
+    let script = format!(
+        r#"#!/bin/sh
+set -eu
+awk '/^\[\[hooks\]\]/ {{ found = 0 }}
+  $0 == "event = \"SessionStart\"" {{ found = 1; next }}
+  found && /^command = "/ {{ sub(/^command = "/, ""); sub(/"$/, ""); print; found = 0 }}' \
+  "$HOME/.kimi/config.toml" > "$OUT/cmds"
+while IFS= read -r cmd; do printf '%s' '{payload}' | sh -c "$cmd"; done < "$OUT/cmds"
+echo $$ > "$OUT/pid"
+touch "$OUT/started"
+exec sleep 600
+"#
+    );
+    let path = dir.join("fake-kimi");
+    fs::write(&path, script).expect("write agent");
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+#[test]
+fn item_1_a_fifo_transcript_does_not_keep_session_alive_past_sigterm() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (home, out_dir) = (tmp.path().join("home"), tmp.path().join("out"));
+    fs::create_dir_all(home.join(".kimi")).expect("mkdir");
+    fs::create_dir_all(&out_dir).expect("mkdir");
+    fs::write(home.join(".kimi/config.toml"), "default_model = \"mock\"\n").expect("config");
+    let fifo = tmp.path().join("transcript.jsonl");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("no NUL");
+    // SAFETY: mkfifo(3) on a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let agent = agent_naming_transcript(tmp.path(), &fifo);
+    let session = hooktrack()
+        .args([
+            "session", "--agent", "kimi-cli", "--format", "ndjson", "--root",
+        ])
+        .arg(tmp.path().join("root"))
+        .arg("--output")
+        .arg(tmp.path().join("session.ndjson"))
+        .arg("--")
+        .arg(&agent)
+        .env("HOME", &home)
+        .env("OUT", &out_dir)
+        .env_remove("HOOKTRACK_TOKEN")
+        .env_remove("KIMI_SHARE_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn session");
+    // A failing wait must not leave the session or the agent behind.
+    struct Reap(std::process::Child, std::path::PathBuf);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            if let Some(pid) = fs::read_to_string(&self.1)
+                .ok()
+                .and_then(|p| p.trim().parse::<i32>().ok())
+            {
+                // SAFETY: kill(2) on the agent this test started (its pid, as it wrote it).
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut session = Reap(session, out_dir.join("pid"));
+    wait_for(Duration::from_secs(60), "the agent's hook", || {
+        out_dir.join("started").exists().then_some(())
+    });
+    // The session has read the row naming the FIFO once its output shows the event.
+    wait_for(Duration::from_secs(30), "the row read", || {
+        let text = fs::read_to_string(tmp.path().join("session.ndjson")).ok()?;
+        text.contains("SessionStart").then_some(())
+    });
+    send_signal(&session.0, libc::SIGTERM);
+    // The agent ends on the forwarded signal; the session must follow (a hang guard).
+    let status = wait_child(&mut session.0, Duration::from_secs(30));
+    assert!(status.code().is_some(), "{status:?}");
+}
+
+#[test]
+fn item_2_one_fallback_row_of_an_unannounced_generation_does_not_blind_the_session() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    let url = collector.url();
+    let turn = |n: u32| {
+        for (event, fields) in [
+            ("UserPromptSubmit", format!(r#""prompt": "task {n}""#)),
+            ("Stop", r#""stop_hook_active": false"#.to_owned()),
+        ] {
+            let out = emit(
+                &dir,
+                Some(&url),
+                Some(TOKEN),
+                event,
+                kimi_cli(event, &fields).as_bytes(),
+            );
+            assert!(out.status.success());
+        }
+    };
+    emit(
+        &dir,
+        Some(&url),
+        Some(TOKEN),
+        "SessionStart",
+        kimi_cli("SessionStart", r#""source": "startup""#).as_bytes(),
+    );
+    turn(1);
+    // A tool of the agent runs the hook with the generation it inherited plus one and a
+    // dead URL: one fallback row of generation 2.
+    let dead = format!("http://127.0.0.1:{}/hook", dead_port());
+    let mut forged = hooktrack()
+        .args(["emit", "--dir"])
+        .arg(&dir)
+        .args(["--provider", "kimi-cli", "--generation", "2"])
+        .args(["--event", "Notification", "--url", &dead])
+        .env("HOOKTRACK_TOKEN", TOKEN)
+        .env_remove("TMUX_PANE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn emit");
+    forged
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(kimi_cli("Notification", r#""message": "x""#).as_bytes())
+        .expect("payload");
+    assert!(forged.wait().expect("wait").success());
+    turn(2);
+    assert!(collector.stop().success());
+    let stored = rows(&dir.join("events.ndjson"));
+    assert_eq!(
+        stored
+            .iter()
+            .filter(|r| r["via"] == "command_fallback" && r["generation"] == 2)
+            .count(),
+        1,
+        "the forged row is in the store"
+    );
+    let report = replay_json(&dir.join("events.ndjson"));
+    assert_eq!(
+        ledger(&report["turns"]),
+        ["main success 0", "main success 0"]
+    );
+    let counters = &report["diagnostics"]["counters"];
+    assert_eq!(counters["unannounced_generation"], 1, "{counters}");
+    assert_eq!(counters["stale_generation"], 0, "{counters}");
+}
+
+#[test]
+fn item_4_a_big_payload_to_a_stopped_collector_keeps_its_body_on_the_fallback_path() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let collector = Collector::start(&dir, 1);
+    assert!(
+        dir.join(format!("collector-{}.sock", collector.port))
+            .exists(),
+        "the exchange must go over the socket"
+    );
+    // Stopped, it accepts no byte more than the socket buffers hold: every write blocks.
+    send_signal(&collector.child, libc::SIGSTOP);
+    let message = "x".repeat(512 * 1024);
+    let payload = kimi_cli("Notification", &format!(r#""message": "{message}""#));
+    let out = emit(
+        &dir,
+        Some(&collector.url()),
+        Some(TOKEN),
+        "Notification",
+        payload.as_bytes(),
+    );
+    send_signal(&collector.child, libc::SIGCONT);
+    assert!(out.status.success());
+    assert!(collector.stop().success());
+    let stored = rows(&dir.join("events.ndjson"));
+    assert_eq!(stored.len(), 1, "one row");
+    assert_eq!(stored[0]["via"], "command_fallback", "{}", stored[0]["via"]);
+    assert_eq!(
+        stored[0]["payload"]["message"].as_str().map(str::len),
+        Some(message.len()),
+        "the body was kept"
+    );
+}
+
+/// True once `pid` is gone or a zombie nobody reaped yet (it runs nothing either way).
+fn process_gone(pid: i32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[test]
+fn item_6_kill_9_of_session_tells_the_agent_and_readers_see_the_collector_dead() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (home, out_dir) = (tmp.path().join("home"), tmp.path().join("out"));
+    fs::create_dir_all(home.join(".kimi")).expect("mkdir");
+    fs::create_dir_all(&out_dir).expect("mkdir");
+    fs::write(home.join(".kimi/config.toml"), "default_model = \"mock\"\n").expect("config");
+    let agent = agent_naming_transcript(tmp.path(), &tmp.path().join("none.jsonl"));
+    let root = tmp.path().join("root");
+    let session = hooktrack()
+        .args([
+            "session", "--agent", "kimi-cli", "--format", "ndjson", "--root",
+        ])
+        .arg(&root)
+        .arg("--output")
+        .arg(tmp.path().join("session.ndjson"))
+        .arg("--")
+        .arg(&agent)
+        .env("HOME", &home)
+        .env("OUT", &out_dir)
+        .env_remove("HOOKTRACK_TOKEN")
+        .env_remove("KIMI_SHARE_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn session");
+    struct Reap(std::process::Child, std::path::PathBuf);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            if let Some(pid) = fs::read_to_string(&self.1)
+                .ok()
+                .and_then(|p| p.trim().parse::<i32>().ok())
+            {
+                // SAFETY: kill(2) on the agent this test started (its pid, as it wrote it).
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut session = Reap(session, out_dir.join("pid"));
+    wait_for(Duration::from_secs(60), "the agent's hook", || {
+        out_dir.join("started").exists().then_some(())
+    });
+    let agent_pid: i32 = fs::read_to_string(out_dir.join("pid"))
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    send_signal(&session.0, libc::SIGKILL);
+    let _ = wait_child(&mut session.0, Duration::from_secs(30));
+    // The agent is told (SIGTERM by default) rather than orphaned.
+    wait_for(Duration::from_secs(30), "the agent to end", || {
+        process_gone(agent_pid).then_some(())
+    });
+    // A reader of the store sees the collector dead, though its record says running.
+    let store = root.join("hook-observation/kimi-cli");
+    let record: serde_json::Value =
+        serde_json::from_slice(&fs::read(store.join("collector.json")).expect("collector.json"))
+            .expect("JSON");
+    assert_eq!(record["status"], "running", "the record is left as it was");
+    let paths = hooktrack::locate_store(&root).expect("store");
+    let mut reader = hooktrack::Session::open(paths, hooktrack::SessionConfig::default());
+    let now = hooktrack::wall_clock();
+    let _ = reader.poll(now);
+    let channel = reader.channel(now);
+    assert_eq!(
+        channel.state,
+        hooktrack::ChannelState::Stopped,
+        "{channel:?} {record}"
+    );
+}
+
+#[test]
+fn item_8_a_user_saving_settings_while_hooktrack_installs_loses_no_edit() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("settings.json");
+    fs::write(&config, r#"{"user_edits": 0}"#).expect("settings");
+    let stop = Arc::new(AtomicBool::new(false));
+    // The user's editor: read, change, save atomically (temporary file, rename), again and
+    // again. An edit is lost when the next read shows an older count than was saved.
+    let writer = {
+        let (config, stop) = (config.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let (mut saved, mut lost) = (0u64, 0u64);
+            let tmp = config.with_file_name("settings.json.editor");
+            while !stop.load(Ordering::Relaxed) {
+                let Ok(mut v) = fs::read(&config)
+                    .map_err(|_| ())
+                    .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).map_err(|_| ()))
+                else {
+                    continue;
+                };
+                if v["user_edits"].as_u64().is_some_and(|seen| seen < saved) {
+                    lost += 1;
+                }
+                saved += 1;
+                v["user_edits"] = saved.into();
+                fs::write(&tmp, v.to_string()).expect("editor write");
+                fs::rename(&tmp, &config).expect("editor save");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            (saved, lost)
+        })
+    };
+    let url = format!("http://127.0.0.1:{}/events", dead_port());
+    let store = tmp.path().join("store");
+    for round in 1..=20 {
+        // Whether the install stands depends on the editor too (its save can drop the
+        // entries): only the user's edits are counted.
+        let _ = install_with(&["install", "claude"], &config, &store, round, &url);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (saved, lost) = writer.join().expect("editor");
+    assert!(saved > 20, "the editor saved {saved} times only");
+    assert_eq!(lost, 0, "user edits lost over {saved} saves");
+}

@@ -8,10 +8,18 @@
 //! [`MAX_GENERATION_JUMP`] past the current one is refused, not adopted: otherwise one
 //! forged or corrupt row (a tool subprocess holding the token, a hand edit) would make
 //! every later row of the real session stale.
+//!
+//! Nor may a row move the generation at all unless the store announced it: a row the
+//! collector or the launcher wrote (`via: http`, `via: launcher`: they stamp their own
+//! generation, whatever the body says) announces its generation, and so does a reader
+//! that saw it in the store's records ([`DeliveryFilter::announce`]: `collector.json`,
+//! `channel.json`). An emitter's fallback row takes its generation from the environment
+//! a tool of the agent inherits, so on its own it can only stay in the current one.
 
 use std::collections::{HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::envelope::Via;
 use crate::row::RowMeta;
 
 /// How many recent delivery keys are remembered. Duplicates arrive close together (a
@@ -34,11 +42,17 @@ pub enum Admission {
     GenerationJump {
         current: u64,
     },
+    /// A newer generation that no collector's or launcher's row or record announced.
+    Unannounced {
+        current: u64,
+    },
 }
 
 #[derive(Debug)]
 pub struct DeliveryFilter {
     generation: Option<u64>,
+    /// The newest generation the store announced.
+    announced: Option<u64>,
     max_seq: Option<u64>,
     seen: HashSet<(u64, u64), BuildHasherDefault<KeyHasher>>,
     order: VecDeque<(u64, u64)>,
@@ -49,10 +63,21 @@ impl DeliveryFilter {
         // Sized once for the whole window, so the set never grows mid-stream.
         Self {
             generation: None,
+            announced: None,
             max_seq: None,
             seen: HashSet::with_capacity_and_hasher(DEDUP_WINDOW + 1, Default::default()),
             order: VecDeque::with_capacity(DEDUP_WINDOW + 1),
         }
+    }
+
+    /// The store announced `generation` (its collector's or launcher's record says so).
+    pub fn announce(&mut self, generation: u64) {
+        self.announced = self.announced.max(Some(generation));
+    }
+
+    /// The newest generation announced so far.
+    pub fn announced(&self) -> Option<u64> {
+        self.announced
     }
 
     pub fn admit(&mut self, meta: &RowMeta) -> Admission {
@@ -60,6 +85,7 @@ impl DeliveryFilter {
             // A bare or capture line: nothing to de-duplicate on.
             return Admission::Fresh;
         };
+        let by_store = matches!(meta.via, Some(Via::Http | Via::Launcher));
         match self.generation {
             Some(current) if generation < current => {
                 return Admission::StaleGeneration { current };
@@ -68,7 +94,13 @@ impl DeliveryFilter {
             Some(current) if generation - current > MAX_GENERATION_JUMP => {
                 return Admission::GenerationJump { current };
             }
+            Some(current) if !by_store && self.announced.is_none_or(|a| a < generation) => {
+                return Admission::Unannounced { current };
+            }
             _ => {
+                if by_store {
+                    self.announce(generation);
+                }
                 self.generation = Some(generation);
                 self.max_seq = None;
             }
@@ -138,6 +170,34 @@ mod tests {
             via: Some(Via::Http),
             at: None,
         }
+    }
+
+    fn fallback(generation: u64, seq: u64) -> RowMeta {
+        RowMeta {
+            via: Some(Via::CommandFallback),
+            ..meta(generation, seq)
+        }
+    }
+
+    #[test]
+    fn only_an_announced_generation_may_be_entered_by_a_fallback_row() {
+        let mut f = DeliveryFilter::new();
+        assert_eq!(
+            f.admit(&fallback(1, 1)),
+            Admission::Fresh,
+            "the first row sets it"
+        );
+        assert_eq!(f.admit(&fallback(1, 2)), Admission::Fresh);
+        assert_eq!(
+            f.admit(&fallback(2, 3)),
+            Admission::Unannounced { current: 1 }
+        );
+        assert_eq!(f.admit(&meta(1, 4)), Admission::Fresh, "still generation 1");
+        f.announce(2);
+        assert_eq!(f.admit(&fallback(2, 1)), Admission::Fresh);
+        // A collector's row announces its own generation.
+        assert_eq!(f.admit(&meta(3, 1)), Admission::Fresh);
+        assert_eq!(f.admit(&fallback(3, 2)), Admission::Fresh);
     }
 
     #[test]

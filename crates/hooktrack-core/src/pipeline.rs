@@ -94,8 +94,19 @@ impl Pipeline {
     pub fn restart(&mut self) {
         let choice = self.detector.choice();
         let diagnostics = std::mem::take(&mut self.diagnostics);
+        let announced = self.filter.announced();
         *self = Self::new(choice);
         self.diagnostics = diagnostics;
+        // What the store's records announced is not a line of the stream.
+        if let Some(generation) = announced {
+            self.filter.announce(generation);
+        }
+    }
+
+    /// The store announced `generation` (its collector's or launcher's record): a row of
+    /// it may now move this session to it. See `deliveries.rs`.
+    pub fn announce_generation(&mut self, generation: u64) {
+        self.filter.announce(generation);
     }
 
     /// Feeds one line as read by [`LineReader`](crate::read::LineReader).
@@ -155,6 +166,17 @@ impl Pipeline {
                     Diag::GenerationJump,
                     format!(
                         "{} of generation {} refused: more than {MAX_GENERATION_JUMP} past generation {current}",
+                        row.event_name,
+                        opt(row.meta.generation)
+                    ),
+                );
+            }
+            Admission::Unannounced { current } => {
+                return self.skip_diag(
+                    number,
+                    Diag::UnannouncedGeneration,
+                    format!(
+                        "{} of generation {} refused: the store announced no generation past {current}",
                         row.event_name,
                         opt(row.meta.generation)
                     ),

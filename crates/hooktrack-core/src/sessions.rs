@@ -36,6 +36,9 @@ pub struct Sessions {
     current: usize,
     limit: usize,
     overflow_rows: u64,
+    /// The newest generation the store's records announced, for every session (see
+    /// `deliveries.rs`), new ones and restarted ones included.
+    announced: Option<u64>,
 }
 
 impl Sessions {
@@ -57,7 +60,25 @@ impl Sessions {
             current: 0,
             limit: limit.max(1),
             overflow_rows: 0,
+            announced: None,
         }
+    }
+
+    /// The store announced `generation` (its collector's or launcher's record): every
+    /// session's rows of it are admitted.
+    pub fn announce_generation(&mut self, generation: u64) {
+        self.announced = self.announced.max(Some(generation));
+        for session in &mut self.sessions {
+            session.pipeline.announce_generation(generation);
+        }
+    }
+
+    fn new_pipeline(&self) -> Pipeline {
+        let mut pipeline = Pipeline::new(self.choice);
+        if let Some(generation) = self.announced {
+            pipeline.announce_generation(generation);
+        }
+        pipeline
     }
 
     /// Feeds one line to the pipeline of its session, which is [`Sessions::current`]
@@ -128,7 +149,7 @@ impl Sessions {
         }
         self.sessions.push(SessionPipeline {
             session_id: Some(id.to_owned()),
-            pipeline: Pipeline::new(self.choice),
+            pipeline: self.new_pipeline(),
             lines: 0,
         });
         self.current = self.sessions.len() - 1;
@@ -137,7 +158,11 @@ impl Sessions {
 
     /// Starts over with one fresh session (a file rewritten in place is replayed into it).
     pub fn restart(&mut self) {
+        let announced = self.announced;
         *self = Self::with_limit(self.choice, self.limit);
+        if let Some(generation) = announced {
+            self.announce_generation(generation);
+        }
     }
 
     pub fn choice(&self) -> ProviderChoice {

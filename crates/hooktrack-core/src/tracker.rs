@@ -247,6 +247,12 @@ impl Tracker {
         })
     }
 
+    /// The store announced `generation` (a reader saw it in its collector's or launcher's
+    /// record): rows of it may move a session to it, fallback rows included.
+    pub fn announce_generation(&mut self, generation: u64) {
+        self.sessions.announce_generation(generation);
+    }
+
     /// Starts over with fresh pipelines (a checkpoint's prefix or a file rewritten in
     /// place is fed again): what the lines built is built again, not twice.
     pub fn restart(&mut self) {

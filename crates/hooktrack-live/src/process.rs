@@ -298,6 +298,21 @@ fn pidfd_readable(fd: &std::os::fd::OwnedFd, timeout: Duration) -> bool {
     rc > 0 && pfd.revents & libc::POLLIN != 0
 }
 
+/// True when no process has the id `pid` (`kill(pid, 0)` fails with `ESRCH`): a record
+/// that says `running` with this pid was left by a process killed without its cleanup.
+/// A process of another user counts as there (`EPERM`).
+pub fn is_gone(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill(2) with signal 0 sends nothing; it only checks the pid.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,7 +27,6 @@ mod update;
 
 use std::convert::Infallible;
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -120,6 +119,9 @@ pub struct Session {
     transcript: Option<Followed>,
     follow_transcripts: bool,
     process: Option<ProcessWatch>,
+    /// The collector `collector.json` says is running, to see it gone (`kill -9` of its
+    /// process leaves the record saying `running`).
+    collector_running: Option<(u32, store::CollectorRecord)>,
 }
 
 /// A transcript followed: its path as named, its tailer, the time of its lines.
@@ -134,6 +136,9 @@ struct Followed {
 /// the only way to see a metadata record rewritten in place while its notification was
 /// lost (5 s with the hub's default 500 ms re-check).
 pub const FULL_POLL_EVERY: u32 = 10;
+
+/// A metadata record (`collector.json`, `channel.json`) is one small JSON object.
+const MAX_RECORD_BYTES: u64 = 1024 * 1024;
 
 impl Session {
     /// Opens a session on a store. Nothing is read until the first poll, except the
@@ -190,6 +195,7 @@ impl Session {
             transcript: None,
             follow_transcripts: !config.no_transcripts,
             process: None,
+            collector_running: None,
             paths,
         }
     }
@@ -315,7 +321,11 @@ impl Session {
                 .transcript
                 .as_ref()
                 .is_none_or(|t| t.tailer.caught_up())
-            && self.process.as_mut().is_none_or(|p| !p.has_ended());
+            && self.process.as_mut().is_none_or(|p| !p.has_ended())
+            && self
+                .collector_running
+                .as_ref()
+                .is_none_or(|(pid, _)| !crate::process::is_gone(*pid));
         if !quiet {
             return self.poll(now);
         }
@@ -455,15 +465,44 @@ impl Session {
     fn refresh_records(&mut self, notices: &mut Vec<SessionNotice>) {
         if let Some(bytes) = changed(&self.paths.collector, &mut self.collector_stamp, notices) {
             match store::parse_collector(&bytes) {
-                Ok(record) => self.view.channel.on_collector(record),
+                Ok(record) => {
+                    // The collector's record announces its generation: fallback rows of
+                    // it are the real session's, not a tool's forgery.
+                    if let Some(generation) = record.generation {
+                        self.tracker.announce_generation(generation);
+                    }
+                    self.collector_running = match (record.status, record.pid) {
+                        (Some(store::CollectorState::Running), Some(pid)) => {
+                            Some((pid, record.clone()))
+                        }
+                        _ => None,
+                    };
+                    self.view.channel.on_collector(record);
+                }
                 Err(e) => notices.push(SessionNotice::BadRecord {
                     detail: error_chain(&e),
                 }),
             }
         }
+        // A record saying `running` whose process is gone: the collector died without
+        // its cleanup, and readers see it stopped, not running.
+        if let Some((pid, record)) = &self.collector_running
+            && crate::process::is_gone(*pid)
+        {
+            let mut dead = record.clone();
+            dead.status = Some(store::CollectorState::Stopped);
+            dead.stopped_at = Some(format!("an unknown time (its process {pid} is gone)"));
+            self.collector_running = None;
+            self.view.channel.on_collector(dead);
+        }
         if let Some(bytes) = changed(&self.paths.channel, &mut self.channel_stamp, notices) {
             match store::parse_channel(&bytes) {
-                Ok(record) => self.view.channel.on_record(record),
+                Ok(record) => {
+                    if let Some(generation) = record.generation {
+                        self.tracker.announce_generation(generation);
+                    }
+                    self.view.channel.on_record(record)
+                }
                 Err(e) => notices.push(SessionNotice::BadRecord {
                     detail: error_chain(&e),
                 }),
@@ -484,12 +523,12 @@ fn changed(
     }
     *stamp = now;
     now?;
-    match fs::read(path) {
-        Ok(bytes) => Some(bytes),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+    // Without blocking and bounded: a FIFO planted as a record must not stall the poll.
+    match crate::tail::read_regular(path, MAX_RECORD_BYTES) {
+        Ok(bytes) => bytes,
         Err(e) => {
             notices.push(SessionNotice::BadRecord {
-                detail: format!("cannot read {}: {e}", path.display()),
+                detail: error_chain(&e),
             });
             None
         }

@@ -70,6 +70,73 @@ pub enum TailError {
         #[source]
         source: io::Error,
     },
+    #[error("{path} holds more than {limit} bytes")]
+    TooLarge { path: PathBuf, limit: u64 },
+}
+
+/// Opens a file that a payload, an argument or a checkpoint names, for reading. The open
+/// never blocks (`O_NONBLOCK`: a FIFO without a writer would hold the thread, and with it
+/// every other session and the signal handling, until someone writes) and the file is kept
+/// only if it is a regular file (a FIFO, a device such as `/dev/zero`, a socket or a
+/// directory is refused before one byte is read). On a regular file `O_NONBLOCK` changes
+/// nothing. `Ok(None)`: the file does not exist.
+pub fn open_regular(path: &Path) -> Result<Option<(File, Metadata)>, TailError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    let file = match options.open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(TailError::Open {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let meta = file.metadata().map_err(|source| TailError::Stat {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if !meta.is_file() {
+        return Err(TailError::NotAFile {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(Some((file, meta)))
+}
+
+/// Reads a small file named from outside (a checkpoint, a metadata record) whole, through
+/// [`open_regular`], refusing one over `limit` bytes without holding more than that.
+/// `Ok(None)`: the file does not exist.
+pub fn read_regular(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, TailError> {
+    let Some((file, meta)) = open_regular(path)? else {
+        return Ok(None);
+    };
+    let too_large = || TailError::TooLarge {
+        path: path.to_path_buf(),
+        limit,
+    };
+    if meta.len() > limit {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    // One byte past the limit tells a file that grew since the `fstat`.
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|source| TailError::Read {
+            path: path.to_path_buf(),
+            offset: 0,
+            source,
+        })?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(Some(bytes))
 }
 
 /// Something about the file that a caller may want to log. Never an error.
@@ -339,25 +406,9 @@ impl Tailer {
 
     /// Opens the file; `false` if it does not exist (no events yet).
     fn open_file(&mut self, progress: &mut Progress) -> Result<bool, TailError> {
-        let mut file = match File::open(&self.path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-            Err(source) => {
-                return Err(TailError::Open {
-                    path: self.path.clone(),
-                    source,
-                });
-            }
+        let Some((mut file, meta)) = open_regular(&self.path)? else {
+            return Ok(false);
         };
-        let meta = file.metadata().map_err(|source| TailError::Stat {
-            path: self.path.clone(),
-            source,
-        })?;
-        if !meta.is_file() {
-            return Err(TailError::NotAFile {
-                path: self.path.clone(),
-            });
-        }
         let id = FileId::of(&meta);
         self.lines = FileLines::after(self.lines.split.lines());
         self.read_pos = 0;

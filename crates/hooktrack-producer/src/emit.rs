@@ -97,11 +97,19 @@ pub enum EmitError {
     NoToken,
     #[error("${} holds characters an HTTP header cannot carry", store::TOKEN_ENV)]
     BadToken,
-    #[error("cannot prepare the store directory")]
+    #[error("cannot prepare the store directory; nothing is written there")]
     StoreDir {
         #[source]
         source: StoreError,
     },
+    #[error(
+        "an empty --dir names no store (it would be the agent's working directory); nothing is written there"
+    )]
+    EmptyDir,
+    #[error("refusing the collector socket {path}: {reason}; delivering over TCP")]
+    SocketUntrusted { path: PathBuf, reason: String },
+    #[error("no store to append the fallback row to; delivery lost")]
+    NoStore,
     #[error("the store lock is stuck; the fallback row was appended without it")]
     AppendedUnlocked {
         #[source]
@@ -145,6 +153,9 @@ pub struct EmitReport {
     pub event: Option<String>,
     pub delivered: Delivered,
     pub problems: Vec<EmitError>,
+    /// The store directory was refused: nothing was written there, and the problems go
+    /// to the per-user log.
+    pub store_refused: bool,
 }
 
 impl EmitReport {
@@ -154,6 +165,7 @@ impl EmitReport {
             event: None,
             delivered: Delivered::Lost,
             problems: Vec::new(),
+            store_refused: false,
         }
     }
 }
@@ -161,8 +173,14 @@ impl EmitReport {
 /// One hook delivery, start to end. `problems` found while parsing argv come in first.
 pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> EmitReport {
     let store = StorePaths::in_dir(&config.dir);
-    if let Err(source) = store::create_dir(&store) {
+    // A refused directory is written nowhere: no counter, no socket, no fallback row, no
+    // `emit.log` (the problems go to the per-user log).
+    if config.dir.as_os_str().is_empty() {
+        report.problems.push(EmitError::EmptyDir);
+        report.store_refused = true;
+    } else if let Err(source) = store::create_dir(&store) {
         report.problems.push(EmitError::StoreDir { source });
+        report.store_refused = true;
     }
     let (bytes, mut payload_error) = match read_payload(stdin) {
         Ok(bytes) => (Some(bytes), None),
@@ -211,8 +229,10 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
     };
 
     // emitter_seq, under the lock. Without it the delivery still goes out, unkeyed.
-    let counter = match store::open_counter(&store) {
-        Ok(counter) => match store::take_emitter_seq(&store, &counter) {
+    let opened = (!report.store_refused).then(|| store::open_counter(&store));
+    let counter = match opened {
+        None => None,
+        Some(Ok(counter)) => match store::take_emitter_seq(&store, &counter) {
             Ok(seq) => {
                 report.emitter_seq = Some(seq);
                 Some(counter)
@@ -222,7 +242,7 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
                 Some(counter)
             }
         },
-        Err(source) => {
+        Some(Err(source)) => {
             report.problems.push(EmitError::Seq { source });
             None
         }
@@ -240,7 +260,20 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
             let body = delivery.render();
             // The collector's socket in the store, named after the URL's port: the same
             // collector, without the loopback TCP stack.
-            let socket = crate::stream::socket_path(&config.dir, url.addr.port());
+            // Only a socket of this user's, not a symlink, is given the token (and the
+            // peer is checked again once connected: `Stream::connect_unix`).
+            let socket = crate::stream::socket_path(&config.dir, url.addr.port())
+                .filter(|_| !report.store_refused)
+                .filter(|path| match crate::stream::socket_trust(path) {
+                    Ok(trusted) => trusted,
+                    Err(reason) => {
+                        report.problems.push(EmitError::SocketUntrusted {
+                            path: path.clone(),
+                            reason,
+                        });
+                        false
+                    }
+                });
             http::post_json(url, socket.as_deref(), token, &body, config.limits)
                 .map(|_| ())
                 .map_err(|source| EmitError::Post { source })
@@ -254,6 +287,10 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
         Err(e) => report.problems.push(e),
     }
 
+    if report.store_refused {
+        report.problems.push(EmitError::NoStore);
+        return report;
+    }
     // Fallback: append the row ourselves, under the same lock.
     let row = delivery
         .envelope(Via::CommandFallback, None, store::now())
@@ -330,7 +367,11 @@ pub fn log_report(dir: &Path, report: &EmitReport) {
         text.push_str(&hooktrack_core::diagnostics::error_chain(problem));
         text.push('\n');
     }
-    log_text(dir, &text);
+    if report.store_refused {
+        log::log_text_user(&text);
+    } else {
+        log_text(dir, &text);
+    }
 }
 
 /// Appends `text` to `emit.log` (or wherever [`log::log_text`] finds room), best effort.

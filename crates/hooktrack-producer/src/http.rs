@@ -244,10 +244,24 @@ pub fn post_json(
             }
         }
     };
-    stream
-        .set_write_timeout(Some(remaining("sending to", &to)?))
-        .map_err(send_timeout)?;
-    stream.write_all(&request).map_err(send_timeout)?;
+    // One deadline for the whole exchange: `SO_SNDTIMEO` bounds one `write` call, and a
+    // peer that drains slowly (or is stopped, with a full socket buffer) takes a piece per
+    // call, so the limit is set again to what is left before every call (`write_all`
+    // would restart it each time: 3 s instead of 1.5 s for a 256 KiB payload).
+    let mut unsent: &[u8] = &request;
+    while !unsent.is_empty() {
+        stream
+            .set_write_timeout(Some(remaining("sending to", &to)?))
+            .map_err(send_timeout)?;
+        match stream.write(unsent) {
+            Ok(0) => {
+                return Err(send_timeout(io::Error::from(io::ErrorKind::WriteZero)));
+            }
+            Ok(n) => unsent = &unsent[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(send_timeout(e)),
+        }
+    }
     // Read the head, then as much body as Content-Length says (bounded).
     let mut buf = Vec::with_capacity(512);
     let mut chunk = [0u8; 4096];

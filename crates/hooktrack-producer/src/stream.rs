@@ -44,6 +44,53 @@ pub fn socket_path(dir: &Path, port: u16) -> Option<PathBuf> {
     (path.as_os_str().len() <= MAX_SOCKET_PATH).then_some(path)
 }
 
+/// Whether the emitter may hand its token to the socket at `path`: `Ok(false)` when there
+/// is none (the exchange goes over TCP, as always), `Ok(true)` for a socket owned by this
+/// user that is not a symbolic link, `Err(why)` for anything else (a symlink, another
+/// user's socket, a file of another kind: whoever planted it would receive the token).
+pub fn socket_trust(path: &Path) -> Result<bool, String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(format!("cannot inspect it: {e}")),
+    };
+    if meta.file_type().is_symlink() {
+        return Err("it is a symbolic link".into());
+    }
+    if !meta.file_type().is_socket() {
+        return Err("it is not a socket".into());
+    }
+    // SAFETY: geteuid(2) cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(format!("it is owned by uid {}, not {me}", meta.uid()));
+    }
+    Ok(true)
+}
+
+/// The uid of the process at the other end of a connected Unix socket (`SO_PEERCRED`).
+fn peer_uid(fd: RawFd) -> io::Result<u32> {
+    // SAFETY: an all-zero ucred is a valid value of the type.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt(2) filling a ucred of the size passed.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &raw mut len,
+        )
+    };
+    if rc == 0 {
+        Ok(cred.uid)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// A connected stream of either kind.
 #[derive(Debug)]
 pub enum Stream {
@@ -89,6 +136,17 @@ impl Stream {
                 )
             };
             if rc == 0 {
+                // The listener must be this user's too: a socket file of ours can still
+                // be bound by a process of another uid (before anything is sent).
+                // SAFETY: geteuid(2) cannot fail.
+                let me = unsafe { libc::geteuid() };
+                let peer = peer_uid(owned.as_raw_fd())?;
+                if peer != me {
+                    return Err(io::Error::new(
+                        io::ErrorKind::PermissionDenied,
+                        format!("the peer is uid {peer}, not {me}"),
+                    ));
+                }
                 return Ok(Self::Unix(UnixStream::from(owned)));
             }
             let err = io::Error::last_os_error();

@@ -17,6 +17,8 @@ use super::FileId;
 use hooktrack_core::row::MAX_LINE_BYTES;
 
 const VERSION: u32 = 1;
+/// A checkpoint is one small JSON object; anything larger is not one.
+const MAX_CHECKPOINT_BYTES: u64 = 64 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Checkpoint {
@@ -69,7 +71,7 @@ pub enum CheckpointError {
     Read {
         path: PathBuf,
         #[source]
-        source: io::Error,
+        source: super::TailError,
     },
     #[error("the checkpoint {path} is not valid")]
     Parse {
@@ -106,9 +108,10 @@ pub enum Mismatch {
 impl Checkpoint {
     /// Loads a checkpoint; `None` if there is none yet.
     pub fn load(path: &Path) -> Result<Option<Self>, CheckpointError> {
-        let bytes = match fs::read(path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        // A FIFO named as the checkpoint must not hang the start (see `open_regular`).
+        let bytes = match super::read_regular(path, MAX_CHECKPOINT_BYTES) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(None),
             Err(source) => {
                 return Err(CheckpointError::Read {
                     path: path.to_path_buf(),
@@ -145,12 +148,19 @@ impl Checkpoint {
         let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
         tmp_name.push(".tmp");
         let tmp = path.with_file_name(tmp_name);
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(err)?;
+        let mut options = OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        // A FIFO or a symlink planted at the temporary name must neither block the save
+        // (opening a FIFO to write waits for a reader) nor redirect it.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY);
+        }
+        let mut file = options.open(&tmp).map_err(err)?;
+        if !file.metadata().map_err(err)?.is_file() {
+            return Err(err(io::Error::other("not a regular file")));
+        }
         file.write_all(&bytes).map_err(err)?;
         file.sync_all().map_err(err)?;
         drop(file);

@@ -146,6 +146,24 @@ pub(super) fn head(buf: &[u8], rules: &Rules) -> Head {
         return bad("malformed request line");
     };
     let fields = request.headers;
+    // A NUL (or another control byte but HTAB) in a value is no HTTP (RFC 9110 5.5) and
+    // could cut the value short for a reader in C: refused, whatever the field.
+    if fields.iter().any(|f| {
+        f.value
+            .iter()
+            .any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f)
+    }) {
+        return bad("malformed request head: a control byte in a header value");
+    }
+    // Two credentials leave the question of which one was checked: refused outright.
+    if fields
+        .iter()
+        .filter(|f| f.name.eq_ignore_ascii_case("authorization"))
+        .count()
+        > 1
+    {
+        return bad("more than one Authorization header");
+    }
     let path = target.split('?').next().unwrap_or(target);
     let declared = content_length(fields);
     let already = buf.len() - head_len;

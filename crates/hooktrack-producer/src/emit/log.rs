@@ -35,6 +35,17 @@ pub fn log_text(dir: &Path, text: &str) {
     let _ = io::stderr().write_all(text.as_bytes());
 }
 
+/// Appends `text` to the per-user log, else to stderr: for an emitter whose store was
+/// refused (it writes nothing there, not even its log).
+pub fn log_text_user(text: &str) {
+    if let Some(path) = user_log_path()
+        && append_user_log(&path, text).is_ok()
+    {
+        return;
+    }
+    let _ = io::stderr().write_all(text.as_bytes());
+}
+
 /// The per-user log, from the environment (`None` without `XDG_STATE_HOME` or `HOME`).
 pub fn user_log_path() -> Option<PathBuf> {
     let state = std::env::var_os("XDG_STATE_HOME")

@@ -377,7 +377,9 @@ impl Prepared {
         }
         line.end_line();
         let text = line.bytes();
-        if append_log(&self.files.emit_log, text) {
+        // A store directory that is refused takes no log either (async-signal-safe: one
+        // open and fstat).
+        if append::check_dir(&self.files.dir).is_ok() && append_log(&self.files.emit_log, text) {
             return;
         }
         if let Some(user_log) = &self.user_log

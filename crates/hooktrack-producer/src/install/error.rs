@@ -33,6 +33,11 @@ pub enum InstallError {
     /// A JSON hooks file hooktrack will not edit (nothing was changed).
     #[error("{path} {refusal}; nothing was changed")]
     Refused { path: PathBuf, refusal: Refusal },
+    /// Another writer kept saving the file while it was edited (nothing of theirs lost).
+    #[error(
+        "{path} changed under every one of {attempts} edits; left as the other writer saved it"
+    )]
+    Contended { path: PathBuf, attempts: u32 },
     #[error("cannot write {path}")]
     Write {
         path: PathBuf,

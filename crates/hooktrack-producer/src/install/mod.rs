@@ -32,6 +32,7 @@ use crate::http::Url;
 use crate::store::{self, StoreError, StorePaths};
 pub use detect::detect_kimi;
 pub use error::{InstallError, MarkerError, Refusal, Violation};
+use file::Replace;
 use format::Removal;
 
 /// What the hook command runs and where its deliveries go.
@@ -189,22 +190,37 @@ fn install_unrecorded(
 ) -> Result<InstallReport, InstallError> {
     check_observer(observer)?;
     let config = file::resolve(config);
-    let original = file::read_text(&config)?;
-    let edit = format::edit(
-        agent,
-        &config,
-        original.as_deref().unwrap_or_default(),
-        observer,
-    )?;
-    let validation = write_checked(&config, original.as_deref(), &edit.text, |back| {
-        format::read_back(agent, back, observer, &edit.outside)
-    })?;
-    Ok(InstallReport {
-        config,
-        entries: validation.entries,
-        ours: validation.ours,
-        replaced: edit.replaced,
-        created: original.is_none(),
+    // Edited from a read, written only while the file still holds what was read: a save
+    // by the user meanwhile is never overwritten, the edit is redone on it (`replace_if`).
+    let mut original = file::read_text(&config)?;
+    for _ in 0..file::MAX_EDIT_ATTEMPTS {
+        let edit = format::edit(
+            agent,
+            &config,
+            original.as_deref().unwrap_or_default(),
+            observer,
+        )?;
+        let mode = file::mode(&config);
+        if let Replace::Changed(now) =
+            file::replace_if(&config, original.as_deref(), &edit.text, mode)?
+        {
+            original = now;
+            continue;
+        }
+        let validation = check_written(&config, original.as_deref(), &edit.text, mode, |back| {
+            format::read_back(agent, back, observer, &edit.outside)
+        })?;
+        return Ok(InstallReport {
+            config,
+            entries: validation.entries,
+            ours: validation.ours,
+            replaced: edit.replaced,
+            created: original.is_none(),
+        });
+    }
+    Err(InstallError::Contended {
+        path: config,
+        attempts: file::MAX_EDIT_ATTEMPTS,
     })
 }
 
@@ -217,17 +233,30 @@ pub fn uninstall(
     generation: Option<u64>,
 ) -> Result<Uninstalled, InstallError> {
     let config = file::resolve(config);
-    let Some(text) = file::read_text(&config)? else {
-        return Ok(Uninstalled::NoFile);
-    };
-    match format::remove(format, &config, &text, generation)? {
-        Removal::Nothing => Ok(Uninstalled::NoBlock),
-        Removal::KeptOther { generation } => Ok(Uninstalled::KeptOther { generation }),
-        Removal::Removed { text, generation } => {
-            file::write(&config, &text, file::mode(&config))?;
-            Ok(Uninstalled::Removed { generation })
+    let mut read = file::read_text(&config)?;
+    for _ in 0..file::MAX_EDIT_ATTEMPTS {
+        let Some(text) = &read else {
+            return Ok(Uninstalled::NoFile);
+        };
+        match format::remove(format, &config, text, generation)? {
+            Removal::Nothing => return Ok(Uninstalled::NoBlock),
+            Removal::KeptOther { generation } => {
+                return Ok(Uninstalled::KeptOther { generation });
+            }
+            Removal::Removed {
+                text: edited,
+                generation,
+            } => match file::replace_if(&config, Some(text), &edited, file::mode(&config))? {
+                Replace::Done => return Ok(Uninstalled::Removed { generation }),
+                // Saved meanwhile: the removal is redone on what is there now.
+                Replace::Changed(now) => read = now,
+            },
         }
     }
+    Err(InstallError::Contended {
+        path: config,
+        attempts: file::MAX_EDIT_ATTEMPTS,
+    })
 }
 
 /// Checks `config` without changing it, as the agent reads it and as the read-back does.
@@ -290,16 +319,16 @@ fn check_observer(observer: &Observer) -> Result<(), InstallError> {
     Ok(())
 }
 
-/// Writes `text`, reads the file back from disk and runs `verdict` on what is there; on
-/// any violation puts `original` back byte for byte (or removes the file it created).
-fn write_checked<T>(
+/// Reads the file `text` was just written to back from disk and runs `verdict` on what is
+/// there; on any violation puts `original` back byte for byte (or removes the file it
+/// created), but only while the file still holds `text`: another writer's save since wins.
+fn check_written<T>(
     config: &Path,
     original: Option<&str>,
     text: &str,
+    mode: u32,
     verdict: impl FnOnce(&str) -> Result<T, Violation>,
 ) -> Result<T, InstallError> {
-    let mode = file::mode(config);
-    file::write(config, text, mode)?;
     let verdict = match file::read_text(config) {
         Ok(back) => verdict(back.as_deref().unwrap_or_default()),
         Err(e) => Err(Violation::new(format!(
@@ -308,7 +337,16 @@ fn write_checked<T>(
         ))),
     };
     verdict.or_else(|violation| {
-        file::restore(config, original, mode).map_err(|source| InstallError::Restore {
+        let restored = match original {
+            Some(original) => file::replace_if(config, Some(text), original, mode)
+                .map(|_| ())
+                .map_err(|e| std::io::Error::other(error_chain(&e))),
+            None => match file::read_text(config) {
+                Ok(Some(now)) if now == text => fs::remove_file(config),
+                _ => Ok(()),
+            },
+        };
+        restored.map_err(|source| InstallError::Restore {
             path: config.to_owned(),
             violation: violation.clone(),
             source,
