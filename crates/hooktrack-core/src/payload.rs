@@ -77,6 +77,9 @@ pub struct Payload<'a> {
     pub notification_type: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "opt_text")]
     pub severity: Option<Cow<'a, str>>,
+    /// Claude Code's `Stop.background_tasks`: kept raw, read only on a `Stop`.
+    #[serde(borrow)]
+    pub background_tasks: Option<&'a RawValue>,
     /// The agent process's id, in a launcher's `process_ended` row. Lenient: a provider's
     /// `pid` of another shape is ignored, never the row.
     #[serde(default, deserialize_with = "lenient_pid")]

@@ -22,6 +22,7 @@ impl Correlator {
         let owner = Owner::Nested(rec.id);
         self.tools.close_owned_by(ctx, owner);
         self.permissions.close_owned_by(owner);
+        self.dialogs.answered(owner);
         ctx.close(rec, result);
     }
 
@@ -44,6 +45,15 @@ impl Correlator {
         self.start_implied(ctx);
         self.touch(ctx, None);
         let label = Scope::Subagent(name.filter(|n| !n.is_empty()).map(str::to_owned));
+        if !self.caps.agent_scopes
+            && !self.caps.subagent_scope_is_turn
+            && let Some(index) = self.scopes.top_unclaimed_system()
+        {
+            // The subagent's turn came first (Kimi Code 2.1.0 sends TurnStarted before
+            // SubagentStart): the scope it opened is the subagent's, one scope, not two.
+            self.scopes.claim_for_subagent(index, label);
+            return;
+        }
         let turn = if self.caps.subagent_scope_is_turn {
             let epoch = self.main_epoch();
             Some(self.new_record(ctx, epoch, label.clone(), Origin::Subagent, None))

@@ -89,11 +89,16 @@ impl Permissions {
         self.pending.retain(|_, p| p.owner != owner);
     }
 
-    /// The main turn ended: every window closes with it, each noted.
-    pub(super) fn close_all(&mut self, ctx: &mut Ctx) {
-        for (key, _) in self.pending.drain(..) {
-            ctx.note(Diag::PermissionOpenAtTurnEnd, Some(key.to_string()));
-        }
+    /// The main turn ended: every window of an owner `of` picks closes with it, each
+    /// noted (the windows of scopes going on in the background stay pending).
+    pub(super) fn close_where(&mut self, ctx: &mut Ctx, of: impl Fn(Owner) -> bool) {
+        self.pending.retain(|key, p| {
+            let closing = of(p.owner);
+            if closing {
+                ctx.note(Diag::PermissionOpenAtTurnEnd, Some(key.to_string()));
+            }
+            !closing
+        });
     }
 
     /// The session ended: every window closes unseen (the session's end is the note).
