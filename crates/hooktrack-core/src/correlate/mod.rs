@@ -26,6 +26,8 @@ mod main_state;
 mod nested;
 mod permissions;
 mod scopes;
+#[cfg(test)]
+mod tests;
 mod tools;
 mod transcript;
 mod turns;
