@@ -236,11 +236,13 @@ impl Scopes {
         self.stack[index].turn.take()
     }
 
-    /// The scope's turn ends: taken from it, and a scope that turn opened leaves with it.
-    pub(super) fn end_turn(&mut self, index: usize) -> Option<TurnRecord> {
+    /// The scope's turn ends: taken from it, and a scope that turn opened (or any scope,
+    /// `with_scope`) leaves with it; a SubagentStop for it afterwards is late.
+    pub(super) fn end_turn(&mut self, index: usize, with_scope: bool) -> Option<TurnRecord> {
         let turn = self.stack[index].turn.take();
-        if self.stack[index].opened_by_turn {
-            self.stack.remove(index);
+        if with_scope || self.stack[index].opened_by_turn {
+            let scope = self.stack.remove(index);
+            self.leave(scope);
         }
         turn
     }

@@ -409,3 +409,32 @@ fn a_background_scope_ends_unseen_at_session_end() {
         ]
     );
 }
+
+#[test]
+fn kimi_interrupted_subagent_sends_no_subagent_stop_and_leaves_no_background_scope() {
+    let mut run = Run::kimi();
+    kimi_prompt(&mut run);
+    run.feed("PreToolUse", r#""tool_name":"Agent","tool_call_id":"c1""#);
+    run.feed("TurnStarted", KIMI_SUBAGENT_TURN);
+    run.feed("SubagentStart", r#""agent_name":"coder""#);
+    // Escape inside the subagent: one Interrupt per agent, no SubagentStop.
+    run.feed("Interrupt", r#""turn_id":0,"reason":"cancelled""#);
+    let p = run.feed("Interrupt", r#""turn_id":0,"reason":"cancelled""#);
+    assert_eq!((p.turn.phase, p.turn.scope_depth), (Phase::Ready, 0));
+    assert_eq!(
+        run.ledger(),
+        [
+            "subagent:coder system_trigger:subagent interrupted",
+            "main user interrupted"
+        ]
+    );
+    // The main agent goes on after a subagent it interrupted: its Stop leaves nothing behind.
+    let mut run = Run::kimi();
+    kimi_prompt(&mut run);
+    run.feed("TurnStarted", KIMI_SUBAGENT_TURN);
+    run.feed("SubagentStart", r#""agent_name":"coder""#);
+    run.feed("Interrupt", r#""turn_id":0,"reason":"cancelled""#);
+    let p = run.feed("Stop", "");
+    assert_eq!((p.turn.phase, p.turn.background()), (Phase::Ready, 0));
+    assert_eq!(run.noted(Diag::ScopeInBackground), 0);
+}

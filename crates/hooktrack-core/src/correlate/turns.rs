@@ -275,7 +275,9 @@ impl Correlator {
             && let Some(top) = nested
         {
             let label = self.scopes.label(top).clone();
-            let rec = match self.scopes.end_turn(top) {
+            // An interrupted subagent sends no SubagentStop (Kimi Code 2.1.0): its scope
+            // ends with its turn, not in the background.
+            let rec = match self.scopes.end_turn(top, result == TurnResult::Interrupted) {
                 Some(rec) => rec,
                 None => {
                     ctx.note(Diag::NestedTurnImplied, Some(label.to_string()));
@@ -306,7 +308,12 @@ impl Correlator {
     /// so the id decides only when it tells the main and the nested turn apart.
     pub(super) fn interrupt(&mut self, ctx: &mut Ctx, turn_id: Option<&TurnId>) {
         let main_id = self.main.running().map(|rec| rec.turn_id.clone());
-        let nested = self.scopes.top_turn().map(|t| t.turn_id.clone());
+        // While the main turn runs, a background scope's turn is not the one to tell apart.
+        let nested = match main_id {
+            Some(_) => self.scopes.innermost_foreground_turn(),
+            None => self.scopes.top_turn(),
+        }
+        .map(|t| t.turn_id.clone());
         if !self.caps.agent_scopes
             && let (Some(main_id), Some(nested_id)) = (&main_id, &nested)
         {
@@ -341,7 +348,7 @@ impl Correlator {
         } else if self.main.is_idle() {
             // No main turn: the interrupt is the background scope's.
             self.end_innermost(ctx, TurnResult::Interrupted);
-        } else if self.caps.agent_scopes || self.scopes.top_turn().is_none() {
+        } else if self.caps.agent_scopes || nested.is_none() {
             // Nested scopes with no turn of their own end with the parent.
             self.interrupt_main(ctx);
         } else {
