@@ -44,6 +44,9 @@ impl Correlator {
     ) {
         self.start_implied(ctx);
         self.touch(ctx, None);
+        // The agent that launched it went on: a dialog it showed was answered.
+        let parent = self.owner(None);
+        self.dialogs.answered(parent);
         let label = Scope::Subagent(name.filter(|n| !n.is_empty()).map(str::to_owned));
         if !self.caps.agent_scopes
             && !self.caps.subagent_scope_is_turn

@@ -438,3 +438,28 @@ fn kimi_interrupted_subagent_sends_no_subagent_stop_and_leaves_no_background_sco
     assert_eq!((p.turn.phase, p.turn.background()), (Phase::Ready, 0));
     assert_eq!(run.noted(Diag::ScopeInBackground), 0);
 }
+
+#[test]
+fn claude_auto_mode_dialog_on_the_agent_call_ends_when_the_subagent_starts() {
+    let mut run = Run::claude();
+    run.feed("SessionStart", r#""source":"startup""#);
+    run.feed(
+        "UserPromptSubmit",
+        r#""prompt":"delegate","prompt_id":"p1""#,
+    );
+    run.feed(
+        "PreToolUse",
+        r#""tool_name":"Agent","tool_use_id":"t1","tool_input":{"prompt":"x"}"#,
+    );
+    let p = run.feed(
+        "Notification",
+        r#""message":"Claude needs your input","notification_type":"agent_needs_input""#,
+    );
+    assert_eq!(p.turn.phase, Phase::Blocked);
+    let p = run.feed("SubagentStart", CLAUDE_SUB);
+    assert_eq!(
+        p.turn.phase,
+        Phase::Active,
+        "answered: the subagent it asked about runs"
+    );
+}
