@@ -160,6 +160,7 @@ pub(super) fn describe(event: &Event<'_>) -> String {
         }
         Event::Activity { .. } => String::new(),
         Event::TaskStarted { kind, .. } => opt(kind),
+        Event::TaskFinished { task_id } => opt(task_id),
         Event::CompactionStarted { trigger } | Event::CompactionFinished { trigger } => {
             opt(trigger)
         }

@@ -98,6 +98,7 @@ diagnostics! {
     NestedTurnImplied => "nested_turn_implied", "a Stop inside a nested scope with no nested turn started: a nested turn was recorded for it";
     NestedTurnUnended => "nested_turn_unended", "a nested turn still open when its scope closed (a terminal gap)";
     ScopeOpenAtTurnEnd => "scope_open_at_turn_end", "a nested scope still open when the parent turn ended interrupted or unseen: it ended with it";
+    CallsMovedToBackground => "calls_moved_to_background", "tool calls still open when the parent's Stop ended its turn, where subagents carry no id (Kimi): a turn ends with none of its own open, so they were the background subagent's";
     ScopeInBackground => "scope_in_background", "a nested scope still open when the parent turn ended: it goes on in the background until its own end";
     InterruptScopeAmbiguous => "interrupt_scope_ambiguous", "an Interrupt while a nested turn was open and turn ids could not tell which: the innermost turn was taken";
     CompactionStartWhileOpen => "compaction_start_while_open", "a PreCompact while a compaction window was already open";

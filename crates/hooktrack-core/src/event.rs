@@ -169,6 +169,11 @@ pub enum Event<'a> {
         task_id: Option<Cow<'a, str>>,
         kind: Option<Cow<'a, str>>,
     },
+    /// A background task finished (Kimi Code `Notification(task.completed)`, naming the
+    /// task `TaskStarted` announced).
+    TaskFinished {
+        task_id: Option<Cow<'a, str>>,
+    },
     CompactionStarted {
         trigger: Option<Cow<'a, str>>,
     },
@@ -224,6 +229,7 @@ impl Event<'_> {
             Event::SubagentStarted { .. } => "subagent_started",
             Event::SubagentStopped { .. } => "subagent_stopped",
             Event::TaskStarted { .. } => "task_started",
+            Event::TaskFinished { .. } => "task_finished",
             Event::CompactionStarted { .. } => "compaction_started",
             Event::CompactionFinished { .. } => "compaction_finished",
             Event::Notification { .. } => "notification",

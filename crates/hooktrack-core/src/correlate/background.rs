@@ -40,14 +40,12 @@ impl BackgroundTasks {
         self.running = ids.iter().take(MAX_BACKGROUND).cloned().collect();
     }
 
-    /// A turn the agent started reports a finished task: the one it names, else (it names
-    /// none) the oldest. A name no tracked task has reports something else (a subagent).
-    pub(super) fn reported(&mut self, id: Option<&str>) {
-        match id {
-            Some(id) => self.running.retain(|t| t != id),
-            None => {
-                self.running.pop_front();
-            }
+    /// A finished task, by the id its report names (a turn the agent started, a
+    /// completion notification). An id no tracked task has is another kind of work (a
+    /// subagent); a report that names none says nothing about which.
+    pub(super) fn finished(&mut self, id: Option<&str>) {
+        if let Some(id) = id {
+            self.running.retain(|t| t != id);
         }
     }
 
@@ -111,7 +109,7 @@ impl Correlator {
         turn_id: Option<TurnId>,
         task: Option<&str>,
     ) {
-        self.background_tasks.reported(task);
+        self.background_tasks.finished(task);
         if self.main.armed().is_some() {
             // A prompt is waiting for its turn: evidence of a user turn wins.
             self.bind(ctx, turn_id);

@@ -313,6 +313,9 @@ impl Correlator {
             Event::TaskStarted { task_id, kind } => {
                 self.task_started(ctx, kind.as_deref(), task_id.as_deref())
             }
+            Event::TaskFinished { task_id } => {
+                self.background_tasks.finished(task_id.as_deref());
+            }
             Event::InputRequested { kind, agent } => {
                 self.input_requested(ctx, kind.as_deref(), agent.as_deref())
             }

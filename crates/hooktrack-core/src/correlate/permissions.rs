@@ -84,6 +84,13 @@ impl Permissions {
         self.pending.shift_remove(&key);
     }
 
+    /// The pending windows of `from` are `to`'s.
+    pub(super) fn reassign(&mut self, from: Owner, to: Owner) {
+        for window in self.pending.values_mut().filter(|p| p.owner == from) {
+            window.owner = to;
+        }
+    }
+
     /// A nested turn ended: its windows close with it (its end is the note).
     pub(super) fn close_owned_by(&mut self, owner: Owner) {
         self.pending.retain(|_, p| p.owner != owner);

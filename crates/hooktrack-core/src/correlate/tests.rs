@@ -191,20 +191,76 @@ fn kimi_background_subagent_outlives_the_parent_stop_with_its_calls_and_permissi
 }
 
 #[test]
-fn kimi_background_process_runs_until_the_agent_turn_reports_it() {
+fn kimi_background_process_runs_until_its_completion_is_reported() {
+    // As Kimi Code 2.1.0 sends it (`Bash` with `run_in_background`, print mode).
     let mut run = Run::kimi();
     kimi_prompt(&mut run);
     run.feed("PreToolUse", r#""tool_name":"Bash","tool_call_id":"c1""#);
-    let p = run.feed("TaskStarted", r#""task_id":"t1","kind":"process""#);
+    let p = run.feed(
+        "TaskStarted",
+        r#""task_id":"bash-1","kind":"process","status":"running","detached":true"#,
+    );
     assert_eq!(p.turn.background_tasks, 1);
     run.feed("PostToolUse", r#""tool_name":"Bash","tool_call_id":"c1""#);
-    let p = run.feed("Stop", "");
+    let p = run.feed("Stop", r#""stop_hook_active":false"#);
     assert_eq!((p.turn.phase, p.turn.background()), (Phase::Ready, 1));
     let p = run.feed("TurnStarted", r#""turn_id":1,"origin_kind":"task""#);
-    assert_eq!((p.turn.phase, p.turn.background()), (Phase::Active, 0));
+    assert_eq!(p.turn.phase, Phase::Active, "an agent-started turn is work");
     assert_eq!(p.turn.epoch, 2, "a main turn of its own");
-    run.feed("Stop", "");
+    let p = run.feed(
+        "Notification",
+        r#""sink":"context","agent_id":"main","notification_type":"task.completed","source_id":"bash-1","severity":"info""#,
+    );
+    assert_eq!(
+        p.turn.background_tasks, 0,
+        "the notification names the task"
+    );
+    run.feed("Stop", r#""stop_hook_active":false"#);
     assert_eq!(run.ledger(), ["main user success", "main agent success"]);
+}
+
+#[test]
+fn kimi_background_subagent_call_before_the_parent_stop_moves_to_its_scope() {
+    // Kimi Code 2.1.0, `Agent` with `run_in_background` (print mode): the subagent's first
+    // PreToolUse comes just before the parent's Stop.
+    let mut run = Run::kimi();
+    kimi_prompt(&mut run);
+    run.feed("PreToolUse", r#""tool_name":"Agent","tool_call_id":"c1""#);
+    run.feed("TurnStarted", KIMI_SUBAGENT_TURN);
+    run.feed("SubagentStart", r#""agent_name":"coder""#);
+    run.feed("TaskStarted", r#""task_id":"agent-1","kind":"agent""#);
+    run.feed("PostToolUse", r#""tool_name":"Agent","tool_call_id":"c1""#);
+    run.feed("PreToolUse", r#""tool_name":"Bash","tool_call_id":"c2""#);
+    let p = run.feed("Stop", r#""stop_hook_active":false"#);
+    assert_eq!(p.turn.phase, Phase::Ready);
+    assert_eq!(
+        (p.turn.background_scopes, p.turn.background_tool_calls),
+        (1, 1)
+    );
+    assert_eq!(run.noted(Diag::CallsMovedToBackground), 1);
+    run.feed("PostToolUse", r#""tool_name":"Bash","tool_call_id":"c2""#);
+    run.feed("Stop", r#""stop_hook_active":false"#);
+    run.feed("SubagentStop", r#""agent_name":"coder""#);
+    let p = run.feed("TurnStarted", r#""turn_id":1,"origin_kind":"task""#);
+    assert_eq!(p.turn.phase, Phase::Active);
+    run.feed(
+        "Notification",
+        r#""sink":"context","agent_id":"main","notification_type":"task.completed","source_id":"agent-1""#,
+    );
+    run.feed("Stop", r#""stop_hook_active":false"#);
+    let calls: Vec<u64> = run.closed.iter().map(|t| t.tool_calls).collect();
+    assert_eq!(
+        run.ledger(),
+        [
+            "main user success",
+            "subagent:coder system_trigger:subagent success",
+            "main agent success"
+        ]
+    );
+    assert_eq!(calls, [1, 1, 0], "the Bash call is the subagent's");
+    for guess in [Diag::ToolOpenAtTurnEnd, Diag::ToolFinishLate] {
+        assert_eq!(run.noted(guess), 0, "{guess}");
+    }
 }
 
 #[test]

@@ -199,6 +199,16 @@ impl Tools {
             .map(|(k, _)| k.clone())
     }
 
+    /// The open calls of `from` are `to`'s: how many.
+    pub(super) fn reassign(&mut self, from: Owner, to: Owner) -> u64 {
+        let mut moved = 0;
+        for call in self.open.values_mut().filter(|t| t.owner == from) {
+            call.owner = to;
+            moved += 1;
+        }
+        moved
+    }
+
     /// A nested turn ended: its calls end with it, each noted.
     pub(super) fn close_owned_by(&mut self, ctx: &mut Ctx, owner: Owner) {
         self.close_where(ctx, |o| o == owner);

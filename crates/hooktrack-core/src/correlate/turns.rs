@@ -175,6 +175,7 @@ impl Correlator {
             for label in self.scopes.send_all_to_background() {
                 ctx.note(Diag::ScopeInBackground, Some(label.to_string()));
             }
+            self.rehome_open_calls(ctx, &mut rec);
         } else {
             let nested_result = if result == TurnResult::Interrupted {
                 TurnResult::Interrupted
@@ -203,6 +204,30 @@ impl Correlator {
             at: ctx.now,
         };
         ctx.out.closed.push(rec);
+    }
+
+    /// A turn that ended by its own Stop has no call of its own open: where subagents carry
+    /// no id (Kimi), a call still open then is the background subagent's, which ran it
+    /// while the parent was still running (Kimi Code 2.1.0 sends a background subagent's
+    /// first `PreToolUse` before the parent's `Stop`).
+    fn rehome_open_calls(&mut self, ctx: &mut Ctx, rec: &mut TurnRecord) {
+        if self.caps.agent_scopes {
+            return;
+        }
+        let Some(background) = self.scopes.innermost_turn().map(|t| t.id) else {
+            return;
+        };
+        let to = Owner::Nested(background);
+        let moved = self.tools.reassign(Owner::Main, to);
+        self.permissions.reassign(Owner::Main, to);
+        if moved == 0 {
+            return;
+        }
+        rec.tool_calls = rec.tool_calls.saturating_sub(moved);
+        if let Some(nested) = self.scopes.turn_mut(background) {
+            nested.tool_calls += moved;
+        }
+        ctx.note(Diag::CallsMovedToBackground, Some(format!("{moved}")));
     }
 
     /// SessionEnd, a new SessionStart or a new generation: whatever is open ended unseen.
