@@ -89,11 +89,15 @@ impl Correlator {
     pub(super) fn task_started(&mut self, ctx: &mut Ctx, kind: Option<&str>, id: Option<&str>) {
         match kind {
             Some("process") => self.background_tasks.started(ctx, id),
-            Some("agent") => {
-                if let Some(index) = self.scopes.innermost_subagent() {
-                    self.scopes.send_to_background(index);
+            // Kimi Code's fire-and-forget hooks put it anywhere around the subagent's
+            // TurnStarted and SubagentStart: the newest scope is the subagent's, or the next
+            // one to open is.
+            Some("agent") => match self.scopes.top() {
+                Some(top) if !self.scopes.is_background(top) => {
+                    self.scopes.send_to_background(top);
                 }
-            }
+                _ => self.background_launch = true,
+            },
             _ => {}
         }
         self.touch(ctx, None);

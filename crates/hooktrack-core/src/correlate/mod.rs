@@ -110,6 +110,9 @@ pub struct Correlator {
     dialogs: Dialogs,
     /// Tool activity after the last turn ended, with no prompt since (contract section 11).
     continuation: bool,
+    /// A subagent was launched in the background before its scope opened: the next scope
+    /// to open is its.
+    background_launch: bool,
 }
 
 impl Correlator {
@@ -131,6 +134,7 @@ impl Correlator {
             background_tasks: BackgroundTasks::default(),
             dialogs: Dialogs::default(),
             continuation: false,
+            background_launch: false,
         }
     }
 

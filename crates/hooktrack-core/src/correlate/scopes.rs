@@ -102,6 +102,11 @@ impl Scopes {
         self.stack.iter().rposition(|s| !s.background)
     }
 
+    /// Whether the scope at `index` runs in the background.
+    pub(super) fn is_background(&self, index: usize) -> bool {
+        self.stack[index].background
+    }
+
     /// How many scopes run in the background.
     pub(super) fn background_len(&self) -> usize {
         self.stack.iter().filter(|s| s.background).count()

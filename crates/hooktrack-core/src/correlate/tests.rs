@@ -519,3 +519,57 @@ fn claude_auto_mode_dialog_on_the_agent_call_ends_when_the_subagent_starts() {
         "answered: the subagent it asked about runs"
     );
 }
+
+#[test]
+fn kimi_background_subagent_announced_before_its_start_asks_after_the_parent_stop() {
+    // Kimi Code 2.1.0 in the TUI (manual mode): the fire-and-forget TaskStarted comes
+    // before the awaited SubagentStart; the subagent's Bash asks after the parent's Stop.
+    let mut run = Run::kimi();
+    kimi_prompt(&mut run);
+    run.feed(
+        "PreToolUse",
+        r#""tool_name":"Agent","tool_call_id":"call_a_2""#,
+    );
+    run.feed("TurnStarted", KIMI_SUBAGENT_TURN);
+    run.feed("TaskStarted", r#""task_id":"agent-1","kind":"agent""#);
+    run.feed(
+        "PostToolUse",
+        r#""tool_name":"Agent","tool_call_id":"call_a_2""#,
+    );
+    let p = run.feed("SubagentStart", r#""agent_name":"coder""#);
+    assert_eq!((p.turn.scope_depth, p.turn.background_scopes), (1, 1));
+    run.feed(
+        "PreToolUse",
+        r#""tool_name":"Bash","tool_call_id":"call_sub_0""#,
+    );
+    let p = run.feed("Stop", r#""stop_hook_active":false"#);
+    assert_eq!(p.turn.phase, Phase::Ready, "the screen: the prompt is free");
+    let ask = r#""turn_id":0,"tool_name":"Bash","tool_call_id":"call_sub_0","agent_id":"agent-0""#;
+    let p = run.feed("PermissionRequest", &format!(r#"{ask},"id":"ap1""#));
+    assert_eq!(
+        p.turn.phase,
+        Phase::Blocked,
+        "the screen: Run this command?"
+    );
+    let p = run.feed(
+        "PermissionResult",
+        &format!(r#"{ask},"id":"ap1","decision":"approved""#),
+    );
+    assert_eq!(p.turn.phase, Phase::Ready);
+    run.feed(
+        "PostToolUse",
+        r#""tool_name":"Bash","tool_call_id":"call_sub_0""#,
+    );
+    run.feed("Stop", r#""stop_hook_active":false"#);
+    run.feed("SubagentStop", r#""agent_name":"coder""#);
+    run.feed("TurnStarted", r#""turn_id":1,"origin_kind":"task""#);
+    run.feed("Stop", r#""stop_hook_active":false"#);
+    assert_eq!(
+        run.ledger(),
+        [
+            "main user success",
+            "subagent:coder system_trigger:subagent success",
+            "main agent success"
+        ]
+    );
+}

@@ -244,6 +244,7 @@ impl Correlator {
         self.permissions.drop_all();
         self.dialogs.close_where(|_| true);
         self.background_tasks.clear();
+        self.background_launch = false;
         self.end_continuation();
         self.close_unended_compaction(ctx);
         self.queue_length = 0;
