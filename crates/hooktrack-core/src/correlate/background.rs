@@ -129,7 +129,7 @@ impl Correlator {
             );
             self.finish_main(ctx, rec, crate::posture::TurnResult::TerminalGap);
         }
-        self.continuation = false;
+        self.end_continuation();
         let epoch = self.next_epoch();
         let rec = self.new_record(ctx, epoch, Scope::Main, Origin::Agent, turn_id);
         self.main.start(rec);

@@ -573,3 +573,24 @@ fn kimi_background_subagent_announced_before_its_start_asks_after_the_parent_sto
         ]
     );
 }
+
+#[test]
+fn codex_subagent_open_at_the_main_stop_ends_with_it_as_before() {
+    // Nothing shows Codex running subagents in the background: a scope still open at the
+    // main Stop ended with it, unseen.
+    let mut run = Run::new(
+        Agent::Codex,
+        r#""session_id":"019a-c0de","transcript_path":"/r.jsonl","cwd":"/p","turn_id":"t1""#,
+    );
+    run.feed("SessionStart", r#""source":"startup""#);
+    run.feed("UserPromptSubmit", r#""prompt":"delegate""#);
+    run.feed("SubagentStart", r#""agent_id":"c1","agent_type":"worker""#);
+    let p = run.feed("Stop", r#""stop_hook_active":false"#);
+    assert_eq!((p.turn.phase, p.turn.scope_depth), (Phase::Ready, 0));
+    assert_eq!(p.turn.background(), 0);
+    assert_eq!(run.noted(Diag::ScopeOpenAtTurnEnd), 1);
+    assert_eq!(
+        run.ledger(),
+        ["subagent:worker subagent terminal_gap", "main user success"]
+    );
+}

@@ -165,12 +165,13 @@ impl Correlator {
     }
 
     /// Ends a main turn that has left the main state (through `finish` or `clear`):
-    /// latches the result, closes everything the turn owned.
-    /// A turn that ended by its own terminal event (a Stop, a StopFailure) leaves its open
-    /// scopes running in the background (contract section 11): they keep their calls and
+    /// latches the result, closes everything the turn owned. Where subagents can run in
+    /// the background, a turn that ended by its own terminal event (a Stop, a StopFailure)
+    /// leaves its open scopes running (contract section 11): they keep their calls and
     /// windows until their own end. An interrupt or an unseen end takes them with it.
     pub(super) fn finish_main(&mut self, ctx: &mut Ctx, mut rec: TurnRecord, result: TurnResult) {
-        let keep_scopes = matches!(result, TurnResult::Success | TurnResult::KnownFailure);
+        let keep_scopes = self.caps.subagents_outlive_turn
+            && matches!(result, TurnResult::Success | TurnResult::KnownFailure);
         if keep_scopes {
             for label in self.scopes.send_all_to_background() {
                 ctx.note(Diag::ScopeInBackground, Some(label.to_string()));
