@@ -84,7 +84,14 @@ impl Checker {
     }
 
     fn step(&mut self, step: &Step<'_>, pipeline: &Pipeline) -> Result<(), TestCaseError> {
-        if matches!(step.event, Event::PermissionRequested { .. }) {
+        // What may block (contract section 11): a permission request, a dialog a
+        // notification announced, an ask-the-user call.
+        let asks = match &step.event {
+            Event::PermissionRequested { .. } | Event::InputRequested { .. } => true,
+            Event::ToolStarted { tool } => tool.asks_user().is_some(),
+            _ => false,
+        };
+        if asks {
             self.seen_permission_request = true;
         }
         let generation = self.generation;
@@ -144,7 +151,7 @@ impl Checker {
         if posture.turn.phase == Phase::Blocked {
             prop_assert!(
                 self.seen_permission_request,
-                "blocked with no PermissionRequest, line {}",
+                "blocked with nothing that asks the user, line {}",
                 step.line
             );
         }

@@ -193,6 +193,41 @@ fn the_status_line_names_the_session_and_its_state() {
 }
 
 #[test]
+fn the_status_line_says_how_much_background_work_runs_while_ready() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let events = root.path().join("events.ndjson");
+    // A background shell task (Kimi Code 2.1.0: TaskStarted(kind = process)) outlives the
+    // turn that started it.
+    fs::write(
+        &events,
+        [
+            kimi("SessionStart", r#""source":"startup""#),
+            kimi(
+                "UserPromptSubmit",
+                r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#,
+            ),
+            kimi("TurnStarted", r#""turn_id":0,"origin_kind":"user""#),
+            kimi("TaskStarted", r#""task_id":"t1","kind":"process""#),
+            kimi("Stop", ""),
+        ]
+        .join("\n")
+            + "\n",
+    )
+    .expect("write");
+    let mut child = Running::spawn(hooktrack().arg("watch").arg(&events));
+    let rx = lines_of(child.child());
+    let line = loop {
+        let line = rx.recv_timeout(Wake::PATIENCE).expect("a status line");
+        // Status lines print as the state changes: wait for the one after the Stop.
+        if line.contains("background") {
+            break line;
+        }
+    };
+    assert!(child.interrupt().status.success());
+    assert!(line.contains("  ready · 1 background  "), "{line}");
+}
+
+#[test]
 fn a_path_to_nowhere_is_one_clear_line_and_nonzero_exit() {
     let out = hooktrack()
         .args(["watch", "no/such/dir/session"])

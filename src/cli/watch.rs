@@ -24,7 +24,7 @@ use hooktrack::{Phase, ProviderChoice, Timestamp};
 use hooktrack::{Session, SessionConfig, Update};
 
 use super::fail;
-use facts::{Facts, age_text, display_text};
+use facts::{Facts, age_text, background_text, display_text};
 use hooktrack_core::diagnostics::error_chain;
 
 /// Follow sessions live: one status line per session, redrawn as they change.
@@ -446,7 +446,8 @@ struct StatusLine {
 }
 
 /// `NAME  AGENT  PHASE  turn ID  for AGE  tools N  waits TOOL  last RESULT  CHANNEL
-/// event AGE`: which agent, what it does, since when, and what it waits for.
+/// event AGE`: which agent, what it does, since when, and what it waits for. The phase
+/// says how much background work runs, if any (`ready · 1 background`).
 fn status_line(name: &str, update: &Update, now: Timestamp) -> StatusLine {
     let p = update.posture();
     let agent = update.agent().map_or("?", |a| a.name());
@@ -477,7 +478,7 @@ fn status_line(name: &str, update: &Update, now: Timestamp) -> StatusLine {
     let line = |turn_age: &str, event_age: &str| {
         format!(
             "{name}  {agent:<11}  {:<7}  turn {:<4}  for {turn_age:<6}  tools {:<3}  waits {waits:<10}  last {:<13}  {:<19}  event {event_age}",
-            name_of(&p.turn.phase),
+            name_of(&p.turn.phase) + &background_text(p.turn.background()),
             turn_name(p.turn.turn_id.as_ref()),
             p.turn.open_tool_calls,
             p.last_turn.result.name(),

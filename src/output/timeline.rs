@@ -110,6 +110,10 @@ pub(super) fn describe(event: &Event<'_>) -> String {
             match origin {
                 OriginKind::User => format!("{id} user"),
                 OriginKind::SystemTrigger => format!("{id} system_trigger:{}", opt(origin_name)),
+                OriginKind::Task => match origin_name {
+                    Some(task) => format!("{id} agent (task {task})"),
+                    None => format!("{id} agent"),
+                },
                 OriginKind::Other => format!("{id} other"),
             }
         }
@@ -156,10 +160,15 @@ pub(super) fn describe(event: &Event<'_>) -> String {
         }
         Event::Activity { .. } => String::new(),
         Event::TaskStarted { kind, .. } => opt(kind),
+        Event::TaskFinished { task_id } => opt(task_id),
         Event::CompactionStarted { trigger } | Event::CompactionFinished { trigger } => {
             opt(trigger)
         }
         Event::Notification { kind, .. } => opt(kind),
+        Event::InputRequested { kind, agent } => match agent {
+            Some(a) => format!("{} [agent {a}]", opt(kind)),
+            None => opt(kind),
+        },
         Event::Heartbeat => String::new(),
         Event::ProcessEnded { pid } => pid.map_or_else(String::new, |p| format!("pid {p}")),
         Event::Unknown { .. } => "(unknown event)".to_owned(),

@@ -75,6 +75,7 @@ diagnostics! {
     UnannouncedTurn => "unannounced_turn", "a Stop with no open turn, from a provider that runs follow-up turns without a prompt: recorded as a turn";
     StopWithoutTurn => "stop_without_turn", "a Stop, StopFailure or Interrupt with no open turn (ignored)";
     StopHookContinuation => "stop_hook_continuation", "a Stop with stop_hook_active = true: not terminal, the agent continues";
+    ContinuationAfterStop => "continuation_after_stop", "tool activity after the turn ended with no new prompt (a Stop hook that blocked; Kimi Code fires no second Stop): active until the next terminal event, prompt or transcript end marker; the latched result stays";
     SteerPrompt => "steer_prompt", "a UserPromptSubmit with is_steer = true: folded into the running turn as queue evidence";
     // Tools and permissions.
     ToolCallIdMissing => "tool_call_id_missing", "a tool event without a call id: it cannot be paired";
@@ -89,6 +90,7 @@ diagnostics! {
     PermissionDuplicate => "permission_duplicate", "a second PermissionRequest for a call already waiting";
     PermissionResultWithoutRequest => "permission_result_without_request", "a PermissionResult with no matching request";
     PermissionOpenAtTurnEnd => "permission_open_at_turn_end", "a permission request still pending when its turn ended";
+    BlockedByNotification => "blocked_by_notification", "a notification says a dialog waits on the user with no permission request (Claude Code `agent_needs_input`, `elicitation_dialog`, an unrequested `permission_prompt`): blocked until that agent's next tool, permission or stop evidence";
     // Scopes, compaction.
     SubagentStopWithoutStart => "subagent_stop_without_start", "a SubagentStop with no open subagent scope (Claude's compaction summarizer sends one)";
     SubagentStopLate => "subagent_stop_late", "a SubagentStop for a subagent whose scope already ended with the main turn";
@@ -96,7 +98,9 @@ diagnostics! {
     AgentWithoutScope => "agent_without_scope", "an event tagged with an agent_id no open subagent scope has (its SubagentStart was missed): attributed to the main turn";
     NestedTurnImplied => "nested_turn_implied", "a Stop inside a nested scope with no nested turn started: a nested turn was recorded for it";
     NestedTurnUnended => "nested_turn_unended", "a nested turn still open when its scope closed (a terminal gap)";
-    ScopeOpenAtTurnEnd => "scope_open_at_turn_end", "a nested scope still open when the parent turn ended";
+    ScopeOpenAtTurnEnd => "scope_open_at_turn_end", "a nested scope still open when the parent turn ended interrupted or unseen: it ended with it";
+    CallsMovedToBackground => "calls_moved_to_background", "tool calls still open when the parent's Stop ended its turn, where subagents carry no id (Kimi): a turn ends with none of its own open, so they were the background subagent's";
+    ScopeInBackground => "scope_in_background", "a nested scope still open when the parent turn ended: it goes on in the background until its own end";
     InterruptScopeAmbiguous => "interrupt_scope_ambiguous", "an Interrupt while a nested turn was open and turn ids could not tell which: the innermost turn was taken";
     CompactionStartWhileOpen => "compaction_start_while_open", "a PreCompact while a compaction window was already open";
     CompactionEndWithoutStart => "compaction_end_without_start", "a PostCompact with no open compaction window";

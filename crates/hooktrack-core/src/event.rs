@@ -30,6 +30,10 @@ impl fmt::Display for TurnId {
 pub enum OriginKind {
     User,
     SystemTrigger,
+    /// A turn the agent starts by itself to report background work that finished (Kimi
+    /// Code `origin_kind = task`, Claude Code's `<task-notification>` prompt): nobody typed
+    /// it.
+    Task,
     Other,
 }
 
@@ -66,6 +70,20 @@ pub struct ToolRef<'a> {
     pub input_hash: Option<u64>,
     /// The subagent the call runs in (Claude and Codex `agent_id`); `None` in the main agent.
     pub agent: Option<Cow<'a, str>>,
+}
+
+/// The tools that ask the user a question and wait for the answer while they are open
+/// (Kimi Code and Claude Code name theirs alike). Their start is the only hook the dialog
+/// fires, so an open call of one is the agent waiting on the user.
+pub const ASK_USER_TOOLS: &[&str] = &["AskUserQuestion"];
+
+impl ToolRef<'_> {
+    /// The tool's name if the call asks the user and waits for the answer
+    /// ([`ASK_USER_TOOLS`]).
+    pub fn asks_user(&self) -> Option<&'static str> {
+        let name = self.name.as_deref()?;
+        ASK_USER_TOOLS.iter().copied().find(|&tool| tool == name)
+    }
 }
 
 /// One canonical event. Variants follow the Kimi Code event set, the reference mapping.
@@ -124,6 +142,10 @@ pub enum Event<'a> {
         stop_hook_active: bool,
         /// The turn the Stop names (Codex `turn_id`, Claude `prompt_id`), where it says.
         turn_id: Option<TurnId>,
+        /// The background shell tasks the Stop says are still running, by id (Claude Code
+        /// `background_tasks`, subagents left out: they are scopes); `None` where it says
+        /// nothing.
+        background_tasks: Option<Vec<String>>,
     },
     StopFailed {
         error_type: Option<Cow<'a, str>>,
@@ -147,6 +169,11 @@ pub enum Event<'a> {
         task_id: Option<Cow<'a, str>>,
         kind: Option<Cow<'a, str>>,
     },
+    /// A background task finished (Kimi Code `Notification(task.completed)`, naming the
+    /// task `TaskStarted` announced).
+    TaskFinished {
+        task_id: Option<Cow<'a, str>>,
+    },
     CompactionStarted {
         trigger: Option<Cow<'a, str>>,
     },
@@ -156,6 +183,15 @@ pub enum Event<'a> {
     Notification {
         kind: Option<Cow<'a, str>>,
         severity: Option<Cow<'a, str>>,
+    },
+    /// A dialog waits on the user and no permission event says so (Claude Code's
+    /// `Notification` of type `agent_needs_input`, `elicitation_dialog`, or a
+    /// `permission_prompt` with no `PermissionRequest`): blocked until the next evidence of
+    /// the agent it names going on.
+    InputRequested {
+        kind: Option<Cow<'a, str>>,
+        /// The subagent whose dialog it is (`agent_id`); `None` for the main agent.
+        agent: Option<Cow<'a, str>>,
     },
     /// A known event that says nothing about turn state (model calls, message display,
     /// tool batches, ...). Not counted as unknown.
@@ -193,9 +229,11 @@ impl Event<'_> {
             Event::SubagentStarted { .. } => "subagent_started",
             Event::SubagentStopped { .. } => "subagent_stopped",
             Event::TaskStarted { .. } => "task_started",
+            Event::TaskFinished { .. } => "task_finished",
             Event::CompactionStarted { .. } => "compaction_started",
             Event::CompactionFinished { .. } => "compaction_finished",
             Event::Notification { .. } => "notification",
+            Event::InputRequested { .. } => "input_requested",
             Event::Activity { .. } => "activity",
             Event::ProcessEnded { .. } => "process_ended",
             Event::Unknown { .. } => "unknown",

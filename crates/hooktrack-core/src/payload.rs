@@ -77,6 +77,12 @@ pub struct Payload<'a> {
     pub notification_type: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "opt_text")]
     pub severity: Option<Cow<'a, str>>,
+    /// What a Kimi Code `Notification` is about (`task.completed`: the task's id).
+    #[serde(borrow, default, deserialize_with = "opt_text")]
+    pub source_id: Option<Cow<'a, str>>,
+    /// Claude Code's `Stop.background_tasks`: kept raw, read only on a `Stop`.
+    #[serde(borrow)]
+    pub background_tasks: Option<&'a RawValue>,
     /// The agent process's id, in a launcher's `process_ended` row. Lenient: a provider's
     /// `pid` of another shape is ignored, never the row.
     #[serde(default, deserialize_with = "lenient_pid")]

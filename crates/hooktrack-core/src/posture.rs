@@ -22,9 +22,11 @@ pub enum Presence {
 pub enum Phase {
     /// Present, no turn open.
     Ready,
-    /// A turn is armed or running.
+    /// A main-thread turn is armed or running (a user's, the agent's own, or a
+    /// continuation after a Stop).
     Active,
-    /// A permission request is pending: the agent waits for an answer.
+    /// The agent (main or a background scope) waits on the user: a permission request, a
+    /// dialog a notification announced, or an open ask-the-user call.
     Blocked,
     /// Not known: no agent present, or hook facts are withdrawn (channel not active).
     #[default]
@@ -95,9 +97,24 @@ pub struct TurnPosture {
     pub pending_permissions: usize,
     pub queue_length: u64,
     /// While blocked: the tool the newest pending permission request names, if it names
-    /// one. Serialized only when set.
+    /// one, else the open ask-the-user call's tool. Serialized only when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blocked_tool: Option<String>,
+    /// Nested scopes (subagents) running in the background: their parent turn ended, or
+    /// they were launched so. Counted in `scope_depth` too.
+    pub background_scopes: usize,
+    /// Background shell tasks the agent reported running and has not reported finished.
+    pub background_tasks: usize,
+    /// Open tool calls of background scopes. Counted in `open_tool_calls` too.
+    pub background_tool_calls: usize,
+}
+
+impl TurnPosture {
+    /// How much background work runs: scopes and tasks (what a status line shows as
+    /// `· N background`).
+    pub fn background(&self) -> usize {
+        self.background_scopes + self.background_tasks
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Default)]
@@ -152,7 +169,7 @@ impl Posture {
     }
 
     /// The posture as flat `(field, value)` pairs, for the timeline's "what changed".
-    pub fn fields(&self) -> [(&'static str, String); 11] {
+    pub fn fields(&self) -> [(&'static str, String); 12] {
         std::array::from_fn(|i| (FIELD_NAMES[i], self.field(i)))
     }
 
@@ -175,7 +192,8 @@ impl Posture {
                 (true, t) => opt(t),
             },
             9 => self.last_turn.result.name().to_owned(),
-            _ => to_name(&self.channel.state),
+            10 => to_name(&self.channel.state),
+            _ => self.turn.background().to_string(),
         }
     }
 
@@ -196,13 +214,14 @@ impl Posture {
                     && self.maintenance.trigger == other.maintenance.trigger
             }
             9 => self.last_turn.result == other.last_turn.result,
-            _ => self.channel.state == other.channel.state,
+            10 => self.channel.state == other.channel.state,
+            _ => self.turn.background() == other.turn.background(),
         }
     }
 }
 
 /// The names of [`Posture::fields`], in order.
-const FIELD_NAMES: [&str; 11] = [
+const FIELD_NAMES: [&str; 12] = [
     "presence",
     "phase",
     "epoch",
@@ -214,6 +233,7 @@ const FIELD_NAMES: [&str; 11] = [
     "compacting",
     "last",
     "channel",
+    "background",
 ];
 
 /// One field that differs between two postures (named as in [`Posture::fields`]).

@@ -19,6 +19,9 @@ pub struct Facts {
     pub turn_started_at: Option<Timestamp>,
     /// While blocked: the tool the permission request names.
     pub blocked_tool: Option<String>,
+    /// How much background work runs (subagents and shell tasks that outlived their
+    /// turn): the phase can be `ready` while it does.
+    pub background: usize,
     pub last_result: TurnResult,
     /// The tmux pane to publish on: the supervisor's `--tmux-pane`, else the rows'.
     pub pane: Option<String>,
@@ -35,6 +38,7 @@ impl Facts {
             turn: p.turn.turn_id.as_ref().map(ToString::to_string),
             turn_started_at: update.turn_started_at(),
             blocked_tool: p.turn.blocked_tool.clone(),
+            background: p.turn.background(),
             last_result: p.last_turn.result,
             pane: given_pane.map(str::to_owned).or_else(|| {
                 update
@@ -62,6 +66,16 @@ impl Facts {
     pub fn turn_age_ms(&self, now: Timestamp) -> Option<i64> {
         self.turn_started_at
             .map(|at| (now.as_millis() - at.as_millis()).max(0))
+    }
+}
+
+/// ` · 2 background` when background work runs, else empty: what follows the phase in a
+/// status line (`ready · 1 background`).
+pub fn background_text(background: usize) -> String {
+    if background == 0 {
+        String::new()
+    } else {
+        format!(" · {background} background")
     }
 }
 

@@ -18,11 +18,11 @@ use hooktrack_core::posture::{Phase, TurnResult};
 use hooktrack_core::time::Timestamp;
 
 use super::bounded::run_bounded;
-use super::facts::{Facts, coarse_age_text, display_text};
+use super::facts::{Facts, background_text, coarse_age_text, display_text};
 use hooktrack_core::diagnostics::error_chain;
 
 /// The options published on a pane, in this order.
-pub const OPTIONS: [&str; 8] = [
+pub const OPTIONS: [&str; 9] = [
     "@hooktrack_agent",
     "@hooktrack_phase",
     "@hooktrack_blocked",
@@ -31,6 +31,7 @@ pub const OPTIONS: [&str; 8] = [
     "@hooktrack_turn_age",
     "@hooktrack_attention",
     "@hooktrack_status",
+    "@hooktrack_background",
 ];
 
 /// Longest payload-derived text put in an option.
@@ -278,6 +279,10 @@ fn values(facts: &Facts, now: Timestamp) -> Vec<String> {
         Phase::Active if !age.is_empty() => format!("{agent} active {age}"),
         Phase::Ready if facts.last_result != TurnResult::None => format!("{agent} ready {last}"),
         _ => format!("{agent} {phase}"),
+    } + &background_text(facts.background);
+    let background = match facts.background {
+        0 => String::new(),
+        n => n.to_string(),
     };
     vec![
         agent,
@@ -288,6 +293,7 @@ fn values(facts: &Facts, now: Timestamp) -> Vec<String> {
         age,
         if attention { "1" } else { "" }.to_owned(),
         status,
+        background,
     ]
 }
 
@@ -305,6 +311,7 @@ mod tests {
             turn: Some("3".into()),
             turn_started_at: Some(Timestamp::from_millis(1_000)),
             blocked_tool: tool.map(str::to_owned),
+            background: 0,
             last_result: TurnResult::None,
             pane: Some("%1".into()),
         }
@@ -326,13 +333,25 @@ mod tests {
                 "3",
                 "1m",
                 "1",
-                "claude-code blocked Bash"
+                "claude-code blocked Bash",
+                ""
             ]
         );
         let v = values(&facts(Phase::Active, None), Timestamp::from_millis(13_000));
         assert_eq!(v[2], "");
         assert_eq!(v[6], "");
         assert_eq!(v[7], "claude-code active 10s");
+    }
+
+    #[test]
+    fn a_ready_pane_with_background_work_says_how_much() {
+        let mut f = facts(Phase::Ready, None);
+        f.last_result = TurnResult::Success;
+        f.background = 1;
+        let v = values(&f, Timestamp::from_millis(13_000));
+        assert_eq!(v[7], "claude-code ready success · 1 background");
+        assert_eq!(v[8], "1");
+        assert_eq!(v[6], "", "background work alone asks for nobody");
     }
 
     #[test]

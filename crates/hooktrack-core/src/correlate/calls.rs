@@ -19,12 +19,13 @@ impl Correlator {
             rec.tool_calls += 1;
             rec.last_row = ctx.line;
         }
-        if owner == Owner::NoTurn {
+        if owner == Owner::NoTurn && !self.continues(ctx, tool.name.as_deref()) {
             ctx.note(
                 Diag::ToolWithoutTurn,
                 tool.name.as_deref().map(str::to_owned),
             );
         }
+        self.dialogs.answered(owner);
         self.tools.start(ctx, tool, owner, self.caps.tool_ids);
     }
 
@@ -33,6 +34,7 @@ impl Correlator {
     pub(super) fn tool_finished(&mut self, ctx: &mut Ctx, tool: &ToolRef<'_>, interrupt: bool) {
         match self.tools.finish(ctx, tool, self.caps.tool_ids) {
             Finished::Closed { key, owner } => {
+                self.dialogs.answered(owner);
                 // A transcript line is not a row: the turn's rows stay the hooks'.
                 if ctx.source == Source::Hook
                     && let Some(rec) = self.turn_mut(owner)
@@ -44,8 +46,11 @@ impl Correlator {
                     self.permissions.answered_by_call(key);
                 }
             }
-            Finished::NotOpen => {}
-            Finished::Unpaired => self.touch(ctx, tool.agent.as_deref()),
+            Finished::NotOpen => self.dialogs.answered(self.owner(tool.agent.as_deref())),
+            Finished::Unpaired => {
+                self.dialogs.answered(self.owner(tool.agent.as_deref()));
+                self.touch(ctx, tool.agent.as_deref());
+            }
         }
         if interrupt {
             self.interrupt_main(ctx);
@@ -63,6 +68,8 @@ impl Correlator {
         let owner = self.owner(agent);
         let key = window_key(ctx, &self.tools, tool, approval_id, owner);
         self.touch(ctx, agent);
+        // The request's window says what the dialog's did.
+        self.dialogs.answered(owner);
         self.permissions
             .request(ctx, key, owner, tool.name.as_deref());
     }
@@ -76,6 +83,7 @@ impl Correlator {
         let agent = tool.agent.as_deref();
         self.touch(ctx, agent);
         let owner = self.owner(agent);
+        self.dialogs.answered(owner);
         let key = window_key(ctx, &self.tools, tool, approval_id, owner);
         self.permissions.resolve(ctx, key, approval_id);
     }

@@ -64,6 +64,10 @@ pub enum Origin {
     Unannounced,
     /// `continuation`: the extra turn a stop hook caused.
     Continuation,
+    /// `agent`: a turn the agent started itself to report finished background work (Kimi
+    /// Code `TurnStarted(origin_kind = task)`, Claude Code's task notification). Never a
+    /// user turn.
+    Agent,
 }
 
 impl fmt::Display for Scope {
@@ -85,6 +89,7 @@ impl fmt::Display for Origin {
             Origin::Implied => f.write_str("implied"),
             Origin::Unannounced => f.write_str("unannounced"),
             Origin::Continuation => f.write_str("continuation"),
+            Origin::Agent => f.write_str("agent"),
         }
     }
 }
@@ -136,6 +141,7 @@ mod tests {
             (Origin::Implied, "implied"),
             (Origin::Unannounced, "unannounced"),
             (Origin::Continuation, "continuation"),
+            (Origin::Agent, "agent"),
         ];
         for (origin, text) in origins {
             assert_eq!(origin.to_string(), text);

@@ -17,6 +17,7 @@
 //!
 //! [`Note`]: crate::diagnostics::Note
 
+mod background;
 mod calls;
 mod ctx;
 mod keys;
@@ -25,6 +26,8 @@ mod main_state;
 mod nested;
 mod permissions;
 mod scopes;
+#[cfg(test)]
+mod tests;
 mod tools;
 mod transcript;
 mod turns;
@@ -33,6 +36,7 @@ use std::collections::VecDeque;
 
 pub use ledger::{Origin, Scope, TurnRecord};
 
+use background::{BackgroundTasks, Dialogs};
 use ctx::Ctx;
 use main_state::MainState;
 use permissions::Permissions;
@@ -102,6 +106,13 @@ pub struct Correlator {
     queue_length: u64,
     compaction: Option<Compaction>,
     last_turn: LastTurn,
+    background_tasks: BackgroundTasks,
+    dialogs: Dialogs,
+    /// Tool activity after the last turn ended, with no prompt since (contract section 11).
+    continuation: bool,
+    /// A subagent was launched in the background before its scope opened: the next scope
+    /// to open is its.
+    background_launch: bool,
 }
 
 impl Correlator {
@@ -120,6 +131,10 @@ impl Correlator {
             queue_length: 0,
             compaction: None,
             last_turn: LastTurn::default(),
+            background_tasks: BackgroundTasks::default(),
+            dialogs: Dialogs::default(),
+            continuation: false,
+            background_launch: false,
         }
     }
 
@@ -170,12 +185,17 @@ impl Correlator {
         open
     }
 
+    /// Blocked while any scope, main or background, waits on the user; else active while
+    /// a main-thread turn (or a continuation) runs; else ready (contract section 11).
     fn phase(&self) -> Phase {
         if self.presence != Presence::Present {
             Phase::Unknown
-        } else if !self.permissions.is_empty() {
+        } else if !self.permissions.is_empty()
+            || !self.dialogs.is_empty()
+            || self.tools.asking_user().is_some()
+        {
             Phase::Blocked
-        } else if self.main.is_idle() {
+        } else if self.main.is_idle() && !self.continuation {
             Phase::Ready
         } else {
             Phase::Active
@@ -208,10 +228,18 @@ impl Correlator {
                 pending_permissions: self.permissions.len(),
                 queue_length: self.queue_length,
                 blocked_tool: if phase == Phase::Blocked {
-                    self.permissions.blocked_tool()
+                    self.permissions
+                        .blocked_tool()
+                        .or_else(|| self.tools.asking_user().map(str::to_owned))
                 } else {
                     None
                 },
+                background_scopes: self.scopes.background_len(),
+                background_tasks: self.background_tasks.len(),
+                background_tool_calls: self.tools.count_owned(|owner| match owner {
+                    Owner::Nested(id) => self.scopes.is_background_turn(id),
+                    Owner::Main | Owner::NoTurn => false,
+                }),
             },
             maintenance: match &self.compaction {
                 Some(c) => Maintenance {
@@ -286,8 +314,16 @@ impl Correlator {
                 self.end_session(ctx, TurnResult::TerminalGap, Diag::TerminalGapSessionEnd);
                 self.presence = Presence::Absent;
             }
+            Event::TaskStarted { task_id, kind } => {
+                self.task_started(ctx, kind.as_deref(), task_id.as_deref())
+            }
+            Event::TaskFinished { task_id } => {
+                self.background_tasks.finished(task_id.as_deref());
+            }
+            Event::InputRequested { kind, agent } => {
+                self.input_requested(ctx, kind.as_deref(), agent.as_deref())
+            }
             Event::Heartbeat
-            | Event::TaskStarted { .. }
             | Event::Notification { .. }
             | Event::Activity { .. }
             | Event::Unknown { .. } => {}
@@ -317,6 +353,7 @@ impl Correlator {
                     turn_id.clone(),
                     origin_name.as_deref().unwrap_or("system"),
                 ),
+                OriginKind::Task => self.agent_turn(ctx, turn_id.clone(), origin_name.as_deref()),
                 OriginKind::User | OriginKind::Other => self.bind(ctx, turn_id.clone()),
             },
             Event::ToolStarted { tool } => self.tool_started(ctx, tool),
@@ -333,7 +370,13 @@ impl Correlator {
             Event::Stopped {
                 stop_hook_active,
                 turn_id,
-            } => self.stopped(ctx, *stop_hook_active, turn_id.clone()),
+                background_tasks,
+            } => {
+                if let Some(running) = background_tasks {
+                    self.background_tasks.replace(running);
+                }
+                self.stopped(ctx, *stop_hook_active, turn_id.clone())
+            }
             Event::StopFailed { .. } => self.end_innermost(ctx, TurnResult::KnownFailure),
             Event::Interrupted { turn_id, .. } => self.interrupt(ctx, turn_id.as_ref()),
             Event::SubagentStarted { name, agent_id } => {
@@ -393,13 +436,16 @@ impl Correlator {
         }
     }
 
-    /// The turn an event belongs to: the subagent's (by id, or the innermost open nested
-    /// turn where scopes stack), else the running main turn.
+    /// The turn an event belongs to: the subagent's (by id, or where scopes stack the
+    /// innermost open nested turn: of a foreground scope while the main turn runs, of any
+    /// scope once it ended), else the running main turn.
     fn owner(&self, agent: Option<&str>) -> Owner {
         let nested = if self.caps.agent_scopes {
             self.scopes
                 .by_agent(agent)
                 .and_then(|index| self.scopes.turn(index))
+        } else if self.main.running().is_some() {
+            self.scopes.innermost_foreground_turn()
         } else {
             self.scopes.innermost_turn()
         };

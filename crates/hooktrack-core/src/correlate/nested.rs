@@ -15,6 +15,11 @@ impl Correlator {
         if let Some(evicted) = self.scopes.open(ctx, scope) {
             self.close_nested(ctx, evicted, TurnResult::TerminalGap);
         }
+        if std::mem::take(&mut self.background_launch)
+            && let Some(top) = self.scopes.top()
+        {
+            self.scopes.send_to_background(top);
+        }
     }
 
     /// Ends a nested turn that has left its scope, with everything it owned.
@@ -22,6 +27,7 @@ impl Correlator {
         let owner = Owner::Nested(rec.id);
         self.tools.close_owned_by(ctx, owner);
         self.permissions.close_owned_by(owner);
+        self.dialogs.answered(owner);
         ctx.close(rec, result);
     }
 
@@ -43,7 +49,19 @@ impl Correlator {
     ) {
         self.start_implied(ctx);
         self.touch(ctx, None);
+        // The agent that launched it went on: a dialog it showed was answered.
+        let parent = self.owner(None);
+        self.dialogs.answered(parent);
         let label = Scope::Subagent(name.filter(|n| !n.is_empty()).map(str::to_owned));
+        if !self.caps.agent_scopes
+            && !self.caps.subagent_scope_is_turn
+            && let Some(index) = self.scopes.top_unclaimed_system()
+        {
+            // The subagent's turn came first (Kimi Code 2.1.0 sends TurnStarted before
+            // SubagentStart): the scope it opened is the subagent's, one scope, not two.
+            self.scopes.claim_for_subagent(index, label);
+            return;
+        }
         let turn = if self.caps.subagent_scope_is_turn {
             let epoch = self.main_epoch();
             Some(self.new_record(ctx, epoch, label.clone(), Origin::Subagent, None))

@@ -84,16 +84,28 @@ impl Permissions {
         self.pending.shift_remove(&key);
     }
 
+    /// The pending windows of `from` are `to`'s.
+    pub(super) fn reassign(&mut self, from: Owner, to: Owner) {
+        for window in self.pending.values_mut().filter(|p| p.owner == from) {
+            window.owner = to;
+        }
+    }
+
     /// A nested turn ended: its windows close with it (its end is the note).
     pub(super) fn close_owned_by(&mut self, owner: Owner) {
         self.pending.retain(|_, p| p.owner != owner);
     }
 
-    /// The main turn ended: every window closes with it, each noted.
-    pub(super) fn close_all(&mut self, ctx: &mut Ctx) {
-        for (key, _) in self.pending.drain(..) {
-            ctx.note(Diag::PermissionOpenAtTurnEnd, Some(key.to_string()));
-        }
+    /// The main turn ended: every window of an owner `of` picks closes with it, each
+    /// noted (the windows of scopes going on in the background stay pending).
+    pub(super) fn close_where(&mut self, ctx: &mut Ctx, of: impl Fn(Owner) -> bool) {
+        self.pending.retain(|key, p| {
+            let closing = of(p.owner);
+            if closing {
+                ctx.note(Diag::PermissionOpenAtTurnEnd, Some(key.to_string()));
+            }
+            !closing
+        });
     }
 
     /// The session ended: every window closes unseen (the session's end is the note).

@@ -1,4 +1,6 @@
-//! Nested scopes: subagents and system-triggered turns on top of a running main turn.
+//! Nested scopes: subagents and system-triggered turns on top of a running main turn, and
+//! those that outlive it (background scopes: a subagent launched in the background, or one
+//! still open when the parent turn ended, goes on until its own end).
 //!
 //! Kimi subagents carry no id, so scopes stack and events belong to the innermost one.
 //! Claude and Codex tag subagent events with `agent_id`, so scopes are looked up by id
@@ -26,6 +28,9 @@ pub(super) struct NestedScope {
     agent_id: Option<String>,
     /// Opened by a system-triggered TurnStarted (closes with its turn), not by SubagentStart.
     opened_by_turn: bool,
+    /// Runs in the background: its parent turn ended (or it was launched so) while it
+    /// goes on.
+    background: bool,
     turn: Option<TurnRecord>,
 }
 
@@ -40,6 +45,7 @@ impl NestedScope {
             label,
             agent_id,
             opened_by_turn: false,
+            background: false,
             turn,
         }
     }
@@ -50,6 +56,7 @@ impl NestedScope {
             label,
             agent_id: None,
             opened_by_turn: true,
+            background: false,
             turn: Some(turn),
         }
     }
@@ -88,6 +95,67 @@ impl Scopes {
     /// The innermost scope.
     pub(super) fn top(&self) -> Option<usize> {
         self.stack.len().checked_sub(1)
+    }
+
+    /// The innermost scope that runs in the foreground (inside the running main turn).
+    pub(super) fn top_foreground(&self) -> Option<usize> {
+        self.stack.iter().rposition(|s| !s.background)
+    }
+
+    /// Whether the scope at `index` runs in the background.
+    pub(super) fn is_background(&self, index: usize) -> bool {
+        self.stack[index].background
+    }
+
+    /// How many scopes run in the background.
+    pub(super) fn background_len(&self) -> usize {
+        self.stack.iter().filter(|s| s.background).count()
+    }
+
+    /// Whether the nested turn with this record id runs in a background scope.
+    pub(super) fn is_background_turn(&self, id: u64) -> bool {
+        self.stack
+            .iter()
+            .any(|s| s.background && s.turn.as_ref().is_some_and(|t| t.id == id))
+    }
+
+    /// The parent turn ended: every open scope goes on in the background. Hands back the
+    /// labels of those that were not already.
+    pub(super) fn send_all_to_background(&mut self) -> Vec<Scope> {
+        self.stack
+            .iter_mut()
+            .filter_map(|s| (!std::mem::replace(&mut s.background, true)).then(|| s.label.clone()))
+            .collect()
+    }
+
+    /// The scope at `index` was launched in the background (its launching call returned at
+    /// once). Whether it was not already.
+    pub(super) fn send_to_background(&mut self, index: usize) -> bool {
+        !std::mem::replace(&mut self.stack[index].background, true)
+    }
+
+    /// The innermost scope, if a system-triggered TurnStarted opened it and no
+    /// SubagentStart has claimed it: the subagent's turn announced before its start (Kimi
+    /// Code 2.1.0 sends the two in that order).
+    pub(super) fn top_unclaimed_system(&self) -> Option<usize> {
+        self.top().filter(|&top| {
+            let scope = &self.stack[top];
+            // A turn that already ran tools is not one just announced.
+            scope.opened_by_turn
+                && matches!(scope.label, Scope::SystemTrigger(_))
+                && scope.turn.as_ref().is_some_and(|t| t.tool_calls == 0)
+        })
+    }
+
+    /// The scope at `index` becomes the subagent `label`'s: it stays open past its turn,
+    /// until the subagent stops.
+    pub(super) fn claim_for_subagent(&mut self, index: usize, label: Scope) {
+        let scope = &mut self.stack[index];
+        scope.opened_by_turn = false;
+        if let Some(turn) = &mut scope.turn {
+            turn.scope = label.clone();
+        }
+        scope.label = label;
     }
 
     /// The innermost scope, if a SubagentStart opened it (it waits for a turn).
@@ -131,6 +199,15 @@ impl Scopes {
         self.stack.iter().rev().find_map(|s| s.turn.as_ref())
     }
 
+    /// The innermost open nested turn of a foreground scope.
+    pub(super) fn innermost_foreground_turn(&self) -> Option<&TurnRecord> {
+        self.stack
+            .iter()
+            .rev()
+            .filter(|s| !s.background)
+            .find_map(|s| s.turn.as_ref())
+    }
+
     /// The open nested turn with this record id.
     pub(super) fn turn_mut(&mut self, id: u64) -> Option<&mut TurnRecord> {
         self.stack
@@ -164,11 +241,13 @@ impl Scopes {
         self.stack[index].turn.take()
     }
 
-    /// The scope's turn ends: taken from it, and a scope that turn opened leaves with it.
-    pub(super) fn end_turn(&mut self, index: usize) -> Option<TurnRecord> {
+    /// The scope's turn ends: taken from it, and a scope that turn opened (or any scope,
+    /// `with_scope`) leaves with it; a SubagentStop for it afterwards is late.
+    pub(super) fn end_turn(&mut self, index: usize, with_scope: bool) -> Option<TurnRecord> {
         let turn = self.stack[index].turn.take();
-        if self.stack[index].opened_by_turn {
-            self.stack.remove(index);
+        if with_scope || self.stack[index].opened_by_turn {
+            let scope = self.stack.remove(index);
+            self.leave(scope);
         }
         turn
     }

@@ -26,6 +26,9 @@ struct OpenTool {
     owner: Owner,
     name_hash: Option<u64>,
     input_hash: Option<u64>,
+    /// The call asks the user and waits for the answer ([`ToolRef::asks_user`]): the
+    /// tool's name.
+    asks_user: Option<&'static str>,
 }
 
 /// What a finish paired with.
@@ -51,6 +54,16 @@ pub(super) struct Tools {
 impl Tools {
     pub(super) fn len(&self) -> usize {
         self.open.len()
+    }
+
+    /// The newest open call that asks the user and waits for the answer: its tool.
+    pub(super) fn asking_user(&self) -> Option<&'static str> {
+        self.open.values().rev().find_map(|t| t.asks_user)
+    }
+
+    /// How many open calls belong to an owner `of` picks.
+    pub(super) fn count_owned(&self, of: impl Fn(Owner) -> bool) -> usize {
+        self.open.values().filter(|t| of(t.owner)).count()
     }
 
     /// Whether the call with this provider id is open.
@@ -85,6 +98,7 @@ impl Tools {
             owner,
             name_hash: tool.name.as_deref().map(text_hash),
             input_hash: tool.input_hash,
+            asks_user: tool.asks_user(),
         };
         if let Some(previous) = self.open.get_mut(&key) {
             *previous = open;
@@ -185,24 +199,32 @@ impl Tools {
             .map(|(k, _)| k.clone())
     }
 
+    /// The open calls of `from` are `to`'s: how many.
+    pub(super) fn reassign(&mut self, from: Owner, to: Owner) -> u64 {
+        let mut moved = 0;
+        for call in self.open.values_mut().filter(|t| t.owner == from) {
+            call.owner = to;
+            moved += 1;
+        }
+        moved
+    }
+
     /// A nested turn ended: its calls end with it, each noted.
     pub(super) fn close_owned_by(&mut self, ctx: &mut Ctx, owner: Owner) {
+        self.close_where(ctx, |o| o == owner);
+    }
+
+    /// The main turn ended: every open call of an owner `of` picks ends with it, each
+    /// noted (the calls of scopes going on in the background stay open).
+    pub(super) fn close_where(&mut self, ctx: &mut Ctx, of: impl Fn(Owner) -> bool) {
         let closing: Vec<_> = self
             .open
             .iter()
-            .filter(|(_, t)| t.owner == owner)
+            .filter(|(_, t)| of(t.owner))
             .map(|(id, _)| id.clone())
             .collect();
         for id in closing {
             self.open.shift_remove(&id);
-            ctx.note(Diag::ToolOpenAtTurnEnd, Some(id.to_string()));
-            remember(&mut self.recently_closed, id);
-        }
-    }
-
-    /// The main turn ended: every open call ends with it, each noted.
-    pub(super) fn close_all(&mut self, ctx: &mut Ctx) {
-        for (id, _) in self.open.drain(..) {
             ctx.note(Diag::ToolOpenAtTurnEnd, Some(id.to_string()));
             remember(&mut self.recently_closed, id);
         }

@@ -10,10 +10,14 @@ use crate::diagnostics::Diag;
 use crate::event::Event;
 
 impl Correlator {
-    pub(super) fn transcript_settles(&self, ctx: &mut Ctx, event: &Event<'_>) -> bool {
+    pub(super) fn transcript_settles(&mut self, ctx: &mut Ctx, event: &Event<'_>) -> bool {
         let Some(open) = self.main.running() else {
             let armed = self.main.armed().is_some();
             if !armed {
+                if matches!(event, Event::Interrupted { .. } | Event::StopFailed { .. }) {
+                    // An end-of-turn marker ends a continuation; the latched result stays.
+                    self.end_continuation();
+                }
                 ctx.note(Diag::TranscriptMarkerStale, Some("no turn open".into()));
                 return false;
             }

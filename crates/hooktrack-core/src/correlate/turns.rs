@@ -3,7 +3,7 @@
 
 use super::ctx::Ctx;
 use super::main_state::{Armed, Left};
-use super::{Correlator, Origin, Scope, TurnRecord};
+use super::{Correlator, Origin, Owner, Scope, TurnRecord};
 use crate::diagnostics::Diag;
 use crate::event::TurnId;
 use crate::posture::{LastTurn, Presence, TurnResult};
@@ -38,6 +38,7 @@ impl Correlator {
 
     /// Idle/Armed/Running → Armed (or Running where the prompt starts the turn).
     fn arm(&mut self, ctx: &mut Ctx, turn_id: Option<TurnId>) {
+        self.end_continuation();
         self.clear_main(ctx, TurnResult::TerminalGap, Diag::TurnSuperseded);
         self.close_unended_compaction(ctx);
         let epoch = self.next_epoch();
@@ -53,7 +54,7 @@ impl Correlator {
         }
     }
 
-    fn next_epoch(&mut self) -> u64 {
+    pub(super) fn next_epoch(&mut self) -> u64 {
         self.epoch += 1;
         self.epoch
     }
@@ -76,6 +77,7 @@ impl Correlator {
     /// prompt starts a turn of its own; one naming another id than the running turn's
     /// supersedes it.
     pub(super) fn bind(&mut self, ctx: &mut Ctx, turn_id: Option<TurnId>) {
+        self.end_continuation();
         if let Some(armed) = self.main.armed() {
             let rec = self.armed_record(ctx, armed, Origin::User, turn_id);
             self.main.bind(rec);
@@ -113,14 +115,16 @@ impl Correlator {
     }
 
     /// TurnStarted(system_trigger): it binds an armed prompt, starts a main turn of its own
-    /// when none runs, else is a nested turn under the running one.
+    /// when none runs and no subagent scope waits for its turn, else is a nested turn
+    /// (under the running turn, or of a subagent going on in the background).
     pub(super) fn system_turn(&mut self, ctx: &mut Ctx, turn_id: Option<TurnId>, name: &str) {
         if self.main.armed().is_some() {
             // The prompt's turn started under a system origin: bind it.
             self.bind(ctx, turn_id);
             return;
         }
-        if self.main.is_idle() {
+        if self.main.is_idle() && self.scopes.top_subagent().is_none() {
+            self.end_continuation();
             let epoch = self.next_epoch();
             let origin = Origin::SystemTrigger(name.to_owned());
             let rec = self.new_record(ctx, epoch, Scope::Main, origin, turn_id);
@@ -161,21 +165,38 @@ impl Correlator {
     }
 
     /// Ends a main turn that has left the main state (through `finish` or `clear`):
-    /// latches the result, closes everything the turn owned.
+    /// latches the result, closes everything the turn owned. Where subagents can run in
+    /// the background, a turn that ended by its own terminal event (a Stop, a StopFailure)
+    /// leaves its open scopes running (contract section 11): they keep their calls and
+    /// windows until their own end. An interrupt or an unseen end takes them with it.
     pub(super) fn finish_main(&mut self, ctx: &mut Ctx, mut rec: TurnRecord, result: TurnResult) {
-        let nested_result = if result == TurnResult::Interrupted {
-            TurnResult::Interrupted
+        let keep_scopes = self.caps.subagents_outlive_turn
+            && matches!(result, TurnResult::Success | TurnResult::KnownFailure);
+        if keep_scopes {
+            for label in self.scopes.send_all_to_background() {
+                ctx.note(Diag::ScopeInBackground, Some(label.to_string()));
+            }
+            self.rehome_open_calls(ctx, &mut rec);
         } else {
-            TurnResult::TerminalGap
-        };
-        while let Some(scope) = self.scopes.pop_remembered() {
-            ctx.note(Diag::ScopeOpenAtTurnEnd, Some(scope.label.to_string()));
-            if let Some(nested) = scope.turn {
-                self.close_nested(ctx, nested, nested_result);
+            let nested_result = if result == TurnResult::Interrupted {
+                TurnResult::Interrupted
+            } else {
+                TurnResult::TerminalGap
+            };
+            while let Some(scope) = self.scopes.pop_remembered() {
+                ctx.note(Diag::ScopeOpenAtTurnEnd, Some(scope.label.to_string()));
+                if let Some(nested) = scope.turn {
+                    self.close_nested(ctx, nested, nested_result);
+                }
             }
         }
-        self.tools.close_all(ctx);
-        self.permissions.close_all(ctx);
+        // Where scopes go on, only the main turn's own calls, windows and dialogs end.
+        let ends_with_turn =
+            move |owner: Owner| !keep_scopes || matches!(owner, Owner::Main | Owner::NoTurn);
+        self.tools.close_where(ctx, ends_with_turn);
+        self.permissions.close_where(ctx, ends_with_turn);
+        self.dialogs.close_where(ends_with_turn);
+        self.end_continuation();
         ctx.latch(&mut rec, result);
         self.last_turn = LastTurn {
             result,
@@ -184,6 +205,30 @@ impl Correlator {
             at: ctx.now,
         };
         ctx.out.closed.push(rec);
+    }
+
+    /// A turn that ended by its own Stop has no call of its own open: where subagents carry
+    /// no id (Kimi), a call still open then is the background subagent's, which ran it
+    /// while the parent was still running (Kimi Code 2.1.0 sends a background subagent's
+    /// first `PreToolUse` before the parent's `Stop`).
+    fn rehome_open_calls(&mut self, ctx: &mut Ctx, rec: &mut TurnRecord) {
+        if self.caps.agent_scopes {
+            return;
+        }
+        let Some(background) = self.scopes.innermost_turn().map(|t| t.id) else {
+            return;
+        };
+        let to = Owner::Nested(background);
+        let moved = self.tools.reassign(Owner::Main, to);
+        self.permissions.reassign(Owner::Main, to);
+        if moved == 0 {
+            return;
+        }
+        rec.tool_calls = rec.tool_calls.saturating_sub(moved);
+        if let Some(nested) = self.scopes.turn_mut(background) {
+            nested.tool_calls += moved;
+        }
+        ctx.note(Diag::CallsMovedToBackground, Some(format!("{moved}")));
     }
 
     /// SessionEnd, a new SessionStart or a new generation: whatever is open ended unseen.
@@ -198,6 +243,10 @@ impl Correlator {
         }
         self.tools.drop_all();
         self.permissions.drop_all();
+        self.dialogs.close_where(|_| true);
+        self.background_tasks.clear();
+        self.background_launch = false;
+        self.end_continuation();
         self.close_unended_compaction(ctx);
         self.queue_length = 0;
     }
@@ -237,13 +286,25 @@ impl Correlator {
 
     /// Stop / StopFailure: ends the innermost open turn (a nested scope's Stop never ends
     /// the parent). Where subagents have ids, a Stop without one is the main agent's.
+    /// Where scopes stack, a Stop while the main turn runs is the innermost foreground
+    /// scope's, else the main turn's (a background scope's turn cannot be told from it, and
+    /// the parent's Stop is the one expected); with no main turn, the innermost background
+    /// scope's.
     pub(super) fn end_innermost(&mut self, ctx: &mut Ctx, result: TurnResult) {
+        let nested = if self.main.running().is_some() {
+            self.scopes.top_foreground()
+        } else if self.main.is_idle() {
+            self.scopes.top()
+        } else {
+            None
+        };
         if !self.caps.agent_scopes
-            && let Some(top) = self.scopes.top()
-            && self.main.running().is_some()
+            && let Some(top) = nested
         {
             let label = self.scopes.label(top).clone();
-            let rec = match self.scopes.end_turn(top) {
+            // An interrupted subagent sends no SubagentStop (Kimi Code 2.1.0): its scope
+            // ends with its turn, not in the background.
+            let rec = match self.scopes.end_turn(top, result == TurnResult::Interrupted) {
                 Some(rec) => rec,
                 None => {
                     ctx.note(Diag::NestedTurnImplied, Some(label.to_string()));
@@ -265,6 +326,7 @@ impl Correlator {
             let rec = self.new_record(ctx, epoch, Scope::Main, Origin::Unannounced, None);
             self.finish_main(ctx, rec, result);
         } else {
+            self.end_continuation();
             ctx.note(Diag::StopWithoutTurn, Some(result.name().into()));
         }
     }
@@ -273,7 +335,12 @@ impl Correlator {
     /// so the id decides only when it tells the main and the nested turn apart.
     pub(super) fn interrupt(&mut self, ctx: &mut Ctx, turn_id: Option<&TurnId>) {
         let main_id = self.main.running().map(|rec| rec.turn_id.clone());
-        let nested = self.scopes.top_turn().map(|t| t.turn_id.clone());
+        // While the main turn runs, a background scope's turn is not the one to tell apart.
+        let nested = match main_id {
+            Some(_) => self.scopes.innermost_foreground_turn(),
+            None => self.scopes.top_turn(),
+        }
+        .map(|t| t.turn_id.clone());
         if !self.caps.agent_scopes
             && let (Some(main_id), Some(nested_id)) = (&main_id, &nested)
         {
@@ -302,9 +369,13 @@ impl Correlator {
                 )),
             );
         }
-        if self.main.is_idle() {
+        if self.main.is_idle() && (self.caps.agent_scopes || self.scopes.top_turn().is_none()) {
+            self.end_continuation();
             ctx.note(Diag::StopWithoutTurn, Some("interrupted".into()));
-        } else if self.caps.agent_scopes || self.scopes.top_turn().is_none() {
+        } else if self.main.is_idle() {
+            // No main turn: the interrupt is the background scope's.
+            self.end_innermost(ctx, TurnResult::Interrupted);
+        } else if self.caps.agent_scopes || nested.is_none() {
             // Nested scopes with no turn of their own end with the parent.
             self.interrupt_main(ctx);
         } else {

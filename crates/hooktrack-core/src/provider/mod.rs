@@ -36,6 +36,11 @@ pub struct Capabilities {
     pub tool_ids: bool,
     /// No permission answer event: a pending request ends when its tool call finishes.
     pub permission_ends_with_tool: bool,
+    /// Subagents can run in the background (Claude Code 2.1.33x by default, Kimi Code 2.1.0
+    /// on request): a scope still open when its parent turn ends by its own `Stop` goes on
+    /// until its own end. Elsewhere it ended unseen with the parent (Kimi CLI fires no
+    /// `SubagentStop` for a subagent that failed).
+    pub subagents_outlive_turn: bool,
     /// The provider fires a hook when the user interrupts a turn (Kimi Code `Interrupt`,
     /// Codex `Interrupt`). Without one (Kimi CLI 1.x, Claude Code, Gemini CLI) the
     /// terminal's interrupt notice settles the open turn in [`merge`](crate::merge::merge).

@@ -4,8 +4,14 @@
 
 use std::borrow::Cow;
 
-use crate::event::{Decision, Event, ToolRef, TurnId};
+use serde::Deserialize;
+
+use crate::event::{Decision, Event, OriginKind, ToolRef, TurnId};
 use crate::payload::Payload;
+
+/// How a prompt Claude Code sends itself when background work finished begins (2.1.33x:
+/// a `UserPromptSubmit` nobody typed).
+const TASK_NOTIFICATION: &str = "<task-notification>";
 
 /// One payload, delivered under the event `name`, as a canonical event.
 pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
@@ -31,12 +37,24 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
             reason: p.reason.take(),
         },
         // Every event of a user turn carries the same `prompt_id`: the turn's identity.
-        "UserPromptSubmit" => Event::PromptSubmitted {
-            text: p.prompt.take().map(|t| t.0).unwrap_or(Cow::Borrowed("")),
-            steer: false,
-            turn_id: p.prompt_id.take().map(|id| TurnId::Text(id.into_owned())),
-            agent,
-        },
+        "UserPromptSubmit" => {
+            let text = p.prompt.take().map(|t| t.0).unwrap_or(Cow::Borrowed(""));
+            let turn_id = p.prompt_id.take().map(|id| TurnId::Text(id.into_owned()));
+            if agent.is_none() && text.trim_start().starts_with(TASK_NOTIFICATION) {
+                // The agent reports finished background work in a turn of its own.
+                return Event::TurnStarted {
+                    turn_id,
+                    origin: OriginKind::Task,
+                    origin_name: task_id(&text).map(|id| Cow::Owned(id.to_owned())),
+                };
+            }
+            Event::PromptSubmitted {
+                text,
+                steer: false,
+                turn_id,
+                agent,
+            }
+        }
         "PreToolUse" => Event::ToolStarted {
             tool: tool(p, agent),
         },
@@ -62,6 +80,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         "Stop" => Event::Stopped {
             stop_hook_active: p.stop_hook_active.unwrap_or(false),
             turn_id: p.prompt_id.take().map(|id| TurnId::Text(id.into_owned())),
+            background_tasks: p.background_tasks.and_then(running_shell_tasks),
         },
         "StopFailure" => Event::StopFailed {
             error_type: None,
@@ -82,8 +101,21 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         "PostCompact" => Event::CompactionFinished {
             trigger: p.trigger.take(),
         },
-        // `permission_prompt` arrives seconds after `PermissionRequest`, or not at all:
-        // the request, not the notification, opens the blocked window.
+        // A dialog that may fire no `PermissionRequest` (2.1.33x auto mode behind a custom
+        // endpoint: only `agent_needs_input`). `permission_prompt` arrives seconds after a
+        // `PermissionRequest`, or not at all: the correlator lets it block only where no
+        // request did.
+        "Notification"
+            if matches!(
+                p.notification_type.as_deref(),
+                Some("agent_needs_input" | "elicitation_dialog" | "permission_prompt")
+            ) =>
+        {
+            Event::InputRequested {
+                kind: p.notification_type.take(),
+                agent,
+            }
+        }
         "Notification" => Event::Notification {
             kind: p.notification_type.take(),
             severity: None,
@@ -104,5 +136,57 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         | "WorktreeCreate"
         | "WorktreeRemove" => Event::Activity { name: name.clone() },
         _ => Event::Unknown { name: name.clone() },
+    }
+}
+
+/// The id a task notification names (`<task-id>ID</task-id>`), if it names one.
+fn task_id(text: &str) -> Option<&str> {
+    let (_, rest) = text.split_once("<task-id>")?;
+    let (id, _) = rest.split_once("</task-id>")?;
+    Some(id.trim()).filter(|id| !id.is_empty())
+}
+
+/// One entry of `Stop.background_tasks`.
+#[derive(Deserialize)]
+struct BackgroundTask {
+    id: Option<String>,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    status: Option<String>,
+}
+
+/// The ids of the shell tasks a `Stop` lists as running. Subagents are listed too, but
+/// they are tracked as scopes. A list of another shape says nothing (`None`).
+fn running_shell_tasks(raw: &serde_json::value::RawValue) -> Option<Vec<String>> {
+    let tasks: Vec<BackgroundTask> = serde_json::from_str(raw.get()).ok()?;
+    Some(
+        tasks
+            .into_iter()
+            .filter(|t| t.status.as_deref().is_none_or(|s| s == "running"))
+            .filter(|t| !t.kind.as_deref().is_some_and(|k| k.contains("agent")))
+            .map(|t| t.id.unwrap_or_default())
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{running_shell_tasks, task_id};
+
+    #[test]
+    fn a_task_notification_names_its_task() {
+        let text = "<task-notification>\n<task-id>b4ww8kk6c</task-id>\n<status>completed</status>";
+        assert_eq!(task_id(text), Some("b4ww8kk6c"));
+        assert_eq!(task_id("<task-notification>"), None);
+    }
+
+    #[test]
+    fn stop_lists_running_shell_tasks_only() {
+        let raw = serde_json::value::RawValue::from_string(
+            r#"[{"id":"b1","type":"shell","status":"running"},{"id":"a1","type":"local_agent","status":"running"},{"id":"b2","type":"shell","status":"completed"}]"#.into(),
+        );
+        let raw = raw.ok();
+        let tasks = raw.as_deref().and_then(running_shell_tasks);
+        assert_eq!(tasks, Some(vec!["b1".to_owned()]));
     }
 }

@@ -25,6 +25,7 @@ pub const PROMPT_TO_STOP: Capabilities = Capabilities {
     tool_ids: true,
     permission_ends_with_tool: true,
     interrupt_hook: false,
+    subagents_outlive_turn: false,
 };
 
 /// Claude Code.
@@ -49,6 +50,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     capabilities: Capabilities {
         agent_scopes: true,
         subagent_scope_is_turn: true,
+        subagents_outlive_turn: true,
         ..PROMPT_TO_STOP
     },
     detect: &[

@@ -33,6 +33,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         "AfterAgent" => Event::Stopped {
             stop_hook_active: p.stop_hook_active.unwrap_or(false),
             turn_id: None,
+            background_tasks: None,
         },
         "BeforeTool" => Event::ToolStarted { tool: tool(p) },
         // Failures are ordinary AfterTool events (the error is text inside the response).

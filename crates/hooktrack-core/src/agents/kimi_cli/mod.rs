@@ -35,6 +35,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         prompt_starts_turn: true,
         unannounced_turns: true,
         interrupt_hook: false,
+        subagents_outlive_turn: false,
         ..kimi_code::CAPABILITIES
     },
     detect: &[DetectRule {

@@ -50,6 +50,8 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
             origin: match p.origin_kind.as_deref() {
                 Some("user") | None => OriginKind::User,
                 Some("system_trigger") => OriginKind::SystemTrigger,
+                // Kimi starts this turn itself when background work finished: no prompt.
+                Some("task") => OriginKind::Task,
                 Some(_) => OriginKind::Other,
             },
             origin_name: p.origin_name.take(),
@@ -78,6 +80,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         "Stop" => Event::Stopped {
             stop_hook_active: p.stop_hook_active.unwrap_or(false),
             turn_id: None,
+            background_tasks: None,
         },
         "StopFailure" => Event::StopFailed {
             error_type: p.error_type.take(),
@@ -106,6 +109,17 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         "PostCompact" => Event::CompactionFinished {
             trigger: p.trigger.take(),
         },
+        // Kimi Code 2.1.0 reports a background task's end to the model as a notification
+        // that names it (`source_id`), with the turn it starts to tell about it. Kimi CLI
+        // 1.x sends the same type naming nothing: a plain notification.
+        "Notification"
+            if p.notification_type.as_deref() == Some("task.completed")
+                && p.source_id.is_some() =>
+        {
+            Event::TaskFinished {
+                task_id: p.source_id.take(),
+            }
+        }
         "Notification" => Event::Notification {
             kind: p.notification_type.take(),
             severity: p.severity.take(),

@@ -54,6 +54,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     tool_ids: true,
     permission_ends_with_tool: false,
     interrupt_hook: true,
+    subagents_outlive_turn: true,
 };
 
 /// Kimi Code 2.x.

@@ -1,0 +1,180 @@
+//! Work that goes on without a running main turn (contract section 11): background shell
+//! tasks, dialogs that wait on the user without a permission event, turns the agent starts
+//! itself, and continuations after a turn's `Stop`. Background scopes themselves are in
+//! `scopes.rs`.
+
+use std::collections::VecDeque;
+
+use super::ctx::Ctx;
+use super::{Correlator, Origin, Owner, Scope};
+use crate::diagnostics::Diag;
+use crate::event::TurnId;
+
+/// Bound on tracked tasks and dialogs: memory stays flat whatever the input.
+const MAX_BACKGROUND: usize = 256;
+
+/// Background shell tasks reported running, by id (an empty id where none was given),
+/// oldest first.
+#[derive(Debug, Default)]
+pub(super) struct BackgroundTasks {
+    running: VecDeque<String>,
+}
+
+impl BackgroundTasks {
+    pub(super) fn len(&self) -> usize {
+        self.running.len()
+    }
+
+    /// A task started (Kimi Code `TaskStarted(kind = process)`).
+    pub(super) fn started(&mut self, ctx: &mut Ctx, id: Option<&str>) {
+        if self.running.len() >= MAX_BACKGROUND {
+            self.running.pop_front();
+            ctx.note(Diag::StateLimitReached, Some("background tasks".into()));
+        }
+        self.running.push_back(id.unwrap_or_default().to_owned());
+    }
+
+    /// The agent says which tasks still run (Claude Code `Stop.background_tasks`): that
+    /// list replaces what was known.
+    pub(super) fn replace(&mut self, ids: &[String]) {
+        self.running = ids.iter().take(MAX_BACKGROUND).cloned().collect();
+    }
+
+    /// A finished task, by the id its report names (a turn the agent started, a
+    /// completion notification). An id no tracked task has is another kind of work (a
+    /// subagent); a report that names none says nothing about which.
+    pub(super) fn finished(&mut self, id: Option<&str>) {
+        if let Some(id) = id {
+            self.running.retain(|t| t != id);
+        }
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.running.clear();
+    }
+}
+
+/// Dialogs that wait on the user with no permission window: the owners whose agent showed
+/// one. The next evidence of that agent going on answers it.
+#[derive(Debug, Default)]
+pub(super) struct Dialogs {
+    waiting: Vec<Owner>,
+}
+
+impl Dialogs {
+    pub(super) fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+
+    fn open(&mut self, owner: Owner) {
+        if !self.waiting.contains(&owner) && self.waiting.len() < MAX_BACKGROUND {
+            self.waiting.push(owner);
+        }
+    }
+
+    /// The agent of `owner` went on: its dialog was answered.
+    pub(super) fn answered(&mut self, owner: Owner) {
+        self.waiting.retain(|&o| o != owner);
+    }
+
+    /// Closes the dialogs of every owner `of` picks.
+    pub(super) fn close_where(&mut self, of: impl Fn(Owner) -> bool) {
+        self.waiting.retain(|&o| !of(o));
+    }
+}
+
+impl Correlator {
+    /// `TaskStarted`: a shell task runs in the background; a subagent's task means its
+    /// scope does (its launching call returns at once).
+    pub(super) fn task_started(&mut self, ctx: &mut Ctx, kind: Option<&str>, id: Option<&str>) {
+        match kind {
+            Some("process") => self.background_tasks.started(ctx, id),
+            // Kimi Code's fire-and-forget hooks put it anywhere around the subagent's
+            // TurnStarted and SubagentStart: the newest scope is the subagent's, or the next
+            // one to open is.
+            Some("agent") => match self.scopes.top() {
+                Some(top) if !self.scopes.is_background(top) => {
+                    self.scopes.send_to_background(top);
+                }
+                _ => self.background_launch = true,
+            },
+            _ => {}
+        }
+        self.touch(ctx, None);
+    }
+
+    /// A turn the agent started itself (`TurnStarted(origin_kind = task)`, a task
+    /// notification): a main turn of origin `agent` that reports a finished background
+    /// task. Like every main turn it has an epoch of its own; its origin, not its epoch,
+    /// says nobody typed it.
+    pub(super) fn agent_turn(
+        &mut self,
+        ctx: &mut Ctx,
+        turn_id: Option<TurnId>,
+        task: Option<&str>,
+    ) {
+        self.background_tasks.finished(task);
+        if self.main.armed().is_some() {
+            // A prompt is waiting for its turn: evidence of a user turn wins.
+            self.bind(ctx, turn_id);
+            return;
+        }
+        if let Some(rec) = self.main.finish() {
+            ctx.note(
+                Diag::TurnSuperseded,
+                Some(format!(
+                    "epoch {} still open when the agent started a turn",
+                    rec.epoch
+                )),
+            );
+            self.finish_main(ctx, rec, crate::posture::TurnResult::TerminalGap);
+        }
+        self.end_continuation();
+        let epoch = self.next_epoch();
+        let rec = self.new_record(ctx, epoch, Scope::Main, Origin::Agent, turn_id);
+        self.main.start(rec);
+    }
+
+    /// A dialog waits on the user with no permission event. A `permission_prompt` blocks
+    /// only where no request did: it comes seconds after the request, or late after the
+    /// answer, so it counts only while a call of its agent is open and no window is.
+    pub(super) fn input_requested(
+        &mut self,
+        ctx: &mut Ctx,
+        kind: Option<&str>,
+        agent: Option<&str>,
+    ) {
+        self.check_agent(ctx, agent);
+        let owner = self.owner(agent);
+        if kind == Some("permission_prompt")
+            && (!self.permissions.is_empty() || self.tools.count_owned(|o| o == owner) == 0)
+        {
+            return;
+        }
+        ctx.note(Diag::BlockedByNotification, kind.map(str::to_owned));
+        self.touch(ctx, agent);
+        self.dialogs.open(owner);
+    }
+
+    /// Tool activity with no turn open after a turn ended, and no prompt since: the agent
+    /// goes on (a Stop hook that blocked, where the CLI fires no second Stop). Work, not a
+    /// turn: the latched result stays. Whether the call is part of one.
+    pub(super) fn continues(&mut self, ctx: &mut Ctx, tool: Option<&str>) -> bool {
+        if self.continuation {
+            return true;
+        }
+        let after_a_turn = self.last_turn.result != crate::posture::TurnResult::None;
+        if !after_a_turn || !self.main.is_idle() {
+            return false;
+        }
+        self.continuation = true;
+        ctx.note(Diag::ContinuationAfterStop, tool.map(str::to_owned));
+        true
+    }
+
+    /// The continuation (if any) ended: a terminal event, a prompt, a turn, or a
+    /// transcript's end-of-turn marker.
+    pub(super) fn end_continuation(&mut self) {
+        self.continuation = false;
+    }
+}
