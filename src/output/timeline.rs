@@ -155,6 +155,11 @@ pub(super) fn describe(event: &Event<'_>) -> String {
             }
         }
         Event::Activity { .. } => String::new(),
+        Event::ModelSwitched { from, to, .. } => format!(
+            "{} -> {}",
+            from.as_deref().unwrap_or("?"),
+            to.as_deref().unwrap_or("?")
+        ),
         Event::TaskStarted { kind, .. } => opt(kind),
         Event::CompactionStarted { trigger } | Event::CompactionFinished { trigger } => {
             opt(trigger)

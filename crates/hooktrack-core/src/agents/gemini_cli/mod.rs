@@ -8,7 +8,7 @@ pub(crate) mod transcript;
 use super::claude_code::PROMPT_TO_STOP;
 use super::{
     COMMON_SCHEMA, Descriptor, DetectRule, FolderTrust, Headless, InstallFacts, OffSwitch,
-    PreflightFacts, RequiredSetting, Strictness, TimeoutUnit, Transcript,
+    PreflightFacts, RequiredSetting, Strictness, TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::provider::Capabilities;
@@ -96,6 +96,12 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         value_options: &[],
     },
     launch_gate: None,
+    versions: Versions {
+        program: "gemini",
+        oldest: "0.61.0",
+        newest: "0.61.0",
+        events_since: &[],
+    },
 };
 
 /// Gemini CLI 0.61.0's events.
