@@ -269,6 +269,10 @@ pub struct Transcript {
     /// Where the agent writes it, for people.
     pub location: &'static str,
     pub classify: Classify,
+    /// Every marker line holds one of these byte strings: a line holding none is ignored
+    /// without being parsed (Claude Code 2.1.33x writes a ~43 KB `api-request-shape` line
+    /// per request, none of them a marker). Empty: every line is parsed.
+    pub needles: &'static [&'static str],
 }
 
 /// One transcript entry → a known marker's name and canonical event, or `None`.

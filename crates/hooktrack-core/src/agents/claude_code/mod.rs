@@ -65,6 +65,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     transcript: Some(Transcript {
         location: "~/.claude/projects/<dir>/<session>.jsonl",
         classify: transcript::classify,
+        needles: transcript::NEEDLES,
     }),
     install: InstallFacts {
         timeout: 5,

@@ -55,6 +55,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     transcript: Some(Transcript {
         location: "$CODEX_HOME/sessions/<y>/<m>/<d>/rollout-*.jsonl",
         classify: transcript::classify,
+        needles: &[],
     }),
     install: InstallFacts {
         timeout: 5,

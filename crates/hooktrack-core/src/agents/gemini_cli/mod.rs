@@ -46,6 +46,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     transcript: Some(Transcript {
         location: "~/.gemini/tmp/<project>/chats/session-*.jsonl",
         classify: transcript::classify,
+        needles: &[],
     }),
     install: InstallFacts {
         timeout: 5000,
