@@ -98,8 +98,8 @@ pub mod event {
     pub use hooktrack_core::event::*;
 }
 
-/// The turn ledger: a [`TurnRecord`](ledger::TurnRecord) per turn, its scope and origin,
-/// and what one event ended ([`Outcome`](ledger::Outcome)).
+/// The turn ledger: a [`TurnRecord`] per turn, its scope and origin,
+/// and what one event ended ([`Outcome`]).
 pub mod ledger {
     pub use hooktrack_core::correlate::{Origin, Outcome, Scope, TurnRecord};
 }
