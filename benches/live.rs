@@ -16,7 +16,14 @@
 //!    (an Escape's `[Request interrupted by user]`, the transcript outside the store
 //!    directory as Claude keeps it) to the update that settled the turn `interrupted`, and
 //!    from `kill -9` of a watched agent process to the update with presence absent;
-//!    p50 / p99 / max against the target of well under 1 s.
+//!    p50 / p99 / max against the target of well under 1 s;
+//! 6. **big transcripts**: Claude Code 2.1.332's recorded transcripts (`corpus/claude-code/
+//!    claude-code-2.1.332-*.transcripts/`, ten to twenty times 2.1.197's, a ~43 KB
+//!    `api-request-shape` line per request): the classifier's cost per line against a full
+//!    parse of every line (what it did before its byte search), and, through the hub, a
+//!    whole transcript appended then an Escape marker (time to the update, bytes the
+//!    process read: `/proc/self/io` `rchar`), and the marker's latency right after a
+//!    43 KB line.
 //!
 //! Figures are printed, with the targets (p50 < 5 ms, p99 < 50 ms at 500 sessions); nothing
 //! is asserted.
@@ -92,6 +99,10 @@ fn main() -> Result<()> {
     if wanted("signals") {
         println!("\n== second signals: transcript entry / process death -> posture update");
         signals(&base.join("signals"))?;
+    }
+    if wanted("transcript") {
+        println!("\n== big transcripts: Claude Code 2.1.332's, recorded");
+        big_transcripts(&base.join("transcript"))?;
     }
     if let Some((one, many)) = figures {
         println!("\n== targets (500 sessions): p50 < 5 ms, p99 < 50 ms");
@@ -562,4 +573,201 @@ fn inotify_limits() {
             None => "limit unknown",
         }
     );
+}
+
+// ===== 6. big transcripts ================================================================
+
+/// Every line of Claude Code 2.1.332's recorded transcripts.
+fn recorded_2_1_332() -> Result<Vec<Vec<u8>>> {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/claude-code");
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in fs::read_dir(&corpus)? {
+        let dir = dir?.path();
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if name.starts_with("claude-code-2.1.332-") && name.ends_with(".transcripts") {
+            for file in fs::read_dir(&dir)? {
+                files.push(file?.path());
+            }
+        }
+    }
+    files.sort();
+    let mut lines = Vec::new();
+    for file in files {
+        let text = fs::read(&file)?;
+        lines.extend(
+            text.split(|b| *b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(<[u8]>::to_vec),
+        );
+    }
+    Ok(lines)
+}
+
+/// Bytes this process has read through read(2) and friends so far.
+fn rchar() -> Result<u64> {
+    let io = fs::read_to_string("/proc/self/io")?;
+    io.lines()
+        .find_map(|l| l.strip_prefix("rchar: "))
+        .ok_or("no rchar in /proc/self/io")?
+        .trim()
+        .parse()
+        .map_err(Into::into)
+}
+
+fn big_transcripts(dir: &Path) -> Result<()> {
+    use hooktrack::TurnResult;
+    use hooktrack_core::agent::Agent;
+    use hooktrack_core::transcript::{Entry, classify, entry_time};
+
+    let lines = recorded_2_1_332()?;
+    let bytes: usize = lines.iter().map(Vec::len).sum();
+    let longest = lines.iter().map(Vec::len).max().unwrap_or(0);
+    let shapes = lines
+        .iter()
+        .filter(|l| memchr_find(l, br#""api-request-shape""#))
+        .count();
+    println!(
+        "  {} lines, {:.0} KB; longest line {:.1} KB; {} api-request-shape lines",
+        lines.len(),
+        bytes as f64 / 1024.0,
+        longest as f64 / 1024.0,
+        shapes
+    );
+    // In memory, best of 5: the time merge's timestamp plus the classifier (what the
+    // tracker does per line) against the timestamp plus a full parse of every line.
+    let best = |f: &dyn Fn() -> usize| {
+        (0..5)
+            .map(|_| {
+                let at = Instant::now();
+                std::hint::black_box(f());
+                at.elapsed()
+            })
+            .min()
+            .unwrap_or_default()
+    };
+    let classified = best(&|| {
+        lines
+            .iter()
+            .filter(|l| {
+                entry_time(l);
+                matches!(classify(Agent::ClaudeCode, l), Entry::Marker(_))
+            })
+            .count()
+    });
+    let parsed = best(&|| {
+        lines
+            .iter()
+            .filter(|l| {
+                entry_time(l);
+                serde_json::from_slice::<serde_json::Value>(l).is_ok()
+            })
+            .count()
+    });
+    let per_line = |d: Duration| d.as_secs_f64() * 1e6 / lines.len() as f64;
+    println!(
+        "  classify: {:.1} us/line ({:.0} MB/s); a full parse of every line: {:.1} us/line; ratio {:.2}",
+        per_line(classified),
+        bytes as f64 / classified.as_secs_f64() / 1e6,
+        per_line(parsed),
+        parsed.as_secs_f64() / classified.as_secs_f64()
+    );
+
+    // Through the hub: the whole recorded transcript appended at once, then an Escape.
+    let (mut hub, rx) = Hub::start(HubConfig::default())?;
+    let paths = StorePaths::for_provider(&dir.join("store"), "claude");
+    fs::create_dir_all(&paths.dir)?;
+    let transcript = dir.join("s1.jsonl");
+    fs::write(&transcript, "")?;
+    fs::write(
+        &paths.events,
+        claude_row("SessionStart", &transcript, "p0", r#","source":"startup""#),
+    )?;
+    let id = hub.add(Session::open(paths.clone(), SessionConfig::default()));
+    rx.recv_timeout(PATIENCE)?;
+    let escape = |prompt: &str| {
+        format!(
+            r#"{{"type":"user","promptId":"{prompt}","timestamp":"{}","message":{{"content":[{{"type":"text","text":"[Request interrupted by user]"}}]}}}}"#,
+            hooktrack::wall_clock()
+        ) + "\n"
+    };
+    let prompt = |n: usize| {
+        let prompt = format!("p{n}");
+        append(
+            &paths.events,
+            claude_row(
+                "UserPromptSubmit",
+                &transcript,
+                &prompt,
+                r#","prompt":"go""#,
+            )
+            .as_bytes(),
+        )?;
+        wait_for(&rx, id, |u| {
+            u.posture().turn.phase == hooktrack::Phase::Active
+        })?;
+        std::thread::sleep(Duration::from_millis(50));
+        Ok::<_, Box<dyn Error>>(prompt)
+    };
+    let p = prompt(1)?;
+    let mut whole: Vec<u8> = lines
+        .iter()
+        .flat_map(|l| l.iter().chain(b"\n"))
+        .copied()
+        .collect();
+    whole.extend_from_slice(escape(&p).as_bytes());
+    let read_before = rchar()?;
+    let at = append(&transcript, &whole)?;
+    wait_for(&rx, id, |u| {
+        u.closed().any(|t| t.result == TurnResult::Interrupted)
+    })?;
+    let taken = at.elapsed();
+    let read = rchar()?.saturating_sub(read_before);
+    println!(
+        "  {:.0} KB appended at once, then an Escape: the update after {:.1} ms; the process read {:.0} KB ({:.2}x the bytes appended)",
+        whole.len() as f64 / 1024.0,
+        ms(taken),
+        read as f64 / 1024.0,
+        read as f64 / whole.len() as f64
+    );
+    // A 43 KB line, then the Escape in a write of its own: the marker's latency.
+    let shape = lines
+        .iter()
+        .max_by_key(|l| l.len())
+        .cloned()
+        .unwrap_or_default();
+    let mut taken = Vec::with_capacity(SIGNAL_SAMPLES);
+    let mut read = 0;
+    let mut appended = 0;
+    for n in 2..SIGNAL_SAMPLES + 2 {
+        let p = prompt(n)?;
+        let before = rchar()?;
+        append(&transcript, &[shape.as_slice(), b"\n"].concat())?;
+        let entry = escape(&p);
+        let at = append(&transcript, entry.as_bytes())?;
+        wait_for(&rx, id, |u| {
+            u.closed().any(|t| t.result == TurnResult::Interrupted)
+        })?;
+        taken.push(at.elapsed());
+        read += rchar()?.saturating_sub(before);
+        appended += shape.len() + 1 + entry.len();
+    }
+    report(
+        &format!(
+            "{:.0} KB line, then an Escape -> turn interrupted",
+            shape.len() as f64 / 1024.0
+        ),
+        taken,
+    );
+    println!(
+        "  read per sample: {:.1} KB for {:.1} KB appended ({:.2}x)",
+        read as f64 / SIGNAL_SAMPLES as f64 / 1024.0,
+        appended as f64 / SIGNAL_SAMPLES as f64 / 1024.0,
+        read as f64 / appended as f64
+    );
+    drop(hub);
+    Ok(())
+}
+
+fn memchr_find(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }

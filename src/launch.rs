@@ -137,6 +137,8 @@ pub struct Launch {
     home: Option<PathBuf>,
     installed: Installed,
     findings: Vec<Finding>,
+    /// The agent's `--version`, when its program is one of the agent's and says one.
+    agent_version: Option<String>,
     session: Session,
     events: u64,
     child_pid: Option<u32>,
@@ -193,7 +195,22 @@ impl Launch {
             dir: store.dir.as_path().to_owned(),
             generation,
         };
-        let installed = put_observer(agent, &config.config, &config.emitter, &destination);
+        let agent_version = config
+            .program
+            .as_deref()
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| agent.descriptor().programs.contains(&n))
+            })
+            .and_then(|p| install::version_of(p).ok().flatten());
+        let installed = put_observer(
+            agent,
+            &config.config,
+            &config.emitter,
+            &destination,
+            agent_version.clone(),
+        );
         let env = launch_env(agent, config.home.as_deref(), &destination, &token);
         let lookup = |name: &str| {
             env.iter()
@@ -250,6 +267,7 @@ impl Launch {
             home: config.home,
             installed,
             findings,
+            agent_version,
             session,
             events: 0,
             child_pid: None,
@@ -283,6 +301,20 @@ impl Launch {
 
     pub fn installed(&self) -> &Installed {
         &self.installed
+    }
+
+    /// The agent's version, as its program printed it (`None`: not asked or none given).
+    pub fn agent_version(&self) -> Option<&str> {
+        self.agent_version.as_deref()
+    }
+
+    /// Where the agent's version stands against its tested window, for people.
+    pub fn version_window(&self) -> String {
+        self.agent.descriptor().versions.verdict(
+            self.agent.label(),
+            self.agent.typed_name(),
+            self.agent_version(),
+        )
     }
 
     /// Why the hooks will not fire (empty: they will).
@@ -545,9 +577,16 @@ impl Drop for Launch {
 /// Environment-routed entries where the config is shared, a generation-scoped block where
 /// the launch owns it (`InstallFacts::per_session_entries`). Routed entries already
 /// complete are not rewritten.
-fn put_observer(agent: Agent, config: &Path, emitter: &Path, to: &Destination) -> Installed {
+fn put_observer(
+    agent: Agent,
+    config: &Path,
+    emitter: &Path,
+    to: &Destination,
+    agent_version: Option<String>,
+) -> Installed {
     let routed = !agent.descriptor().install.per_session_entries;
     let observer = Observer {
+        agent_version,
         emitter: emitter.to_owned(),
         route: if routed {
             Route::Environment
@@ -556,7 +595,7 @@ fn put_observer(agent: Agent, config: &Path, emitter: &Path, to: &Destination) -
         },
     };
     let already = routed
-        && install::check(config, agent)
+        && install::check_for(config, agent, observer.agent_version.as_deref())
             .is_ok_and(|r| r.validation.routed && r.validation.ours > 0)
         && install::installed_by(config, agent, &observer);
     let result = if already {

@@ -245,7 +245,12 @@ impl ObserverArgs {
             }),
             _ => Route::Environment,
         };
-        Ok(Observer { emitter, route })
+        // The version is the caller's to ask (it knows the agent).
+        Ok(Observer {
+            emitter,
+            route,
+            agent_version: None,
+        })
     }
 }
 
@@ -278,7 +283,8 @@ struct ProbeArgs {
     /// trust and auth.
     #[arg(long)]
     file_only: bool,
-    /// The agent binary to ask (Codex's trust state; default: `codex` on PATH).
+    /// The agent binary to ask (its `--version`, Codex's trust state; default: the
+    /// agent's program on PATH).
     #[arg(long)]
     agent_bin: Option<PathBuf>,
 }
@@ -338,7 +344,8 @@ fn install_to(
     config: &Path,
     args: &ObserverArgs,
 ) -> Result<(InstallReport, Option<u64>), TargetError> {
-    let observer = args.observer()?;
+    let mut observer = args.observer()?;
+    observer.agent_version = agent_version(agent, None);
     let report = install::install(config, agent, &observer)?;
     Ok((report, observer.generation()))
 }
@@ -377,11 +384,17 @@ pub fn run_check(args: &CheckArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(&error_chain(&e)),
     };
-    let report = match install::check(&config, agent) {
-        Ok(report) => report,
-        Err(e) => return fail(&error_chain(&e)),
-    };
     let probe = &args.probe;
+    let version = agent_version(agent, probe.agent_bin.as_deref());
+    let versions = agent.descriptor().versions;
+    let window = versions.verdict(agent.label(), agent.typed_name(), version.as_deref());
+    let report = match install::check_for(&config, agent, version.as_deref()) {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("hooktrack: {window}");
+            return fail(&error_chain(&e));
+        }
+    };
     if !probe.file_only {
         let env = |name: &str| std::env::var_os(name);
         let cwd = args
@@ -401,6 +414,7 @@ pub fn run_check(args: &CheckArgs) -> ExitCode {
             file_named: args.target.config.is_some(),
         });
         if !findings.is_empty() {
+            eprintln!("hooktrack: {window}");
             for finding in &findings {
                 eprintln!("hooktrack: error: {finding}");
             }
@@ -408,7 +422,19 @@ pub fn run_check(args: &CheckArgs) -> ExitCode {
         }
     }
     println!("ok: {}", check_line(agent, &report));
+    println!("{window}");
     ExitCode::SUCCESS
+}
+
+/// The agent's version, asked of `bin` (default: its program on PATH); `None` when it
+/// does not run or prints none. Decides which events are installed and checked.
+fn agent_version(agent: Agent, bin: Option<&Path>) -> Option<String> {
+    let program = agent.descriptor().versions.program;
+    let asked = match bin {
+        Some(bin) => install::version_of(bin),
+        None => install::version_of(program),
+    };
+    asked.ok().flatten()
 }
 
 /// What `check` found, after "ok: ".

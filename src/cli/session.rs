@@ -339,6 +339,11 @@ struct StartLine<'a> {
     install: &'a InstallState,
     /// Why the hooks will not fire, one line each (empty: they will).
     findings: Vec<String>,
+    /// The agent's `--version` (null: it gave none).
+    agent_version: Option<&'a str>,
+    /// Where that version stands against the tested window ("Claude Code 2.1.332:
+    /// within the tested window 2.1.197–2.1.332").
+    version_window: String,
 }
 
 #[derive(Serialize)]
@@ -421,6 +426,8 @@ impl Output {
                 collector: launch.url(),
                 install,
                 findings,
+                agent_version: launch.agent_version(),
+                version_window: launch.version_window(),
             }),
             OutputFormat::Text => {
                 self.text(&format!(
@@ -444,6 +451,7 @@ impl Output {
                 for finding in &findings {
                     self.text(&format!("WARNING: the hooks will not fire: {finding}"));
                 }
+                self.text(&launch.version_window());
             }
         }
     }

@@ -159,6 +159,11 @@ pub(super) fn describe(event: &Event<'_>) -> String {
             }
         }
         Event::Activity { .. } => String::new(),
+        Event::ModelSwitched { from, to, .. } => format!(
+            "{} -> {}",
+            from.as_deref().unwrap_or("?"),
+            to.as_deref().unwrap_or("?")
+        ),
         Event::TaskStarted { kind, .. } => opt(kind),
         Event::TaskFinished { task_id } => opt(task_id),
         Event::CompactionStarted { trigger } | Event::CompactionFinished { trigger } => {

@@ -17,12 +17,23 @@ Scripts:
 - `[[fail]]`: every model call fails with a non-retryable 400;
 - `[[plain]]` (or anything else): one text answer.
 
+Claude Code only (the cases of its background work and dialogs; other CLIs answer text):
+
+- `[[bgagent]]`: an `Agent` call whose subagent prompt carries `[[subtool]]`, then text;
+  `[[bgagent_ask]]` the same with `[[subask]]`;
+- `[[subtool]]`: a `Bash` `echo` (allowed without asking), then text; `[[subask]]`: a `Bash`
+  `touch` (asks in manual mode), then text;
+- `[[bgbash]]`: a `Bash` call with `run_in_background`, then text;
+- `[[slow]]`: a `Bash` call that takes 30 s (to press Escape during it), then text;
+- `[[ask]]`: a `Bash` `touch` that needs permission, then text.
+
 The step is the number of tool results after the prompt carrying the marker, so the
 script is stateless and a re-run gives the same conversation. Standard library only; it
 serves until it is killed or its stdin closes.
 """
 
 import json
+import os
 import re
 import sys
 import threading
@@ -57,6 +68,24 @@ TOOLS = {
 }
 
 
+# Claude Code scripts of one step: the calls, then a text answer.
+CLAUDE_ONE_STEP = {
+    "bgagent": [("toolu_mock_a", "Agent", {"description": "Helper task", "subagent_type": "general-purpose",
+                                           "prompt": "Say where you are. [[subtool]]"})],
+    "bgagent_ask": [("toolu_mock_a", "Agent", {"description": "Helper task", "subagent_type": "general-purpose",
+                                               "prompt": "Create a file. [[subask]]"})],
+    "subtool": [("toolu_mock_s", "Bash", {"command": "echo sub-work", "description": "Print sub work"})],
+    "subask": [("toolu_mock_s", "Bash", {"command": "touch sub-made.txt", "description": "Create a file"})],
+    "bgbash": [("toolu_mock_b", "Bash", {"command": "sleep 4 && echo bg-done", "description": "Wait in the background",
+                                         "run_in_background": True})],
+    # Not `sleep`: 2.1.33x blocks a sleep before PreToolUse.
+    "slow": [("toolu_mock_w", "Bash", {"command": "timeout 30 tail -f /dev/null; echo slow-done",
+                                       "description": "Wait a while"})],
+    "ask": [("toolu_mock_k", "Bash", {"command": "touch asked.txt", "description": "Create a file"})],
+}
+ONE_STEP_TEXT = "Step done."
+
+
 class Turn:
     """What the conversation so far asks for: the script, the step, the working dir."""
 
@@ -70,6 +99,8 @@ class Turn:
         self.marker = marker
         self.step = results_after(index)
         self.cwd = cwd
+        # The tool_use ids the model already sent in this conversation (Anthropic only).
+        self.called = set()
 
 
 def reply(cli, turn):
@@ -85,6 +116,14 @@ def reply(cli, turn):
                 return ("calls", [(i, name, fill(args, turn.cwd)) for i, name, args in calls])
             done += len(calls)
         return ("text", FINAL)
+    if cli == "claude" and turn.marker in CLAUDE_ONE_STEP:
+        # Done once the script's call is in the conversation: Claude Code 2.1.33x moves a
+        # later prompt behind the `tool_result`s of earlier calls, so counting results
+        # after the prompt does not tell.
+        calls = CLAUDE_ONE_STEP[turn.marker]
+        if not any(i in turn.called for i, _, _ in calls):
+            return ("calls", [(i, name, fill(args, turn.cwd)) for i, name, args in CLAUDE_ONE_STEP[turn.marker]])
+        return ("text", ONE_STEP_TEXT)
     return ("text", HELLO)
 
 
@@ -114,27 +153,26 @@ def turn_chat(body):
 
 
 def turn_anthropic(body):
-    messages = body.get("messages", [])
-    prompts, owners = [], []
-    for i, m in enumerate(messages):
-        if m.get("role") != "user":
-            continue
+    # Claude Code 2.1.33x sends a prompt typed after a rejected or interrupted call in the
+    # same user message as that call's `tool_result`: count by content block, not message.
+    blocks = []
+    for m in body.get("messages", []):
         content = m.get("content")
-        blocks = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
-        text = " ".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
-        prompts.append(text)
-        owners.append(i)
+        parts = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+        blocks.extend((m.get("role"), b) for b in parts if isinstance(b, dict))
+    prompts, owners = [], []
+    for i, (role, b) in enumerate(blocks):
+        if role == "user" and b.get("type") == "text":
+            prompts.append(b.get("text", ""))
+            owners.append(i)
 
     def after(index):
         start = owners[index] if index >= 0 else 0
-        n = 0
-        for m in messages[start:]:
-            content = m.get("content")
-            if m.get("role") == "user" and isinstance(content, list):
-                n += sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_result")
-        return n
+        return sum(1 for role, b in blocks[start:] if role == "user" and b.get("type") == "tool_result")
     system = flatten(body.get("system"))
-    return Turn(prompts, after, cwd_in(system))
+    turn = Turn(prompts, after, cwd_in(system))
+    turn.called = {b.get("id") for role, b in blocks if role == "assistant" and b.get("type") == "tool_use"}
+    return turn
 
 
 def turn_responses(body):
@@ -217,6 +255,11 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {}
         path = self.path.split("?")[0].rstrip("/")
+        dump = os.environ.get("MOCK_DUMP")
+        if dump:
+            # For writing a script: every request body, one JSON line each.
+            with open(dump, "a") as f:
+                f.write(json.dumps({"path": path, "body": body}) + "\n")
         if path.endswith("/chat/completions"):
             self.chat(body)
         elif path.endswith("/messages/count_tokens"):

@@ -1,6 +1,8 @@
 //! End to end with the real Claude Code, Codex and Gemini CLIs from npm, installed once
-//! into `target/tmp/e2e-cli`, each driven through `hooktrack session` against
-//! `tests/e2e/mock_model.py` on 127.0.0.1 with a scratch HOME.
+//! into `target/tmp/e2e-cli` (Claude Code 2.1.332, the newest end of its tested window, into
+//! `target/tmp/e2e-claude-2.1.332`: one package name, two versions), each driven through
+//! `hooktrack session` against `tests/e2e/mock_model.py` on 127.0.0.1 with a scratch HOME;
+//! Claude Code's TUI in tmux on a private socket.
 //!
 //! Without npm or the registry each test prints `SKIPPED <cli> ... reason` and passes;
 //! with `HOOKTRACK_E2E_REQUIRE=1` a skip is a failure.
@@ -26,6 +28,75 @@ const PACKAGES: [&str; 3] = [
 
 /// One install for every test of this binary.
 static INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
+
+/// The newest end of Claude Code's tested window (`Descriptor::versions`); the oldest,
+/// 2.1.197, is in [`PACKAGES`].
+const CLAUDE_NEWEST: &str = "@anthropic-ai/claude-code@2.1.332";
+static INSTALL_NEWEST: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
+
+/// The two ends of Claude Code's window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Claude {
+    Oldest,
+    Newest,
+}
+
+impl Claude {
+    fn version(self) -> &'static str {
+        match self {
+            Claude::Oldest => "2.1.197",
+            Claude::Newest => "2.1.332",
+        }
+    }
+
+    /// The `claude` program of this version, installed on first use.
+    fn bin(self) -> Result<PathBuf, String> {
+        match self {
+            Claude::Oldest => npm_bin().map(|b| b.join("claude")),
+            Claude::Newest => {
+                let mut guard = INSTALL_NEWEST.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(done) = guard.as_ref() {
+                    return done.clone();
+                }
+                let result = install_claude_newest();
+                *guard = Some(result.clone());
+                result
+            }
+        }
+    }
+}
+
+fn install_claude_newest() -> Result<PathBuf, String> {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-claude-2.1.332");
+    fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
+    let lock = fs::File::create(base.join(".lock")).map_err(|e| e.to_string())?;
+    lock.lock().map_err(|e| e.to_string())?;
+    let claude = base.join("node_modules/.bin/claude");
+    let stamp = base.join("ready");
+    if fs::read_to_string(&stamp).is_ok_and(|s| s == CLAUDE_NEWEST) {
+        return Ok(claude);
+    }
+    // The package's bin is its native binary (an optional dependency per platform); npm
+    // warns that the wrapper wants Node >= 22, which the binary does not need.
+    run_bounded(
+        Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&base)
+            .arg(CLAUDE_NEWEST),
+        Duration::from_secs(900),
+    )
+    .map_err(|e| format!("cannot install {CLAUDE_NEWEST} from npm: {e}"))?;
+    let version = run_bounded(
+        Command::new(&claude).arg("--version"),
+        Duration::from_secs(120),
+    )
+    .map_err(|e| format!("{CLAUDE_NEWEST} installed but does not run: {e}"))?;
+    if !version.contains("2.1.332") {
+        return Err(format!("{CLAUDE_NEWEST} says it is {version:?}"));
+    }
+    fs::write(&stamp, CLAUDE_NEWEST).map_err(|e| e.to_string())?;
+    Ok(claude)
+}
 
 fn skip(cli: &str, reason: &str) {
     let message = format!(
@@ -244,6 +315,12 @@ fn claude_code_tool_turn_through_session_ends_success_with_three_tools() {
     let settings = fs::read_to_string(world.home.join(".claude/settings.json")).expect("settings");
     assert!(settings.contains("emit --observer hooktrack --agent 'claude'"));
     assert!(!settings.contains("--url") && !settings.contains("--generation"));
+    // 2.1.197's TUI would stop at launch on an event name it does not know.
+    assert!(!settings.contains("PreModelSwitch"), "{settings}");
+    assert_eq!(
+        run.start["version_window"],
+        "Claude Code 2.1.197: within the tested window 2.1.197–2.1.332"
+    );
 }
 
 #[test]
@@ -607,4 +684,405 @@ fn gemini_cli_failing_model_call_ends_as_gemini_reports_it() {
         "{}",
         run.context
     );
+}
+
+/// The Claude Code program at `which` end of the window, or a reported skip.
+fn claude_or_skip(which: Claude) -> Option<PathBuf> {
+    match which.bin() {
+        Ok(bin) => Some(bin),
+        Err(reason) => {
+            skip(&format!("claude-code {}", which.version()), &reason);
+            None
+        }
+    }
+}
+
+#[test]
+fn claude_code_2_1_332_tool_turn_through_session_installs_its_32_events() {
+    let Some(claude) = claude_or_skip(Claude::Newest) else {
+        return;
+    };
+    let mock = Mock::start(&python());
+    let world = World::new();
+    let mut argv = vec![claude.into_os_string()];
+    argv.extend(os(&[
+        "-p",
+        "Run a command, write a file, read it back. [[tools]]",
+        "--allowedTools",
+        "Bash Write Read",
+    ]));
+    let run = session(&world, &world.root, &claude_env(&mock), &argv);
+    assert_eq!(run.code, Some(0), "{}", run.context);
+    assert!(run.agent_out.contains("The file holds two lines. Done."));
+    assert_eq!(run.start["agent_version"], "2.1.332", "{}", run.context);
+    assert_eq!(
+        run.start["version_window"],
+        "Claude Code 2.1.332: within the tested window 2.1.197–2.1.332"
+    );
+    assert_one_ledger(&run, &["main success 3"]);
+    let settings = fs::read_to_string(world.home.join(".claude/settings.json")).expect("settings");
+    for event in [
+        "PreModelSwitch",
+        "PostModelSwitch",
+        "DirectoryAdded",
+        "PreSkillShellCommand",
+    ] {
+        assert!(
+            settings.contains(&format!("\"{event}\"")),
+            "{event}: {settings}"
+        );
+    }
+}
+
+/// `claude -p` with a subagent: the rows' hook names in order, and the run.
+fn subagent_run(which: Claude) -> Option<(Run, Vec<Value>)> {
+    let claude = claude_or_skip(which)?;
+    let mock = Mock::start(&python());
+    let world = World::new();
+    let mut argv = vec![claude.into_os_string()];
+    argv.extend(os(&[
+        "-p",
+        "Start a helper. [[bgagent]]",
+        "--allowedTools",
+        "Agent Bash",
+    ]));
+    let run = session(&world, &world.root, &claude_env(&mock), &argv);
+    assert_eq!(run.code, Some(0), "{}", run.context);
+    let store = PathBuf::from(run.start["store"].as_str().expect("store"));
+    let rows = session_rows(&store.join("events.ndjson"), 1);
+    Some((run, rows))
+}
+
+fn position(rows: &[Value], what: impl Fn(&Value) -> bool) -> Option<usize> {
+    rows.iter().position(what)
+}
+
+#[test]
+fn claude_code_2_1_197_runs_a_subagent_inside_its_turn() {
+    let Some((run, rows)) = subagent_run(Claude::Oldest) else {
+        return;
+    };
+    let stop = position(&rows, |r| r["event"] == "Stop");
+    let subagent_stop = position(&rows, |r| r["event"] == "SubagentStop");
+    assert!(subagent_stop < stop, "{}", run.context);
+    assert_eq!(
+        ledger(&run.end["turns"]),
+        ["main success 1", "subagent:general-purpose success 1"],
+        "{}",
+        run.context
+    );
+}
+
+#[test]
+fn claude_code_2_1_332_runs_a_subagent_in_the_background_and_reports_it_in_a_turn_of_its_own() {
+    let Some((run, rows)) = subagent_run(Claude::Newest) else {
+        return;
+    };
+    // The Agent call returns at once; the main Stop comes while the subagent works; its
+    // end, then a turn Claude starts with a task notification.
+    let launched = position(&rows, |r| {
+        r["event"] == "PostToolUse" && r["payload"]["tool_response"]["isAsync"] == true
+    });
+    let stop = position(&rows, |r| r["event"] == "Stop");
+    let subagent_stop = position(&rows, |r| r["event"] == "SubagentStop");
+    let notification = position(&rows, |r| {
+        r["event"] == "UserPromptSubmit"
+            && r["payload"]["prompt"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("<task-notification>"))
+    });
+    assert!(launched.is_some() && launched < stop, "{}", run.context);
+    assert!(stop < subagent_stop, "{}", run.context);
+    assert!(subagent_stop < notification, "{}", run.context);
+    let turns = ledger(&run.end["turns"]);
+    // How the subagent's scope ends once the main Stop came is issue 19's (the corpus's
+    // claude-code-2.1.332-auto-dialog-background-subagent states it); the two main turns
+    // are read right today.
+    assert_eq!(turns.len(), 3, "{}", run.context);
+    assert_eq!(turns[0], "main success 1", "{}", run.context);
+    assert!(
+        turns[1].starts_with("subagent:general-purpose "),
+        "{}",
+        run.context
+    );
+    assert_eq!(turns[2], "main success 0", "{}", run.context);
+}
+
+/// Claude Code's TUI in tmux on a private socket, through `hooktrack session`.
+struct Tui {
+    socket: String,
+    world: World,
+    output: PathBuf,
+    events: PathBuf,
+    _mock: Mock,
+}
+
+impl Tui {
+    const PATIENCE: Duration = Duration::from_secs(60);
+
+    /// Starts `claude` (with `settings` as its settings.json) in a tmux pane.
+    fn start(which: Claude, claude: &Path, settings: &str) -> Option<Self> {
+        if let Err(e) = Command::new("tmux").arg("-V").output() {
+            skip(
+                &format!("claude-code {} in tmux", which.version()),
+                &format!("no tmux: {e}"),
+            );
+            return None;
+        }
+        let mock = Mock::start(&python());
+        let world = World::new();
+        fs::create_dir_all(world.home.join(".claude")).expect("mkdir");
+        fs::write(world.home.join(".claude/settings.json"), settings).expect("settings");
+        // No onboarding, the folder trusted, the key approved: the prompt comes up at once.
+        let state = serde_json::json!({
+            "hasCompletedOnboarding": true,
+            "theme": "dark",
+            "customApiKeyResponses": {"approved": ["dummy-key-0123456789"], "rejected": []},
+            "projects": {world.work.to_string_lossy(): {
+                "hasTrustDialogAccepted": true,
+                "hasCompletedProjectOnboarding": true
+            }},
+        });
+        fs::write(world.home.join(".claude.json"), state.to_string()).expect(".claude.json");
+        let output = world.root.with_extension("ndjson");
+        let events = world.root.join("hook-observation/claude/events.ndjson");
+        let quote = |p: &Path| format!("'{}'", p.display());
+        let script = format!(
+            "cd {work} || exit 1\n\
+             export HOME={home} ANTHROPIC_BASE_URL=http://127.0.0.1:{port} \
+             ANTHROPIC_API_KEY=dummy-key-0123456789 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
+             DISABLE_TELEMETRY=1\n\
+             unset CLAUDE_CONFIG_DIR HOOKTRACK_TOKEN HOOKTRACK_DIR HOOKTRACK_URL HOOKTRACK_GENERATION TMUX\n\
+             {hooktrack} session --format ndjson --root {root} --output {output} -- {claude}\n\
+             sleep 600\n",
+            work = quote(&world.work),
+            home = quote(&world.home),
+            port = mock.port,
+            hooktrack = quote(Path::new(env!("CARGO_BIN_EXE_hooktrack"))),
+            root = quote(&world.root),
+            output = quote(&output),
+            claude = quote(claude),
+        );
+        let run = world.home.join("run.sh");
+        fs::write(&run, script).expect("run.sh");
+        let socket = format!("hooktrack-e2e-{}-{}", std::process::id(), mock.port);
+        let tui = Self {
+            socket,
+            world,
+            output,
+            events,
+            _mock: mock,
+        };
+        tui.tmux(&["new-session", "-d", "-x", "150", "-y", "45", "bash"])
+            .arg(&run)
+            .status()
+            .expect("tmux new-session");
+        Some(tui)
+    }
+
+    fn tmux(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("tmux");
+        command
+            .args(["-L", &self.socket])
+            .args(args)
+            .env_remove("TMUX");
+        command
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let status = self
+            .tmux(&["send-keys"])
+            .args(keys)
+            .status()
+            .expect("send-keys");
+        assert!(status.success());
+    }
+
+    /// A line typed at the prompt, then Enter.
+    fn prompt(&self, text: &str) {
+        self.keys(&["-l", text]);
+        std::thread::sleep(Duration::from_millis(300));
+        self.keys(&["Enter"]);
+    }
+
+    fn screen(&self) -> String {
+        let out = self
+            .tmux(&["capture-pane", "-p"])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The screen once `ok` holds for it (bounded).
+    fn wait_screen(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let mut last = String::new();
+        wait_for(Self::PATIENCE, &format!("{what}; screen:\n{last}"), || {
+            last = self.screen();
+            ok(&last).then(|| last.clone())
+        })
+    }
+
+    /// The hook rows so far (a line still being written is left for the next look).
+    fn rows(&self) -> Vec<Value> {
+        fs::read_to_string(&self.events)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .filter(|r: &Value| r["via"] != "launcher")
+            .collect()
+    }
+
+    fn wait_row(&self, what: &str, ok: impl Fn(&Value) -> bool) -> Vec<Value> {
+        wait_for(Self::PATIENCE, what, || {
+            let rows = self.rows();
+            rows.iter().any(&ok).then_some(rows)
+        })
+    }
+
+    /// Answers the permission dialog on screen with its "No" choice (its number differs
+    /// between versions: 3 of 3 in 2.1.197, 4 of 4 in 2.1.332's manual mode).
+    fn answer_no(&self) {
+        let screen = self.wait_screen("the permission dialog", |s| {
+            s.contains("Do you want to proceed?")
+        });
+        let choice = screen
+            .lines()
+            .filter_map(|l| l.trim_start_matches([' ', '❯']).strip_suffix(". No"))
+            .next_back()
+            .unwrap_or_else(|| panic!("no \"No\" choice on screen:\n{screen}"))
+            .to_owned();
+        self.keys(&[&choice]);
+        std::thread::sleep(Duration::from_millis(300));
+        self.keys(&["Enter"]);
+    }
+
+    /// `/exit`, then the session's end line.
+    fn exit(&self) -> Value {
+        self.prompt("/exit");
+        wait_for(Self::PATIENCE, "the session's end line", || {
+            let text = fs::read_to_string(&self.output).ok()?;
+            let last: Value = serde_json::from_str(text.lines().last()?).ok()?;
+            (last["kind"] == "end").then_some(last)
+        })
+    }
+}
+
+impl Drop for Tui {
+    fn drop(&mut self) {
+        // This test's tmux server only.
+        let _ = self.tmux(&["kill-server"]).status();
+        let _ = &self.world;
+    }
+}
+
+/// A permission answered No, then a call allowed and cut by Escape: two interrupted turns,
+/// each ended by the transcript (no hook fires after either).
+fn reject_then_escape(which: Claude) {
+    let Some(claude) = claude_or_skip(which) else {
+        return;
+    };
+    // 2.1.332's manual mode asks at launch whether to make auto mode the default.
+    let settings = match which {
+        Claude::Oldest => "{}",
+        Claude::Newest => r#"{"permissions": {"defaultMode": "manual"}}"#,
+    };
+    let Some(tui) = Tui::start(which, &claude, settings) else {
+        return;
+    };
+    if which == Claude::Newest {
+        tui.wait_screen("the auto-mode question", |s| {
+            s.contains("No, keep manual mode")
+        });
+        tui.keys(&["Down"]);
+        std::thread::sleep(Duration::from_millis(300));
+        tui.keys(&["Enter"]);
+    }
+    tui.wait_screen("the prompt", |s| {
+        s.contains('❯') && !s.contains("keep manual mode")
+    });
+    tui.prompt("Make a file. [[ask]]");
+    tui.wait_row("the PermissionRequest", |r| {
+        r["event"] == "PermissionRequest"
+    });
+    tui.answer_no();
+    tui.wait_screen("the rejection", |s| s.contains("Interrupted"));
+    tui.prompt("Wait a while. [[slow]]");
+    let asked = |rows: &[Value]| {
+        rows.iter()
+            .filter(|r| r["event"] == "PermissionRequest")
+            .count()
+    };
+    tui.wait_row("the second PermissionRequest", |_| asked(&tui.rows()) == 2);
+    tui.wait_screen("the dialog", |s| s.contains("Do you want to proceed?"));
+    tui.keys(&["1"]);
+    std::thread::sleep(Duration::from_millis(300));
+    tui.keys(&["Enter"]);
+    tui.wait_screen("the call running", |s| {
+        !s.contains("Do you want to proceed?") && s.contains("esc to interrupt")
+    });
+    tui.keys(&["Escape"]);
+    tui.wait_screen("the interrupt", |s| s.matches("Interrupted").count() >= 2);
+    let end = tui.exit();
+    let turns = ledger(&end["turns"]);
+    assert_eq!(
+        turns,
+        ["main interrupted 1", "main interrupted 1"],
+        "{end}\nscreen:\n{}",
+        tui.screen()
+    );
+    for turn in end["turns"].as_array().expect("turns") {
+        assert_eq!(turn["ended_by"], "transcript", "{end}");
+    }
+    // No hook reported either end.
+    let events: Vec<String> = tui
+        .rows()
+        .iter()
+        .filter_map(|r| r["event"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        !events
+            .iter()
+            .any(|e| e == "Stop" || e == "PostToolUseFailure"),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn claude_code_2_1_197_tui_permission_answered_no_and_escape_during_a_tool() {
+    reject_then_escape(Claude::Oldest);
+}
+
+#[test]
+fn claude_code_2_1_332_tui_permission_answered_no_and_escape_during_a_tool() {
+    reject_then_escape(Claude::Newest);
+}
+
+#[test]
+fn claude_code_2_1_332_auto_mode_dialog_fires_only_a_notification() {
+    let Some(claude) = claude_or_skip(Claude::Newest) else {
+        return;
+    };
+    // The default mode is auto; behind the mock its server-side check cannot run.
+    let Some(tui) = Tui::start(Claude::Newest, &claude, "{}") else {
+        return;
+    };
+    tui.wait_screen("the prompt", |s| s.contains("auto mode on"));
+    // A `touch` in the working folder runs unasked in auto mode; an `Agent` call asks.
+    tui.prompt("Start a helper. [[bgagent]]");
+    let rows = tui.wait_row("Notification(agent_needs_input)", |r| {
+        r["event"] == "Notification" && r["payload"]["notification_type"] == "agent_needs_input"
+    });
+    let screen = tui.screen();
+    assert!(screen.contains("Auto mode can't check actions"), "{screen}");
+    assert!(
+        !rows.iter().any(|r| r["event"] == "PermissionRequest"),
+        "{rows:#?}"
+    );
+    // Escape cancels the dialog and the turn: the transcript's interrupt ends it. (That
+    // the dialog reads `blocked` while it shows is issue 19's; the corpus's
+    // claude-code-2.1.332-auto-dialog-background-subagent states it.)
+    tui.keys(&["Escape"]);
+    let end = tui.exit();
+    assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{end}");
+    assert_eq!(end["turns"][0]["ended_by"], "transcript", "{end}");
 }

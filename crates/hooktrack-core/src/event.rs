@@ -198,6 +198,13 @@ pub enum Event<'a> {
     Activity {
         name: Cow<'a, str>,
     },
+    /// The session's model changes (Claude Code's `/model`): a fact about the session,
+    /// not about a turn; `done` once the switch took effect (`PostModelSwitch`).
+    ModelSwitched {
+        from: Option<Cow<'a, str>>,
+        to: Option<Cow<'a, str>>,
+        done: bool,
+    },
     /// The agent process ended (source: process). Nothing more can happen in its turn.
     ProcessEnded {
         pid: Option<u32>,
@@ -235,6 +242,7 @@ impl Event<'_> {
             Event::Notification { .. } => "notification",
             Event::InputRequested { .. } => "input_requested",
             Event::Activity { .. } => "activity",
+            Event::ModelSwitched { .. } => "model_switched",
             Event::ProcessEnded { .. } => "process_ended",
             Event::Unknown { .. } => "unknown",
         }

@@ -83,6 +83,11 @@ pub struct Payload<'a> {
     /// Claude Code's `Stop.background_tasks`: kept raw, read only on a `Stop`.
     #[serde(borrow)]
     pub background_tasks: Option<&'a RawValue>,
+    /// Claude Code's `PreModelSwitch` / `PostModelSwitch`: the model before and after.
+    #[serde(borrow, default, deserialize_with = "opt_text")]
+    pub from_model: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "opt_text")]
+    pub to_model: Option<Cow<'a, str>>,
     /// The agent process's id, in a launcher's `process_ended` row. Lenient: a provider's
     /// `pid` of another shape is ignored, never the row.
     #[serde(default, deserialize_with = "lenient_pid")]

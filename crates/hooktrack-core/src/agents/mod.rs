@@ -53,7 +53,8 @@ pub struct Descriptor {
     pub programs: &'static [&'static str],
     /// Where its hook config lives, and in which format.
     pub config: ConfigLocation,
-    /// Every hook event of the pinned version that hooktrack subscribes to.
+    /// Every hook event of the newest tested version that hooktrack subscribes to (an
+    /// older version gets those it knows: [`Descriptor::hook_events_for`]).
     pub hook_events: &'static [&'static str],
     /// The adapter: one payload, delivered under an event name, into the canonical
     /// vocabulary. Keeps no state across events.
@@ -74,6 +75,131 @@ pub struct Descriptor {
     pub headless: Headless,
     /// A program name under which the agent never starts (so no hook can fire).
     pub launch_gate: Option<LaunchGate>,
+    /// The versions hooktrack is tested against, and the events older versions lack.
+    pub versions: Versions,
+}
+
+impl Descriptor {
+    /// The hook events to install for the agent at `version` (its `--version`): every
+    /// event but those newer than it. An unknown version gets the events every tested
+    /// version knows: an older CLI may warn about an event name it does not know (Claude
+    /// Code 2.1.197 stops its TUI at launch with a "Settings Warning" dialog), while a
+    /// newer one only misses the events left out, which `check` then names.
+    pub fn hook_events_for(&self, version: Option<&str>) -> Vec<&'static str> {
+        self.hook_events
+            .iter()
+            .copied()
+            .filter(|event| {
+                self.versions
+                    .since(event)
+                    .is_none_or(|since| version.is_some_and(|v| at_least(v, since)))
+            })
+            .collect()
+    }
+}
+
+/// The supported version window of an agent: the oldest and the newest version the
+/// repository's tests run (end-to-end through `hooktrack session`, or replaying its real
+/// recordings in `corpus/`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Versions {
+    /// The program asked for its `--version`.
+    pub program: &'static str,
+    pub oldest: &'static str,
+    pub newest: &'static str,
+    /// Events of [`Descriptor::hook_events`] that versions before the given one do not
+    /// know (the oldest version observed to fire them).
+    pub events_since: &'static [(&'static str, &'static str)],
+}
+
+/// Where a version stands against a window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Standing {
+    Within,
+    Older,
+    Newer,
+    /// Not a dotted version number.
+    Unreadable,
+}
+
+impl Versions {
+    /// The version that first knows `event`, when older tested versions do not.
+    pub fn since(&self, event: &str) -> Option<&'static str> {
+        self.events_since
+            .iter()
+            .find(|(e, _)| *e == event)
+            .map(|(_, v)| *v)
+    }
+
+    /// Where `version` stands against the window.
+    pub fn standing(&self, version: &str) -> Standing {
+        match (
+            compare_versions(version, self.oldest),
+            compare_versions(version, self.newest),
+        ) {
+            (Some(std::cmp::Ordering::Less), _) => Standing::Older,
+            (_, Some(std::cmp::Ordering::Greater)) => Standing::Newer,
+            (Some(_), Some(_)) => Standing::Within,
+            _ => Standing::Unreadable,
+        }
+    }
+
+    /// Where the agent at `version` (its `--version`, `None` when it gave none) stands,
+    /// for people: "Claude Code 2.1.332: within the tested window 2.1.197–2.1.332".
+    /// Outside the window hooktrack goes on; the sentence says what to run to judge it.
+    pub fn verdict(&self, label: &str, name: &str, version: Option<&str>) -> String {
+        let window = self.window();
+        let drift = |v: &str| format!("`scripts/drift.sh {name} {v}` shows what changed");
+        match version.map(|v| (v, self.standing(v))) {
+            Some((v, Standing::Within)) => {
+                format!("{label} {v}: within the tested window {window}")
+            }
+            Some((v, Standing::Newer)) => format!(
+                "{label} {v}: newer than the tested window {window}; hooktrack goes on, {}",
+                drift(v)
+            ),
+            Some((v, Standing::Older)) => format!(
+                "{label} {v}: older than the tested window {window}; hooktrack goes on, {}",
+                drift(v)
+            ),
+            Some((v, Standing::Unreadable)) => format!(
+                "{label} {v:?}: not a version hooktrack can place in the tested window {window}; hooktrack goes on"
+            ),
+            None => format!(
+                "{label}: `{} --version` gave no version; the tested window is {window}",
+                self.program
+            ),
+        }
+    }
+
+    /// "2.1.197–2.1.332" (one version when both ends are the same).
+    pub fn window(&self) -> String {
+        if self.oldest == self.newest {
+            self.oldest.to_owned()
+        } else {
+            format!("{}–{}", self.oldest, self.newest)
+        }
+    }
+}
+
+/// Dotted numeric versions compared part by part (`2.1.33` < `2.1.197`); a suffix after
+/// the numbers (`-beta`, ` (Claude Code)`) is ignored. `None`: not a version.
+pub fn compare_versions(a: &str, b: &str) -> Option<std::cmp::Ordering> {
+    Some(parse_version(a)?.cmp(&parse_version(b)?))
+}
+
+fn at_least(version: &str, since: &str) -> bool {
+    compare_versions(version, since).is_some_and(|o| o != std::cmp::Ordering::Less)
+}
+
+fn parse_version(text: &str) -> Option<Vec<u64>> {
+    let numeric = text
+        .trim()
+        .trim_start_matches('v')
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .next()?;
+    let parts: Option<Vec<u64>> = numeric.split('.').map(|p| p.parse().ok()).collect();
+    parts.filter(|p| !p.is_empty())
 }
 
 /// Agents that answer to one shared name (`kimi`), told apart by detection.
@@ -143,6 +269,10 @@ pub struct Transcript {
     /// Where the agent writes it, for people.
     pub location: &'static str,
     pub classify: Classify,
+    /// Every marker line holds one of these byte strings: a line holding none is ignored
+    /// without being parsed (Claude Code 2.1.33x writes a ~43 KB `api-request-shape` line
+    /// per request, none of them a marker). Empty: every line is parsed.
+    pub needles: &'static [&'static str],
 }
 
 /// One transcript entry → a known marker's name and canonical event, or `None`.

@@ -229,3 +229,91 @@ fn headless_flags_take_their_value_after_an_equals_sign() {
         Some(&OsString::from("resume"))
     );
 }
+
+#[test]
+fn every_agent_has_a_version_window_and_its_newer_events_are_its_own() {
+    for d in descriptors() {
+        let v = d.versions;
+        assert!(d.programs.contains(&v.program), "{:?}", d.agent);
+        assert_eq!(
+            compare_versions(v.oldest, v.newest).map(|o| o.is_le()),
+            Some(true),
+            "{:?}",
+            d.agent
+        );
+        for (event, since) in v.events_since {
+            assert!(d.hook_events.contains(event), "{:?}: {event}", d.agent);
+            assert_eq!(v.standing(since), Standing::Within, "{:?}", d.agent);
+        }
+    }
+}
+
+#[test]
+fn claude_code_2_1_197_gets_its_28_events_and_2_1_332_all_32() {
+    let d = Agent::ClaudeCode.descriptor();
+    let newer = [
+        "PreModelSwitch",
+        "PostModelSwitch",
+        "DirectoryAdded",
+        "PreSkillShellCommand",
+    ];
+    let old = d.hook_events_for(Some("2.1.197"));
+    assert_eq!(old.len(), 28);
+    assert!(newer.iter().all(|e| !old.contains(e)));
+    assert_eq!(d.hook_events_for(Some("2.1.332")).len(), 32);
+    assert_eq!(d.hook_events_for(Some("2.1.400 (Claude Code)")).len(), 32);
+    // Unknown or unreadable: only what every tested version knows.
+    assert_eq!(d.hook_events_for(None), old);
+    assert_eq!(d.hook_events_for(Some("dev")), old);
+}
+
+#[test]
+fn versions_compare_by_number_and_the_window_says_where_one_stands() {
+    use std::cmp::Ordering;
+    assert_eq!(compare_versions("2.1.33", "2.1.197"), Some(Ordering::Less));
+    assert_eq!(
+        compare_versions("2.1.332", "2.1.332"),
+        Some(Ordering::Equal)
+    );
+    assert_eq!(compare_versions("v0.61.0", "0.61"), Some(Ordering::Greater));
+    assert_eq!(compare_versions("", "1.0"), None);
+    let v = Agent::ClaudeCode.descriptor().versions;
+    assert_eq!(v.standing("2.1.250"), Standing::Within);
+    assert_eq!(v.standing("2.1.100"), Standing::Older);
+    assert_eq!(v.standing("2.2.0"), Standing::Newer);
+    assert_eq!(v.standing("latest"), Standing::Unreadable);
+    assert_eq!(
+        v.verdict("Claude Code", "claude", Some("2.1.332")),
+        "Claude Code 2.1.332: within the tested window 2.1.197–2.1.332"
+    );
+    let newer = v.verdict("Claude Code", "claude", Some("2.1.340"));
+    assert!(
+        newer.starts_with(
+            "Claude Code 2.1.340: newer than the tested window 2.1.197–2.1.332; hooktrack goes on"
+        ),
+        "{newer}"
+    );
+    assert!(newer.contains("scripts/drift.sh claude 2.1.340"), "{newer}");
+    assert!(
+        v.verdict("Claude Code", "claude", None)
+            .contains("`claude --version` gave no version")
+    );
+    assert_eq!(Agent::Codex.descriptor().versions.window(), "0.171.0");
+}
+
+#[test]
+fn the_model_switch_is_a_session_fact_not_an_unknown_event() {
+    let line = r#"{"session_id":"s","hook_event_name":"PostModelSwitch","from_model":"claude-opus-5-5","to_model":"claude-sonnet-5-5"}"#;
+    let mut payload: Payload<'_> = serde_json::from_str(line).expect("payload");
+    let event =
+        (Agent::ClaudeCode.descriptor().normalize)(&Cow::Borrowed("PostModelSwitch"), &mut payload);
+    assert_eq!(event.kind(), "model_switched");
+    match event {
+        Event::ModelSwitched { from, to, done } => {
+            assert_eq!(from.as_deref(), Some("claude-opus-5-5"));
+            assert_eq!(to.as_deref(), Some("claude-sonnet-5-5"));
+            assert!(done);
+        }
+        other => panic!("{other:?}"),
+    }
+}

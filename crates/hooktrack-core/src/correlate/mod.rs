@@ -326,6 +326,7 @@ impl Correlator {
             Event::Heartbeat
             | Event::Notification { .. }
             | Event::Activity { .. }
+            | Event::ModelSwitched { .. }
             | Event::Unknown { .. } => {}
             Event::ProcessEnded { .. } => {
                 // After a SessionEnd this is how every agent exits: nothing to settle, no

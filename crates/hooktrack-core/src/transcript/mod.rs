@@ -43,6 +43,13 @@ pub struct Marker {
 
 /// Classifies one transcript line written by `agent`.
 pub fn classify(agent: Agent, bytes: &[u8]) -> Entry {
+    if agent
+        .descriptor()
+        .transcript
+        .is_some_and(|t| cannot_be_a_marker(t.needles, bytes))
+    {
+        return Entry::Ignored;
+    }
     let Ok(Value::Object(entry)) = serde_json::from_slice::<Value>(bytes) else {
         return Entry::Unreadable;
     };
@@ -57,6 +64,18 @@ pub fn classify(agent: Agent, bytes: &[u8]) -> Entry {
         Some((name, event)) => Entry::Marker(Marker { name, event, at }),
         None => Entry::Ignored,
     }
+}
+
+/// An object line (so not `Unreadable`) that holds none of `needles`: no marker, decided
+/// by a byte search instead of a parse. False when there are no needles.
+fn cannot_be_a_marker(needles: &[&str], bytes: &[u8]) -> bool {
+    let trimmed = bytes.trim_ascii();
+    !needles.is_empty()
+        && trimmed.first() == Some(&b'{')
+        && trimmed.last() == Some(&b'}')
+        && !needles
+            .iter()
+            .any(|n| memchr::memmem::find(bytes, n.as_bytes()).is_some())
 }
 
 /// The entry's timestamp (`timestamp`, RFC 3339), whatever the CLI: where a replay

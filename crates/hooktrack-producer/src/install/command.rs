@@ -110,6 +110,7 @@ mod tests {
                 dir: PathBuf::from("/s"),
                 generation: 4,
             }),
+            agent_version: None,
         }
     }
 
@@ -118,6 +119,7 @@ mod tests {
         let routed = Observer {
             emitter: PathBuf::from("/bin/hooktrack"),
             route: Route::Environment,
+            agent_version: None,
         };
         let c = command(Agent::Codex, &routed, "Stop");
         assert_eq!(

@@ -107,7 +107,7 @@ pub fn detect_member(
 }
 
 /// The first `x.y.z` that `<program> --version` prints, within 5 s.
-fn version_of(program: &str) -> io::Result<Option<String>> {
+pub fn version_of(program: impl AsRef<std::ffi::OsStr>) -> io::Result<Option<String>> {
     let mut child = Command::new(program)
         .arg("--version")
         .stdin(Stdio::null())

@@ -83,9 +83,10 @@ pub(crate) fn check(
     agent: Agent,
     config: &Path,
     text: Option<&str>,
+    version: Option<&str>,
 ) -> Result<Validation, InstallError> {
     match agent.config().format {
         ConfigFormat::TomlHooks => toml_block::check(agent, config, text),
-        ConfigFormat::JsonHooks => json_hooks::check(agent, config, text),
+        ConfigFormat::JsonHooks => json_hooks::check(agent, config, text, version),
     }
 }

@@ -30,7 +30,7 @@ use hooktrack_core::store::{InstallRecord, parse_channel};
 
 use crate::http::Url;
 use crate::store::{self, StoreError, StorePaths};
-pub use detect::detect_kimi;
+pub use detect::{detect_kimi, version_of};
 pub use error::{InstallError, MarkerError, Refusal, Violation};
 use file::Replace;
 use format::Removal;
@@ -41,6 +41,9 @@ pub struct Observer {
     /// The `hooktrack` binary (absolute).
     pub emitter: PathBuf,
     pub route: Route,
+    /// The agent's version (its `--version`), which decides the events written
+    /// ([`hooktrack_core::agents::Descriptor::hook_events_for`]); `None`: not known.
+    pub agent_version: Option<String>,
 }
 
 /// How a hook finds its session (contract sections 7 and 10).
@@ -261,9 +264,20 @@ pub fn uninstall(
 
 /// Checks `config` without changing it, as the agent reads it and as the read-back does.
 pub fn check(config: &Path, agent: Agent) -> Result<CheckReport, InstallError> {
+    check_for(config, agent, None)
+}
+
+/// [`check`] for the agent at `version`: hooktrack's entries must cover the events that
+/// version fires (`None`: those every tested version fires) and name none it does not
+/// know.
+pub fn check_for(
+    config: &Path,
+    agent: Agent,
+    version: Option<&str>,
+) -> Result<CheckReport, InstallError> {
     let config = file::resolve(config);
     let text = file::read_text(&config)?;
-    let validation = format::check(agent, &config, text.as_deref())?;
+    let validation = format::check(agent, &config, text.as_deref(), version)?;
     Ok(CheckReport { config, validation })
 }
 
@@ -276,7 +290,12 @@ pub fn installed_by(config: &Path, agent: Agent, observer: &Observer) -> bool {
     };
     match agent.config().format {
         ConfigFormat::TomlHooks => toml_block::validate(&text, agent, Some(observer)),
-        ConfigFormat::JsonHooks => json_hooks::validate(&text, agent, Some(observer)),
+        ConfigFormat::JsonHooks => json_hooks::validate(
+            &text,
+            agent,
+            Some(observer),
+            observer.agent_version.as_deref(),
+        ),
     }
     .is_ok_and(|v| v.ours > 0)
 }

@@ -120,7 +120,15 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
             kind: p.notification_type.take(),
             severity: None,
         },
+        // A session fact: the turn's state does not change with the model.
+        "PreModelSwitch" | "PostModelSwitch" => Event::ModelSwitched {
+            from: p.from_model.take(),
+            to: p.to_model.take(),
+            done: name == "PostModelSwitch",
+        },
         "PostToolBatch"
+        | "DirectoryAdded"
+        | "PreSkillShellCommand"
         | "MessageDisplay"
         | "TaskCreated"
         | "TaskCompleted"

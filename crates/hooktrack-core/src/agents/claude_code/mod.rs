@@ -1,4 +1,4 @@
-//! Claude Code 2.1.197: turns from `UserPromptSubmit` to `Stop`, identified by the
+//! Claude Code 2.1.197–2.1.332: turns from `UserPromptSubmit` to `Stop`, identified by the
 //! `prompt_id` every event of a user turn carries; subagents by `agent_id`; a JSON hooks
 //! table in `settings.json`; a transcript that records Escape and rejections.
 
@@ -7,7 +7,7 @@ pub(crate) mod transcript;
 
 use super::{
     COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, OffSwitch, PreflightFacts,
-    Strictness, TimeoutUnit, Transcript,
+    Strictness, TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::provider::Capabilities;
@@ -67,6 +67,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     transcript: Some(Transcript {
         location: "~/.claude/projects/<dir>/<session>.jsonl",
         classify: transcript::classify,
+        needles: transcript::NEEDLES,
     }),
     install: InstallFacts {
         timeout: 5,
@@ -98,11 +99,18 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         value_options: &[],
     },
     launch_gate: None,
+    versions: Versions {
+        program: "claude",
+        oldest: "2.1.197",
+        newest: "2.1.332",
+        events_since: &NEW_IN_2_1_332,
+    },
 };
 
-/// Claude Code 2.1.197's events, all but `WorktreeCreate` and `WorktreeRemove` (a command
-/// hook there replaces the worktree creation itself).
-const EVENTS: [&str; 28] = [
+/// Claude Code 2.1.332's events, all but `WorktreeCreate` and `WorktreeRemove` (a command
+/// hook there replaces the worktree creation itself): 2.1.197's 28, then the four of
+/// [`NEW_IN_2_1_332`].
+const EVENTS: [&str; 32] = [
     "PreToolUse",
     "PostToolUse",
     "PostToolUseFailure",
@@ -131,6 +139,21 @@ const EVENTS: [&str; 28] = [
     "CwdChanged",
     "FileChanged",
     "MessageDisplay",
+    "PreModelSwitch",
+    "PostModelSwitch",
+    "DirectoryAdded",
+    "PreSkillShellCommand",
+];
+
+/// The events 2.1.197 does not know: its TUI opens a "Settings Warning" dialog at launch
+/// for each unknown event name in `settings.json` ("Unknown hook event ... was ignored";
+/// `-p` runs silently), so they are written only for a version that fires them. 2.1.332
+/// is the oldest version observed with them.
+const NEW_IN_2_1_332: [(&str, &str); 4] = [
+    ("PreModelSwitch", "2.1.332"),
+    ("PostModelSwitch", "2.1.332"),
+    ("DirectoryAdded", "2.1.332"),
+    ("PreSkillShellCommand", "2.1.332"),
 ];
 
 fn prompt_id(row: &Row<'_>) -> Option<&'static str> {

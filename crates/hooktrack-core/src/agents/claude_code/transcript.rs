@@ -27,6 +27,15 @@ use serde_json::{Map, Value};
 use crate::event::{Event, ToolRef, TurnId};
 use crate::transcript::sole_text;
 
+/// What every marker line holds (the descriptor's `Transcript::needles`): the failure
+/// flag, the rejection, the two interrupt texts (one prefix). JSON.stringify writes these
+/// ASCII characters as they are.
+pub(crate) const NEEDLES: &[&str] = &[
+    "\"isApiErrorMessage\"",
+    REJECTED,
+    "[Request interrupted by user",
+];
+
 const INTERRUPTED: &str = "[Request interrupted by user]";
 const INTERRUPTED_FOR_TOOL: &str = "[Request interrupted by user for tool use]";
 const REJECTED: &str = "User rejected tool use";
@@ -97,4 +106,67 @@ pub(crate) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Even
             reason: Some(Cow::Borrowed(name)),
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Map, Value};
+
+    use crate::agent::Agent;
+    use crate::transcript::{Entry, classify as classify_line};
+
+    /// Transcripts Claude Code really wrote (`corpus/claude-code/`): 2.1.197's Escape,
+    /// rejection and API error, 2.1.332's rejection and Escape (with its ~43 KB lines).
+    const RECORDED: [&str; 4] = [
+        include_str!(
+            "../../../../../corpus/claude-code/claude-code-2.1.197-interactive-escape-reject-transcript.transcripts/18559d3c-d569-4e36-9eb1-1c9e8c7b2124.jsonl"
+        ),
+        include_str!(
+            "../../../../../corpus/claude-code/claude-code-2.1.197-api-error-transcript.transcripts/adc5ea24-d9ae-47e2-b462-4f7c1772ada3.jsonl"
+        ),
+        include_str!(
+            "../../../../../corpus/claude-code/claude-code-2.1.332-reject-escape-transcript.transcripts/0fbbdf2f-a19a-4852-bf6c-1614a1d0e421.jsonl"
+        ),
+        include_str!(
+            "../../../../../corpus/claude-code/claude-code-2.1.332-auto-dialog-background-subagent.transcripts/a1d85aa0-4647-4613-9cec-3ed262a3b73e.jsonl"
+        ),
+    ];
+
+    #[test]
+    fn the_byte_search_decides_as_the_parse_on_every_recorded_line() {
+        let mut markers = 0;
+        for text in RECORDED {
+            for line in text.lines() {
+                let parsed = serde_json::from_str::<Map<String, Value>>(line)
+                    .ok()
+                    .and_then(|e| super::classify(&e))
+                    .map(|(name, _)| name);
+                let fast = match classify_line(Agent::ClaudeCode, line.as_bytes()) {
+                    Entry::Marker(m) => Some(m.name),
+                    _ => None,
+                };
+                assert_eq!(parsed, fast, "{}", &line[..line.len().min(200)]);
+                markers += usize::from(fast.is_some());
+            }
+        }
+        // 2.1.197: an Escape during a tool and a rejection (two markers each), an Escape
+        // during the answer, a failure; 2.1.332: a rejection and an Escape during a tool.
+        assert_eq!(markers, 4 + 1 + 1 + 4);
+    }
+
+    #[test]
+    fn a_line_without_a_needle_is_ignored_and_a_broken_one_still_unreadable() {
+        let big = format!(
+            r#"{{"type":"api-request-shape","shape":"{}"}}"#,
+            "x".repeat(43_000)
+        );
+        assert_eq!(
+            classify_line(Agent::ClaudeCode, big.as_bytes()),
+            Entry::Ignored
+        );
+        assert_eq!(
+            classify_line(Agent::ClaudeCode, b"{not json"),
+            Entry::Unreadable
+        );
+    }
 }

@@ -8,7 +8,7 @@ pub(crate) mod transcript;
 use super::claude_code::PROMPT_TO_STOP;
 use super::{
     Descriptor, DetectRule, EntrySchema, FeatureSwitches, Headless, HookTrust, InstallFacts,
-    PreflightFacts, Strictness, TimeoutUnit, Transcript,
+    PreflightFacts, Strictness, TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::event::TurnId;
@@ -55,6 +55,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     transcript: Some(Transcript {
         location: "$CODEX_HOME/sessions/<y>/<m>/<d>/rollout-*.jsonl",
         classify: transcript::classify,
+        needles: &[],
     }),
     install: InstallFacts {
         timeout: 5,
@@ -113,6 +114,12 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         ],
     },
     launch_gate: None,
+    versions: Versions {
+        program: "codex",
+        oldest: "0.171.0",
+        newest: "0.171.0",
+        events_since: &[],
+    },
 };
 
 /// Codex CLI 0.171.0's events.

@@ -8,7 +8,7 @@ pub(crate) mod transcript;
 use super::claude_code::PROMPT_TO_STOP;
 use super::{
     COMMON_SCHEMA, Descriptor, DetectRule, FolderTrust, Headless, InstallFacts, OffSwitch,
-    PreflightFacts, RequiredSetting, Strictness, TimeoutUnit, Transcript,
+    PreflightFacts, RequiredSetting, Strictness, TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::provider::Capabilities;
@@ -46,6 +46,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     transcript: Some(Transcript {
         location: "~/.gemini/tmp/<project>/chats/session-*.jsonl",
         classify: transcript::classify,
+        needles: &[],
     }),
     install: InstallFacts {
         timeout: 5000,
@@ -96,6 +97,12 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         value_options: &[],
     },
     launch_gate: None,
+    versions: Versions {
+        program: "gemini",
+        oldest: "0.61.0",
+        newest: "0.61.0",
+        events_since: &[],
+    },
 };
 
 /// Gemini CLI 0.61.0's events.

@@ -3,7 +3,9 @@
 //! unannounced after a background task.
 
 use super::kimi_code::{self, FAMILY, HEADLESS, PROGRAMS, TOML_INSTALL};
-use super::{Descriptor, DetectRule, InstalledSign, LaunchGate, Majors, Member, PreflightFacts};
+use super::{
+    Descriptor, DetectRule, InstalledSign, LaunchGate, Majors, Member, PreflightFacts, Versions,
+};
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::provider::Capabilities;
 use crate::row::Row;
@@ -65,6 +67,12 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
          kimi_cli.__main__ import run_original_cli; sys.exit(run_original_cli(sys.argv[1:]))' \
          ARGS` (hooktrack session --agent kimi-cli -- python -c ...)",
     }),
+    versions: Versions {
+        program: "kimi",
+        oldest: "1.52.0",
+        newest: "1.52.0",
+        events_since: &[],
+    },
 };
 
 /// Kimi CLI 1.52's 13 events (an unknown event name fails its startup).

@@ -5,7 +5,7 @@ pub(crate) mod adapter;
 
 use super::{
     COMMON_SCHEMA, Descriptor, DetectRule, Family, Headless, InstallFacts, InstalledSign, Majors,
-    Member, PreflightFacts, Strictness, TimeoutUnit,
+    Member, PreflightFacts, Strictness, TimeoutUnit, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::provider::Capabilities;
@@ -102,6 +102,12 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     },
     headless: HEADLESS,
     launch_gate: None,
+    versions: Versions {
+        program: "kimi",
+        oldest: "2.1.0",
+        newest: "2.1.0",
+        events_since: &[],
+    },
 };
 
 /// The pinned 20-name enum (contract section 3).

@@ -162,8 +162,10 @@ impl Settings {
         let Value::Object(hooks) = hooks else {
             return Err(Refusal::HooksNotObject { kind: kind(hooks) });
         };
-        if let Some((event, value)) = agent
-            .hook_events()
+        let events = agent
+            .descriptor()
+            .hook_events_for(observer.agent_version.as_deref());
+        if let Some((event, value)) = events
             .iter()
             .find_map(|e| hooks.get(*e).filter(|v| !v.is_array()).map(|v| (e, v)))
         {
@@ -172,7 +174,7 @@ impl Settings {
                 kind: kind(value),
             });
         }
-        for event in agent.hook_events() {
+        for event in &events {
             let groups = hooks
                 .entry(*event)
                 .or_insert_with(|| Value::Array(Vec::new()));

@@ -65,7 +65,12 @@ pub(crate) fn read_back(
     observer: &Observer,
     outside: &str,
 ) -> Result<Validation, Violation> {
-    let v = validate(back, agent, Some(observer))?;
+    let v = validate(
+        back,
+        agent,
+        Some(observer),
+        observer.agent_version.as_deref(),
+    )?;
     let mut back = Settings::parse(back)?;
     back.strip(|_| true);
     if back.canonical() != outside {
@@ -108,6 +113,7 @@ pub(crate) fn check(
     agent: Agent,
     config: &Path,
     text: Option<&str>,
+    version: Option<&str>,
 ) -> Result<Validation, InstallError> {
     let not_installed = |reason| InstallError::NotInstalled {
         path: config.to_owned(),
@@ -116,10 +122,11 @@ pub(crate) fn check(
     let Some(text) = text else {
         return Err(not_installed("the file does not exist"));
     };
-    let validation = validate(text, agent, None).map_err(|violation| InstallError::Invalid {
-        path: config.to_owned(),
-        violation,
-    })?;
+    let validation =
+        validate(text, agent, None, version).map_err(|violation| InstallError::Invalid {
+            path: config.to_owned(),
+            violation,
+        })?;
     if validation.ours == 0 {
         return Err(not_installed("it holds no hooktrack entry"));
     }

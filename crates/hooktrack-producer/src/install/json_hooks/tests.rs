@@ -13,6 +13,7 @@ fn observer() -> Observer {
             dir: PathBuf::from("/s/hook-observation/claude"),
             generation: 3,
         }),
+        agent_version: None,
     }
 }
 
@@ -27,10 +28,10 @@ fn installed(agent: Agent, text: &str) -> String {
 fn every_agent_validates_its_own_render() {
     for agent in JSON_AGENTS {
         let text = installed(agent, "");
-        let v = validate(&text, agent, Some(&observer())).unwrap();
-        assert_eq!(v.ours, agent.hook_events().len());
+        let v = validate(&text, agent, Some(&observer()), None).unwrap();
+        assert_eq!(v.ours, agent.descriptor().hook_events_for(None).len());
         assert_eq!(v.generation, Some(3));
-        assert_eq!(validate(&text, agent, None).unwrap(), v);
+        assert_eq!(validate(&text, agent, None, None).unwrap(), v);
     }
 }
 
@@ -39,7 +40,7 @@ fn a_changed_entry_is_a_violation() {
     let text = installed(Agent::GeminiCli, "");
     let worse = text.replacen("\"timeout\": 5000", "\"timeout\": 5", 1);
     assert!(
-        validate(&worse, Agent::GeminiCli, None)
+        validate(&worse, Agent::GeminiCli, None, None)
             .unwrap_err()
             .contains("not an integer in 1000..=600000 (milliseconds)")
     );
@@ -49,25 +50,25 @@ fn a_changed_entry_is_a_violation() {
         1,
     );
     assert!(
-        validate(&other, Agent::GeminiCli, Some(&observer()))
+        validate(&other, Agent::GeminiCli, Some(&observer()), None)
             .unwrap_err()
             .contains("not the one rendered")
     );
     assert!(
-        validate(&other, Agent::GeminiCli, None)
+        validate(&other, Agent::GeminiCli, None, None)
             .unwrap_err()
             .contains("more than one generation")
     );
     let moved = text.replacen("\"matcher\": \"\"", "\"matcher\": \"Bash\"", 1);
     assert!(
-        validate(&moved, Agent::GeminiCli, None)
+        validate(&moved, Agent::GeminiCli, None, None)
             .unwrap_err()
             .contains("empty matcher")
     );
     // An entry on an event the agent does not have.
     let claude = installed(Agent::ClaudeCode, "");
     assert!(
-        validate(&claude, Agent::Codex, None)
+        validate(&claude, Agent::Codex, None, None)
             .unwrap_err()
             .contains("not one of Codex CLI's 12 events")
     );
@@ -77,46 +78,52 @@ fn a_changed_entry_is_a_violation() {
 fn what_voids_the_file_for_each_agent() {
     let bad_entry = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command"}]}]}}"#;
     assert!(
-        validate(bad_entry, Agent::ClaudeCode, None)
+        validate(bad_entry, Agent::ClaudeCode, None, None)
             .unwrap_err()
             .contains("`command` is missing")
     );
-    assert!(validate(bad_entry, Agent::Codex, None).is_err());
-    assert!(validate(bad_entry, Agent::GeminiCli, None).is_ok());
+    assert!(validate(bad_entry, Agent::Codex, None, None).is_err());
+    assert!(validate(bad_entry, Agent::GeminiCli, None, None).is_ok());
     let no_hooks = r#"{"hooks": {"Stop": [{"matcher": "x"}]}}"#;
     assert!(
-        validate(no_hooks, Agent::ClaudeCode, None)
+        validate(no_hooks, Agent::ClaudeCode, None, None)
             .unwrap_err()
             .contains("`hooks` is missing")
     );
-    assert!(validate(no_hooks, Agent::Codex, None).is_ok());
+    assert!(validate(no_hooks, Agent::Codex, None, None).is_ok());
     let float = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "timeout": 1.5}]}]}}"#;
-    assert!(validate(float, Agent::ClaudeCode, None).is_ok());
+    assert!(validate(float, Agent::ClaudeCode, None, None).is_ok());
     assert!(
-        validate(float, Agent::Codex, None)
+        validate(float, Agent::Codex, None, None)
             .unwrap_err()
             .contains("whole number")
     );
     let extra = r#"{"hooks": {}, "version": 1}"#;
     assert!(
-        validate(extra, Agent::Codex, None)
+        validate(extra, Agent::Codex, None, None)
             .unwrap_err()
             .contains("`version`")
     );
-    assert!(validate(extra, Agent::ClaudeCode, None).is_ok());
+    assert!(validate(extra, Agent::ClaudeCode, None, None).is_ok());
     // Codex does not read event names it does not know.
     let unknown = r#"{"hooks": {"Later": 3}}"#;
-    assert!(validate(unknown, Agent::Codex, None).is_ok());
-    assert!(validate(unknown, Agent::ClaudeCode, None).is_err());
+    assert!(validate(unknown, Agent::Codex, None, None).is_ok());
+    assert!(validate(unknown, Agent::ClaudeCode, None, None).is_err());
     assert!(
-        validate(r#"{"disableAllHooks": true}"#, Agent::ClaudeCode, None)
-            .unwrap_err()
-            .contains("runs no hook")
+        validate(
+            r#"{"disableAllHooks": true}"#,
+            Agent::ClaudeCode,
+            None,
+            None
+        )
+        .unwrap_err()
+        .contains("runs no hook")
     );
     assert!(
         validate(
             r#"{"hooksConfig": {"enabled": false}}"#,
             Agent::GeminiCli,
+            None,
             None
         )
         .is_err()

@@ -35,6 +35,7 @@ pub fn validate(
     text: &str,
     agent: Agent,
     expected: Option<&Observer>,
+    version: Option<&str>,
 ) -> Result<Validation, Violation> {
     let settings = Settings::parse(text)?;
     let root = &settings.root;
@@ -90,7 +91,7 @@ pub fn validate(
             }
         }
     }
-    let scope = check_ours(agent, &found, expected)?;
+    let scope = check_ours(agent, &found, expected, version)?;
     Ok(Validation {
         entries,
         ours: found.len(),
@@ -184,8 +185,17 @@ fn check_ours(
     agent: Agent,
     found: &[Found],
     expected: Option<&Observer>,
+    version: Option<&str>,
 ) -> Result<Scope, Violation> {
-    let events = agent.hook_events();
+    // The events `version` fires must all be hooked. An entry on an event it does not
+    // know is wrong when the version is known (an older CLI warns about it); with no
+    // version, any event of the newest tested version may be hooked.
+    let events = agent.descriptor().hook_events_for(version);
+    let known: &[&str] = if version.is_some() {
+        &events
+    } else {
+        agent.hook_events()
+    };
     let mut generations = BTreeSet::new();
     let mut hooked = BTreeSet::new();
     for Found {
@@ -195,11 +205,12 @@ fn check_ours(
     } in found
     {
         let bad = |what: String| Violation::new(format!("hooktrack's `{event}` entry {what}"));
-        if !events.contains(event) {
+        if !known.contains(event) {
             return Err(Violation::new(format!(
-                "a hooktrack entry on `{event}`, which is not one of {}'s {} events",
+                "a hooktrack entry on `{event}`, which is not one of {}{}'s {} events",
                 agent.label(),
-                events.len()
+                version.map(|v| format!(" {v}")).unwrap_or_default(),
+                known.len()
             )));
         }
         if !hooked.insert(*event) {
@@ -261,9 +272,10 @@ fn check_ours(
         .collect();
     if !missing.is_empty() {
         return Err(Violation::new(format!(
-            "hooktrack hooks {} of {}'s {} events; missing: {}",
+            "hooktrack hooks {} of {}{}'s {} events; missing: {}",
             hooked.len(),
             agent.label(),
+            version.map(|v| format!(" {v}")).unwrap_or_default(),
             events.len(),
             missing.join(", ")
         )));

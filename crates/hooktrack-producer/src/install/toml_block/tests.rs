@@ -11,6 +11,7 @@ fn observer() -> Observer {
             dir: PathBuf::from("/s/hook-observation/kimi"),
             generation: 3,
         }),
+        agent_version: None,
     }
 }
 

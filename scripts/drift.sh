@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Judge a new release of an agent CLI in minutes: `scripts/drift.sh AGENT VERSION`.
+#
+# Installs AGENT at VERSION from npm (cached in target/tmp/drift/AGENT-VERSION), builds
+# hooktrack, drives the recorded scenarios against it (scripts/drift.py: the mock model of
+# tests/e2e/mock_model.py, a scratch HOME, the TUI in tmux on a private socket) and prints,
+# per scenario, whether its ledger and hook events differ from the recording in corpus/.
+# Exit 0 when nothing changed. Needs npm, python3 >= 3.11 and tmux; loopback and the npm
+# registry only. Example: scripts/drift.sh claude-code 2.1.332
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ $# -ne 2 ]; then
+    echo "usage: scripts/drift.sh AGENT VERSION (AGENT: claude-code)" >&2
+    exit 2
+fi
+agent=$1
+version=$2
+case "$agent" in
+    claude-code | claude) agent=claude-code package=@anthropic-ai/claude-code program=claude ;;
+    *)
+        echo "drift: no recorded scenarios are driven for $agent yet (docs/providers.md)" >&2
+        exit 2
+        ;;
+esac
+for tool in npm python3 tmux; do
+    command -v "$tool" >/dev/null || { echo "drift: $tool is needed" >&2; exit 2; }
+done
+
+prefix=target/tmp/drift/$agent-$version
+if [ "$(cat "$prefix/ready" 2>/dev/null)" != "$package@$version" ]; then
+    mkdir -p "$prefix"
+    timeout 900 npm install --no-audit --no-fund --prefix "$prefix" "$package@$version" >&2
+    echo "$package@$version" >"$prefix/ready"
+fi
+# The symlink, not its target: hooktrack knows the agent by its program name.
+bin="$PWD/$prefix/node_modules/.bin/$program"
+echo "drift: $("$bin" --version) from $bin" >&2
+
+cargo build --quiet --bin hooktrack
+hooktrack=$(realpath target/debug/hooktrack)
+base=$(realpath -m "target/tmp/drift/runs/$agent-$version")
+mkdir -p "$base"
+exec python3 scripts/drift.py "$agent" "$version" "$bin" "$hooktrack" "$base"
