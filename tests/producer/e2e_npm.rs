@@ -795,17 +795,18 @@ fn claude_code_2_1_332_runs_a_subagent_in_the_background_and_reports_it_in_a_tur
     assert!(stop < subagent_stop, "{}", run.context);
     assert!(subagent_stop < notification, "{}", run.context);
     let turns = ledger(&run.end["turns"]);
-    // How the subagent's scope ends once the main Stop came is issue 19's (the corpus's
-    // claude-code-2.1.332-auto-dialog-background-subagent states it); the two main turns
-    // are read right today.
+    // The subagent outlives the main turn and ends with its own SubagentStop; the
+    // task-notification turn is the agent's, not the user's.
     assert_eq!(turns.len(), 3, "{}", run.context);
     assert_eq!(turns[0], "main success 1", "{}", run.context);
     assert!(
-        turns[1].starts_with("subagent:general-purpose "),
+        turns[1].starts_with("subagent:general-purpose success "),
         "{}",
         run.context
     );
     assert_eq!(turns[2], "main success 0", "{}", run.context);
+    assert_eq!(run.end["turns"][0]["origin"], "user", "{}", run.context);
+    assert_eq!(run.end["turns"][2]["origin"], "agent", "{}", run.context);
 }
 
 /// Claude Code's TUI in tmux on a private socket, through `hooktrack session`.
