@@ -689,3 +689,69 @@ fn kimi_code_foreground_subagent_sends_its_turn_before_its_start() {
         ledger(&end["turns"])
     );
 }
+
+/// `hooktrack install kimi-code` into the world's config, then `hooktrack check kimi-code
+/// --agent-bin kimi`: exit code and stderr.
+fn install_and_check(world: &World, bin: &Path) -> (Option<i32>, String) {
+    let config = world.kimi_home.join("config.toml");
+    let store = world.root.join("store");
+    let out = install_with(
+        &["install", "kimi-code"],
+        &config,
+        &store,
+        1,
+        "http://127.0.0.1:9/events",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = hooktrack()
+        .args(["check", "kimi-code", "--agent-bin"])
+        .arg(bin.join("kimi"))
+        .current_dir(&world.work)
+        .env("PATH", path_with(bin))
+        .env("HOME", &world.home)
+        .env("KIMI_CODE_HOME", &world.kimi_home)
+        .output()
+        .expect("check");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout),
+    )
+}
+
+#[test]
+fn check_kimi_code_agrees_with_kimi_doctor() {
+    let bin = match kimi_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip(&reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    // An operator's own hook with a float timeout: Kimi Code 2.1.0 runs it, and so
+    // `kimi doctor` and hooktrack's check both accept the file.
+    let world = World::new(&mock);
+    let config = world.kimi_home.join("config.toml");
+    let own = "\n[[hooks]]\nevent = \"Stop\"\ncommand = \"true\"\ntimeout = 5.0\n";
+    fs::write(&config, world.operator.clone() + own).expect("config");
+    let (code, out) = install_and_check(&world, &bin);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("ok: "), "{out}");
+    // A model whose `max_context_size` is a string: hooktrack's check reads only the
+    // hooks and accepts the file; Kimi's doctor rejects it, and check reports that,
+    // naming the key.
+    let world = World::new(&mock);
+    let config = world.kimi_home.join("config.toml");
+    let broken = world
+        .operator
+        .replace("max_context_size = 131072", "max_context_size = \"big\"");
+    fs::write(&config, broken).expect("config");
+    let (code, out) = install_and_check(&world, &bin);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("Kimi Code's `kimi doctor config` rejects this file"),
+        "{out}"
+    );
+    assert!(out.contains("max_context_size"), "{out}");
+}

@@ -267,6 +267,22 @@ pub struct PreflightFacts {
     pub required_setting: Option<RequiredSetting>,
     /// The agent runs headless only in a trusted folder.
     pub folder_trust: Option<FolderTrust>,
+    /// The agent validates its config file itself; `check` asks it too.
+    pub config_doctor: Option<ConfigDoctor>,
+}
+
+/// The agent's own validator of its config file: `<program> <args...> <file>` exits 0
+/// when the agent accepts the file, and non-zero with `rejects` in its output when it
+/// does not (any other answer, such as another program of the same name, says nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConfigDoctor {
+    /// Who, in the finding ("Kimi Code's `kimi doctor config` rejects ...").
+    pub who: &'static str,
+    /// The program asked, when the caller names none.
+    pub program: &'static str,
+    pub args: &'static [&'static str],
+    /// What the validator prints before each file it rejects.
+    pub rejects: &'static str,
 }
 
 /// `[<table>] <key> = false` in `<file>` (beside the hooks file) turns every hook off.

@@ -88,6 +88,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         hook_trust: None,
         required_setting: None,
         folder_trust: None,
+        config_doctor: None,
     },
     // `-p` / `--print`: the prompt is an argument or stdin.
     headless: Headless {

@@ -55,6 +55,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         hook_trust: None,
         required_setting: None,
         folder_trust: None,
+        config_doctor: None,
     },
     headless: HEADLESS,
     launch_gate: Some(LaunchGate {

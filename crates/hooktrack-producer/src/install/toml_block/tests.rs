@@ -118,8 +118,16 @@ fn kimi_code_entries_are_read_as_kimi_code_reads_them() {
     assert!(code("command = \"   \"").is_ok());
     assert!(code("command = \"true\"\ntimeout = 5.0").is_ok());
     assert!(code("command = \"true\"\ntimeout = 600.0").is_ok());
-    for bad in ["timeout = 5.5", "timeout = 0.0", "timeout = 601.0", "timeout = 0"] {
-        assert!(code(&format!("command = \"true\"\n{bad}")).is_err(), "{bad}");
+    for bad in [
+        "timeout = 5.5",
+        "timeout = 0.0",
+        "timeout = 601.0",
+        "timeout = 0",
+    ] {
+        assert!(
+            code(&format!("command = \"true\"\n{bad}")).is_err(),
+            "{bad}"
+        );
     }
     // For Kimi CLI 1.x hooktrack keeps asking for an integer.
     let cli = validate(

@@ -88,8 +88,8 @@ pub fn validate(
         };
         match timeout {
             None => {}
-            Some(toml::Value::Integer(t))
-                if u64::try_from(t).is_ok_and(|t| range.contains(&t)) => {}
+            Some(toml::Value::Integer(t)) if u64::try_from(t).is_ok_and(|t| range.contains(&t)) => {
+            }
             Some(toml::Value::Integer(t)) => {
                 return Err(bad(&format!(
                     ": timeout {t} is outside {}..={}",
