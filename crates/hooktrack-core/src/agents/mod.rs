@@ -269,6 +269,22 @@ pub struct PreflightFacts {
     pub folder_trust: Option<FolderTrust>,
     /// The agent validates its config file itself; `check` asks it too.
     pub config_doctor: Option<ConfigDoctor>,
+    /// The agent is a script whose interpreter must be at least this new.
+    pub runtime: Option<Runtime>,
+}
+
+/// A script agent's interpreter (named in its `#!` line) and the oldest version it runs
+/// under: an older one stops the agent before any hook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Runtime {
+    /// The interpreter's program name in the `#!` line (`node`).
+    pub interpreter: &'static str,
+    /// For the finding (`Node`).
+    pub label: &'static str,
+    /// The oldest version it runs under: (major, minor).
+    pub min: (u32, u32),
+    /// Where to get one.
+    pub fix: &'static str,
 }
 
 /// The agent's own validator of its config file: `<program> <args...> <file>` exits 0

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use hooktrack_core::agent::Agent;
 use hooktrack_core::agents::{
-    ConfigDoctor, FeatureSwitches, FolderTrust, HookTrust, RequiredSetting,
+    ConfigDoctor, FeatureSwitches, FolderTrust, HookTrust, RequiredSetting, Runtime,
 };
 use hooktrack_core::diagnostics::error_chain;
 use serde_json::{Value, json};
@@ -72,6 +72,9 @@ pub fn preflight(probe: &Probe<'_>) -> Vec<Finding> {
             cause: error_chain(e),
             fix: format!("run `hooktrack install {}`", agent_word(probe.agent)),
         });
+    }
+    if let Some(runtime) = probe.agent.descriptor().preflight.runtime {
+        interpreter(probe, &runtime, &mut found);
     }
     if let Some(doctor) = probe.agent.descriptor().preflight.config_doctor
         && probe.ask_doctor
@@ -217,6 +220,82 @@ fn hook_trust(probe: &Probe<'_>, trust: &HookTrust, found: &mut Vec<Finding>) {
                 trust.program
             ),
         }),
+    }
+}
+
+/// How long `<interpreter> --version` may take.
+const VERSION_LIMIT: Duration = Duration::from_secs(10);
+
+/// A script agent under an interpreter older than it needs stops before any hook: say so
+/// up front. Only a program found, with a `#!` line naming the interpreter, whose
+/// `--version` answers `vMAJOR.MINOR...`, is judged; anything else says nothing.
+fn interpreter(probe: &Probe<'_>, runtime: &Runtime, found: &mut Vec<Finding>) {
+    let Some(program) = probe
+        .program
+        .and_then(|p| {
+            if p.components().count() > 1 {
+                Some(p.to_owned())
+            } else {
+                on_path(&p.to_string_lossy(), probe.env)
+            }
+        })
+        .or_else(|| on_path(probe.agent.family().map_or("", |f| f.program), probe.env))
+    else {
+        return;
+    };
+    let mut head = [0u8; 256];
+    let read = fs::File::open(&program)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .unwrap_or(0);
+    let Some(line) = head[..read]
+        .split(|b| *b == b'\n')
+        .next()
+        .and_then(|l| std::str::from_utf8(l).ok())
+        .and_then(|l| l.strip_prefix("#!"))
+    else {
+        return;
+    };
+    // `#!/usr/bin/env node` finds it on the agent's PATH; `#!/path/to/node` names it.
+    let mut words = line.split_whitespace();
+    let interpreter = match words.next() {
+        Some(env) if env.ends_with("/env") => words
+            .find(|w| !w.starts_with('-'))
+            .filter(|w| *w == runtime.interpreter)
+            .and_then(|w| on_path(w, probe.env)),
+        Some(path) if Path::new(path).file_name() == Some(runtime.interpreter.as_ref()) => {
+            Some(PathBuf::from(path))
+        }
+        _ => None,
+    };
+    let Some(interpreter) = interpreter else {
+        return;
+    };
+    let mut command = Command::new(&interpreter);
+    command.arg("--version");
+    let Some((true, output)) = run_bounded(&mut command, VERSION_LIMIT) else {
+        return;
+    };
+    let version = output.trim();
+    let mut parts = version.trim_start_matches('v').split('.');
+    let (Some(Ok(major)), Some(Ok(minor))) = (
+        parts.next().map(str::parse::<u32>),
+        parts.next().map(str::parse::<u32>),
+    ) else {
+        return;
+    };
+    if (major, minor) < runtime.min {
+        found.push(Finding {
+            file: program,
+            cause: format!(
+                "{} needs {} >= {}.{}, and its `#!` line runs {} {version}, under which it stops before any hook",
+                probe.agent.label(),
+                runtime.label,
+                runtime.min.0,
+                runtime.min.1,
+                interpreter.display()
+            ),
+            fix: runtime.fix.to_owned(),
+        });
     }
 }
 

@@ -89,6 +89,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         required_setting: None,
         folder_trust: None,
         config_doctor: None,
+        runtime: None,
     },
     // `-p` / `--print`: the prompt is an argument or stdin.
     headless: Headless {

