@@ -831,3 +831,46 @@ fn kimi_code_under_a_node_too_old_is_named_before_it_runs() {
         "{context}"
     );
 }
+
+/// Kimi Code 2.1.0 and Kimi CLI 1.52.0 both installed, each with a `kimi` on PATH:
+/// `kimi` names the one PATH finds first (`kimi --version` tells them apart), and
+/// `hooktrack check kimi` reads that one's file.
+#[test]
+fn with_both_kimis_installed_kimi_is_the_one_on_path_first() {
+    let bin = match kimi_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip(&reason),
+    };
+    let venv = match super::e2e::find_python().and_then(|p| super::e2e::kimi_venv(&p)) {
+        Ok(v) => v,
+        Err(reason) => return skip(&format!("no Kimi CLI 1.52.0 beside it: {reason}")),
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    fs::create_dir_all(&home).expect("mkdir");
+    let check = |first: &Path, second: &Path| {
+        let mut paths = vec![first.to_path_buf(), second.to_path_buf()];
+        if let Some(old) = std::env::var_os("PATH") {
+            paths.extend(std::env::split_paths(&old));
+        }
+        let out = hooktrack()
+            .args(["check", "kimi", "--file-only"])
+            .current_dir(tmp.path())
+            .env("PATH", std::env::join_paths(paths).expect("PATH"))
+            .env("HOME", &home)
+            .env_remove("KIMI_CODE_HOME")
+            .env_remove("KIMI_SHARE_DIR")
+            .output()
+            .expect("check");
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let code_first = check(&bin, &venv.join("bin"));
+    assert!(code_first.contains("Kimi Code 2.x"), "{code_first}");
+    assert!(
+        code_first.contains(".kimi-code/config.toml"),
+        "{code_first}"
+    );
+    let cli_first = check(&venv.join("bin"), &bin);
+    assert!(cli_first.contains("Kimi CLI 1.x"), "{cli_first}");
+    assert!(cli_first.contains(".kimi/config.toml"), "{cli_first}");
+}

@@ -76,8 +76,10 @@ pub fn preflight(probe: &Probe<'_>) -> Vec<Finding> {
     if let Some(runtime) = probe.agent.descriptor().preflight.runtime {
         interpreter(probe, &runtime, &mut found);
     }
+    // No file is no hook, not a schema question (the validator calls it an error).
     if let Some(doctor) = probe.agent.descriptor().preflight.config_doctor
         && probe.ask_doctor
+        && probe.config.is_file()
     {
         config_doctor(probe, &doctor, checked.is_ok(), &mut found);
     }
