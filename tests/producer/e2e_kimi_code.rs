@@ -637,10 +637,10 @@ fn kimi_code_tui_permissions_escape_compact_and_kill_9() {
 /// What a foreground subagent looks like, from a print-mode run: the ledger a right
 /// reading gives (the user's turn ends with its own `Stop`; the subagent's turn holds its
 /// Bash call).
-const SUBAGENT_LEDGER: [&str; 2] = ["main success 1", "subagent success 1"];
+const SUBAGENT_LEDGER: [&str; 2] = ["main success 1", "subagent:coder success 1"];
 
 #[test]
-fn kimi_code_foreground_subagent_sends_its_turn_before_its_start() {
+fn kimi_code_foreground_subagent_turn_and_start_come_in_either_order() {
     let bin = match kimi_bin() {
         Ok(b) => b,
         Err(reason) => return skip(&reason),
@@ -648,9 +648,8 @@ fn kimi_code_foreground_subagent_sends_its_turn_before_its_start() {
     let mock = Mock::start(Path::new("python3"));
     let world = World::new(&mock);
     let (end, rows, context) = headless(&world, &bin, "Use a subagent. [[subagent]]");
-    // The real order: the subagent's TurnStarted(system_trigger), numbered from 0 like
-    // the parent's, comes before its SubagentStart; its Stop before its SubagentStop;
-    // the parent's Agent call closes after both.
+    // What the real CLI sends, as a multiset: fire-and-forget hooks (TurnStarted,
+    // PostToolUse, SubagentStop) can reach the store a few ms out of order.
     let seen: Vec<String> = rows
         .iter()
         .map(|r| {
@@ -662,28 +661,41 @@ fn kimi_code_foreground_subagent_sends_its_turn_before_its_start() {
             }
         })
         .collect();
-    assert_eq!(
-        seen,
-        [
-            "SessionStart",
-            "UserPromptSubmit",
-            "TurnStarted(user 0)",
-            "PreToolUse(Agent)",
-            "TurnStarted(system_trigger 0)",
-            "SubagentStart",
-            "PreToolUse(Bash)",
-            "PostToolUse(Bash)",
-            "Stop",
-            "SubagentStop",
-            "PostToolUse(Agent)",
-            "Stop",
-        ],
-        "{context}"
+    let mut sorted = seen.clone();
+    sorted.sort();
+    let mut expected = [
+        "SessionStart",
+        "UserPromptSubmit",
+        "TurnStarted(user 0)",
+        "PreToolUse(Agent)",
+        // The subagent's turn is numbered from 0, like the parent's.
+        "TurnStarted(system_trigger 0)",
+        "SubagentStart",
+        "PreToolUse(Bash)",
+        "PostToolUse(Bash)",
+        "Stop",
+        "SubagentStop",
+        "PostToolUse(Agent)",
+        "Stop",
+    ];
+    expected.sort_unstable();
+    assert_eq!(sorted, expected, "{context}");
+    let at = |name: &str| seen.iter().position(|s| s == name).unwrap_or(usize::MAX);
+    assert!(at("SubagentStart") < at("PreToolUse(Bash)"), "{seen:?}");
+    assert!(
+        at("TurnStarted(system_trigger 0)") < at("PreToolUse(Bash)"),
+        "{seen:?}"
     );
-    // issue 19: today the subagent's TurnStarted opens a second nested scope and the
-    // user's finished turn ends `terminal_gap` at the process's end. The background-work
-    // model fixes it; this then fails: make it an `assert_eq!`.
-    assert_ne!(ledger(&end["turns"]), SUBAGENT_LEDGER, "{context}");
+    assert_eq!(seen.last().map(String::as_str), Some("Stop"), "{seen:?}");
+    if at("SubagentStart") < at("TurnStarted(system_trigger 0)") {
+        // SubagentStart first (the awaited hook won the race): read right today.
+        assert_eq!(ledger(&end["turns"]), SUBAGENT_LEDGER, "{context}");
+    } else {
+        // issue 19: the subagent's TurnStarted first opens a second nested scope and the
+        // user's finished turn ends `terminal_gap` at the process's end. The
+        // background-work model fixes it; this then fails: make it an `assert_eq!`.
+        assert_ne!(ledger(&end["turns"]), SUBAGENT_LEDGER, "{context}");
+    }
     assert_eq!(
         ledger(&replay_json(&world.events_file())["turns"]),
         ledger(&end["turns"])
