@@ -3,7 +3,9 @@
 //! both installed once into `target/tmp/e2e-kimi-code`, driven through `hooktrack session`
 //! against `tests/e2e/mock_model.py` (chat completions, streamed, with tool calls) with a
 //! scratch HOME and `$KIMI_CODE_HOME`: print mode (`-p`) for the headless turns, a private
-//! tmux server for the TUI (permission dialogs, Escape, `/compact`, `kill -9`).
+//! tmux server for the TUI (permission dialogs, Escape, `/compact`, `kill -9`). Also:
+//! `check kimi-code` against `kimi doctor`, detection with Kimi CLI 1.52.0 installed
+//! beside it, and a Node too old for it (that one needs no npm).
 //!
 //! Without npm or the registry each test prints `SKIPPED kimi-code ... reason` and passes;
 //! with `HOOKTRACK_E2E_REQUIRE=1` a skip is a failure.
