@@ -226,6 +226,7 @@ impl Launch {
             args: &config.args,
             program: config.program.as_deref(),
             file_named: false,
+            ask_doctor: false,
         });
         // The channel says `unavailable` with the reason while the hooks cannot fire.
         if installed.record.ok && !findings.is_empty() {

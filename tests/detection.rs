@@ -37,6 +37,13 @@ fn bare_payloads(bytes: &[u8]) -> Vec<u8> {
         let Ok(row) = serde_json::from_slice::<serde_json::Value>(line) else {
             continue;
         };
+        // The launcher's row (the agent process's end) is no agent payload: kept whole,
+        // as a replay of the store reads it.
+        if row.get("via").and_then(serde_json::Value::as_str) == Some("launcher") {
+            out.extend_from_slice(line);
+            out.push(b'\n');
+            continue;
+        }
         let Some(payload) = row.get("payload") else {
             continue;
         };

@@ -412,6 +412,7 @@ pub fn run_check(args: &CheckArgs) -> ExitCode {
             args: &[],
             program: probe.agent_bin.as_deref(),
             file_named: args.target.config.is_some(),
+            ask_doctor: true,
         });
         if !findings.is_empty() {
             eprintln!("hooktrack: {window}");

@@ -4,7 +4,8 @@
 Binds 127.0.0.1 on an ephemeral port, prints the port on the first line of stdout, and
 answers from a fixed script chosen by a `[[marker]]` in the conversation's latest prompt:
 
-- OpenAI chat completions, `POST /v1/chat/completions` (Kimi CLI), streamed or not;
+- OpenAI chat completions, `POST /v1/chat/completions` (Kimi CLI, and Kimi Code: told apart
+  by the tools offered, Kimi Code's include `Bash`), streamed or not;
 - Anthropic Messages, `POST /v1/messages` (Claude Code), streamed (SSE) or not;
 - OpenAI Responses, `POST /v1/responses` (Codex), streamed (SSE);
 - Gemini, `POST /v1beta/models/M:streamGenerateContent` (SSE), `:generateContent` and
@@ -15,7 +16,10 @@ Scripts:
 - `[[tools]]`: step 1 runs a shell command and writes `notes.txt`, step 2 reads it back,
   step 3 answers in text (each CLI with its own tool names);
 - `[[fail]]`: every model call fails with a non-retryable 400;
-- `[[plain]]` (or anything else): one text answer.
+- `[[plain]]` (or anything else): one text answer;
+- Kimi Code only, the scenarios of its end-to-end tests and recordings (`KIMI_CODE`): a
+  command that needs approval, a slow command, parallel commands, a subagent (foreground,
+  background, asking permission), a background shell task, a question dialog.
 
 Claude Code only (the cases of its background work and dialogs; other CLIs answer text):
 
@@ -42,6 +46,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 MARKER = re.compile(r"\[\[(\w+)\]\]")
 FINAL = "The file holds two lines. Done."
 HELLO = "Hello from the mock model."
+SUMMARY = "Summary: the user asked for scripted steps and they ran."
 
 # The tool calls of `[[tools]]`, per CLI: (id, name, arguments) per step.
 TOOLS = {
@@ -65,6 +70,44 @@ TOOLS = {
          ("", "write_file", {"file_path": "{cwd}/notes.txt", "content": "line one\nline two\n"})],
         [("", "read_file", {"file_path": "{cwd}/notes.txt"})],
     ],
+}
+
+# Kimi Code 2.x scripts: marker -> (steps of (id, name, args), final text). A subagent's
+# prompt carries its own marker, so its conversation follows its own script.
+KIMI_CODE = {
+    "tools": ([
+        [("call_t_0", "Bash", {"command": "echo hello-from-shell"}),
+         ("call_t_1", "Write", {"path": "notes.txt", "content": "line one\nline two\n"})],
+        [("call_t_2", "Read", {"path": "notes.txt"})],
+    ], FINAL),
+    "perm": ([[("call_p_0", "Bash", {"command": "touch approved.txt"})]], "Permission step done."),
+    "slow": ([[("call_s_0", "Bash", {"command": "sleep 30"})]], "Slept."),
+    "parallel": ([[("call_par_0", "Bash", {"command": "echo one"}),
+                   ("call_par_1", "Bash", {"command": "echo two"}),
+                   ("call_par_2", "Bash", {"command": "echo three"})]], "Three commands ran."),
+    "subagent": ([[("call_a_0", "Agent", {"description": "Inspect the folder",
+                                           "prompt": "Print a greeting. [[subtools]]"})]],
+                 "The subagent finished."),
+    "subtools": ([[("call_sub_0", "Bash", {"command": "echo from-subagent"})]], "Subagent done."),
+    "slowsub": ([[("call_sub_2", "Bash", {"command": "sleep 3; echo from-subagent"})]],
+                "Subagent done."),
+    "subperm": ([[("call_a_1", "Agent", {"description": "Touch a file",
+                                          "prompt": "Create a file. [[subpermtool]]"})]],
+                "The subagent finished."),
+    "subpermtool": ([[("call_sub_1", "Bash", {"command": "touch from-subagent.txt"})]],
+                    "Subagent done."),
+    "bgagent": ([[("call_a_2", "Agent", {"description": "Greet in background",
+                                          "prompt": "Greet slowly. [[slowsub]]",
+                                          "run_in_background": True})]],
+                "The background subagent was started."),
+    "bgtask": ([[("call_bg_0", "Bash", {"command": "sleep 3; echo bg-done",
+                                        "description": "Sleep briefly",
+                                        "run_in_background": True})]],
+               "The background task was started."),
+    "ask": ([[("call_q_0", "AskUserQuestion", {"questions": [{
+        "question": "Which color?", "header": "Color",
+        "options": [{"label": "Red"}, {"label": "Blue"}]}]})]], "Noted the color."),
+    "conttool": ([[("call_c_0", "Bash", {"command": "echo continuing"})]], "Continuation done."),
 }
 
 
@@ -107,6 +150,14 @@ def reply(cli, turn):
     """`("fail", None)`, `("text", str)` or `("calls", [(id, name, args)])`."""
     if turn.marker == "fail":
         return ("fail", None)
+    if cli == "kimi-code" and turn.marker in KIMI_CODE:
+        steps, final = KIMI_CODE[turn.marker]
+        done = 0
+        for calls in steps:
+            if turn.step == done:
+                return ("calls", [(i, name, fill(args, turn.cwd)) for i, name, args in calls])
+            done += len(calls)
+        return ("text", final)
     if turn.marker == "tools":
         steps = TOOLS[cli]
         # Both calls of step 1 come back before step 2.
@@ -305,7 +356,17 @@ class Handler(BaseHTTPRequestHandler):
     # -- OpenAI chat completions (Kimi CLI)
 
     def chat(self, body):
-        kind, value = reply("kimi", turn_chat(body))
+        offered = {t.get("function", {}).get("name") for t in body.get("tools") or []
+                   if isinstance(t, dict)}
+        messages = body.get("messages") or [{}]
+        if "Bash" in offered and "handoff summary" in flatten(messages[-1].get("content")):
+            # Kimi Code's compaction (it still offers the tools) wants a text summary,
+            # whatever marker the conversation it summarizes holds.
+            kind, value = ("text", SUMMARY)
+        elif "Bash" in offered:
+            kind, value = reply("kimi-code", turn_chat(body))
+        else:
+            kind, value = reply("kimi", turn_chat(body))
         if kind == "fail":
             return self.fail({"error": {"message": "mock model: scripted failure",
                                         "type": "invalid_request_error"}})

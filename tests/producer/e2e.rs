@@ -47,7 +47,7 @@ fn python_version(python: &Path) -> Option<(u32, u32)> {
 
 /// A CPython >= 3.12: $HOOKTRACK_E2E_PYTHON, python3.1x or python3 on PATH, or a pyenv
 /// or uv managed one.
-fn find_python() -> Result<PathBuf, String> {
+pub(super) fn find_python() -> Result<PathBuf, String> {
     let mut candidates: Vec<PathBuf> = Vec::new();
     if let Some(p) = std::env::var_os("HOOKTRACK_E2E_PYTHON") {
         let p = PathBuf::from(p);
@@ -160,7 +160,7 @@ pub(super) fn run_bounded(cmd: &mut Command, limit: Duration) -> Result<String, 
 }
 
 /// The cached virtualenv with kimi-cli installed: `target/tmp/e2e/<python>/venv`.
-fn kimi_venv(python: &Path) -> Result<PathBuf, String> {
+pub(super) fn kimi_venv(python: &Path) -> Result<PathBuf, String> {
     let version = python_version(python).ok_or("python stopped working")?;
     let base = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("e2e")

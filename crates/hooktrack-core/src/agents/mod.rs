@@ -397,6 +397,38 @@ pub struct PreflightFacts {
     pub required_setting: Option<RequiredSetting>,
     /// The agent runs headless only in a trusted folder.
     pub folder_trust: Option<FolderTrust>,
+    /// The agent validates its config file itself; `check` asks it too.
+    pub config_doctor: Option<ConfigDoctor>,
+    /// The agent is a script whose interpreter must be at least this new.
+    pub runtime: Option<Runtime>,
+}
+
+/// A script agent's interpreter (named in its `#!` line) and the oldest version it runs
+/// under: an older one stops the agent before any hook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Runtime {
+    /// The interpreter's program name in the `#!` line (`node`).
+    pub interpreter: &'static str,
+    /// For the finding (`Node`).
+    pub label: &'static str,
+    /// The oldest version it runs under: (major, minor).
+    pub min: (u32, u32),
+    /// Where to get one.
+    pub fix: &'static str,
+}
+
+/// The agent's own validator of its config file: `<program> <args...> <file>` exits 0
+/// when the agent accepts the file, and non-zero with `rejects` in its output when it
+/// does not (any other answer, such as another program of the same name, says nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConfigDoctor {
+    /// Who, in the finding ("Kimi Code's `kimi doctor config` rejects ...").
+    pub who: &'static str,
+    /// The program asked, when the caller names none.
+    pub program: &'static str,
+    pub args: &'static [&'static str],
+    /// What the validator prints before each file it rejects.
+    pub rejects: &'static str,
 }
 
 /// `[<table>] <key> = false` in `<file>` (beside the hooks file) turns every hook off.

@@ -106,7 +106,9 @@ pub fn detect_member(
     Err(undecided(looked.join(", ")))
 }
 
-/// The first `x.y.z` that `<program> --version` prints, within 5 s.
+/// The first `x.y.z` that `<program> --version` prints, within 15 s: Kimi Code 2.1.0, a
+/// Node bundle, takes 2 to 3 s to print it on an idle machine and more under load, and a
+/// `kimi` given up on is a Kimi nobody can name.
 pub fn version_of(program: impl AsRef<std::ffi::OsStr>) -> io::Result<Option<String>> {
     let mut child = Command::new(program)
         .arg("--version")
@@ -114,7 +116,7 @@ pub fn version_of(program: impl AsRef<std::ffi::OsStr>) -> io::Result<Option<Str
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()?;
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         if child.try_wait()?.is_some() {
             break;

@@ -14,7 +14,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use hooktrack_core::agent::Agent;
-use hooktrack_core::agents::{FeatureSwitches, FolderTrust, HookTrust, RequiredSetting};
+use hooktrack_core::agents::{
+    ConfigDoctor, FeatureSwitches, FolderTrust, HookTrust, RequiredSetting, Runtime,
+};
 use hooktrack_core::diagnostics::error_chain;
 use serde_json::{Value, json};
 
@@ -55,17 +57,31 @@ pub struct Probe<'a> {
     pub program: Option<&'a Path>,
     /// The caller named the file outright: take it that the agent reads it.
     pub file_named: bool,
+    /// Also ask the agent's own config validator, when it has one (`check`: it takes
+    /// seconds, too long for every `session` start).
+    pub ask_doctor: bool,
 }
 
 /// Everything that stops the hooks; empty when they will fire.
 pub fn preflight(probe: &Probe<'_>) -> Vec<Finding> {
     let mut found = Vec::new();
-    if let Err(e) = super::check(probe.config, probe.agent) {
+    let checked = super::check(probe.config, probe.agent);
+    if let Err(e) = &checked {
         found.push(Finding {
             file: probe.config.to_owned(),
-            cause: error_chain(&e),
+            cause: error_chain(e),
             fix: format!("run `hooktrack install {}`", agent_word(probe.agent)),
         });
+    }
+    if let Some(runtime) = probe.agent.descriptor().preflight.runtime {
+        interpreter(probe, &runtime, &mut found);
+    }
+    // No file is no hook, not a schema question (the validator calls it an error).
+    if let Some(doctor) = probe.agent.descriptor().preflight.config_doctor
+        && probe.ask_doctor
+        && probe.config.is_file()
+    {
+        config_doctor(probe, &doctor, checked.is_ok(), &mut found);
     }
     if !probe.file_named {
         the_file_read(probe, &mut found);
@@ -207,6 +223,199 @@ fn hook_trust(probe: &Probe<'_>, trust: &HookTrust, found: &mut Vec<Finding>) {
             ),
         }),
     }
+}
+
+/// How long `<interpreter> --version` may take.
+const VERSION_LIMIT: Duration = Duration::from_secs(10);
+
+/// A script agent under an interpreter older than it needs stops before any hook: say so
+/// up front. Only a program found, with a `#!` line naming the interpreter, whose
+/// `--version` answers `vMAJOR.MINOR...`, is judged; anything else says nothing.
+fn interpreter(probe: &Probe<'_>, runtime: &Runtime, found: &mut Vec<Finding>) {
+    let Some(program) = probe
+        .program
+        .and_then(|p| {
+            if p.components().count() > 1 {
+                Some(p.to_owned())
+            } else {
+                on_path(&p.to_string_lossy(), probe.env)
+            }
+        })
+        .or_else(|| on_path(probe.agent.family().map_or("", |f| f.program), probe.env))
+    else {
+        return;
+    };
+    let mut head = [0u8; 256];
+    let read = fs::File::open(&program)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .unwrap_or(0);
+    let Some(line) = head[..read]
+        .split(|b| *b == b'\n')
+        .next()
+        .and_then(|l| std::str::from_utf8(l).ok())
+        .and_then(|l| l.strip_prefix("#!"))
+    else {
+        return;
+    };
+    // `#!/usr/bin/env node` finds it on the agent's PATH; `#!/path/to/node` names it.
+    let mut words = line.split_whitespace();
+    let interpreter = match words.next() {
+        Some(env) if env.ends_with("/env") => words
+            .find(|w| !w.starts_with('-'))
+            .filter(|w| *w == runtime.interpreter)
+            .and_then(|w| on_path(w, probe.env)),
+        Some(path) if Path::new(path).file_name() == Some(runtime.interpreter.as_ref()) => {
+            Some(PathBuf::from(path))
+        }
+        _ => None,
+    };
+    let Some(interpreter) = interpreter else {
+        return;
+    };
+    let mut command = Command::new(&interpreter);
+    command.arg("--version");
+    let Some((true, output)) = run_bounded(&mut command, VERSION_LIMIT) else {
+        return;
+    };
+    let version = output.trim();
+    let mut parts = version.trim_start_matches('v').split('.');
+    let (Some(Ok(major)), Some(Ok(minor))) = (
+        parts.next().map(str::parse::<u32>),
+        parts.next().map(str::parse::<u32>),
+    ) else {
+        return;
+    };
+    if (major, minor) < runtime.min {
+        found.push(Finding {
+            file: program,
+            cause: format!(
+                "{} needs {} >= {}.{}, and its `#!` line runs {} {version}, under which it stops before any hook",
+                probe.agent.label(),
+                runtime.label,
+                runtime.min.0,
+                runtime.min.1,
+                interpreter.display()
+            ),
+            fix: runtime.fix.to_owned(),
+        });
+    }
+}
+
+/// How long the agent's config validator may take.
+const DOCTOR_LIMIT: Duration = Duration::from_secs(30);
+
+/// Asks the agent's own validator about the file, and reports where it and hooktrack's
+/// check disagree. No validator (not installed, not this agent, a Node too old for it, no
+/// answer in time) says nothing.
+fn config_doctor(
+    probe: &Probe<'_>,
+    doctor: &ConfigDoctor,
+    ours_ok: bool,
+    found: &mut Vec<Finding>,
+) {
+    let Some(program) = probe
+        .program
+        .map(Path::to_owned)
+        .or_else(|| on_path(doctor.program, probe.env))
+    else {
+        return;
+    };
+    let mut command = Command::new(&program);
+    command.args(doctor.args).arg(probe.config).env_clear();
+    for var in ["HOME", "PATH", "USER", "TMPDIR"]
+        .into_iter()
+        .chain(probe.agent.config().home_var())
+    {
+        if let Some(v) = (probe.env)(var) {
+            command.env(var, v);
+        }
+    }
+    let Some((accepted, output)) = run_bounded(&mut command, DOCTOR_LIMIT) else {
+        return;
+    };
+    let rejected = !accepted && output.contains(doctor.rejects);
+    let asked = format!(
+        "{}'s `{} {}`",
+        doctor.who,
+        doctor.program,
+        doctor.args.join(" ")
+    );
+    if ours_ok && rejected {
+        found.push(Finding {
+            file: probe.config.to_owned(),
+            cause: format!(
+                "{asked} rejects this file, which hooktrack's check accepts: {}",
+                doctor_issues(&output, doctor.rejects)
+            ),
+            fix: format!(
+                "fix what it names ({} runs no hook from a file it rejects)",
+                doctor.who
+            ),
+        });
+    } else if !ours_ok && accepted {
+        found.push(Finding {
+            file: probe.config.to_owned(),
+            cause: format!("{asked} accepts this file, which hooktrack's check rejects"),
+            fix: "trust the agent's own validator for its schema, and report the difference to hooktrack".to_owned(),
+        });
+    }
+}
+
+/// The issue lines the validator printed under the file it rejects, on one line.
+fn doctor_issues(output: &str, rejects: &str) -> String {
+    let issues: Vec<&str> = output
+        .lines()
+        .skip_while(|l| !l.contains(rejects))
+        .skip(1)
+        .take_while(|l| l.starts_with(' ') && !l.trim().is_empty())
+        .map(str::trim)
+        .filter(|l| !l.starts_with("Invalid configuration") && *l != "Validation issues:")
+        .take(8)
+        .collect();
+    if issues.is_empty() {
+        "(no issue named)".to_owned()
+    } else {
+        issues.join("; ")
+    }
+}
+
+/// Runs `command` with no input, its output collected, killed past `limit`: whether it
+/// succeeded and what it printed (stdout then stderr), or `None` when it could not run or
+/// did not finish.
+fn run_bounded(command: &mut Command, limit: Duration) -> Option<(bool, String)> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let text = out.join().unwrap_or_default() + &err.join().unwrap_or_default();
+    Some((status?.success(), text))
 }
 
 /// How long the agent's app server may take to list its hooks.

@@ -91,6 +91,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         hook_trust: None,
         required_setting: None,
         folder_trust: None,
+        config_doctor: None,
+        runtime: None,
     },
     // `-p` / `--print`: the prompt is an argument or stdin.
     headless: Headless {

@@ -93,6 +93,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         }),
         required_setting: None,
         folder_trust: None,
+        config_doctor: None,
+        runtime: None,
     },
     // The `exec` subcommand (alias `e`), after any global option.
     headless: Headless {

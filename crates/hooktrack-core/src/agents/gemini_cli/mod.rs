@@ -88,6 +88,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
             consequence: "headless Gemini CLI exits (status 55) before any hook runs",
             fix: "pass --skip-trust, set GEMINI_CLI_TRUST_WORKSPACE=true, or trust the folder in Gemini CLI's interactive mode",
         }),
+        config_doctor: None,
+        runtime: None,
     },
     // `-p` / `--prompt`, or `-i` / `--prompt-interactive` (a TUI started with its first
     // prompt).

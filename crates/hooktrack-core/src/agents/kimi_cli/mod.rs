@@ -58,6 +58,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         hook_trust: None,
         required_setting: None,
         folder_trust: None,
+        config_doctor: None,
+        runtime: None,
     },
     headless: HEADLESS,
     launch_gate: Some(LaunchGate {

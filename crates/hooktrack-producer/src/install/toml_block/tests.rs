@@ -100,7 +100,41 @@ fn violations() {
             .contains("outside 1..=600")
     );
     let float_timeout = "[[hooks]]\nevent = \"Stop\"\ncommand = \"x\"\ntimeout = 5.0\n";
-    assert!(validate(float_timeout, Agent::KimiCode, None).is_err());
+    // Kimi Code 2.1.0 runs it (`kimi doctor` agrees); for Kimi CLI hooktrack keeps
+    // asking for an integer.
+    assert!(validate(float_timeout, Agent::KimiCode, None).is_ok());
+    assert!(validate(float_timeout, Agent::KimiCli, None).is_err());
     assert!(validate("hooks = 3\n", Agent::KimiCode, None).is_err());
     assert!(validate("[[hooks]\n", Agent::KimiCode, None).is_err());
+}
+
+/// Kimi Code 2.1.0's own schema (`kimi doctor`, and whether a hook then runs): an empty
+/// command voids the section, a float timeout with no fraction is accepted.
+#[test]
+fn kimi_code_entries_are_read_as_kimi_code_reads_them() {
+    let entry = |rest: &str| format!("[[hooks]]\nevent = \"Stop\"\n{rest}\n");
+    let code = |rest: &str| validate(&entry(rest), Agent::KimiCode, None);
+    let err = code("command = \"\"").unwrap_err().to_string();
+    assert!(err.contains("`command` is empty"), "{err}");
+    assert!(code("command = \"   \"").is_ok());
+    assert!(code("command = \"true\"\ntimeout = 5.0").is_ok());
+    assert!(code("command = \"true\"\ntimeout = 600.0").is_ok());
+    for bad in [
+        "timeout = 5.5",
+        "timeout = 0.0",
+        "timeout = 601.0",
+        "timeout = 0",
+    ] {
+        assert!(
+            code(&format!("command = \"true\"\n{bad}")).is_err(),
+            "{bad}"
+        );
+    }
+    // For Kimi CLI 1.x hooktrack keeps asking for an integer.
+    let cli = validate(
+        &entry("command = \"true\"\ntimeout = 5.0"),
+        Agent::KimiCli,
+        None,
+    );
+    assert!(cli.is_err());
 }

