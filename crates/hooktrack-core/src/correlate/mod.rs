@@ -113,6 +113,9 @@ pub struct Correlator {
     /// A subagent was launched in the background before its scope opened: the next scope
     /// to open is its.
     background_launch: bool,
+    /// The turn id a transcript named as one the agent started itself, before the hook
+    /// that starts that turn was seen (Claude Code writes the entry first).
+    agent_turn_named: Option<crate::event::TurnId>,
 }
 
 impl Correlator {
@@ -135,6 +138,7 @@ impl Correlator {
             dialogs: Dialogs::default(),
             continuation: false,
             background_launch: false,
+            agent_turn_named: None,
         }
     }
 
@@ -152,8 +156,20 @@ impl Correlator {
     /// Feeds one event. `now` is the event's time (its row's `received_at`), if known.
     pub fn observe(&mut self, obs: Observation<'_, '_>, now: Option<Timestamp>) -> Outcome {
         let mut ctx = Ctx::new(obs.line, now, obs.source);
-        if obs.source == Source::Transcript && !self.transcript_settles(&mut ctx, obs.event) {
-            return ctx.out;
+        if obs.source == Source::Transcript {
+            if let Event::TurnStarted {
+                origin: OriginKind::Task,
+                turn_id,
+                ..
+            } = obs.event
+            {
+                // Names an origin only: never starts, ends or settles a turn.
+                self.transcript_agent_turn(&mut ctx, turn_id.as_ref());
+                return ctx.out;
+            }
+            if !self.transcript_settles(&mut ctx, obs.event) {
+                return ctx.out;
+            }
         }
         if let Some(generation) = obs.generation {
             match self.generation {
@@ -173,6 +189,9 @@ impl Correlator {
         }
         self.check_presence(&mut ctx, obs.event);
         self.apply(&mut ctx, obs.event);
+        if self.agent_turn_named.is_some() {
+            self.settle_named_agent_turn(&mut ctx, obs.event);
+        }
         ctx.out
     }
 

@@ -62,6 +62,19 @@ impl Run {
         self.pipeline.posture()
     }
 
+    /// Feeds one line of the transcript; the posture after it.
+    fn transcript(&mut self, line: &str) -> Posture {
+        self.line += 1;
+        match self.pipeline.feed_transcript(self.line, line.as_bytes()) {
+            Fed::Event(step) => {
+                self.notes.extend(step.outcome.notes.iter().map(|n| n.diag));
+                self.closed.extend(step.outcome.closed);
+            }
+            Fed::Skipped(skip) => panic!("transcript line {} skipped: {}", self.line, skip.detail),
+        }
+        self.pipeline.posture()
+    }
+
     /// The ledger so far: `scope origin result`, in order of ending.
     fn ledger(&self) -> Vec<String> {
         self.closed
@@ -593,4 +606,91 @@ fn codex_subagent_open_at_the_main_stop_ends_with_it_as_before() {
         run.ledger(),
         ["subagent:worker subagent terminal_gap", "main user success"]
     );
+}
+
+/// Claude Code 2.1.332's transcript entry for a task-notification prompt (as in
+/// `corpus/claude-code/claude-code-2.1.332-background-bash`, shortened), for turn `id`.
+fn claude_task_notification_entry(id: &str) -> String {
+    format!(
+        r#"{{"parentUuid":"e9","isSidechain":false,"promptId":"{id}","type":"user","message":{{"role":"user","content":"<task-notification>\n<task-id>b1</task-id>\n</task-notification>"}},"uuid":"1d","timestamp":"2026-12-01T22:30:25.751Z","origin":{{"kind":"task-notification","producer":"session-task"}},"promptSource":"system","turnOrigin":"task_notification","sessionId":"s1","version":"2.1.332"}}"#
+    )
+}
+
+/// A user turn that ended, then the agent's own turn whose hook prompt does not say so
+/// (a cut or missing prompt): the hooks alone take it for a user's.
+fn claude_user_turn_then(run: &mut Run) {
+    run.feed("SessionStart", r#""source":"startup""#);
+    run.feed("UserPromptSubmit", r#""prompt":"bg","prompt_id":"p1""#);
+    run.feed("Stop", r#""stop_hook_active":false"#);
+}
+
+#[test]
+fn claude_task_notification_turn_with_a_cut_prompt_is_the_agents_by_its_transcript_entry() {
+    // Claude Code writes the entry before the hook fires: replay and live read it first.
+    let mut run = Run::claude();
+    claude_user_turn_then(&mut run);
+    let p = run.transcript(&claude_task_notification_entry("p2"));
+    assert_eq!(p.turn.phase, Phase::Ready, "the entry starts no turn");
+    let p = run.feed("UserPromptSubmit", r#""prompt":"","prompt_id":"p2""#);
+    assert_eq!(p.turn.phase, Phase::Active);
+    assert_eq!(run.noted(Diag::TurnOriginFromTranscript), 1);
+    run.feed("Stop", r#""stop_hook_active":false"#);
+    assert_eq!(run.ledger(), ["main user success", "main agent success"]);
+    assert_eq!(run.noted(Diag::TranscriptMarkerStale), 0);
+}
+
+#[test]
+fn claude_task_notification_entry_read_after_its_hook_corrects_the_open_turn() {
+    let mut run = Run::claude();
+    claude_user_turn_then(&mut run);
+    run.feed("UserPromptSubmit", r#""prompt_id":"p2""#);
+    let p = run.transcript(&claude_task_notification_entry("p2"));
+    assert_eq!(p.turn.phase, Phase::Active);
+    assert_eq!(
+        p.last_turn.result,
+        TurnResult::Success,
+        "no result of its own"
+    );
+    assert_eq!(run.noted(Diag::TurnOriginFromTranscript), 1);
+    run.feed("Stop", r#""stop_hook_active":false"#);
+    assert_eq!(run.ledger(), ["main user success", "main agent success"]);
+}
+
+#[test]
+fn claude_task_notification_entry_agrees_with_the_hook_prompt_silently() {
+    let mut run = Run::claude();
+    claude_user_turn_then(&mut run);
+    run.transcript(&claude_task_notification_entry("p2"));
+    run.feed(
+        "UserPromptSubmit",
+        r#""prompt":"<task-notification>\n<task-id>b1</task-id>","prompt_id":"p2""#,
+    );
+    run.feed("Stop", r#""stop_hook_active":false"#);
+    assert_eq!(run.ledger(), ["main user success", "main agent success"]);
+    assert_eq!(run.noted(Diag::TurnOriginFromTranscript), 0);
+    assert_eq!(run.noted(Diag::TranscriptMarkerStale), 0);
+}
+
+#[test]
+fn claude_task_notification_entry_for_another_turn_changes_no_turn() {
+    let mut run = Run::claude();
+    claude_user_turn_then(&mut run);
+    let p = run.transcript(&claude_task_notification_entry("p9"));
+    assert_eq!(
+        (p.turn.phase, p.last_turn.result),
+        (Phase::Ready, TurnResult::Success),
+        "no turn, no result"
+    );
+    run.feed("UserPromptSubmit", r#""prompt":"typed","prompt_id":"p3""#);
+    run.feed("Stop", r#""stop_hook_active":false"#);
+    assert_eq!(run.ledger(), ["main user success", "main user success"]);
+    assert_eq!(run.noted(Diag::TurnOriginFromTranscript), 0);
+    assert_eq!(run.noted(Diag::TranscriptMarkerStale), 1);
+    // Nor the open turn of another id.
+    run.feed("UserPromptSubmit", r#""prompt":"typed","prompt_id":"p4""#);
+    let p = run.transcript(&claude_task_notification_entry("p5"));
+    assert_eq!(p.turn.phase, Phase::Active);
+    run.feed("Stop", r#""stop_hook_active":false"#);
+    assert_eq!(run.ledger()[2], "main user success");
+    assert_eq!(run.noted(Diag::TurnOriginFromTranscript), 0);
 }

@@ -3,11 +3,16 @@
 //! only for the turn that is open now: not for an older turn (its timestamp is before the
 //! open turn started), not for another turn id, not when nothing is open. A transcript
 //! never ends a turn with `success` and never reopens one a hook settled.
+//!
+//! A turn-origin marker (Claude Code's `turnOrigin: "task_notification"`) settles no turn:
+//! it names, by turn id only, a main turn the agent started itself. Claude Code writes it
+//! just before the hook that starts that turn, so it waits for that hook (one slot) when
+//! the named turn is not the open one yet.
 
-use super::Correlator;
 use super::ctx::Ctx;
+use super::{Correlator, Origin};
 use crate::diagnostics::Diag;
-use crate::event::Event;
+use crate::event::{Event, TurnId};
 
 impl Correlator {
     pub(super) fn transcript_settles(&mut self, ctx: &mut Ctx, event: &Event<'_>) -> bool {
@@ -66,5 +71,67 @@ impl Correlator {
                 false
             }
         }
+    }
+
+    /// A transcript says turn `named` is one the agent started itself: the open main turn
+    /// with that id takes origin `agent` now, a turn not open yet when its hook starts it.
+    /// A turn id is the only link: the entry's time is before its own turn's start.
+    pub(super) fn transcript_agent_turn(&mut self, ctx: &mut Ctx, named: Option<&TurnId>) {
+        let Some(named) = named else {
+            ctx.note(Diag::TranscriptMarkerStale, Some("names no turn".into()));
+            return;
+        };
+        let open = self
+            .main
+            .running()
+            .is_some_and(|rec| rec.turn_id.as_ref() == Some(named));
+        if open {
+            self.make_agent_turn(ctx);
+            return;
+        }
+        if let Some(unused) = self.agent_turn_named.replace(named.clone()) {
+            ctx.note(
+                Diag::TranscriptMarkerStale,
+                Some(format!("turn {unused} never started")),
+            );
+        }
+    }
+
+    /// After a hook event, while a transcript named a turn not yet open: that turn is the
+    /// open one now, or the hook started another (then the named one will not start as a
+    /// main turn, and the name settles nothing).
+    pub(super) fn settle_named_agent_turn(&mut self, ctx: &mut Ctx, event: &Event<'_>) {
+        let open = self.main.running().and_then(|rec| rec.turn_id.as_ref());
+        if open.is_some() && open == self.agent_turn_named.as_ref() {
+            self.agent_turn_named = None;
+            self.make_agent_turn(ctx);
+        } else if matches!(
+            event,
+            Event::PromptSubmitted { .. } | Event::TurnStarted { .. }
+        ) && self.main.running().is_some()
+            && let Some(unused) = self.agent_turn_named.take()
+        {
+            ctx.note(
+                Diag::TranscriptMarkerStale,
+                Some(format!("names turn {unused}, open turn is another")),
+            );
+        }
+    }
+
+    /// The open main turn is the agent's own: the hooks took it for a user's when its
+    /// prompt did not say so (cut, missing, or a shape the adapter does not know).
+    fn make_agent_turn(&mut self, ctx: &mut Ctx) {
+        let Some(rec) = self.main.running_mut() else {
+            return;
+        };
+        if rec.origin == Origin::Agent {
+            return;
+        }
+        let was = rec.origin.to_string();
+        rec.origin = Origin::Agent;
+        ctx.note(
+            Diag::TurnOriginFromTranscript,
+            Some(format!("turn {} was {was}", rec.id)),
+        );
     }
 }

@@ -18,27 +18,38 @@
 //! text `API Error: …`), written just before the `StopFailure` hook, which also settles the
 //! turn `known_failure`; the entry names no turn, its timestamp places it.
 //!
+//! A turn the agent started itself (Claude Code 2.1.332, recorded in
+//! `corpus/claude-code/claude-code-2.1.332-background-bash` and the two background-subagent
+//! recordings): the `user` entry of its prompt has `turnOrigin: "task_notification"` (and
+//! `promptSource: "system"`, `origin.kind: "task-notification"`); a typed prompt's has
+//! `turnOrigin: "human"`. Its `promptId` is the hooks' `prompt_id`. Claude Code writes it
+//! just before the `UserPromptSubmit` hook fires (`task_notification_turn`): it says whose
+//! turn that is, never that one starts or ends.
+//!
 //! Sidechain (subagent) entries are never markers.
 
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use crate::event::{Event, ToolRef, TurnId};
+use crate::event::{Event, OriginKind, ToolRef, TurnId};
 use crate::transcript::sole_text;
 
 /// What every marker line holds (the descriptor's `Transcript::needles`): the failure
-/// flag, the rejection, the two interrupt texts (one prefix). JSON.stringify writes these
-/// ASCII characters as they are.
+/// flag, the rejection, the two interrupt texts (one prefix), the agent's own turn origin.
+/// JSON.stringify writes these ASCII characters as they are, with no space after a colon.
 pub(crate) const NEEDLES: &[&str] = &[
     "\"isApiErrorMessage\"",
     REJECTED,
     "[Request interrupted by user",
+    "\"turnOrigin\":\"task_notification\"",
 ];
 
 const INTERRUPTED: &str = "[Request interrupted by user]";
 const INTERRUPTED_FOR_TOOL: &str = "[Request interrupted by user for tool use]";
 const REJECTED: &str = "User rejected tool use";
+/// `turnOrigin` of a prompt Claude Code sent itself to report finished background work.
+const TASK_NOTIFICATION_ORIGIN: &str = "task_notification";
 
 /// One transcript entry as a known marker (its name and event), or `None`.
 pub(crate) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Event<'static>)> {
@@ -72,6 +83,18 @@ pub(crate) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Even
         .get("promptId")
         .and_then(Value::as_str)
         .map(|id| TurnId::Text(id.to_owned()));
+    if entry.get("turnOrigin").and_then(Value::as_str) == Some(TASK_NOTIFICATION_ORIGIN) {
+        // Only the origin: the hook's prompt starts the turn; the correlator lets this
+        // name the origin of the turn with the same id, and nothing else.
+        return Some((
+            "task_notification_turn",
+            Event::TurnStarted {
+                turn_id,
+                origin: OriginKind::Task,
+                origin_name: None,
+            },
+        ));
+    }
     let content = entry.get("message")?.get("content")?;
     if entry.get("toolUseResult").and_then(Value::as_str) == Some(REJECTED) {
         let call = content.as_array()?.iter().find(|part| {
@@ -113,11 +136,13 @@ mod tests {
     use serde_json::{Map, Value};
 
     use crate::agent::Agent;
+    use crate::event::{Event, OriginKind, TurnId};
     use crate::transcript::{Entry, classify as classify_line};
 
     /// Transcripts Claude Code really wrote (`corpus/claude-code/`): 2.1.197's Escape,
-    /// rejection and API error, 2.1.332's rejection and Escape (with its ~43 KB lines).
-    const RECORDED: [&str; 4] = [
+    /// rejection and API error, 2.1.332's rejection and Escape (with its ~43 KB lines) and
+    /// its three task-notification turns.
+    const RECORDED: [&str; 6] = [
         include_str!(
             "../../../../../corpus/claude-code/claude-code-2.1.197-interactive-escape-reject-transcript.transcripts/18559d3c-d569-4e36-9eb1-1c9e8c7b2124.jsonl"
         ),
@@ -129,6 +154,12 @@ mod tests {
         ),
         include_str!(
             "../../../../../corpus/claude-code/claude-code-2.1.332-auto-dialog-background-subagent.transcripts/a1d85aa0-4647-4613-9cec-3ed262a3b73e.jsonl"
+        ),
+        include_str!(
+            "../../../../../corpus/claude-code/claude-code-2.1.332-background-bash.transcripts/04631f27-6475-484e-bc9b-590dbe34160c.jsonl"
+        ),
+        include_str!(
+            "../../../../../corpus/claude-code/claude-code-2.1.332-background-subagent-permission.transcripts/b5f026e2-6627-4dca-8e08-9c21cf3e1b0c.jsonl"
         ),
     ];
 
@@ -150,8 +181,31 @@ mod tests {
             }
         }
         // 2.1.197: an Escape during a tool and a rejection (two markers each), an Escape
-        // during the answer, a failure; 2.1.332: a rejection and an Escape during a tool.
-        assert_eq!(markers, 4 + 1 + 1 + 4);
+        // during the answer, a failure; 2.1.332: a rejection and an Escape during a tool,
+        // and one task-notification turn in each background recording.
+        assert_eq!(markers, 4 + 1 + 1 + 4 + 3);
+    }
+
+    #[test]
+    fn a_task_notification_prompt_entry_names_its_turn_and_a_typed_one_is_no_marker() {
+        let mut found = Vec::new();
+        for line in RECORDED[4].lines() {
+            if let Entry::Marker(m) = classify_line(Agent::ClaudeCode, line.as_bytes()) {
+                found.push((m.name, m.event));
+            }
+        }
+        assert_eq!(
+            found,
+            [(
+                "task_notification_turn",
+                Event::TurnStarted {
+                    turn_id: Some(TurnId::Text("e9fc3d66-5660-4b52-9e11-07f44a5eded2".into())),
+                    origin: OriginKind::Task,
+                    origin_name: None,
+                }
+            )],
+            "background-bash: the typed prompt (turnOrigin human) is no marker"
+        );
     }
 
     #[test]
