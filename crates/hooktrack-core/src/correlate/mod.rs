@@ -114,8 +114,9 @@ pub struct Correlator {
     /// to open is its.
     background_launch: bool,
     /// The turn id a transcript named as one the agent started itself, before the hook
-    /// that starts that turn was seen (Claude Code writes the entry first).
-    agent_turn_named: Option<crate::event::TurnId>,
+    /// that starts that turn was seen (Claude Code writes the entry first), and the epoch
+    /// then: a main turn of a later epoch with another id means it will not start.
+    agent_turn_named: Option<(crate::event::TurnId, u64)>,
 }
 
 impl Correlator {
@@ -189,9 +190,7 @@ impl Correlator {
         }
         self.check_presence(&mut ctx, obs.event);
         self.apply(&mut ctx, obs.event);
-        if self.agent_turn_named.is_some() {
-            self.settle_named_agent_turn(&mut ctx, obs.event);
-        }
+        self.settle_named_agent_turn(&mut ctx);
         ctx.out
     }
 

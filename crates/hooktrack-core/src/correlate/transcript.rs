@@ -89,7 +89,7 @@ impl Correlator {
             self.make_agent_turn(ctx);
             return;
         }
-        if let Some(unused) = self.agent_turn_named.replace(named.clone()) {
+        if let Some((unused, _)) = self.agent_turn_named.replace((named.clone(), self.epoch)) {
             ctx.note(
                 Diag::TranscriptMarkerStale,
                 Some(format!("turn {unused} never started")),
@@ -98,23 +98,24 @@ impl Correlator {
     }
 
     /// After a hook event, while a transcript named a turn not yet open: that turn is the
-    /// open one now, or the hook started another (then the named one will not start as a
-    /// main turn, and the name settles nothing).
-    pub(super) fn settle_named_agent_turn(&mut self, ctx: &mut Ctx, event: &Event<'_>) {
-        let open = self.main.running().and_then(|rec| rec.turn_id.as_ref());
-        if open.is_some() && open == self.agent_turn_named.as_ref() {
+    /// open one now, or a main turn that started since is another (then the named one will
+    /// not start as a main turn, and the name settles nothing).
+    pub(super) fn settle_named_agent_turn(&mut self, ctx: &mut Ctx) {
+        let Some((named, epoch)) = &self.agent_turn_named else {
+            return;
+        };
+        let Some(open) = self.main.running() else {
+            return;
+        };
+        if open.turn_id.as_ref() == Some(named) {
             self.agent_turn_named = None;
             self.make_agent_turn(ctx);
-        } else if matches!(
-            event,
-            Event::PromptSubmitted { .. } | Event::TurnStarted { .. }
-        ) && self.main.running().is_some()
-            && let Some(unused) = self.agent_turn_named.take()
-        {
+        } else if open.epoch > *epoch {
             ctx.note(
                 Diag::TranscriptMarkerStale,
-                Some(format!("names turn {unused}, open turn is another")),
+                Some(format!("names turn {named}, open turn is {}", open.id)),
             );
+            self.agent_turn_named = None;
         }
     }
 
