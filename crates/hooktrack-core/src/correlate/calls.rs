@@ -25,6 +25,9 @@ impl Correlator {
                 tool.name.as_deref().map(str::to_owned),
             );
         }
+        if self.caps.permission_ends_with_tool {
+            self.permissions.answered_by_start(tool.name.as_deref());
+        }
         self.tools.start(ctx, tool, owner, self.caps.tool_ids);
     }
 
