@@ -618,7 +618,12 @@ fn default_files_follow_the_environment() {
         ("codex", Some("CODEX_HOME"), false, other.join("hooks.json")),
         ("gemini", None, true, project.join(".gemini/settings.json")),
         ("qwen", None, false, home.join(".qwen/settings.json")),
-        ("qwen", Some("QWEN_HOME"), false, other.join("settings.json")),
+        (
+            "qwen",
+            Some("QWEN_HOME"),
+            false,
+            other.join("settings.json"),
+        ),
     ];
     for (agent, env, in_project, expected) in cases {
         let mut cmd = hooktrack();
