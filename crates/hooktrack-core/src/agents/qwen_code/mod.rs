@@ -1,12 +1,14 @@
 //! Qwen Code 0.24: a Gemini CLI descendant with Claude-format hooks in `~/.qwen/settings.json`.
 //! A user turn runs from `UserPromptSubmit` to `Stop`; tool calls carry `tool_use_id`;
-//! subagents `agent_id`; Escape during a tool leaves `PostToolUseFailure.is_interrupt`.
+//! subagents `agent_id`; Escape during a tool leaves `PostToolUseFailure.is_interrupt`. Its
+//! chat file tells the failed model call `-p` has no hook for, and a permission's "No".
 
 pub(crate) mod adapter;
+pub(crate) mod transcript;
 
 use super::{
     COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, OffSwitch, PreflightFacts,
-    Strictness, TimeoutUnit,
+    Strictness, TimeoutUnit, Transcript,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
@@ -36,9 +38,10 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     hook_events: &EVENTS,
     normalize: adapter::normalize,
     capabilities: Capabilities {
-        // A finished background agent makes Qwen Code run a model turn no prompt
-        // announced: it ends with a `Stop` of its own.
-        unannounced_turns: true,
+        // A finished background agent makes Qwen Code run a model turn no prompt announced,
+        // ended by a `Stop` of its own; it is not taken for a turn, because then the
+        // `StopFailure` that follows a failure the chat file already settled would count
+        // as one too.
         agent_scopes: true,
         subagent_scope_is_turn: true,
         ..PROMPT_TO_STOP
@@ -48,7 +51,10 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         test: qwen_transcript,
     }],
     named_by_row: "the row names qwen",
-    transcript: None,
+    transcript: Some(Transcript {
+        location: "~/.qwen/projects/<cwd-slug>/chats/<session>.jsonl",
+        classify: transcript::classify,
+    }),
     install: InstallFacts {
         // Seconds (`resolveCommandHookTimeoutMs`; a large value is read as legacy
         // milliseconds).
