@@ -249,6 +249,8 @@ fn qwen_code_failing_model_call_in_headless_mode_ends_known_failure_from_its_cha
 /// A private tmux server, killed (by its socket) when dropped.
 struct Tmux {
     socket: String,
+    /// The server's socket file, which it leaves behind when it exits.
+    path: Option<String>,
 }
 
 impl Tmux {
@@ -278,10 +280,8 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let socket = self.run(&["display-message", "-p", "#{socket_path}"]);
         let _ = self.run(&["kill-server"]);
-        // The server leaves its socket file behind.
-        if let Some(path) = socket {
+        if let Some(path) = &self.path {
             let _ = fs::remove_file(path.trim());
         }
     }
@@ -315,8 +315,9 @@ fn qwen_code_escape_during_a_tool_in_tmux_ends_interrupted() {
     script += "\n";
     let script_path = world.home.join("run.sh");
     fs::write(&script_path, script).expect("script");
-    let tmux = Tmux {
+    let mut tmux = Tmux {
         socket: format!("hooktrack-e2e-qwen-{}", std::process::id()),
+        path: None,
     };
     let started = tmux.run(&[
         "new-session",
@@ -331,6 +332,7 @@ fn qwen_code_escape_during_a_tool_in_tmux_ends_interrupted() {
         &script_path.to_string_lossy(),
     ]);
     assert!(started.is_some(), "tmux new-session");
+    tmux.path = tmux.run(&["display-message", "-p", "#{socket_path}"]);
     let limit = Duration::from_secs(120);
     let output = world.output();
     let seen = |event: &str| {
