@@ -70,6 +70,27 @@ TOOLS = {
          ("", "write_file", {"file_path": "{cwd}/notes.txt", "content": "line one\nline two\n"})],
         [("", "read_file", {"file_path": "{cwd}/notes.txt"})],
     ],
+    "qwen": [
+        [("call_q_0", "run_shell_command", {"command": "echo hello-from-shell", "description": "Print a greeting"}),
+         ("call_q_1", "write_file", {"file_path": "{cwd}/notes.txt", "content": "line one\nline two\n"})],
+        [("call_q_2", "read_file", {"file_path": "{cwd}/notes.txt"})],
+    ],
+}
+
+# More scripts for the TUI recordings, per CLI: `[[perm]]` one shell call that asks for
+# approval, `[[slow]]` a shell call that runs long enough to press Escape, `[[agent]]` a
+# subagent whose own prompt is plain.
+SCRIPTS = {
+    "qwen": {
+        "perm": [[("call_q_p", "run_shell_command", {"command": "touch approved.txt", "description": "Create a file"})]],
+        # Qwen Code drops a call whose id it has already run: a second approval prompt needs
+        # an id of its own.
+        "reject": [[("call_q_r", "run_shell_command", {"command": "touch rejected.txt", "description": "Create a file"})]],
+        "slow": [[("call_q_w", "run_shell_command", {"command": "sleep 40 # intentional-sleep: long enough to press Escape",
+                                                    "description": "Wait"})]],
+        "agent": [[("call_q_a", "agent", {"description": "Say hello", "prompt": "Say hello. [[plain]]",
+                                          "subagent_type": "general-purpose"})]],
+    },
 }
 
 # Kimi Code 2.x scripts: marker -> (steps of (id, name, args), final text). A subagent's
@@ -158,8 +179,8 @@ def reply(cli, turn):
                 return ("calls", [(i, name, fill(args, turn.cwd)) for i, name, args in calls])
             done += len(calls)
         return ("text", final)
-    if turn.marker == "tools":
-        steps = TOOLS[cli]
+    steps = TOOLS[cli] if turn.marker == "tools" else SCRIPTS.get(cli, {}).get(turn.marker)
+    if steps:
         # Both calls of step 1 come back before step 2.
         done = 0
         for n, calls in enumerate(steps):
@@ -200,7 +221,10 @@ def turn_chat(body):
     def after(index):
         start = owners[index] if index >= 0 else 0
         return sum(1 for m in messages[start + 1:] if m.get("role") == "tool")
-    return Turn(prompts, after, "")
+    # Qwen Code names its directory in its first user message ("working in the directory: D").
+    text = " ".join(flatten(m.get("content")) for m in messages if m.get("role") in ("system", "user"))
+    found = re.search(r"working in the directory: (/\S+)", text)
+    return Turn(prompts, after, found.group(1) if found else "")
 
 
 def turn_anthropic(body):
@@ -366,7 +390,9 @@ class Handler(BaseHTTPRequestHandler):
         elif "Bash" in offered:
             kind, value = reply("kimi-code", turn_chat(body))
         else:
-            kind, value = reply("kimi", turn_chat(body))
+            # Qwen Code speaks chat completions too; its model name picks its tool names.
+            cli = "qwen" if str(body.get("model", "")).startswith("qwen") else "kimi"
+            kind, value = reply(cli, turn_chat(body))
         if kind == "fail":
             return self.fail({"error": {"message": "mock model: scripted failure",
                                         "type": "invalid_request_error"}})

@@ -1,4 +1,4 @@
-//! `hooktrack install|uninstall|check claude|codex|gemini` on real files.
+//! `hooktrack install|uninstall|check claude|codex|gemini|qwen` on real files.
 
 use std::fs;
 use std::io::Write;
@@ -363,7 +363,7 @@ fn uninstall_leaves_a_file_without_hooktrack_entries_untouched() {
         .expect("meta")
         .modified()
         .expect("mtime");
-    for agent in ["claude", "codex", "gemini"] {
+    for agent in ["claude", "codex", "gemini", "qwen"] {
         let out = run(&["uninstall", agent], &config, &[]);
         ok(&out);
         assert!(String::from_utf8_lossy(&out.stdout).contains("no hooktrack entries in"));
@@ -535,6 +535,7 @@ fn timeouts_are_in_each_clis_unit() {
             &[("Stop", 5), ("SessionEnd", 3), ("Interrupt", 3)][..],
         ),
         ("gemini", &[("AfterAgent", 5000), ("SessionEnd", 5000)][..]),
+        ("qwen", &[("Stop", 5), ("PermissionRequest", 5)][..]),
     ] {
         let config = tmp.path().join(format!("{agent}.json"));
         ok(&install(
@@ -562,7 +563,7 @@ fn timeouts_are_in_each_clis_unit() {
 fn a_missing_file_is_created_and_uninstall_leaves_an_empty_object() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let home = tmp.path().join("home");
-    for agent in ["claude", "codex", "gemini"] {
+    for agent in ["claude", "codex", "gemini", "qwen"] {
         let out = hooktrack()
             .args([
                 "install",
@@ -580,7 +581,7 @@ fn a_missing_file_is_created_and_uninstall_leaves_an_empty_object() {
             .expect("run");
         ok(&out);
         // --home is the agent's home variable: $CLAUDE_CONFIG_DIR and $CODEX_HOME hold the
-        // file, $GEMINI_CLI_HOME holds .gemini/.
+        // file, $GEMINI_CLI_HOME holds .gemini/, $QWEN_HOME holds the file.
         let config = home.join(agent).join(match agent {
             "codex" => "hooks.json",
             "gemini" => ".gemini/settings.json",
@@ -616,6 +617,13 @@ fn default_files_follow_the_environment() {
         ("codex", None, false, home.join(".codex/hooks.json")),
         ("codex", Some("CODEX_HOME"), false, other.join("hooks.json")),
         ("gemini", None, true, project.join(".gemini/settings.json")),
+        ("qwen", None, false, home.join(".qwen/settings.json")),
+        (
+            "qwen",
+            Some("QWEN_HOME"),
+            false,
+            other.join("settings.json"),
+        ),
     ];
     for (agent, env, in_project, expected) in cases {
         let mut cmd = hooktrack();
@@ -631,7 +639,8 @@ fn default_files_follow_the_environment() {
         .arg(tmp.path().join("store"))
         .env("HOME", &home)
         .env_remove("CLAUDE_CONFIG_DIR")
-        .env_remove("CODEX_HOME");
+        .env_remove("CODEX_HOME")
+        .env_remove("QWEN_HOME");
         if let Some(name) = env {
             cmd.env(name, &other);
         }

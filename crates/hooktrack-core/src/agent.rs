@@ -27,6 +27,7 @@ pub enum Agent {
     ClaudeCode,
     Codex,
     GeminiCli,
+    QwenCode,
 }
 
 /// How an agent's hook config file is laid out.
@@ -109,12 +110,13 @@ pub struct UnknownAgent {
 }
 
 impl Agent {
-    pub const ALL: [Agent; 5] = [
+    pub const ALL: [Agent; 6] = [
         Agent::KimiCode,
         Agent::KimiCli,
         Agent::ClaudeCode,
         Agent::Codex,
         Agent::GeminiCli,
+        Agent::QwenCode,
     ];
 
     /// The provider assumed until a row identifies one: the contract's default, Kimi Code.
@@ -128,6 +130,7 @@ impl Agent {
             Agent::ClaudeCode => &agents::claude_code::DESCRIPTOR,
             Agent::Codex => &agents::codex::DESCRIPTOR,
             Agent::GeminiCli => &agents::gemini_cli::DESCRIPTOR,
+            Agent::QwenCode => &agents::qwen_code::DESCRIPTOR,
         }
     }
 

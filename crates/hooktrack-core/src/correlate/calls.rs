@@ -26,6 +26,9 @@ impl Correlator {
             );
         }
         self.dialogs.answered(owner);
+        if self.caps.permission_ends_with_tool {
+            self.permissions.answered_by_start(tool.name.as_deref());
+        }
         self.tools.start(ctx, tool, owner, self.caps.tool_ids);
     }
 

@@ -91,6 +91,14 @@ impl Permissions {
         }
     }
 
+    /// A call of `name` started: a window opened by name alone (the request came before
+    /// any call it could name, as Qwen Code's `PermissionRequest` precedes `PreToolUse`)
+    /// is answered, since the agent starts a call only once it is allowed.
+    pub(super) fn answered_by_start(&mut self, name: Option<&str>) {
+        let key = PermissionKey::ByName(name.unwrap_or("permission").to_owned());
+        self.pending.shift_remove(&key);
+    }
+
     /// A nested turn ended: its windows close with it (its end is the note).
     pub(super) fn close_owned_by(&mut self, owner: Owner) {
         self.pending.retain(|_, p| p.owner != owner);

