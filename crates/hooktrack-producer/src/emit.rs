@@ -18,6 +18,7 @@
 //! thread where the timer cannot be armed: the same code).
 
 pub mod argv;
+pub mod default_store;
 pub mod log;
 pub mod watchdog;
 
