@@ -136,3 +136,129 @@ fn mode(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     fs::metadata(path).unwrap().permissions().mode() & 0o7777
 }
+
+/// A routed hook run the way an agent runs it, without any `HOOKTRACK_*` variable.
+fn unrouted_hook(h: &Home, event: &str, payload: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hooktrack-hook"))
+        .args(["emit", "--observer", "hooktrack", "--agent", "claude"])
+        .args(["--event", event])
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("TMUX_PANE", "%5")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn rows(path: &Path) -> Vec<serde_json::Value> {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn an_agent_started_without_hooktrack_delivers_to_its_default_store() {
+    let h = Home::new();
+    let payload = r#"{"session_id":"s1","hook_event_name":"UserPromptSubmit","prompt":"hi"}"#;
+    let out = unrouted_hook(&h, "UserPromptSubmit", payload);
+    assert!(out.status.success());
+    assert!(
+        out.stdout.is_empty() && out.stderr.is_empty(),
+        "{}",
+        text(&out)
+    );
+    let store = h.state.join("hooktrack/agents/claude");
+    assert_eq!(mode(&store), 0o700);
+    let rows = rows(&store.join("events.ndjson"));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let row = &rows[0];
+    assert_eq!(row["provider"], "claude");
+    assert_eq!(row["via"], "command_fallback");
+    assert_eq!(row["generation"], 0);
+    assert_eq!(row["emitter_seq"], 1);
+    assert_eq!(row["payload"]["session_id"], "s1");
+    assert_eq!(row["tmux_pane"], "%5");
+    // The process that ran the hook: this test, standing in for the agent.
+    assert_eq!(row["agent_pid"], std::process::id());
+    // No collector is expected there: nothing to complain about in the store's log.
+    assert!(!store.join("emit.log").exists());
+    // Replay reads the default store like any other.
+    let out = h.run(&["replay", store.join("events.ndjson").to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn the_default_store_is_rotated_past_its_size() {
+    let h = Home::new();
+    let store = h.state.join("hooktrack/agents/claude");
+    let payload = r#"{"session_id":"s1","hook_event_name":"Stop"}"#;
+    assert!(unrouted_hook(&h, "Stop", payload).status.success());
+    let events = store.join("events.ndjson");
+    // Over the rotation size with whole rows, as the hooks would have made it.
+    let row = fs::read_to_string(&events).unwrap();
+    let limit = hooktrack_producer::emit::default_store::ROTATE_BYTES as usize;
+    let big = row.repeat(limit / row.len() + 2);
+    fs::write(&events, &big).unwrap();
+
+    assert!(unrouted_hook(&h, "Stop", payload).status.success());
+    let rotated = store.join("events.ndjson.1");
+    assert_eq!(fs::read_to_string(&rotated).unwrap(), big);
+    let now = rows(&events);
+    assert_eq!(now.len(), 1, "the new file holds only the new row");
+    assert_eq!(
+        now[0]["emitter_seq"], 2,
+        "the counter goes on across the rotation"
+    );
+}
+
+#[test]
+fn a_session_keeps_its_own_store() {
+    let h = Home::new();
+    let session = h.home.join("session-store");
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hooktrack-hook"))
+        .args([
+            "emit",
+            "--observer",
+            "hooktrack",
+            "--agent",
+            "claude",
+            "--event",
+            "Stop",
+        ])
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("HOOKTRACK_DIR", &session)
+        .env("HOOKTRACK_GENERATION", "4")
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"session_id":"s1","hook_event_name":"Stop"}"#)
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let rows = rows(&session.join("events.ndjson"));
+    assert_eq!(rows[0]["generation"], 4);
+    assert!(
+        rows[0].get("agent_pid").is_none(),
+        "a launcher watches that agent"
+    );
+    assert!(!h.state.join("hooktrack/agents").exists());
+}
