@@ -262,3 +262,58 @@ fn a_session_keeps_its_own_store() {
     );
     assert!(!h.state.join("hooktrack/agents").exists());
 }
+
+#[test]
+fn watch_without_a_path_follows_a_default_store_that_appears_later() {
+    use std::io::BufRead;
+    let h = Home::new();
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+        .args(["watch", "--ndjson", "--recheck-ms", "50"])
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, lines) = std::sync::mpsc::channel::<String>();
+    let stdout = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let (etx, errs) = std::sync::mpsc::channel::<String>();
+    let stderr = watch.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = etx.send(line);
+        }
+    });
+    // The watch has looked at the (missing) folder once it says so.
+    let said = errs
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .unwrap();
+    assert!(said.contains("watching every default store"), "{said}");
+    let payload = r#"{"session_id":"s1","hook_event_name":"UserPromptSubmit","prompt":"hi"}"#;
+    assert!(
+        unrouted_hook(&h, "UserPromptSubmit", payload)
+            .status
+            .success()
+    );
+    // Bounded: the watch re-lists the folder every second.
+    let line = lines.recv_timeout(std::time::Duration::from_secs(30));
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let line: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+    assert_eq!(line["session"], "claude");
+    assert_eq!(line["agent"], "claude-code");
+    assert_eq!(line["tmux_pane"], "%5");
+    assert_eq!(line["posture"]["turn"]["phase"], "active");
+}

@@ -2,6 +2,7 @@
 //! `watch/tmux.rs`) and run a command on transitions (`--on-change`, `watch/notify.rs`).
 
 mod bounded;
+mod discover;
 mod facts;
 mod notify;
 mod tmux;
@@ -30,14 +31,15 @@ use hooktrack_core::diagnostics::error_chain;
 /// Follow sessions live: one status line per session, redrawn as they change.
 ///
 /// Each PATH is a session root (its `hook-observation/<provider>/` store is found), a
-/// store directory, or an events file. The line shows the agent, the turn phase, the turn
+/// store directory, or an events file. With no PATH: every agent's default store under
+/// $XDG_STATE_HOME/hooktrack/agents/ (agents started without `hooktrack session`, after
+/// `hooktrack setup`), and stores that appear there later. The line shows the agent, the turn phase, the turn
 /// id and how long it has been running, open tool calls, the tool a blocked turn waits on,
 /// the last turn's result, the channel state and the age of the last event. Stop with
 /// Ctrl-C.
 #[derive(Args)]
 pub struct WatchArgs {
-    /// Session roots, store directories or events files.
-    #[arg(required = true)]
+    /// Session roots, store directories or events files (none: every default store).
     paths: Vec<PathBuf>,
     /// Print one JSON line per posture change instead (for supervisors in other
     /// languages): `{"session", "at", "posture", "channel", "closed", "notices", ...}`.
@@ -122,9 +124,22 @@ pub fn run(args: &WatchArgs) -> ExitCode {
             Err(e) => return fail(&error_chain(&e)),
         }
     }
-    if args.checkpoint.is_some() && stores.len() > 1 {
+    if args.checkpoint.is_some() && stores.len() != 1 {
         return fail("--checkpoint follows one session: give one PATH");
     }
+    let mut discover = if args.paths.is_empty() {
+        let env = |name: &str| std::env::var_os(name);
+        match hooktrack_producer::emit::default_store::stores_root(env) {
+            Some(root) => Some(discover::Discover::new(root)),
+            None => {
+                return fail(
+                    "no PATH given, and no $XDG_STATE_HOME or $HOME to find the default stores in",
+                );
+            }
+        }
+    } else {
+        None
+    };
     let mut given_panes: HashMap<String, String> = HashMap::new();
     for (path, pane) in &args.tmux_pane {
         if !stores.iter().any(|(name, _)| name == path) {
@@ -206,9 +221,35 @@ pub fn run(args: &WatchArgs) -> ExitCode {
     };
     let mut latest: HashMap<SessionId, Update> = HashMap::new();
     let mut next_redraw = Instant::now() + REDRAW;
+    if let Some(d) = &discover
+        && let Err(e) = view.notice(
+            &mut out,
+            &format!("watching every default store in {}", d.root().display()),
+        )
+    {
+        return fail(&format!("cannot write the output: {e}"));
+    }
     let result = loop {
         if stop.load(Ordering::SeqCst) {
             break view.finish(&mut out);
+        }
+        // Stores that appeared since the last look (the first look finds those there).
+        for (name, dir) in discover
+            .as_mut()
+            .map(|d| d.new_stores())
+            .unwrap_or_default()
+        {
+            match hooktrack::resolve_store(&dir) {
+                Ok(paths) => {
+                    let id = hub.add(Session::open(paths, config.clone()));
+                    names.insert(id, name);
+                    order.push(id);
+                }
+                Err(e) => {
+                    let _ =
+                        view.notice(&mut out, &format!("{}: {}", dir.display(), error_chain(&e)));
+                }
+            }
         }
         let wait = STOP_CHECK.min(next_redraw.saturating_duration_since(Instant::now()));
         let step = match updates.recv_timeout(wait) {
