@@ -317,3 +317,260 @@ fn watch_without_a_path_follows_a_default_store_that_appears_later() {
     assert_eq!(line["tmux_pane"], "%5");
     assert_eq!(line["posture"]["turn"]["phase"], "active");
 }
+
+/// A private tmux server, killed when dropped (its own socket: nobody else's panes).
+struct TmuxServer {
+    socket: String,
+}
+
+impl TmuxServer {
+    fn tmux(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket]);
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = self.tmux().args(args).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn option(&self, pane: &str, name: &str) -> String {
+        self.run(&["show-options", "-p", "-v", "-t", pane, name])
+            .trim_end()
+            .to_owned()
+    }
+
+    fn screen(&self, pane: &str) -> String {
+        self.run(&["capture-pane", "-p", "-t", pane])
+    }
+}
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        let _ = self.tmux().arg("kill-server").output();
+    }
+}
+
+/// Polls the pane's options until `done` says so (bounded: the agent answers from a
+/// local mock in well under a second; the bound only keeps a broken run from hanging).
+/// Returns every distinct `@hooktrack_phase` seen meanwhile, and whether `done` held.
+fn wait_pane(
+    tmux: &TmuxServer,
+    pane: &str,
+    done: impl Fn(&TmuxServer) -> bool,
+) -> (Vec<String>, bool) {
+    let mut seen: Vec<String> = Vec::new();
+    for _ in 0..1200 {
+        let phase = tmux.option(pane, "@hooktrack_phase");
+        if seen.last() != Some(&phase) {
+            seen.push(phase);
+        }
+        if done(tmux) {
+            return (seen, true);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    (seen, false)
+}
+
+/// Issue 25's end to end: `setup` into a scratch home, a real Claude Code 2.1.197 typed
+/// into a pane of a private tmux server (no `hooktrack session`), `watch --tmux` with no
+/// path; then `setup --undo`.
+///
+/// What the screen showed at each checkpoint (recorded by hand with the same steps):
+/// - started: the banner `Claude Code v2.1.197`, an empty `❯` prompt;
+/// - after `Run a command, write a file, read it back. [[tools]]`: `● Bash(echo
+///   hello-from-shell)` ran without a question, then `● Write(notes.txt)` and `Do you
+///   want to create notes.txt?` with `❯ 1. Yes / 2. … / 3. No`, `Esc to cancel`;
+/// - after Enter (Yes): `Wrote 2 lines to notes.txt`, `Read 1 file`, `● The file holds
+///   two lines. Done.`, an empty prompt;
+/// - after `/clear` and the same prompt: the same question; after Escape: `User rejected
+///   write to notes.txt` and an empty prompt.
+#[test]
+fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
+    let bin = match crate::producer::e2e_npm::npm_bin() {
+        Ok(b) => b,
+        Err(reason) => return crate::producer::e2e_npm::skip("claude-code 2.1.197", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return crate::producer::e2e_npm::skip("claude-code 2.1.197 in tmux", "no tmux");
+    }
+    let h = Home::new();
+    let work = h.home.join("work");
+    fs::create_dir_all(&work).unwrap();
+    std::os::unix::fs::symlink(bin.join("claude"), h.bin.join("claude")).unwrap();
+    // Node for the agent's shebang, and nothing else from this PATH.
+    let node_dir = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .find(|d| d.join("node").is_file())
+        .expect("node on PATH");
+    let path = format!("{}:{}:/usr/bin:/bin", h.bin.display(), node_dir.display());
+    // Past the first-run dialogs (theme, API key, folder trust), as a user who used it.
+    fs::write(
+        h.home.join(".claude.json"),
+        serde_json::json!({
+            "hasCompletedOnboarding": true,
+            "theme": "dark",
+            "customApiKeyResponses": {"approved": ["dummy"], "rejected": []},
+            "projects": {work.to_str().unwrap(): {
+                "hasTrustDialogAccepted": true,
+                "hasCompletedProjectOnboarding": true
+            }}
+        })
+        .to_string(),
+    )
+    .unwrap();
+
+    let setup = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+        .arg("setup")
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("PATH", &path)
+        .current_dir(&work)
+        .output()
+        .unwrap();
+    let said = text(&setup);
+    assert!(setup.status.success(), "{said}");
+    assert!(said.contains("claude: 28 hooktrack entries"), "{said}");
+    let settings = h.file(".claude/settings.json");
+    assert!(settings.exists());
+
+    let mock = crate::producer::e2e::Mock::start(Path::new("python3"));
+    let script = h.home.join("claude.sh");
+    fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncd '{work}'\nexec env -i PATH='{path}' HOME='{home}' XDG_STATE_HOME='{state}' \
+             TERM=xterm-256color TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\" \
+             ANTHROPIC_BASE_URL=http://127.0.0.1:{port} ANTHROPIC_API_KEY=dummy \
+             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 claude\n",
+            work = work.display(),
+            home = h.home.display(),
+            state = h.state.display(),
+            port = mock.port,
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let tmux = TmuxServer {
+        socket: format!("hooktrack-setup-{}", std::process::id()),
+    };
+    let started = tmux
+        .tmux()
+        .args([
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-x",
+            "160",
+            "-y",
+            "45",
+        ])
+        .args(["-P", "-F", "#{pane_id}"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(started.status.success(), "{}", text(&started));
+    let pane = String::from_utf8_lossy(&started.stdout).trim().to_owned();
+
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+        .args([
+            "watch",
+            "--tmux",
+            "--tmux-socket",
+            &tmux.socket,
+            "--recheck-ms",
+            "50",
+        ])
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("PATH", "/usr/bin:/bin")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SessionStart: the pane is known, the agent ready.
+        let (_, ok) = wait_pane(&tmux, &pane, |t| {
+            t.option(&pane, "@hooktrack_phase") == "ready"
+                && t.screen(&pane).contains("Claude Code v2.1.197")
+        });
+        assert!(ok, "never ready:\n{}", tmux.screen(&pane));
+        assert_eq!(tmux.option(&pane, "@hooktrack_agent"), "claude-code");
+
+        let prompt = |text: &str| {
+            tmux.run(&["send-keys", "-t", &pane, "-l", text]);
+            tmux.run(&["send-keys", "-t", &pane, "Enter"]);
+        };
+        prompt("Run a command, write a file, read it back. [[tools]]");
+        let (seen, ok) = wait_pane(&tmux, &pane, |t| {
+            t.option(&pane, "@hooktrack_phase") == "blocked"
+                && t.screen(&pane).contains("Do you want to create notes.txt?")
+        });
+        assert!(ok, "never blocked ({seen:?}):\n{}", tmux.screen(&pane));
+        assert!(seen.contains(&"active".to_owned()), "{seen:?}");
+        assert_eq!(tmux.option(&pane, "@hooktrack_blocked"), "Write");
+        assert_eq!(tmux.option(&pane, "@hooktrack_attention"), "1");
+
+        tmux.run(&["send-keys", "-t", &pane, "Enter"]);
+        let (seen, ok) = wait_pane(&tmux, &pane, |t| {
+            t.option(&pane, "@hooktrack_last") == "success"
+                && t.screen(&pane).contains("The file holds two lines. Done.")
+        });
+        assert!(ok, "never success ({seen:?}):\n{}", tmux.screen(&pane));
+        assert_eq!(tmux.option(&pane, "@hooktrack_phase"), "ready");
+
+        fs::remove_file(work.join("notes.txt")).unwrap();
+        prompt("/clear");
+        let (_, ok) = wait_pane(&tmux, &pane, |t| !t.screen(&pane).contains("Done."));
+        assert!(ok, "/clear:\n{}", tmux.screen(&pane));
+        prompt("Run a command, write a file, read it back. [[tools]]");
+        let (seen, ok) = wait_pane(&tmux, &pane, |t| {
+            t.option(&pane, "@hooktrack_phase") == "blocked"
+                && t.screen(&pane).contains("Do you want to create notes.txt?")
+        });
+        assert!(
+            ok,
+            "never blocked again ({seen:?}):\n{}",
+            tmux.screen(&pane)
+        );
+        tmux.run(&["send-keys", "-t", &pane, "Escape"]);
+        let (seen, ok) = wait_pane(&tmux, &pane, |t| {
+            t.option(&pane, "@hooktrack_last") == "interrupted"
+                && t.screen(&pane).contains("User rejected write to notes.txt")
+        });
+        assert!(ok, "never interrupted ({seen:?}):\n{}", tmux.screen(&pane));
+        assert_eq!(tmux.option(&pane, "@hooktrack_phase"), "ready");
+
+        prompt("/exit");
+        let (_, ok) = wait_pane(&tmux, &pane, |t| {
+            !t.tmux()
+                .arg("has-session")
+                .status()
+                .is_ok_and(|s| s.success())
+        });
+        assert!(ok, "claude did not exit");
+    }));
+    let _ = watch.kill();
+    let _ = watch.wait();
+    drop(tmux);
+    drop(mock);
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+    // Every row went to the default store, each naming the pane and the agent's pid.
+    let rows = rows(&h.state.join("hooktrack/agents/claude/events.ndjson"));
+    assert!(rows.len() > 10, "{rows:?}");
+    assert!(rows.iter().all(|r| r["tmux_pane"] == pane.as_str()));
+    assert!(rows.iter().all(|r| r["agent_pid"].as_u64().is_some()));
+
+    let undo = h.run(&["setup", "--undo"]);
+    assert!(undo.status.success(), "{}", text(&undo));
+    assert!(!settings.exists(), "setup created it: {}", text(&undo));
+}

@@ -4,8 +4,8 @@
 mod util;
 
 mod collect;
-mod e2e;
-mod e2e_npm;
+pub(crate) mod e2e;
+pub(crate) mod e2e_npm;
 mod emit;
 mod hardening;
 mod install;
