@@ -574,3 +574,84 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
     assert!(undo.status.success(), "{}", text(&undo));
     assert!(!settings.exists(), "setup created it: {}", text(&undo));
 }
+
+#[test]
+fn watch_notify_sends_one_desktop_notification_per_transition() {
+    use std::io::BufRead;
+    let h = Home::new();
+    let log = h.home.join("notified");
+    let stub = h.bin.join("notify-send");
+    fs::write(
+        &stub,
+        format!(
+            "#!/bin/sh\nprintf '%s|' \"$@\" >> '{}'\necho >> '{}'\n",
+            log.display(),
+            log.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&stub, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let session = |event: &str, extra: &str| {
+        let payload = format!(r#"{{"session_id":"s1","hook_event_name":"{event}"{extra}}}"#);
+        assert!(unrouted_hook(&h, event, &payload).status.success());
+    };
+    // The store exists before the watch starts: what it holds then is the baseline.
+    session("SessionStart", r#","source":"startup""#);
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+        .args(["watch", "--notify", "--ndjson", "--recheck-ms", "50"])
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("PATH", format!("{}:/usr/bin:/bin", h.bin.display()))
+        .env("DISPLAY", ":0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, lines) = std::sync::mpsc::channel::<String>();
+    let stdout = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let bound = std::time::Duration::from_secs(30);
+    assert!(lines.recv_timeout(bound).is_ok(), "the baseline update");
+    session("UserPromptSubmit", r#","prompt":"hi""#);
+    session(
+        "PreToolUse",
+        r#","tool_name":"Bash","tool_input":{"command":"ls"}"#,
+    );
+    session(
+        "PermissionRequest",
+        r#","tool_name":"Bash","tool_input":{"command":"ls"}"#,
+    );
+    session(
+        "PostToolUse",
+        r#","tool_name":"Bash","tool_input":{"command":"ls"},"tool_response":{}"#,
+    );
+    session("Stop", "");
+    // Bounded wait for the worker's two runs.
+    let mut got = String::new();
+    for _ in 0..600 {
+        got = fs::read_to_string(&log).unwrap_or_default();
+        if got.lines().count() >= 2 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert_eq!(
+        got,
+        "--app-name|hooktrack|claude-code waits for you|Bash · %5 · claude|\n\
+         --app-name|hooktrack|claude-code turn ended|success · %5 · claude|\n",
+        "nothing for the baseline, one per transition"
+    );
+}

@@ -79,6 +79,14 @@ pub struct WatchArgs {
     /// --on-change 'notify-send "$HOOKTRACK_AGENT: $HOOKTRACK_EVENT" "$HOOKTRACK_TOOL$HOOKTRACK_RESULT"'
     #[arg(long, value_name = "CMD")]
     on_change: Option<String>,
+    /// Tell the person when a session enters `blocked`, ends a turn, or loses its agent
+    /// (the --on-change transitions): a desktop notification through `notify-send` when
+    /// it is on PATH in a desktop session, else the terminal's notification escapes (OSC
+    /// 777 and OSC 9, through tmux's passthrough inside tmux: `set -g allow-passthrough
+    /// on`). One per transition, at most one per session and event every 5 s, off the
+    /// tracking thread (docs/notifications.md).
+    #[arg(long)]
+    notify: bool,
     /// Seconds after which an --on-change command is killed (with its process group).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     on_change_timeout: u64,
@@ -165,7 +173,7 @@ pub fn run(args: &WatchArgs) -> ExitCode {
     };
     let mut notifier = match &args.on_change {
         Some(command) => match notify::Notifier::start(
-            command.clone(),
+            notify::Action::Shell(command.clone()),
             Duration::from_secs(args.on_change_timeout),
             warn_tx.clone(),
         ) {
@@ -173,6 +181,18 @@ pub fn run(args: &WatchArgs) -> ExitCode {
             Err(e) => return fail(&format!("cannot start the --on-change runner: {e}")),
         },
         None => None,
+    };
+    let mut desktop = if args.notify {
+        match notify::Notifier::start(
+            notify::Action::Desktop(desktop_notifier()),
+            Duration::from_secs(args.on_change_timeout),
+            warn_tx.clone(),
+        ) {
+            Ok(n) => Some(n),
+            Err(e) => return fail(&format!("cannot start the --notify worker: {e}")),
+        }
+    } else {
+        None
     };
     drop(warn_tx);
     // Ctrl-C, `kill` and a closed terminal all end the watch the same way: the loop sees
@@ -255,12 +275,15 @@ pub fn run(args: &WatchArgs) -> ExitCode {
         let step = match updates.recv_timeout(wait) {
             Ok((id, update)) => {
                 let name = names.get(&id).map_or("?", |n| n.trim_end());
-                if tmux.is_some() || notifier.is_some() {
+                if tmux.is_some() || notifier.is_some() || desktop.is_some() {
                     let facts = Facts::of(name, &update, panes.get(&id).map(String::as_str));
                     if let Some(t) = &mut tmux {
                         t.update(&facts, wall_clock());
                     }
                     if let Some(n) = &mut notifier {
+                        n.update(&facts, &update);
+                    }
+                    if let Some(n) = &mut desktop {
                         n.update(&facts, &update);
                     }
                 }
@@ -315,10 +338,29 @@ pub fn run(args: &WatchArgs) -> ExitCode {
     if let Some(n) = notifier {
         n.finish();
     }
+    if let Some(n) = desktop {
+        n.finish();
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => fail(&format!("cannot write the output: {e}")),
+    }
+}
+
+/// How `--notify` reaches the person: `notify-send` when it is on PATH and a desktop
+/// session is there to show it, else the terminal's escapes (wrapped inside tmux).
+fn desktop_notifier() -> notify::Desktop {
+    let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    let desktop = set("DISPLAY") || set("WAYLAND_DISPLAY") || set("DBUS_SESSION_BUS_ADDRESS");
+    let notify_send = std::env::var_os("PATH").and_then(|dirs| {
+        std::env::split_paths(&dirs)
+            .map(|d| d.join("notify-send"))
+            .find(|p| p.is_file())
+    });
+    match notify_send {
+        Some(program) if desktop => notify::Desktop::NotifySend(program),
+        _ => notify::Desktop::Osc { tmux: set("TMUX") },
     }
 }
 
