@@ -477,6 +477,24 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
         .unwrap();
     assert!(started.status.success(), "{}", text(&started));
     let pane = String::from_utf8_lossy(&started.stdout).trim().to_owned();
+    // The tmux lines `setup` printed, as a person pastes them into ~/.tmux.conf.
+    let conf = h.home.join("tmux.conf");
+    let lines: Vec<&str> = said.lines().filter(|l| l.starts_with("set -g ")).collect();
+    assert_eq!(lines.len(), 2, "{said}");
+    fs::write(&conf, lines.join("\n")).unwrap();
+    let sourced = tmux.tmux().arg("source-file").arg(&conf).output().unwrap();
+    assert!(sourced.status.success(), "{}", text(&sourced));
+    let status_line = |format: &str| {
+        tmux.run(&[
+            "display-message",
+            "-p",
+            "-t",
+            &pane,
+            &format!("#{{T:{format}}}"),
+        ])
+        .trim_end()
+        .to_owned()
+    };
 
     let mut watch = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
         .args([
@@ -504,8 +522,16 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
         assert!(ok, "never ready:\n{}", tmux.screen(&pane));
         assert_eq!(tmux.option(&pane, "@hooktrack_agent"), "claude-code");
 
+        // Enter only once the text is in the input box: keys typed while the TUI is still
+        // starting are lost.
         let prompt = |text: &str| {
             tmux.run(&["send-keys", "-t", &pane, "-l", text]);
+            let (_, typed) = wait_pane(&tmux, &pane, |t| {
+                t.screen(&pane)
+                    .lines()
+                    .any(|l| l.starts_with('❯') && l.contains(text))
+            });
+            assert!(typed, "{text} not typed:\n{}", tmux.screen(&pane));
             tmux.run(&["send-keys", "-t", &pane, "Enter"]);
         };
         prompt("Run a command, write a file, read it back. [[tools]]");
@@ -517,6 +543,18 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
         assert!(seen.contains(&"active".to_owned()), "{seen:?}");
         assert_eq!(tmux.option(&pane, "@hooktrack_blocked"), "Write");
         assert_eq!(tmux.option(&pane, "@hooktrack_attention"), "1");
+        // What the status line and the window list read now (the README shows them).
+        let right = status_line("status-right");
+        assert!(
+            right.starts_with("#[fg=white bg=red bold] claude-code blocked Write #[default]"),
+            "{right}"
+        );
+        let window = status_line("window-status-format");
+        assert!(
+            window.ends_with("#[fg=white bg=red] ⏸ Write #[default]"),
+            "{window}"
+        );
+        eprintln!("status-right: {right}\nwindow-status-format: {window}");
 
         tmux.run(&["send-keys", "-t", &pane, "Enter"]);
         let (seen, ok) = wait_pane(&tmux, &pane, |t| {
