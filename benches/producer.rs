@@ -58,6 +58,7 @@ fn delivery(emitter_seq: Option<u64>, payload: &serde_json::value::RawValue) -> 
         payload: Some(payload),
         payload_error: None,
         tmux_pane: None,
+        agent_pid: None,
     }
 }
 

@@ -16,6 +16,7 @@ mod notify;
 mod producer;
 mod properties;
 mod regressions;
+mod setup;
 mod signals;
 mod tail;
 mod threads;

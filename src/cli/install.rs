@@ -429,7 +429,7 @@ pub fn run_check(args: &CheckArgs) -> ExitCode {
 
 /// The agent's version, asked of `bin` (default: its program on PATH); `None` when it
 /// does not run or prints none. Decides which events are installed and checked.
-fn agent_version(agent: Agent, bin: Option<&Path>) -> Option<String> {
+pub(super) fn agent_version(agent: Agent, bin: Option<&Path>) -> Option<String> {
     let program = agent.descriptor().versions.program;
     let asked = match bin {
         Some(bin) => install::version_of(bin),

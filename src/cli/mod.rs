@@ -5,6 +5,7 @@ mod emit;
 mod install;
 mod replay;
 mod session;
+mod setup;
 mod watch;
 
 use std::process::ExitCode;
@@ -29,6 +30,7 @@ enum Command {
     Uninstall(install::UninstallArgs),
     Check(install::CheckArgs),
     Watch(watch::WatchArgs),
+    Setup(setup::SetupArgs),
 }
 
 pub fn run() -> ExitCode {
@@ -49,6 +51,7 @@ pub fn run() -> ExitCode {
         Command::Uninstall(args) => install::run_uninstall(args),
         Command::Check(args) => install::run_check(args),
         Command::Watch(args) => watch::run(args),
+        Command::Setup(args) => setup::run(args),
     }
 }
 

@@ -2,6 +2,7 @@
 //! `watch/tmux.rs`) and run a command on transitions (`--on-change`, `watch/notify.rs`).
 
 mod bounded;
+mod discover;
 mod facts;
 mod notify;
 mod tmux;
@@ -30,14 +31,15 @@ use hooktrack_core::diagnostics::error_chain;
 /// Follow sessions live: one status line per session, redrawn as they change.
 ///
 /// Each PATH is a session root (its `hook-observation/<provider>/` store is found), a
-/// store directory, or an events file. The line shows the agent, the turn phase, the turn
+/// store directory, or an events file. With no PATH: every agent's default store under
+/// $XDG_STATE_HOME/hooktrack/agents/ (agents started without `hooktrack session`, after
+/// `hooktrack setup`), and stores that appear there later. The line shows the agent, the turn phase, the turn
 /// id and how long it has been running, open tool calls, the tool a blocked turn waits on,
 /// the last turn's result, the channel state and the age of the last event. Stop with
 /// Ctrl-C.
 #[derive(Args)]
 pub struct WatchArgs {
-    /// Session roots, store directories or events files.
-    #[arg(required = true)]
+    /// Session roots, store directories or events files (none: every default store).
     paths: Vec<PathBuf>,
     /// Print one JSON line per posture change instead (for supervisors in other
     /// languages): `{"session", "at", "posture", "channel", "closed", "notices", ...}`.
@@ -77,6 +79,14 @@ pub struct WatchArgs {
     /// --on-change 'notify-send "$HOOKTRACK_AGENT: $HOOKTRACK_EVENT" "$HOOKTRACK_TOOL$HOOKTRACK_RESULT"'
     #[arg(long, value_name = "CMD")]
     on_change: Option<String>,
+    /// Tell the person when a session enters `blocked`, ends a turn, or loses its agent
+    /// (the --on-change transitions): a desktop notification through `notify-send` when
+    /// it is on PATH in a desktop session, else the terminal's notification escapes (OSC
+    /// 777 and OSC 9, through tmux's passthrough inside tmux: `set -g allow-passthrough
+    /// on`). One per transition, at most one per session and event every 5 s, off the
+    /// tracking thread (docs/notifications.md).
+    #[arg(long)]
+    notify: bool,
     /// Seconds after which an --on-change command is killed (with its process group).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     on_change_timeout: u64,
@@ -122,9 +132,22 @@ pub fn run(args: &WatchArgs) -> ExitCode {
             Err(e) => return fail(&error_chain(&e)),
         }
     }
-    if args.checkpoint.is_some() && stores.len() > 1 {
+    if args.checkpoint.is_some() && stores.len() != 1 {
         return fail("--checkpoint follows one session: give one PATH");
     }
+    let mut discover = if args.paths.is_empty() {
+        let env = |name: &str| std::env::var_os(name);
+        match hooktrack_producer::emit::default_store::stores_root(env) {
+            Some(root) => Some(discover::Discover::new(root)),
+            None => {
+                return fail(
+                    "no PATH given, and no $XDG_STATE_HOME or $HOME to find the default stores in",
+                );
+            }
+        }
+    } else {
+        None
+    };
     let mut given_panes: HashMap<String, String> = HashMap::new();
     for (path, pane) in &args.tmux_pane {
         if !stores.iter().any(|(name, _)| name == path) {
@@ -150,7 +173,7 @@ pub fn run(args: &WatchArgs) -> ExitCode {
     };
     let mut notifier = match &args.on_change {
         Some(command) => match notify::Notifier::start(
-            command.clone(),
+            notify::Action::Shell(command.clone()),
             Duration::from_secs(args.on_change_timeout),
             warn_tx.clone(),
         ) {
@@ -158,6 +181,18 @@ pub fn run(args: &WatchArgs) -> ExitCode {
             Err(e) => return fail(&format!("cannot start the --on-change runner: {e}")),
         },
         None => None,
+    };
+    let mut desktop = if args.notify {
+        match notify::Notifier::start(
+            notify::Action::Desktop(desktop_notifier()),
+            Duration::from_secs(args.on_change_timeout),
+            warn_tx.clone(),
+        ) {
+            Ok(n) => Some(n),
+            Err(e) => return fail(&format!("cannot start the --notify worker: {e}")),
+        }
+    } else {
+        None
     };
     drop(warn_tx);
     // Ctrl-C, `kill` and a closed terminal all end the watch the same way: the loop sees
@@ -206,20 +241,49 @@ pub fn run(args: &WatchArgs) -> ExitCode {
     };
     let mut latest: HashMap<SessionId, Update> = HashMap::new();
     let mut next_redraw = Instant::now() + REDRAW;
+    if let Some(d) = &discover
+        && let Err(e) = view.notice(
+            &mut out,
+            &format!("watching every default store in {}", d.root().display()),
+        )
+    {
+        return fail(&format!("cannot write the output: {e}"));
+    }
     let result = loop {
         if stop.load(Ordering::SeqCst) {
             break view.finish(&mut out);
+        }
+        // Stores that appeared since the last look (the first look finds those there).
+        for (name, dir) in discover
+            .as_mut()
+            .map(|d| d.new_stores())
+            .unwrap_or_default()
+        {
+            match hooktrack::resolve_store(&dir) {
+                Ok(paths) => {
+                    let id = hub.add(Session::open(paths, config.clone()));
+                    names.insert(id, name);
+                    order.push(id);
+                }
+                Err(e) => {
+                    let _ =
+                        view.notice(&mut out, &format!("{}: {}", dir.display(), error_chain(&e)));
+                }
+            }
         }
         let wait = STOP_CHECK.min(next_redraw.saturating_duration_since(Instant::now()));
         let step = match updates.recv_timeout(wait) {
             Ok((id, update)) => {
                 let name = names.get(&id).map_or("?", |n| n.trim_end());
-                if tmux.is_some() || notifier.is_some() {
+                if tmux.is_some() || notifier.is_some() || desktop.is_some() {
                     let facts = Facts::of(name, &update, panes.get(&id).map(String::as_str));
                     if let Some(t) = &mut tmux {
                         t.update(&facts, wall_clock());
                     }
                     if let Some(n) = &mut notifier {
+                        n.update(&facts, &update);
+                    }
+                    if let Some(n) = &mut desktop {
                         n.update(&facts, &update);
                     }
                 }
@@ -274,10 +338,29 @@ pub fn run(args: &WatchArgs) -> ExitCode {
     if let Some(n) = notifier {
         n.finish();
     }
+    if let Some(n) = desktop {
+        n.finish();
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => fail(&format!("cannot write the output: {e}")),
+    }
+}
+
+/// How `--notify` reaches the person: `notify-send` when it is on PATH and a desktop
+/// session is there to show it, else the terminal's escapes (wrapped inside tmux).
+fn desktop_notifier() -> notify::Desktop {
+    let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    let desktop = set("DISPLAY") || set("WAYLAND_DISPLAY") || set("DBUS_SESSION_BUS_ADDRESS");
+    let notify_send = std::env::var_os("PATH").and_then(|dirs| {
+        std::env::split_paths(&dirs)
+            .map(|d| d.join("notify-send"))
+            .find(|p| p.is_file())
+    });
+    match notify_send {
+        Some(program) if desktop => notify::Desktop::NotifySend(program),
+        _ => notify::Desktop::Osc { tmux: set("TMUX") },
     }
 }
 

@@ -208,13 +208,13 @@ pub(super) fn kimi_venv(python: &Path) -> Result<PathBuf, String> {
 }
 
 /// The mock model server: its port comes on the first stdout line.
-pub(super) struct Mock {
+pub(crate) struct Mock {
     child: Child,
-    pub(super) port: u16,
+    pub(crate) port: u16,
 }
 
 impl Mock {
-    pub(super) fn start(python: &Path) -> Self {
+    pub(crate) fn start(python: &Path) -> Self {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/mock_model.py");
         let mut child = Command::new(python)
             .arg(&script)

@@ -98,7 +98,7 @@ fn install_claude_newest() -> Result<PathBuf, String> {
     Ok(claude)
 }
 
-fn skip(cli: &str, reason: &str) {
+pub(crate) fn skip(cli: &str, reason: &str) {
     let message = format!(
         "\nSKIPPED {cli} end to end: {reason}\n(HOOKTRACK_E2E_REQUIRE=1 makes this a failure)\n"
     );
@@ -109,7 +109,7 @@ fn skip(cli: &str, reason: &str) {
 }
 
 /// `target/tmp/e2e-cli/node_modules/.bin`, installing the three packages on first use.
-fn npm_bin() -> Result<PathBuf, String> {
+pub(crate) fn npm_bin() -> Result<PathBuf, String> {
     let mut guard = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(done) = guard.as_ref() {
         return done.clone();

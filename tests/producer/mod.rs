@@ -4,10 +4,10 @@
 mod util;
 
 mod collect;
-mod e2e;
+pub(crate) mod e2e;
 mod e2e_kimi_code;
 mod e2e_more_agents;
-mod e2e_npm;
+pub(crate) mod e2e_npm;
 mod emit;
 mod hardening;
 mod install;

@@ -39,6 +39,8 @@ pub struct Delivery<'a> {
     pub payload_error: Option<Cow<'a, str>>,
     /// The agent's tmux pane, only ever a pane id (`%3`).
     pub tmux_pane: Option<Cow<'a, str>>,
+    /// The agent's process id, where no launcher knows it (see [`Envelope::agent_pid`]).
+    pub agent_pid: Option<u32>,
 }
 
 /// Why a collector cannot take a body as a delivery (it answers 400).
@@ -72,6 +74,9 @@ struct Wire<'a> {
     /// Any JSON: kept only when it is a pane id, else dropped, never the delivery.
     #[serde(default)]
     tmux_pane: Option<serde_json::Value>,
+    /// Any JSON: kept only when it is a process id.
+    #[serde(default)]
+    agent_pid: Option<serde_json::Value>,
 }
 
 /// The one key read from a hook payload here.
@@ -132,6 +137,9 @@ impl<'a> Delivery<'a> {
             out.extend_from_slice(b",\"tmux_pane\":");
             json_str(&mut out, pane);
         }
+        if let Some(pid) = self.agent_pid {
+            let _ = write!(out, ",\"agent_pid\":{pid}");
+        }
         out.push(b'}');
         out
     }
@@ -177,6 +185,12 @@ impl<'a> Delivery<'a> {
                 .and_then(serde_json::Value::as_str)
                 .filter(|p| is_tmux_pane_id(p))
                 .map(|p| Cow::Owned(p.to_owned())),
+            agent_pid: wire
+                .agent_pid
+                .as_ref()
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|p| u32::try_from(p).ok())
+                .filter(|p| *p > 0),
         })
     }
 
@@ -199,6 +213,7 @@ impl<'a> Delivery<'a> {
             payload: self.payload,
             payload_error: self.payload_error.as_deref(),
             tmux_pane: self.tmux_pane.as_deref(),
+            agent_pid: self.agent_pid,
         }
     }
 }
@@ -227,6 +242,7 @@ mod tests {
             payload: Some(payload),
             payload_error: None,
             tmux_pane: None,
+            agent_pid: None,
         };
         let body = delivery.render();
         assert_eq!(
@@ -253,6 +269,7 @@ mod tests {
             payload: None,
             payload_error: None,
             tmux_pane: Some("%12".into()),
+            agent_pid: None,
         };
         let body = String::from_utf8(delivery.render()).unwrap();
         assert!(

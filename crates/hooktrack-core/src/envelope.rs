@@ -72,8 +72,11 @@ pub struct Envelope<'a> {
     pub payload: Option<&'a RawValue>,
     /// Why there is no payload (stdin was not JSON, too large, ...).
     pub payload_error: Option<&'a str>,
-    /// The agent's tmux pane (`$TMUX_PANE`), written last and only when known.
+    /// The agent's tmux pane (`$TMUX_PANE`), written after the payload and only when known.
     pub tmux_pane: Option<&'a str>,
+    /// The agent's process id, written last and only on rows of a store no launcher
+    /// watches (the per-user default store): how a reader tells the agent is gone.
+    pub agent_pid: Option<u32>,
 }
 
 /// Why a line is not an envelope row the store wrote.
@@ -106,6 +109,8 @@ struct Wire<'a> {
     payload_error: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     tmux_pane: Option<Cow<'a, str>>,
+    #[serde(default)]
+    agent_pid: Option<u32>,
 }
 
 /// An envelope parsed back from a line, owning the strings that had escapes.
@@ -129,6 +134,7 @@ impl<'a> ParsedEnvelope<'a> {
             payload: self.wire.payload,
             payload_error: self.wire.payload_error.as_deref(),
             tmux_pane: self.wire.tmux_pane.as_deref(),
+            agent_pid: self.wire.agent_pid,
         }
     }
 }
@@ -168,6 +174,10 @@ impl<'a> Envelope<'a> {
         if let Some(pane) = self.tmux_pane {
             out.extend_from_slice(b",\"tmux_pane\":");
             json_str(&mut out, pane);
+        }
+        if let Some(pid) = self.agent_pid {
+            out.extend_from_slice(b",\"agent_pid\":");
+            out.extend_from_slice(pid.to_string().as_bytes());
         }
         out.extend_from_slice(b"}\n");
         out
@@ -232,6 +242,7 @@ pub fn process_ended_row(
         payload: raw.as_deref(),
         payload_error: None,
         tmux_pane: None,
+        agent_pid: None,
     }
     .render()
 }
@@ -316,6 +327,7 @@ mod tests {
             payload: Some(payload),
             payload_error: None,
             tmux_pane: None,
+            agent_pid: None,
         }
     }
 

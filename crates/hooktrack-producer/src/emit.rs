@@ -18,6 +18,7 @@
 //! thread where the timer cannot be armed: the same code).
 
 pub mod argv;
+pub mod default_store;
 pub mod log;
 pub mod watchdog;
 
@@ -65,6 +66,12 @@ pub struct EmitConfig {
     pub limits: Limits,
     /// The agent's tmux pane (`$TMUX_PANE`), recorded in the row when it is a pane id.
     pub tmux_pane: Option<String>,
+    /// The agent's process id, recorded in every row of a default store (no launcher
+    /// watches that agent: its rows must say who to watch).
+    pub agent_pid: Option<u32>,
+    /// A store no collector serves (the per-user default store): `events.ndjson` is
+    /// rotated past this many bytes, and the missing URL is expected, not a problem.
+    pub rotate_at: Option<u64>,
 }
 
 /// Something that went wrong in one invocation. None of these stops the emitter.
@@ -226,6 +233,7 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
             .as_deref()
             .filter(|p| hooktrack_core::store::is_tmux_pane_id(p))
             .map(Into::into),
+        agent_pid: config.agent_pid,
     };
 
     // emitter_seq, under the lock. Without it the delivery still goes out, unkeyed.
@@ -251,10 +259,12 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
 
     // HTTP first.
     let http_result = match (&config.url, &config.token) {
-        (None, _) => Err(EmitError::NoUrl),
-        (Some(_), None) => Err(EmitError::NoToken),
+        // A default store has no collector: its rows are always the emitter's own.
+        (None, _) if config.rotate_at.is_some() => Err(None),
+        (None, _) => Err(Some(EmitError::NoUrl)),
+        (Some(_), None) => Err(Some(EmitError::NoToken)),
         (Some(_), Some(token)) if !token.bytes().all(|b| b.is_ascii_graphic()) => {
-            Err(EmitError::BadToken)
+            Err(Some(EmitError::BadToken))
         }
         (Some(url), Some(token)) => {
             let body = delivery.render();
@@ -276,7 +286,7 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
                 });
             http::post_json(url, socket.as_deref(), token, &body, config.limits)
                 .map(|_| ())
-                .map_err(|source| EmitError::Post { source })
+                .map_err(|source| Some(EmitError::Post { source }))
         }
     };
     match http_result {
@@ -284,7 +294,7 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
             report.delivered = Delivered::Http;
             return report;
         }
-        Err(e) => report.problems.push(e),
+        Err(e) => report.problems.extend(e),
     }
 
     if report.store_refused {
@@ -300,8 +310,12 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
             Some(c) => c,
             None => store::open_counter(&store)?,
         };
-        let events = store::open_events(&store)?;
-        store::append_locked(&store, &events, &counter, &row)
+        if let Some(limit) = config.rotate_at {
+            store::rotate_events(&store, &counter, limit)?;
+        }
+        // Following a rotation another hook made since the file was opened.
+        let mut events = store::open_events(&store)?;
+        store::append_following(&store, &mut events, &counter, &row)
     })();
     match appended {
         Ok(()) => report.delivered = Delivered::Fallback,

@@ -225,6 +225,34 @@ pub fn append_row_now(store: &StorePaths, row: &[u8]) -> Result<(), StoreError> 
     append_following(store, &mut events, &counter, row)
 }
 
+/// Renames `events.ndjson` to `events.ndjson.1` (replacing an older one) under the store
+/// lock when it is over `limit` bytes, so a store no collector serves stays bounded.
+/// Returns whether it rotated. Readers follow the rename (the tailer reads the old file
+/// to its end, then the new one).
+pub fn rotate_events(store: &StorePaths, counter: &File, limit: u64) -> Result<bool, StoreError> {
+    let _guard = LockGuard::lock(counter, &store.counter)?;
+    let len = match fs::symlink_metadata(&store.events) {
+        Ok(m) => m.len(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(source) => {
+            return Err(StoreError::Read {
+                path: store.events.clone(),
+                source,
+            });
+        }
+    };
+    if len <= limit {
+        return Ok(false);
+    }
+    let mut rotated = store.events.clone().into_os_string();
+    rotated.push(".1");
+    fs::rename(&store.events, &rotated).map_err(|source| StoreError::Write {
+        path: store.events.clone(),
+        source,
+    })?;
+    Ok(true)
+}
+
 /// Appends one row without the lock: the last resort when the lock's holder is stuck.
 /// One `write` of a whole row on an `O_APPEND` descriptor is not interleaved with another
 /// on a local file system; only the cut-off-line repair can race.

@@ -7,14 +7,22 @@
 //! present to absent. What the log already held when `watch` started is the baseline,
 //! not news. Runs happen one at a time on a worker thread, each killed after its
 //! timeout; at most [`QUEUE`] wait, further ones are dropped and counted.
+//!
+//! `watch --notify` is the same transitions with a built-in action ([`Desktop`]): a
+//! desktop notification through `notify-send`, or the terminal's own notification escape
+//! (OSC 777 and OSC 9, wrapped for tmux passthrough inside tmux) written to the
+//! controlling terminal. A person is not paged twice for the same thing in a row: one
+//! notification per session and event per [`DESKTOP_GAP`], the rest dropped.
 
 use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hooktrack_core::posture::{Phase, Presence};
 use hooktrack_core::time::Timestamp;
@@ -41,6 +49,28 @@ struct Seen {
     absent: bool,
 }
 
+/// What a transition does.
+#[derive(Clone, Debug)]
+pub enum Action {
+    /// `sh -c CMD` with the facts in its environment (`--on-change`).
+    Shell(String),
+    /// A notification for a person (`--notify`).
+    Desktop(Desktop),
+}
+
+/// How `--notify` reaches the person.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Desktop {
+    /// `notify-send TITLE BODY` (a desktop session's notification daemon).
+    NotifySend(PathBuf),
+    /// OSC 777 then OSC 9 on the controlling terminal; `tmux`: wrapped in tmux's DCS
+    /// passthrough (needs `set -g allow-passthrough on`).
+    Osc { tmux: bool },
+}
+
+/// One notification per session and event at most this often.
+pub const DESKTOP_GAP: Duration = Duration::from_secs(5);
+
 pub struct Notifier {
     tx: Option<SyncSender<Job>>,
     stop: Arc<AtomicBool>,
@@ -52,7 +82,7 @@ pub struct Notifier {
 
 impl Notifier {
     pub fn start(
-        command: String,
+        action: Action,
         timeout: Duration,
         warnings: Sender<String>,
     ) -> std::io::Result<Self> {
@@ -63,7 +93,7 @@ impl Notifier {
             let warnings = warnings.clone();
             std::thread::Builder::new()
                 .name("hooktrack-on-change".into())
-                .spawn(move || work(&command, timeout, &rx, &stop, &warnings))?
+                .spawn(move || work(&action, timeout, &rx, &stop, &warnings))?
         };
         Ok(Self {
             tx: Some(tx),
@@ -202,12 +232,13 @@ impl Notifier {
 }
 
 fn work(
-    command: &str,
+    action: &Action,
     timeout: Duration,
     rx: &Receiver<Job>,
     stop: &AtomicBool,
     warnings: &Sender<String>,
 ) {
+    let mut last_sent: BTreeMap<(String, String), Instant> = BTreeMap::new();
     loop {
         let job = match rx.recv_timeout(Duration::from_millis(200)) {
             Ok(job) => job,
@@ -218,22 +249,157 @@ fn work(
         if stop.load(Ordering::SeqCst) {
             return;
         }
-        let mut run = Command::new("sh");
-        run.arg("-c")
-            .arg(command)
-            .envs(job.env.iter().map(|(k, v)| (k, v)));
         let event = job.env.first().map_or("?", |(_, v)| v.as_str()).to_owned();
+        let command = match action {
+            Action::Shell(command) => {
+                let mut run = Command::new("sh");
+                run.arg("-c")
+                    .arg(command)
+                    .envs(job.env.iter().map(|(k, v)| (k, v)));
+                run
+            }
+            Action::Desktop(desktop) => {
+                let key = (var(&job, "HOOKTRACK_SESSION").to_owned(), event.clone());
+                if last_sent
+                    .get(&key)
+                    .is_some_and(|at| at.elapsed() < DESKTOP_GAP)
+                {
+                    continue;
+                }
+                last_sent.insert(key, Instant::now());
+                let (title, body) = message(&job);
+                match desktop {
+                    Desktop::NotifySend(program) => {
+                        let mut run = Command::new(program);
+                        run.args(["--app-name", "hooktrack", &title, &body]);
+                        run
+                    }
+                    Desktop::Osc { tmux } => {
+                        if let Err(e) = write_tty(&osc(&title, &body, *tmux)) {
+                            let _ =
+                                warnings.send(format!("notify: cannot write to the terminal: {e}"));
+                        }
+                        continue;
+                    }
+                }
+            }
+        };
+        let mut run = command;
+        let who = match action {
+            Action::Shell(_) => "on-change command",
+            Action::Desktop(_) => "notify-send",
+        };
         match run_bounded(&mut run, timeout) {
             Ok(status) if status.success() => {}
             Ok(status) => {
-                let _ = warnings.send(format!("on-change command for {event}: {status}"));
+                let _ = warnings.send(format!("{who} for {event}: {status}"));
             }
             Err(e) => {
-                let _ = warnings.send(format!(
-                    "on-change command for {event}: {}",
-                    error_chain(&e)
-                ));
+                let _ = warnings.send(format!("{who} for {event}: {}", error_chain(&e)));
             }
         }
+    }
+}
+
+fn var<'a>(job: &'a Job, name: &str) -> &'a str {
+    job.env
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or("", |(_, v)| v.as_str())
+}
+
+/// The notification's title and body: `claude-code blocked` / `Write · %3 · claude`.
+fn message(job: &Job) -> (String, String) {
+    let agent = var(job, "HOOKTRACK_AGENT");
+    let event = var(job, "HOOKTRACK_EVENT");
+    let what = match event {
+        "blocked" => "waits for you",
+        "turn_ended" => "turn ended",
+        "absent" => "is gone",
+        other => other,
+    };
+    let title = format!("{agent} {what}");
+    let detail = match event {
+        "blocked" => var(job, "HOOKTRACK_TOOL"),
+        "turn_ended" => var(job, "HOOKTRACK_RESULT"),
+        _ => "",
+    };
+    let body: Vec<&str> = [
+        detail,
+        var(job, "HOOKTRACK_PANE"),
+        var(job, "HOOKTRACK_SESSION"),
+    ]
+    .into_iter()
+    .filter(|p| !p.is_empty())
+    .collect();
+    (
+        display_text(&title, 80),
+        display_text(&body.join(" · "), 160),
+    )
+}
+
+/// OSC 777 (`notify;TITLE;BODY`: urxvt, foot, WezTerm, Ghostty...) then OSC 9 (`BODY`:
+/// iTerm2, Windows Terminal, kitty...), each ended by BEL; a terminal ignores the one it
+/// does not know. Inside tmux each goes through tmux's passthrough (`ESC P tmux;` with
+/// every ESC doubled, then `ESC \`). The texts have no control characters and no `;`
+/// ([`display_text`]), so they cannot end the sequence early.
+pub fn osc(title: &str, body: &str, tmux: bool) -> Vec<u8> {
+    let sequences = [
+        format!("\x1b]777;notify;{title};{body}\x07"),
+        format!("\x1b]9;{title}: {body}\x07"),
+    ];
+    let mut out = Vec::new();
+    for seq in sequences {
+        if tmux {
+            out.extend_from_slice(b"\x1bPtmux;");
+            out.extend_from_slice(seq.replace('\x1b', "\x1b\x1b").as_bytes());
+            out.extend_from_slice(b"\x1b\\");
+        } else {
+            out.extend_from_slice(seq.as_bytes());
+        }
+    }
+    out
+}
+
+/// Writes to the controlling terminal, not stdout (the status view owns that).
+fn write_tty(bytes: &[u8]) -> std::io::Result<()> {
+    let mut tty = std::fs::OpenOptions::new().write(true).open("/dev/tty")?;
+    tty.write_all(bytes)?;
+    tty.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn osc_777_and_9_plain_and_through_tmux() {
+        let plain = osc("claude-code waits for you", "Write · %3", false);
+        assert_eq!(
+            plain,
+            "\x1b]777;notify;claude-code waits for you;Write · %3\x07\x1b]9;claude-code waits for you: Write · %3\x07".as_bytes()
+        );
+        let wrapped = String::from_utf8(osc("t", "b", true)).unwrap();
+        assert_eq!(
+            wrapped,
+            "\x1bPtmux;\x1b\x1b]777;notify;t;b\x07\x1b\\\x1bPtmux;\x1b\x1b]9;t: b\x07\x1b\\"
+        );
+    }
+
+    #[test]
+    fn the_message_names_the_agent_the_event_and_the_pane() {
+        let job = Job {
+            env: vec![
+                ("HOOKTRACK_EVENT", "blocked".to_owned()),
+                ("HOOKTRACK_SESSION", "claude".to_owned()),
+                ("HOOKTRACK_AGENT", "claude-code".to_owned()),
+                ("HOOKTRACK_TOOL", "Bash;\x1b]0;x".to_owned()),
+                ("HOOKTRACK_PANE", "%3".to_owned()),
+            ],
+        };
+        let (title, body) = message(&job);
+        assert_eq!(title, "claude-code waits for you");
+        // A payload's text cannot end the escape sequence.
+        assert_eq!(body, "Bash__]0_x · %3 · claude");
     }
 }

@@ -85,10 +85,21 @@ pub fn run(args: &[OsString]) {
     let routed = dir.is_none();
     let from_env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     let dir = dir.or_else(|| from_env(DIR_ENV));
-    let Some(dir) = dir.map(PathBuf::from) else {
+    // An agent started outside hooktrack (no session's environment): its rows go to the
+    // agent's per-user default store, which no collector serves and no launcher watches.
+    let default_store = match (&dir, routed) {
+        (None, true) => {
+            let agent = provider_named(provider.as_deref(), &mut Vec::new());
+            super::default_store::default_store(from_env, agent)
+        }
+        _ => None,
+    };
+    let unrouted = default_store.is_some();
+    let Some(dir) = dir.map(PathBuf::from).or(default_store) else {
         if routed {
-            // An agent started outside hooktrack: no session to deliver to. Exit at once,
-            // after taking the payload so the agent's write to our stdin cannot fail.
+            // No session and no home to keep a default store in: nowhere to deliver.
+            // Exit at once, after taking the payload so the agent's write to our stdin
+            // cannot fail.
             drain_stdin();
             return;
         }
@@ -99,10 +110,12 @@ pub fn run(args: &[OsString]) {
         );
         return;
     };
-    let url = url.or_else(|| routed.then(|| from_env(URL_ENV)).flatten());
+    let url = url.or_else(|| (routed && !unrouted).then(|| from_env(URL_ENV)).flatten());
     let generation = generation.or_else(|| routed.then(|| from_env(GENERATION_ENV)).flatten());
     let generation = match generation.map(|g| g.to_string_lossy().parse::<u64>()) {
         Some(Ok(g)) => g,
+        // A default store has no generations: every row is generation 0.
+        None if unrouted => 0,
         Some(Err(_)) | None => {
             problems.push(EmitError::Args {
                 detail: "missing or bad --generation (0 used)".to_owned(),
@@ -129,6 +142,8 @@ pub fn run(args: &[OsString]) {
         token: std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()),
         limits: DEFAULT_LIMITS,
         tmux_pane: std::env::var(TMUX_PANE_ENV).ok(),
+        agent_pid: unrouted.then(super::default_store::agent_pid).flatten(),
+        rotate_at: unrouted.then_some(super::default_store::ROTATE_BYTES),
     };
     run_config(config, problems)
 }

@@ -256,6 +256,7 @@ fn give_up_row(config: &EmitConfig, received_at: Timestamp) -> Vec<u8> {
             .tmux_pane
             .as_deref()
             .filter(|p| hooktrack_core::store::is_tmux_pane_id(p)),
+        agent_pid: config.agent_pid,
     }
     .render()
 }
@@ -550,6 +551,8 @@ mod tests {
             token: None,
             limits: DEFAULT_LIMITS,
             tmux_pane: Some("%7".to_owned()),
+            agent_pid: None,
+            rotate_at: None,
         }
     }
 

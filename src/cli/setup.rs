@@ -1,0 +1,413 @@
+//! `hooktrack setup [--undo]`: install once, see every agent. Environment-routed entries
+//! go into the user config of every agent found (its program on `PATH`, or its config
+//! directory), so an agent started anywhere delivers (to its session's collector when
+//! started through `hooktrack session`, else to its default store); each agent's `check`
+//! is reported, and the tmux lines are printed.
+//!
+//! What setup changed is recorded in `$XDG_STATE_HOME/hooktrack/setup.json`: each file's
+//! bytes before and after, and the directories it created. `--undo` puts the bytes back
+//! (or removes a file setup created) when a file still holds what setup wrote; a file
+//! changed since loses only hooktrack's entries, through the uninstaller.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use hooktrack::Agent;
+use hooktrack_core::diagnostics::error_chain;
+use hooktrack_producer::emit::default_store;
+use hooktrack_producer::install::preflight::{self, Probe};
+use hooktrack_producer::install::{self, Observer, Route, Uninstalled};
+use hooktrack_producer::store::StoreError;
+
+use super::fail;
+use super::install::{TargetError, hook_binary};
+
+/// Install hooktrack's environment-routed hooks for every agent found, once.
+///
+/// For each supported agent whose program is on PATH or whose config directory exists:
+/// the entries of `hooktrack install AGENT` (routed by environment: an agent started
+/// through `hooktrack session` delivers to that session, any other to its per-user
+/// default store under $XDG_STATE_HOME/hooktrack/agents/), then what `check` says.
+/// `--undo` restores every file setup changed, byte for byte.
+#[derive(Args)]
+pub struct SetupArgs {
+    /// Remove what setup added: each file it changed gets its bytes back (a file it
+    /// created is removed); a file edited since loses only hooktrack's entries.
+    #[arg(long)]
+    undo: bool,
+    /// The binary the hooks run (default: `hooktrack-hook` beside this one, else this one).
+    #[arg(long, conflicts_with = "undo")]
+    emitter: Option<PathBuf>,
+}
+
+/// What setup records for `--undo`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Ledger {
+    v: u32,
+    files: Vec<Changed>,
+}
+
+/// One file setup changed.
+#[derive(Debug, Serialize, Deserialize)]
+struct Changed {
+    agent: String,
+    file: PathBuf,
+    /// The bytes before the first setup; `None`: the file did not exist.
+    before: Option<String>,
+    /// Its permission bits then.
+    mode: Option<u32>,
+    /// The bytes setup left.
+    after: String,
+    /// Directories setup created for it, innermost first.
+    created_dirs: Vec<PathBuf>,
+}
+
+const LEDGER_VERSION: u32 = 1;
+
+#[derive(Debug, Error)]
+enum SetupError {
+    #[error("cannot find hooktrack's state directory: set $XDG_STATE_HOME or $HOME")]
+    NoStateDir,
+    #[error("cannot read {}", path.display())]
+    ReadLedger {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{} is not setup's record", path.display())]
+    BadLedger {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("cannot record what setup changed")]
+    WriteLedger {
+        #[source]
+        source: StoreError,
+    },
+    #[error(transparent)]
+    Target(#[from] TargetError),
+}
+
+pub fn run(args: &SetupArgs) -> ExitCode {
+    let env = |name: &str| std::env::var_os(name);
+    let Some(state) = default_store::state_dir(env) else {
+        return fail(&SetupError::NoStateDir.to_string());
+    };
+    let ledger_path = state.join("setup.json");
+    let result = if args.undo {
+        undo(&ledger_path)
+    } else {
+        setup(args, &ledger_path, &env)
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => fail(&error_chain(&e)),
+    }
+}
+
+/// The agents to set up: each found one, a family by its installed member.
+fn found_agents(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<(Agent, Result<(), String>)> {
+    let mut out: Vec<(Agent, Result<(), String>)> = Vec::new();
+    let mut families_done: Vec<&'static str> = Vec::new();
+    for agent in Agent::ALL {
+        let found = |a: Agent| {
+            a.descriptor().programs.iter().any(|p| on_path(p))
+                || a.config().home(env).is_some_and(|h| h.is_dir())
+        };
+        if let Some(family) = agent.family() {
+            if families_done.contains(&family.name) {
+                continue;
+            }
+            families_done.push(family.name);
+            if !family.members().any(found) {
+                continue;
+            }
+            match install::detect::detect_member(family, env, None) {
+                Ok(member) => out.push((member, Ok(()))),
+                Err(e) => out.push((agent, Err(error_chain(&e)))),
+            }
+        } else if found(agent) {
+            out.push((agent, Ok(())));
+        }
+    }
+    out
+}
+
+fn on_path(program: &str) -> bool {
+    let Some(dirs) = std::env::var_os("PATH") else {
+        return false;
+    };
+    std::env::split_paths(&dirs).any(|d| {
+        fs::metadata(d.join(program))
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+fn setup(
+    args: &SetupArgs,
+    ledger_path: &Path,
+    env: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<ExitCode, SetupError> {
+    let emitter = match &args.emitter {
+        Some(e) => std::path::absolute(e).unwrap_or_else(|_| e.clone()),
+        None => hook_binary()?,
+    };
+    let mut observer = Observer {
+        emitter,
+        route: Route::Environment,
+        agent_version: None,
+    };
+    let mut ledger = read_ledger(ledger_path)?.unwrap_or_default();
+    ledger.v = LEDGER_VERSION;
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let agents = found_agents(env);
+    if agents.is_empty() {
+        println!("no supported agent found (on PATH or by its config directory)");
+    }
+    let mut failed = false;
+    for (agent, detected) in agents {
+        let name = agent.typed_name();
+        if let Err(reason) = detected {
+            println!("{name}: skipped: {reason}");
+            failed = true;
+            continue;
+        }
+        if agent.descriptor().install.per_session_entries {
+            // Its config is the launch's: `session` rewrites it at every start and
+            // removes its block at the end, which would take setup's entries with it.
+            println!(
+                "{name}: skipped: its config belongs to each launch; start it with `hooktrack session -- {}`",
+                agent.descriptor().programs.first().copied().unwrap_or(name)
+            );
+            continue;
+        }
+        let Some(file) = agent.config().user_file(env) else {
+            println!("{name}: skipped: {}", TargetError::NoHome { agent });
+            failed = true;
+            continue;
+        };
+        let file = fs::canonicalize(&file).unwrap_or(file);
+        let before = fs::read(&file)
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        let mode = fs::metadata(&file)
+            .ok()
+            .map(|m| m.permissions().mode() & 0o7777);
+        let missing_dirs = missing_dirs(&file);
+        // The events the installed version knows (an older Claude Code stops at launch on
+        // an event name it does not know).
+        observer.agent_version = super::install::agent_version(agent, None);
+        match install::install(&file, agent, &observer) {
+            Ok(report) => {
+                println!(
+                    "{name}: {} hooktrack entries in {} (routed by environment{})",
+                    report.ours,
+                    report.config.display(),
+                    if report.created { ", file created" } else { "" }
+                );
+                let after = fs::read_to_string(&report.config).unwrap_or_default();
+                record(
+                    &mut ledger,
+                    agent,
+                    &report.config,
+                    before,
+                    mode,
+                    after,
+                    missing_dirs,
+                );
+                // Written after each file, so an interrupted setup can still be undone.
+                write_ledger(ledger_path, &ledger)?;
+            }
+            Err(e) => {
+                println!("{name}: not installed: {}", error_chain(&e));
+                failed = true;
+                continue;
+            }
+        }
+        let findings = preflight::preflight(&Probe {
+            agent,
+            config: &file,
+            env,
+            cwd: &cwd,
+            args: &[],
+            program: None,
+            file_named: false,
+            // `kimi doctor` is asked by `check` alone (it takes seconds).
+            ask_doctor: false,
+        });
+        if findings.is_empty() {
+            println!("{name}: check: ok");
+        }
+        for finding in findings {
+            println!("{name}: check: {finding}");
+        }
+    }
+    println!(
+        "recorded in {} (`hooktrack setup --undo` puts every file back)",
+        ledger_path.display()
+    );
+    println!();
+    println!("{TMUX_LINES}");
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// What to add to `~/.tmux.conf` (docs/tmux.md explains each option), then run
+/// `hooktrack watch --tmux`.
+const TMUX_LINES: &str = "add to ~/.tmux.conf, then run `hooktrack watch --tmux`:\n\
+set -g status-right '#{?@hooktrack_agent,#{?@hooktrack_attention,#[fg=white bg=red bold] #{@hooktrack_status} #[default],#[fg=colour250] #{@hooktrack_status} #[default]},}%H:%M'\n\
+set -g window-status-format '#I:#W#{?@hooktrack_blocked,#[fg=white bg=red] ⏸ #{@hooktrack_blocked} #[default],#{?@hooktrack_turn_age, ⏵#{@hooktrack_turn_age},}#{?@hooktrack_attention, !,}}'";
+
+/// The directories `install` will create for `file`, innermost first.
+fn missing_dirs(file: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    let mut dir = file.parent();
+    while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+        dirs.push(d.to_owned());
+        dir = d.parent();
+    }
+    dirs
+}
+
+/// Records a change; a file setup already changed keeps its first `before`, so `--undo`
+/// after two setups still gives the bytes from before the first.
+fn record(
+    ledger: &mut Ledger,
+    agent: Agent,
+    file: &Path,
+    before: Option<String>,
+    mode: Option<u32>,
+    after: String,
+    created_dirs: Vec<PathBuf>,
+) {
+    if let Some(known) = ledger.files.iter_mut().find(|c| c.file == file) {
+        known.after = after;
+        return;
+    }
+    ledger.files.push(Changed {
+        agent: agent.typed_name().to_owned(),
+        file: file.to_owned(),
+        before,
+        mode,
+        after,
+        created_dirs,
+    });
+}
+
+fn write_ledger(path: &Path, ledger: &Ledger) -> Result<(), SetupError> {
+    let write = || {
+        if let Some(dir) = path.parent() {
+            hooktrack_producer::store::secure::ensure_dir(dir)?;
+        }
+        hooktrack_producer::store::write_json_atomic(path, ledger)
+    };
+    write().map_err(|source| SetupError::WriteLedger { source })
+}
+
+fn read_ledger(path: &Path) -> Result<Option<Ledger>, SetupError> {
+    match fs::read(path) {
+        Ok(bytes) => {
+            serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|source| SetupError::BadLedger {
+                    path: path.to_owned(),
+                    source,
+                })
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(SetupError::ReadLedger {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
+fn undo(ledger_path: &Path) -> Result<ExitCode, SetupError> {
+    let Some(ledger) = read_ledger(ledger_path)? else {
+        println!("nothing to undo ({} does not exist)", ledger_path.display());
+        return Ok(ExitCode::SUCCESS);
+    };
+    let mut failed = false;
+    for changed in &ledger.files {
+        let name = &changed.agent;
+        let file = &changed.file;
+        let now = fs::read(file).ok();
+        if now.as_deref() == Some(changed.after.as_bytes()) {
+            let restored = match &changed.before {
+                Some(before) => hooktrack_producer::store::write_atomic(
+                    file,
+                    before.as_bytes(),
+                    changed.mode.unwrap_or(0o600),
+                )
+                .map_err(|e| error_chain(&e)),
+                None => fs::remove_file(file).map_err(|e| e.to_string()),
+            };
+            match restored {
+                Ok(()) => {
+                    // Only directories setup created, and only while empty.
+                    for dir in &changed.created_dirs {
+                        let _ = fs::remove_dir(dir);
+                    }
+                    println!(
+                        "{name}: {} {}",
+                        file.display(),
+                        if changed.before.is_some() {
+                            "restored"
+                        } else {
+                            "removed (setup created it)"
+                        }
+                    );
+                }
+                Err(e) => {
+                    println!("{name}: cannot restore {}: {e}", file.display());
+                    failed = true;
+                }
+            }
+            continue;
+        }
+        // Edited since setup: its bytes cannot come back without losing that edit.
+        let format = Agent::from_name(name)
+            .map(|a| a.config().format)
+            .unwrap_or(hooktrack::ConfigFormat::JsonHooks);
+        match install::uninstall(file, format, None) {
+            Ok(Uninstalled::Removed { .. }) => println!(
+                "{name}: {} changed since setup: removed hooktrack's entries only",
+                file.display()
+            ),
+            Ok(_) => println!(
+                "{name}: {} changed since setup and holds no hooktrack entries: left alone",
+                file.display()
+            ),
+            Err(e) => {
+                println!("{name}: {}: {}", file.display(), error_chain(&e));
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        return Ok(ExitCode::FAILURE);
+    }
+    match fs::remove_file(ledger_path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(SetupError::ReadLedger {
+                path: ledger_path.to_owned(),
+                source,
+            });
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,695 @@
+//! `hooktrack setup` / `setup --undo` in a scratch home, and the default store a routed
+//! hook delivers to when the agent was started without hooktrack's environment.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+struct Home {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    state: PathBuf,
+    bin: PathBuf,
+}
+
+impl Home {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let state = dir.path().join("state");
+        // An empty PATH directory: only the agents' config directories say what is there.
+        let bin = dir.path().join("bin");
+        fs::create_dir_all(&home).unwrap();
+        fs::create_dir_all(&bin).unwrap();
+        Home {
+            _dir: dir,
+            home,
+            state,
+            bin,
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+            .args(args)
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("XDG_STATE_HOME", &self.state)
+            .env("PATH", &self.bin)
+            .current_dir(&self.home)
+            .output()
+            .unwrap()
+    }
+
+    fn file(&self, rel: &str) -> PathBuf {
+        self.home.join(rel)
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Settings in a shape no serializer writes (tabs, key order, no final newline): only a
+/// byte-for-byte restore gives them back.
+const CLAUDE_SETTINGS: &str = "{\t\"theme\":\"dark\",\n\t\"model\" : \"x\"}";
+
+#[test]
+fn setup_installs_for_the_agents_found_and_undo_restores_every_byte() {
+    let h = Home::new();
+    let claude = h.file(".claude/settings.json");
+    fs::create_dir_all(claude.parent().unwrap()).unwrap();
+    fs::write(&claude, CLAUDE_SETTINGS).unwrap();
+    // Gemini CLI's directory without its file: setup creates the file, undo removes it.
+    fs::create_dir_all(h.file(".gemini")).unwrap();
+    let gemini = h.file(".gemini/settings.json");
+
+    let out = h.run(&["setup"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("claude: 28 hooktrack entries"), "{said}");
+    assert!(said.contains("claude: check: ok"), "{said}");
+    assert!(said.contains("gemini: 11 hooktrack entries"), "{said}");
+    // Gemini's check names its auth and folder trust; the tmux lines follow.
+    assert!(
+        said.contains("gemini: check:") && said.contains("selectedType"),
+        "{said}"
+    );
+    assert!(said.contains("set -g status-right"), "{said}");
+    assert!(said.contains("set -g window-status-format"), "{said}");
+    // Agents not found are not touched.
+    assert!(!h.file(".codex").exists());
+    let installed = fs::read_to_string(&claude).unwrap();
+    assert!(installed.contains("emit --observer hooktrack --agent 'claude'"));
+    assert!(!installed.contains("--dir"), "routed entries name no store");
+    // A second setup changes nothing undo must know about.
+    assert!(h.run(&["setup"]).status.success());
+    assert_eq!(fs::read_to_string(&claude).unwrap(), installed);
+    assert_eq!(mode(&h.state.join("hooktrack")), 0o700);
+
+    let out = h.run(&["setup", "--undo"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fs::read_to_string(&claude).unwrap(), CLAUDE_SETTINGS);
+    assert!(!gemini.exists(), "setup created it: undo removes it");
+    assert!(h.file(".gemini").is_dir(), "the directory was there before");
+    assert!(!h.state.join("hooktrack/setup.json").exists());
+    // Nothing left to undo.
+    let out = h.run(&["setup", "--undo"]);
+    assert!(text(&out).contains("nothing to undo"), "{}", text(&out));
+}
+
+#[test]
+fn undo_keeps_an_edit_made_since_and_removes_only_the_entries() {
+    let h = Home::new();
+    let claude = h.file(".claude/settings.json");
+    fs::create_dir_all(claude.parent().unwrap()).unwrap();
+    fs::write(&claude, CLAUDE_SETTINGS).unwrap();
+    assert!(h.run(&["setup"]).status.success());
+    let edited = fs::read_to_string(&claude)
+        .unwrap()
+        .replace("\"dark\"", "\"light\"");
+    fs::write(&claude, &edited).unwrap();
+
+    let out = h.run(&["setup", "--undo"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("changed since setup"), "{said}");
+    let after = fs::read_to_string(&claude).unwrap();
+    assert!(after.contains("\"light\""), "{after}");
+    assert!(!after.contains("hooktrack"), "{after}");
+}
+
+#[test]
+fn setup_finds_nothing_in_an_empty_home() {
+    let h = Home::new();
+    let out = h.run(&["setup"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("no supported agent found"));
+    assert_eq!(fs::read_dir(&h.home).unwrap().count(), 0);
+}
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+/// A routed hook run the way an agent runs it, without any `HOOKTRACK_*` variable.
+fn unrouted_hook(h: &Home, event: &str, payload: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hooktrack-hook"))
+        .args(["emit", "--observer", "hooktrack", "--agent", "claude"])
+        .args(["--event", event])
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("TMUX_PANE", "%5")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn rows(path: &Path) -> Vec<serde_json::Value> {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn an_agent_started_without_hooktrack_delivers_to_its_default_store() {
+    let h = Home::new();
+    let payload = r#"{"session_id":"s1","hook_event_name":"UserPromptSubmit","prompt":"hi"}"#;
+    let out = unrouted_hook(&h, "UserPromptSubmit", payload);
+    assert!(out.status.success());
+    assert!(
+        out.stdout.is_empty() && out.stderr.is_empty(),
+        "{}",
+        text(&out)
+    );
+    let store = h.state.join("hooktrack/agents/claude");
+    assert_eq!(mode(&store), 0o700);
+    let rows = rows(&store.join("events.ndjson"));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let row = &rows[0];
+    assert_eq!(row["provider"], "claude");
+    assert_eq!(row["via"], "command_fallback");
+    assert_eq!(row["generation"], 0);
+    assert_eq!(row["emitter_seq"], 1);
+    assert_eq!(row["payload"]["session_id"], "s1");
+    assert_eq!(row["tmux_pane"], "%5");
+    // The process that ran the hook: this test, standing in for the agent.
+    assert_eq!(row["agent_pid"], std::process::id());
+    // No collector is expected there: nothing to complain about in the store's log.
+    assert!(!store.join("emit.log").exists());
+    // Replay reads the default store like any other.
+    let out = h.run(&["replay", store.join("events.ndjson").to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn the_default_store_is_rotated_past_its_size() {
+    let h = Home::new();
+    let store = h.state.join("hooktrack/agents/claude");
+    let payload = r#"{"session_id":"s1","hook_event_name":"Stop"}"#;
+    assert!(unrouted_hook(&h, "Stop", payload).status.success());
+    let events = store.join("events.ndjson");
+    // Over the rotation size with whole rows, as the hooks would have made it.
+    let row = fs::read_to_string(&events).unwrap();
+    let limit = hooktrack_producer::emit::default_store::ROTATE_BYTES as usize;
+    let big = row.repeat(limit / row.len() + 2);
+    fs::write(&events, &big).unwrap();
+
+    assert!(unrouted_hook(&h, "Stop", payload).status.success());
+    let rotated = store.join("events.ndjson.1");
+    assert_eq!(fs::read_to_string(&rotated).unwrap(), big);
+    let now = rows(&events);
+    assert_eq!(now.len(), 1, "the new file holds only the new row");
+    assert_eq!(
+        now[0]["emitter_seq"], 2,
+        "the counter goes on across the rotation"
+    );
+}
+
+#[test]
+fn a_session_keeps_its_own_store() {
+    let h = Home::new();
+    let session = h.home.join("session-store");
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hooktrack-hook"))
+        .args([
+            "emit",
+            "--observer",
+            "hooktrack",
+            "--agent",
+            "claude",
+            "--event",
+            "Stop",
+        ])
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("HOOKTRACK_DIR", &session)
+        .env("HOOKTRACK_GENERATION", "4")
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"session_id":"s1","hook_event_name":"Stop"}"#)
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let rows = rows(&session.join("events.ndjson"));
+    assert_eq!(rows[0]["generation"], 4);
+    assert!(
+        rows[0].get("agent_pid").is_none(),
+        "a launcher watches that agent"
+    );
+    assert!(!h.state.join("hooktrack/agents").exists());
+}
+
+#[test]
+fn watch_without_a_path_follows_a_default_store_that_appears_later() {
+    use std::io::BufRead;
+    let h = Home::new();
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+        .args(["watch", "--ndjson", "--recheck-ms", "50"])
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, lines) = std::sync::mpsc::channel::<String>();
+    let stdout = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let (etx, errs) = std::sync::mpsc::channel::<String>();
+    let stderr = watch.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = etx.send(line);
+        }
+    });
+    // The watch has looked at the (missing) folder once it says so.
+    let said = errs
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .unwrap();
+    assert!(said.contains("watching every default store"), "{said}");
+    let payload = r#"{"session_id":"s1","hook_event_name":"UserPromptSubmit","prompt":"hi"}"#;
+    assert!(
+        unrouted_hook(&h, "UserPromptSubmit", payload)
+            .status
+            .success()
+    );
+    // Bounded: the watch re-lists the folder every second.
+    let line = lines.recv_timeout(std::time::Duration::from_secs(30));
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let line: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+    assert_eq!(line["session"], "claude");
+    assert_eq!(line["agent"], "claude-code");
+    assert_eq!(line["tmux_pane"], "%5");
+    assert_eq!(line["posture"]["turn"]["phase"], "active");
+}
+
+/// A private tmux server, killed when dropped (its own socket: nobody else's panes).
+struct TmuxServer {
+    socket: String,
+}
+
+impl TmuxServer {
+    fn tmux(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket]);
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = self.tmux().args(args).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn option(&self, pane: &str, name: &str) -> String {
+        self.run(&["show-options", "-p", "-v", "-t", pane, name])
+            .trim_end()
+            .to_owned()
+    }
+
+    fn screen(&self, pane: &str) -> String {
+        self.run(&["capture-pane", "-p", "-t", pane])
+    }
+}
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        let _ = self.tmux().arg("kill-server").output();
+    }
+}
+
+/// Polls the pane's options until `done` says so (bounded: the agent answers from a
+/// local mock in well under a second; the bound only keeps a broken run from hanging).
+/// Returns every distinct `@hooktrack_phase` seen meanwhile, and whether `done` held.
+fn wait_pane(
+    tmux: &TmuxServer,
+    pane: &str,
+    done: impl Fn(&TmuxServer) -> bool,
+) -> (Vec<String>, bool) {
+    let mut seen: Vec<String> = Vec::new();
+    for _ in 0..1200 {
+        let phase = tmux.option(pane, "@hooktrack_phase");
+        if seen.last() != Some(&phase) {
+            seen.push(phase);
+        }
+        if done(tmux) {
+            return (seen, true);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    (seen, false)
+}
+
+/// Issue 25's end to end: `setup` into a scratch home, a real Claude Code 2.1.197 typed
+/// into a pane of a private tmux server (no `hooktrack session`), `watch --tmux` with no
+/// path; then `setup --undo`.
+///
+/// What the screen showed at each checkpoint (recorded by hand with the same steps):
+/// - started: the banner `Claude Code v2.1.197`, an empty `❯` prompt;
+/// - after `Run a command, write a file, read it back. [[tools]]`: `● Bash(echo
+///   hello-from-shell)` ran without a question, then `● Write(notes.txt)` and `Do you
+///   want to create notes.txt?` with `❯ 1. Yes / 2. … / 3. No`, `Esc to cancel`;
+/// - after Enter (Yes): `Wrote 2 lines to notes.txt`, `Read 1 file`, `● The file holds
+///   two lines. Done.`, an empty prompt;
+/// - after `/clear` and the same prompt: the same question; after Escape: `User rejected
+///   write to notes.txt` and an empty prompt.
+#[test]
+fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
+    let bin = match crate::producer::e2e_npm::npm_bin() {
+        Ok(b) => b,
+        Err(reason) => return crate::producer::e2e_npm::skip("claude-code 2.1.197", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return crate::producer::e2e_npm::skip("claude-code 2.1.197 in tmux", "no tmux");
+    }
+    let h = Home::new();
+    let work = h.home.join("work");
+    fs::create_dir_all(&work).unwrap();
+    std::os::unix::fs::symlink(bin.join("claude"), h.bin.join("claude")).unwrap();
+    // Node for the agent's shebang, and nothing else from this PATH.
+    let node_dir = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .find(|d| d.join("node").is_file())
+        .expect("node on PATH");
+    let path = format!("{}:{}:/usr/bin:/bin", h.bin.display(), node_dir.display());
+    // Past the first-run dialogs (theme, API key, folder trust), as a user who used it.
+    fs::write(
+        h.home.join(".claude.json"),
+        serde_json::json!({
+            "hasCompletedOnboarding": true,
+            "theme": "dark",
+            "customApiKeyResponses": {"approved": ["dummy"], "rejected": []},
+            "projects": {work.to_str().unwrap(): {
+                "hasTrustDialogAccepted": true,
+                "hasCompletedProjectOnboarding": true
+            }}
+        })
+        .to_string(),
+    )
+    .unwrap();
+
+    let setup = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+        .arg("setup")
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("PATH", &path)
+        .current_dir(&work)
+        .output()
+        .unwrap();
+    let said = text(&setup);
+    assert!(setup.status.success(), "{said}");
+    assert!(said.contains("claude: 28 hooktrack entries"), "{said}");
+    let settings = h.file(".claude/settings.json");
+    assert!(settings.exists());
+
+    let mock = crate::producer::e2e::Mock::start(Path::new("python3"));
+    let script = h.home.join("claude.sh");
+    fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncd '{work}'\nexec env -i PATH='{path}' HOME='{home}' XDG_STATE_HOME='{state}' \
+             TERM=xterm-256color TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\" \
+             ANTHROPIC_BASE_URL=http://127.0.0.1:{port} ANTHROPIC_API_KEY=dummy \
+             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 claude\n",
+            work = work.display(),
+            home = h.home.display(),
+            state = h.state.display(),
+            port = mock.port,
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let tmux = TmuxServer {
+        socket: format!("hooktrack-setup-{}", std::process::id()),
+    };
+    let started = tmux
+        .tmux()
+        .args([
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-x",
+            "160",
+            "-y",
+            "45",
+        ])
+        .args(["-P", "-F", "#{pane_id}"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(started.status.success(), "{}", text(&started));
+    let pane = String::from_utf8_lossy(&started.stdout).trim().to_owned();
+    // The tmux lines `setup` printed, as a person pastes them into ~/.tmux.conf.
+    let conf = h.home.join("tmux.conf");
+    let lines: Vec<&str> = said.lines().filter(|l| l.starts_with("set -g ")).collect();
+    assert_eq!(lines.len(), 2, "{said}");
+    fs::write(&conf, lines.join("\n")).unwrap();
+    let sourced = tmux.tmux().arg("source-file").arg(&conf).output().unwrap();
+    assert!(sourced.status.success(), "{}", text(&sourced));
+    let status_line = |format: &str| {
+        tmux.run(&[
+            "display-message",
+            "-p",
+            "-t",
+            &pane,
+            &format!("#{{T:{format}}}"),
+        ])
+        .trim_end()
+        .to_owned()
+    };
+
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+        .args([
+            "watch",
+            "--tmux",
+            "--tmux-socket",
+            &tmux.socket,
+            "--recheck-ms",
+            "50",
+        ])
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("PATH", "/usr/bin:/bin")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SessionStart: the pane is known, the agent ready.
+        let (_, ok) = wait_pane(&tmux, &pane, |t| {
+            t.option(&pane, "@hooktrack_phase") == "ready"
+                && t.screen(&pane).contains("Claude Code v2.1.197")
+        });
+        assert!(ok, "never ready:\n{}", tmux.screen(&pane));
+        assert_eq!(tmux.option(&pane, "@hooktrack_agent"), "claude-code");
+
+        // Enter only once the text is in the input box: keys typed while the TUI is still
+        // starting are lost.
+        let prompt = |text: &str| {
+            tmux.run(&["send-keys", "-t", &pane, "-l", text]);
+            let (_, typed) = wait_pane(&tmux, &pane, |t| {
+                t.screen(&pane)
+                    .lines()
+                    .any(|l| l.starts_with('❯') && l.contains(text))
+            });
+            assert!(typed, "{text} not typed:\n{}", tmux.screen(&pane));
+            tmux.run(&["send-keys", "-t", &pane, "Enter"]);
+        };
+        prompt("Run a command, write a file, read it back. [[tools]]");
+        let (seen, ok) = wait_pane(&tmux, &pane, |t| {
+            t.option(&pane, "@hooktrack_phase") == "blocked"
+                && t.screen(&pane).contains("Do you want to create notes.txt?")
+        });
+        assert!(ok, "never blocked ({seen:?}):\n{}", tmux.screen(&pane));
+        assert!(seen.contains(&"active".to_owned()), "{seen:?}");
+        assert_eq!(tmux.option(&pane, "@hooktrack_blocked"), "Write");
+        assert_eq!(tmux.option(&pane, "@hooktrack_attention"), "1");
+        // What the status line and the window list read now (the README shows them).
+        let right = status_line("status-right");
+        assert!(
+            right.starts_with("#[fg=white bg=red bold] claude-code blocked Write #[default]"),
+            "{right}"
+        );
+        let window = status_line("window-status-format");
+        assert!(
+            window.ends_with("#[fg=white bg=red] ⏸ Write #[default]"),
+            "{window}"
+        );
+        eprintln!("status-right: {right}\nwindow-status-format: {window}");
+
+        tmux.run(&["send-keys", "-t", &pane, "Enter"]);
+        let (seen, ok) = wait_pane(&tmux, &pane, |t| {
+            t.option(&pane, "@hooktrack_last") == "success"
+                && t.screen(&pane).contains("The file holds two lines. Done.")
+        });
+        assert!(ok, "never success ({seen:?}):\n{}", tmux.screen(&pane));
+        assert_eq!(tmux.option(&pane, "@hooktrack_phase"), "ready");
+
+        fs::remove_file(work.join("notes.txt")).unwrap();
+        prompt("/clear");
+        let (_, ok) = wait_pane(&tmux, &pane, |t| !t.screen(&pane).contains("Done."));
+        assert!(ok, "/clear:\n{}", tmux.screen(&pane));
+        prompt("Run a command, write a file, read it back. [[tools]]");
+        let (seen, ok) = wait_pane(&tmux, &pane, |t| {
+            t.option(&pane, "@hooktrack_phase") == "blocked"
+                && t.screen(&pane).contains("Do you want to create notes.txt?")
+        });
+        assert!(
+            ok,
+            "never blocked again ({seen:?}):\n{}",
+            tmux.screen(&pane)
+        );
+        tmux.run(&["send-keys", "-t", &pane, "Escape"]);
+        let (seen, ok) = wait_pane(&tmux, &pane, |t| {
+            t.option(&pane, "@hooktrack_last") == "interrupted"
+                && t.screen(&pane).contains("User rejected write to notes.txt")
+        });
+        assert!(ok, "never interrupted ({seen:?}):\n{}", tmux.screen(&pane));
+        assert_eq!(tmux.option(&pane, "@hooktrack_phase"), "ready");
+
+        prompt("/exit");
+        let (_, ok) = wait_pane(&tmux, &pane, |t| {
+            !t.tmux()
+                .arg("has-session")
+                .status()
+                .is_ok_and(|s| s.success())
+        });
+        assert!(ok, "claude did not exit");
+    }));
+    let _ = watch.kill();
+    let _ = watch.wait();
+    drop(tmux);
+    drop(mock);
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+    // Every row went to the default store, each naming the pane and the agent's pid.
+    let rows = rows(&h.state.join("hooktrack/agents/claude/events.ndjson"));
+    assert!(rows.len() > 10, "{rows:?}");
+    assert!(rows.iter().all(|r| r["tmux_pane"] == pane.as_str()));
+    assert!(rows.iter().all(|r| r["agent_pid"].as_u64().is_some()));
+
+    let undo = h.run(&["setup", "--undo"]);
+    assert!(undo.status.success(), "{}", text(&undo));
+    assert!(!settings.exists(), "setup created it: {}", text(&undo));
+}
+
+#[test]
+fn watch_notify_sends_one_desktop_notification_per_transition() {
+    use std::io::BufRead;
+    let h = Home::new();
+    let log = h.home.join("notified");
+    let stub = h.bin.join("notify-send");
+    fs::write(
+        &stub,
+        format!(
+            "#!/bin/sh\nprintf '%s|' \"$@\" >> '{}'\necho >> '{}'\n",
+            log.display(),
+            log.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&stub, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let session = |event: &str, extra: &str| {
+        let payload = format!(r#"{{"session_id":"s1","hook_event_name":"{event}"{extra}}}"#);
+        assert!(unrouted_hook(&h, event, &payload).status.success());
+    };
+    // The store exists before the watch starts: what it holds then is the baseline.
+    session("SessionStart", r#","source":"startup""#);
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+        .args(["watch", "--notify", "--ndjson", "--recheck-ms", "50"])
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("PATH", format!("{}:/usr/bin:/bin", h.bin.display()))
+        .env("DISPLAY", ":0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, lines) = std::sync::mpsc::channel::<String>();
+    let stdout = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let bound = std::time::Duration::from_secs(30);
+    assert!(lines.recv_timeout(bound).is_ok(), "the baseline update");
+    session("UserPromptSubmit", r#","prompt":"hi""#);
+    session(
+        "PreToolUse",
+        r#","tool_name":"Bash","tool_input":{"command":"ls"}"#,
+    );
+    session(
+        "PermissionRequest",
+        r#","tool_name":"Bash","tool_input":{"command":"ls"}"#,
+    );
+    session(
+        "PostToolUse",
+        r#","tool_name":"Bash","tool_input":{"command":"ls"},"tool_response":{}"#,
+    );
+    session("Stop", "");
+    // Bounded wait for the worker's two runs.
+    let mut got = String::new();
+    for _ in 0..600 {
+        got = fs::read_to_string(&log).unwrap_or_default();
+        if got.lines().count() >= 2 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert_eq!(
+        got,
+        "--app-name|hooktrack|claude-code waits for you|Bash · %5 · claude|\n\
+         --app-name|hooktrack|claude-code turn ended|success · %5 · claude|\n",
+        "nothing for the baseline, one per transition"
+    );
+}
