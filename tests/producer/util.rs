@@ -369,3 +369,56 @@ pub fn kimi_cli_session() -> Vec<(&'static str, String)> {
         ("SessionEnd", kimi_cli("SessionEnd", r#""reason": "exit""#)),
     ]
 }
+
+/// Reports an end-to-end test that cannot run here (`what`: which one) where `cargo test`
+/// shows it (a direct write to the process's stderr: the harness captures `println!`), and
+/// fails instead under `HOOKTRACK_E2E_REQUIRE=1`.
+pub fn skip_e2e(what: &str, reason: &str) {
+    let message = format!(
+        "\nSKIPPED {what} end to end: {reason}\n(HOOKTRACK_E2E_REQUIRE=1 makes this a failure)\n"
+    );
+    let _ = std::io::stderr().write_all(message.as_bytes());
+    if std::env::var_os("HOOKTRACK_E2E_REQUIRE").is_some_and(|v| v == "1") {
+        panic!("{message}");
+    }
+}
+
+/// `target/tmp/<dir>`, with `packages` installed there by npm once for every run of the
+/// tests: a lock file makes concurrent tests wait for one install, and a stamp naming the
+/// packages skips it next time. `check` runs what was installed (in `<dir>`) before the
+/// stamp is written, so a broken install is tried again.
+pub fn npm_cached(
+    dir: &str,
+    packages: &[&str],
+    check: impl FnOnce(&Path) -> Result<(), String>,
+) -> Result<std::path::PathBuf, String> {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join(dir);
+    fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
+    let lock = fs::File::create(base.join(".lock")).map_err(|e| e.to_string())?;
+    lock.lock().map_err(|e| e.to_string())?;
+    let stamp = base.join("ready");
+    let wanted = packages.join(" ");
+    if fs::read_to_string(&stamp).is_ok_and(|s| s == wanted) {
+        return Ok(base);
+    }
+    super::e2e::run_bounded(
+        Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&base)
+            .args(packages),
+        Duration::from_secs(900),
+    )
+    .map_err(|e| format!("cannot install {wanted} from npm: {e}"))?;
+    check(&base)?;
+    fs::write(&stamp, wanted).map_err(|e| e.to_string())?;
+    Ok(base)
+}
+
+/// `PATH` with `dir` first (a Node 22 before the machine's, for `#!/usr/bin/env node`).
+pub fn path_with(dir: &Path) -> std::ffi::OsString {
+    let mut dirs = vec![dir.to_path_buf()];
+    dirs.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(dirs).unwrap_or_default()
+}
