@@ -381,12 +381,13 @@ fn a_store_of_two_session_ids_gives_two_ndjson_streams_with_a_ledger_each() {
         writeln!(f, "{line}").expect("append");
     }
     drop(f);
-    // Bounded: the lines of the updates until the second session's turn shows as open.
+    // Bounded: the lines of the updates until the second session's turn shows as started
+    // (all three of its rows read: a poll may land between two of them, and an update after
+    // its prompt alone already reads active).
     let mut seen: Vec<serde_json::Value> = Vec::new();
     for _ in 0..100 {
         let line = next_json(&rx, "an update of the second session");
-        let done =
-            line["session_id"] == "bbbb2222-0002" && line["posture"]["turn"]["phase"] == "active";
+        let done = line["session_id"] == "bbbb2222-0002" && line["events"] == 3;
         seen.push(line);
         if done {
             break;
