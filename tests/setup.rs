@@ -276,16 +276,7 @@ fn watch_without_a_path_follows_a_default_store_that_appears_later() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let (tx, lines) = std::sync::mpsc::channel::<String>();
-    let stdout = watch.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
+    let lines = crate::watch::lines_of(&mut watch);
     let (etx, errs) = std::sync::mpsc::channel::<String>();
     let stderr = watch.stderr.take().unwrap();
     std::thread::spawn(move || {
@@ -615,7 +606,6 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
 
 #[test]
 fn watch_notify_sends_one_desktop_notification_per_transition() {
-    use std::io::BufRead;
     let h = Home::new();
     let log = h.home.join("notified");
     let stub = h.bin.join("notify-send");
@@ -649,16 +639,7 @@ fn watch_notify_sends_one_desktop_notification_per_transition() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let (tx, lines) = std::sync::mpsc::channel::<String>();
-    let stdout = watch.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
+    let lines = crate::watch::lines_of(&mut watch);
     let bound = std::time::Duration::from_secs(30);
     assert!(lines.recv_timeout(bound).is_ok(), "the baseline update");
     session("UserPromptSubmit", r#","prompt":"hi""#);

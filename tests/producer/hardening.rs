@@ -11,6 +11,24 @@ use std::time::Duration;
 
 use super::util::*;
 
+/// A `hooktrack session` and the agent it runs (its pid, as the agent wrote it to the
+/// file), both killed on drop: a failing wait must not leave them behind.
+struct Reap(std::process::Child, std::path::PathBuf);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        if let Some(pid) = fs::read_to_string(&self.1)
+            .ok()
+            .and_then(|p| p.trim().parse::<i32>().ok())
+        {
+            // SAFETY: kill(2) on the agent this test started (its pid, as it wrote it).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn delivery(seq: u64, event: &str) -> Vec<u8> {
     format!(
         r#"{{"v":1,"provider":"kimi-cli","generation":1,"emitter_seq":{seq},"event":"{event}","payload":{}}}"#,
@@ -599,39 +617,12 @@ fn item_1_a_fifo_transcript_does_not_keep_session_alive_past_sigterm() {
     // SAFETY: mkfifo(3) on a NUL-terminated path we own.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let agent = agent_naming_transcript(tmp.path(), &fifo);
-    let session = hooktrack()
-        .args([
-            "session", "--agent", "kimi-cli", "--format", "ndjson", "--root",
-        ])
-        .arg(tmp.path().join("root"))
-        .arg("--output")
-        .arg(tmp.path().join("session.ndjson"))
-        .arg("--")
-        .arg(&agent)
-        .env("HOME", &home)
-        .env("OUT", &out_dir)
-        .env_remove("HOOKTRACK_TOKEN")
-        .env_remove("KIMI_SHARE_DIR")
-        .stdin(Stdio::null())
+    let output = tmp.path().join("session.ndjson");
+    let session = fake_kimi_session(&tmp.path().join("root"), &output, &agent, &home, &out_dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn session");
-    // A failing wait must not leave the session or the agent behind.
-    struct Reap(std::process::Child, std::path::PathBuf);
-    impl Drop for Reap {
-        fn drop(&mut self) {
-            if let Some(pid) = fs::read_to_string(&self.1)
-                .ok()
-                .and_then(|p| p.trim().parse::<i32>().ok())
-            {
-                // SAFETY: kill(2) on the agent this test started (its pid, as it wrote it).
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let mut session = Reap(session, out_dir.join("pid"));
     wait_for(Duration::from_secs(60), "the agent's hook", || {
         out_dir.join("started").exists().then_some(())
@@ -772,38 +763,12 @@ fn item_6_kill_9_of_session_tells_the_agent_and_readers_see_the_collector_dead()
     fs::write(home.join(".kimi/config.toml"), "default_model = \"mock\"\n").expect("config");
     let agent = agent_naming_transcript(tmp.path(), &tmp.path().join("none.jsonl"));
     let root = tmp.path().join("root");
-    let session = hooktrack()
-        .args([
-            "session", "--agent", "kimi-cli", "--format", "ndjson", "--root",
-        ])
-        .arg(&root)
-        .arg("--output")
-        .arg(tmp.path().join("session.ndjson"))
-        .arg("--")
-        .arg(&agent)
-        .env("HOME", &home)
-        .env("OUT", &out_dir)
-        .env_remove("HOOKTRACK_TOKEN")
-        .env_remove("KIMI_SHARE_DIR")
-        .stdin(Stdio::null())
+    let output = tmp.path().join("session.ndjson");
+    let session = fake_kimi_session(&root, &output, &agent, &home, &out_dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn session");
-    struct Reap(std::process::Child, std::path::PathBuf);
-    impl Drop for Reap {
-        fn drop(&mut self) {
-            if let Some(pid) = fs::read_to_string(&self.1)
-                .ok()
-                .and_then(|p| p.trim().parse::<i32>().ok())
-            {
-                // SAFETY: kill(2) on the agent this test started (its pid, as it wrote it).
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let mut session = Reap(session, out_dir.join("pid"));
     wait_for(Duration::from_secs(60), "the agent's hook", || {
         out_dir.join("started").exists().then_some(())

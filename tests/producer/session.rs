@@ -11,32 +11,6 @@ use super::util::*;
 
 const OPERATOR: &str = "# operator settings\ndefault_model = \"mock\"\n\n[[hooks]]\nevent = \"Stop\"\ncommand = \"true\"\n";
 
-/// `hooktrack session` running the stand-in `agent` as Kimi CLI, with `home` as `$HOME`,
-/// `out_dir` as `$OUT` and no stdin; the caller picks stdout and stderr.
-fn fake_kimi_session(
-    root: &Path,
-    output: &Path,
-    agent: &Path,
-    home: &Path,
-    out_dir: &Path,
-) -> std::process::Command {
-    let mut cmd = hooktrack();
-    cmd.args([
-        "session", "--agent", "kimi-cli", "--format", "ndjson", "--root",
-    ])
-    .arg(root)
-    .arg("--output")
-    .arg(output)
-    .arg("--")
-    .arg(agent)
-    .env("HOME", home)
-    .env("OUT", out_dir)
-    .env_remove("HOOKTRACK_TOKEN")
-    .env_remove("KIMI_SHARE_DIR")
-    .stdin(Stdio::null());
-    cmd
-}
-
 /// Writes the stand-in agent. It records the token it was given, signals `ready` after
 /// the first prompt, waits for `go`, runs the rest of the session and exits with 3.
 fn fake_agent(dir: &Path) -> PathBuf {

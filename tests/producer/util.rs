@@ -422,3 +422,29 @@ pub fn path_with(dir: &Path) -> std::ffi::OsString {
     ));
     std::env::join_paths(dirs).unwrap_or_default()
 }
+
+/// `hooktrack session` running the stand-in `agent` as Kimi CLI, with `home` as `$HOME`,
+/// `out_dir` as `$OUT` and no stdin; the caller picks stdout and stderr.
+pub fn fake_kimi_session(
+    root: &Path,
+    output: &Path,
+    agent: &Path,
+    home: &Path,
+    out_dir: &Path,
+) -> std::process::Command {
+    let mut cmd = hooktrack();
+    cmd.args([
+        "session", "--agent", "kimi-cli", "--format", "ndjson", "--root",
+    ])
+    .arg(root)
+    .arg("--output")
+    .arg(output)
+    .arg("--")
+    .arg(agent)
+    .env("HOME", home)
+    .env("OUT", out_dir)
+    .env_remove("HOOKTRACK_TOKEN")
+    .env_remove("KIMI_SHARE_DIR")
+    .stdin(Stdio::null());
+    cmd
+}
