@@ -148,12 +148,6 @@ impl Tracker {
             .sort_by_key(|l| l.at.map_or(i64::MAX, |t| t.as_millis()));
     }
 
-    /// The earliest time of the transcript lines waiting (`None`: none waits, or none is
-    /// timed).
-    pub fn first_pending_at(&self) -> Option<Timestamp> {
-        self.pending.front().and_then(|l| l.at)
-    }
-
     /// Feeds one hook row (or a line that is not one): first the waiting transcript lines
     /// received before it, then the row, to its session. A `replayed` row places no
     /// transcript line (see [`FedLine::replayed`]).
@@ -273,14 +267,6 @@ impl Tracker {
         self.sessions.get(index).pipeline.ledger(closed)
     }
 
-    /// Takes session `index`'s closed turns out (the end of a replay).
-    pub fn take_ledger(&mut self, index: usize) -> Vec<TurnRecord> {
-        self.ledgers
-            .get_mut(index)
-            .map(std::mem::take)
-            .unwrap_or_default()
-    }
-
     /// Every session, in the order of their first rows.
     pub fn sessions(&self) -> &[SessionPipeline] {
         self.sessions.all()
@@ -299,15 +285,6 @@ impl Tracker {
     /// The router (its counters: sessions past the limit).
     pub fn router(&self) -> &Sessions {
         &self.sessions
-    }
-
-    /// The first session's pipeline, for a log that held one.
-    pub fn into_first(self) -> Pipeline {
-        self.sessions.into_first()
-    }
-
-    pub fn config(&self) -> TrackerConfig {
-        self.config
     }
 }
 
