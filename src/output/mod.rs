@@ -348,7 +348,7 @@ impl Written {
             Format::Ndjson => {
                 if !matches!(fed, Fed::Skipped(skip) if skip.source != Source::Hook) {
                     self.ndjson
-                        .write(out, fed, index, || pipeline.posture())
+                        .write(out, fed, index, || l.current.posture())
                         .map_err(write)?;
                 }
             }

@@ -68,7 +68,7 @@ diagnostics! {
     TurnOriginFromTranscript => "turn_origin_from_transcript", "the transcript says the open main turn is one the agent started itself (Claude Code `turnOrigin: task_notification`) where its hook prompt did not (cut or missing): its origin is `agent`";
     TranscriptNotFollowed => "transcript_not_followed", "the provider writes no transcript hooktrack reads (Kimi), so its lines are ignored";
     // Epochs and turns.
-    EpochAbandoned => "epoch_abandoned", "an armed prompt never started a turn (blocked by a hook) and was superseded";
+    EpochAbandoned => "epoch_abandoned", "an armed prompt never started a turn (blocked by a hook) and was superseded or ended with its session; the phase stayed as it was";
     TurnSuperseded => "turn_superseded", "a new prompt arrived while a turn was still open: the open turn is a terminal gap";
     TurnStartedWithoutPrompt => "turn_started_without_prompt", "TurnStarted(user) with no armed prompt: an epoch was opened for it";
     TurnStartImplied => "turn_start_implied", "turn evidence (a tool call, Stop, ...) after a prompt with no TurnStarted: the turn was taken as started";
@@ -77,6 +77,7 @@ diagnostics! {
     StopWithoutTurn => "stop_without_turn", "a Stop, StopFailure or Interrupt with no open turn (ignored)";
     StopHookContinuation => "stop_hook_continuation", "a Stop with stop_hook_active = true: not terminal, the agent continues";
     ContinuationAfterStop => "continuation_after_stop", "tool activity after the turn ended with no new prompt (a Stop hook that blocked; Kimi Code fires no second Stop): active until the next terminal event, prompt or transcript end marker; the latched result stays";
+    QueueEndedWithTurn => "queue_ended_with_turn", "prompts were queued when the main turn ended: taken as consumed (a steer the turn answered, or a prompt that comes back as its own UserPromptSubmit), so the queue is empty";
     SteerPrompt => "steer_prompt", "a UserPromptSubmit with is_steer = true: folded into the running turn as queue evidence";
     // Tools and permissions.
     ToolCallIdMissing => "tool_call_id_missing", "a tool event without a call id: it cannot be paired";

@@ -8,11 +8,15 @@
 //!
 //! Rules: a row with a `session_id` goes to that session's pipeline (a new one at its
 //! first row); a row without one, and a line that is not a row at all, goes to the current
-//! session (the one the last routed row went to). The number of sessions is bounded: past
+//! session (the one the last routed row went to), except that a row which leaves its own
+//! session absent does not take that place from another session still present: Kimi Code
+//! 2.1.0's `/new` sends the new session's `SessionStart` before the old one's `SessionEnd`,
+//! and the agent runs on in the new one. The number of sessions is bounded: past
 //! [`MAX_SESSIONS`] a new id's rows go to the current session and are counted
 //! ([`Sessions::overflow_rows`]).
 
 use crate::pipeline::{Fed, Pipeline};
+use crate::posture::Presence;
 use crate::provider::ProviderChoice;
 use crate::read::ReadLine;
 use crate::row::{LineError, Row, parse_read_line};
@@ -34,6 +38,9 @@ pub struct Sessions {
     choice: ProviderChoice,
     sessions: Vec<SessionPipeline>,
     current: usize,
+    /// The session the last line went to (the current one, unless that line ended its
+    /// session while another was present).
+    routed: usize,
     limit: usize,
     overflow_rows: u64,
     /// The newest generation the store's records announced, for every session (see
@@ -58,6 +65,7 @@ impl Sessions {
                 lines: 0,
             }],
             current: 0,
+            routed: 0,
             limit: limit.max(1),
             overflow_rows: 0,
             announced: None,
@@ -81,8 +89,8 @@ impl Sessions {
         pipeline
     }
 
-    /// Feeds one line to the pipeline of its session, which is [`Sessions::current`]
-    /// afterwards.
+    /// Feeds one line to the pipeline of its session, which is [`Sessions::routed`]
+    /// afterwards (and [`Sessions::current`], see the module's rules).
     ///
     /// The line is parsed once, here: the router reads the row's `session_id` and hands
     /// the parsed row on ([`Pipeline::feed_parsed`]), so a store of one session costs what
@@ -107,18 +115,32 @@ impl Sessions {
         number: u64,
         parsed: Result<&mut Row<'a>, LineError>,
     ) -> Fed<'a> {
+        let before = self.current;
         if let Ok(row) = &parsed
             && self.limit > 1
         {
             // `route` makes the row's session current.
             self.route(row.payload.session_id.as_deref());
         }
+        self.routed = self.current;
         let session = &mut self.sessions[self.current];
         session.lines += 1;
-        match parsed {
+        let fed = match parsed {
             Ok(row) => session.pipeline.feed_row(number, row),
             Err(e) => session.pipeline.feed_parsed(number, Err(e)),
+        };
+        if self.current != before && self.left_for(before) {
+            self.current = before;
         }
+        fed
+    }
+
+    /// The routed session is absent after its line while session `other` is present: the
+    /// line ended a session the agent already left for `other`. Only checked when the
+    /// line switched sessions (rare), so the posture is built only then.
+    fn left_for(&self, other: usize) -> bool {
+        self.sessions[self.routed].pipeline.hook_posture().presence == Presence::Absent
+            && self.sessions[other].pipeline.hook_posture().presence == Presence::Present
     }
 
     /// The session of a row naming `id` (`None`: no id, or not a row), made current.
@@ -178,9 +200,15 @@ impl Sessions {
         &mut self.sessions[index.min(last)]
     }
 
-    /// The session the last routed row went to (where rows without an id go).
+    /// The session the agent is in: the one the last routed row went to (where rows
+    /// without an id go), unless that row ended its session while another was present.
     pub fn current(&self) -> usize {
         self.current
+    }
+
+    /// The session the last line went to.
+    pub fn routed(&self) -> usize {
+        self.routed
     }
 
     /// The first session's pipeline, for a log that held one.
@@ -251,6 +279,31 @@ mod tests {
         assert_eq!(ids, [Some("a"), Some("b")]);
         assert_eq!(s.get(1).lines, 3);
         assert_eq!(s.overflow_rows(), 0);
+    }
+
+    #[test]
+    fn a_session_ended_after_the_next_one_started_leaves_the_focus_on_the_new_one() {
+        // Kimi Code 2.1.0's `/new`: the new SessionStart before the old SessionEnd.
+        let mut s = Sessions::new(ProviderChoice::Auto);
+        let lines = [
+            row("SessionStart", Some("a")),
+            row("SessionStart", Some("b")),
+            row("SessionEnd", Some("a")),
+            row("Stop", None),
+        ];
+        assert_eq!(feed(&mut s, &lines), [0, 1, 1, 1]);
+        assert_eq!(s.routed(), 1);
+        assert_eq!(s.get(0).lines, 2);
+        assert_eq!(s.get(1).lines, 2);
+        // An end of the current session, or one while no other is present, moves it.
+        let mut s = Sessions::new(ProviderChoice::Auto);
+        let lines = [
+            row("SessionStart", Some("a")),
+            row("SessionStart", Some("b")),
+            row("SessionEnd", Some("b")),
+            row("SessionEnd", Some("a")),
+        ];
+        assert_eq!(feed(&mut s, &lines), [0, 1, 1, 0]);
     }
 
     #[test]

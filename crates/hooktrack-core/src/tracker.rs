@@ -104,6 +104,9 @@ pub struct FedLine<'s, 'a> {
     pub session: usize,
     /// That session's pipeline, after the line.
     pub pipeline: &'s Pipeline,
+    /// The current session's pipeline after the line ([`Tracker::current`]): the line's
+    /// own, unless the line ended its session while the agent was already in another.
+    pub current: &'s Pipeline,
     /// A line fed again after a restart (a checkpoint's prefix, a file rewritten in
     /// place): it rebuilds the state, it is not news.
     pub replayed: bool,
@@ -168,7 +171,8 @@ impl Tracker {
             }
         }
         let fed = self.sessions.feed_row(number, parsed);
-        self.settle(&fed, replayed, sink)
+        let index = self.sessions.routed();
+        self.settle(&fed, index, replayed, sink)
     }
 
     /// Feeds every transcript line still waiting (at the end of a replay, or of a live
@@ -193,7 +197,7 @@ impl Tracker {
     ) -> Result<(), E> {
         let index = self.sessions.current();
         let step = self.sessions.get_mut(index).pipeline.process_ended(pid, at);
-        self.settle(&Fed::Event(step), false, sink)
+        self.settle(&Fed::Event(step), index, false, sink)
     }
 
     /// A transcript line goes to the current session (the one of the hook row before it).
@@ -208,17 +212,18 @@ impl Tracker {
             .get_mut(index)
             .pipeline
             .feed_transcript(line.number, &line.bytes);
-        self.settle(&fed, false, sink)
+        self.settle(&fed, index, false, sink)
     }
 
-    /// Keeps the turns a fed line closed, then hands the line to the sink.
+    /// Keeps the turns a line fed to session `session` closed, then hands the line to the
+    /// sink.
     fn settle<'a, E>(
         &mut self,
         fed: &Fed<'a>,
+        session: usize,
         replayed: bool,
         sink: &mut impl FnMut(FedLine<'_, 'a>) -> Result<(), E>,
     ) -> Result<(), E> {
-        let session = self.sessions.current();
         if let Fed::Event(step) = fed
             && !step.outcome.closed.is_empty()
         {
@@ -237,6 +242,7 @@ impl Tracker {
             fed,
             session,
             pipeline: &self.sessions.get(session).pipeline,
+            current: &self.sessions.get(self.sessions.current()).pipeline,
             replayed,
         })
     }
@@ -272,7 +278,7 @@ impl Tracker {
         self.sessions.all()
     }
 
-    /// The session the last routed row went to.
+    /// The session the agent is in (see [`Sessions::current`]).
     pub fn current(&self) -> usize {
         self.sessions.current()
     }

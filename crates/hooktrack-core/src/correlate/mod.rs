@@ -204,7 +204,9 @@ impl Correlator {
     }
 
     /// Blocked while any scope, main or background, waits on the user; else active while
-    /// a main-thread turn (or a continuation) runs; else ready (contract section 11).
+    /// a main-thread turn (or a continuation) runs; else ready (contract section 11). An
+    /// armed prompt is not a running turn; one left without its turn is counted when it is
+    /// superseded (`epoch_abandoned`).
     fn phase(&self) -> Phase {
         if self.presence != Presence::Present {
             Phase::Unknown
@@ -213,7 +215,10 @@ impl Correlator {
             || self.tools.asking_user().is_some()
         {
             Phase::Blocked
-        } else if self.main.is_idle() && !self.continuation {
+        } else if self.main.running().is_none() && !self.continuation {
+            // An armed prompt is no turn yet: the agent accepts it by its TurnStarted, and a
+            // prompt a UserPromptSubmit hook blocked gets none and nothing after it (Kimi
+            // Code 2.1.0), so until then the phase stays as it was.
             Phase::Ready
         } else {
             Phase::Active

@@ -197,6 +197,16 @@ impl Correlator {
         self.permissions.close_where(ctx, ends_with_turn);
         self.dialogs.close_where(ends_with_turn);
         self.end_continuation();
+        if self.queue_length > 0 {
+            // What was queued while the turn ran is behind it: a steered message (Kimi Code
+            // 2.1.0: Ctrl-S fires only UserPromptQueued, and the same turn answers it), or
+            // a queued prompt, which comes back as a UserPromptSubmit of its own.
+            ctx.note(
+                Diag::QueueEndedWithTurn,
+                Some(format!("{} queued", self.queue_length)),
+            );
+            self.queue_length = 0;
+        }
         ctx.latch(&mut rec, result);
         self.last_turn = LastTurn {
             result,
