@@ -388,32 +388,40 @@ pub fn run_check(args: &CheckArgs) -> ExitCode {
     let version = agent_version(agent, probe.agent_bin.as_deref());
     let versions = agent.descriptor().versions;
     let window = versions.verdict(agent.label(), agent.typed_name(), version.as_deref());
+    let env = |name: &str| std::env::var_os(name);
+    let cwd = args
+        .target
+        .project
+        .as_deref()
+        .map(absolute)
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_default();
+    let agent_probe = Probe {
+        agent,
+        config: &config,
+        env: &env,
+        cwd: &cwd,
+        args: &[],
+        program: probe.agent_bin.as_deref(),
+        file_named: args.target.config.is_some(),
+        ask_doctor: true,
+    };
     let report = match install::check_for(&config, agent, version.as_deref()) {
         Ok(report) => report,
         Err(e) => {
             eprintln!("hooktrack: {window}");
+            // The agent's own validator is asked all the same: where it accepts what
+            // hooktrack rejects, the user learns which of the two to believe.
+            if !probe.file_only {
+                for finding in preflight::doctor_disagreement(&agent_probe, false) {
+                    eprintln!("hooktrack: error: {finding}");
+                }
+            }
             return fail(&error_chain(&e));
         }
     };
     if !probe.file_only {
-        let env = |name: &str| std::env::var_os(name);
-        let cwd = args
-            .target
-            .project
-            .as_deref()
-            .map(absolute)
-            .or_else(|| std::env::current_dir().ok())
-            .unwrap_or_default();
-        let findings = preflight::preflight(&Probe {
-            agent,
-            config: &config,
-            env: &env,
-            cwd: &cwd,
-            args: &[],
-            program: probe.agent_bin.as_deref(),
-            file_named: args.target.config.is_some(),
-            ask_doctor: true,
-        });
+        let findings = preflight::preflight(&agent_probe);
         if !findings.is_empty() {
             eprintln!("hooktrack: {window}");
             for finding in &findings {

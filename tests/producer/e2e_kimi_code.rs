@@ -768,6 +768,63 @@ fn check_kimi_code_agrees_with_kimi_doctor() {
     assert!(out.contains("max_context_size"), "{out}");
 }
 
+/// `check kimi-code` asks `kimi doctor` also when its own schema rejects the file, and
+/// says when Kimi accepts it (a stand-in `kimi` that accepts everything: needs no npm).
+/// With the real Kimi Code beside it, an unknown key is rejected by both: no disagreement.
+#[test]
+fn check_kimi_code_asks_kimi_doctor_past_its_own_schema_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bin = tmp.path().join("bin");
+    fs::create_dir_all(&bin).expect("mkdir");
+    let stub = bin.join("kimi");
+    fs::write(
+        &stub,
+        "#!/bin/sh\n[ \"$1\" = --version ] && { echo 2.1.0; exit 0; }\n\
+         [ \"$1\" = doctor ] && { echo 'config.toml ok'; exit 0; }\nexit 2\n",
+    )
+    .expect("stub");
+    fs::set_permissions(&stub, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let config = tmp.path().join("config.toml");
+    // `matcher_regex` is no key of Kimi Code's entry schema: hooktrack's check rejects it.
+    let bad = "[[hooks]]\nevent = \"Stop\"\ncommand = \"true\"\nmatcher_regex = \"x\"\n";
+    fs::write(&config, bad).expect("config");
+    let check = |kimi: &Path, path: OsString| {
+        let out = hooktrack()
+            .args(["check", "kimi-code", "--config"])
+            .arg(&config)
+            .arg("--agent-bin")
+            .arg(kimi)
+            .current_dir(tmp.path())
+            .env("PATH", path)
+            .env("HOME", tmp.path())
+            .env("KIMI_CODE_HOME", tmp.path())
+            .output()
+            .expect("check");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out) = check(&stub, path_with(&bin));
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("matcher_regex"), "{out}");
+    assert!(
+        out.contains(
+            "Kimi Code's `kimi doctor config` accepts this file, which hooktrack's check rejects"
+        ),
+        "{out}"
+    );
+    let real = match kimi_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip(&reason),
+    };
+    let (code, out) = check(&real.join("kimi"), path_with(&real));
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("matcher_regex"), "{out}");
+    assert!(!out.contains("kimi doctor"), "{out}");
+}
+
 /// A `#!/usr/bin/env node` program under a Node older than 22.19 (a stand-in `node` on
 /// PATH that says v20.20.2): `session -- kimi` says so in one line before it runs, and
 /// again at the end. Needs no npm.

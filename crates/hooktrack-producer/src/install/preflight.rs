@@ -301,6 +301,19 @@ fn interpreter(probe: &Probe<'_>, runtime: &Runtime, found: &mut Vec<Finding>) {
     }
 }
 
+/// Only the agent's own config validator, for a file hooktrack's check already judged
+/// (`ours_ok`): where the two disagree, in either direction. Asked whenever the agent has
+/// one and it is installed, also when hooktrack's check stopped at an error of its own.
+pub fn doctor_disagreement(probe: &Probe<'_>, ours_ok: bool) -> Vec<Finding> {
+    let mut found = Vec::new();
+    if let Some(doctor) = probe.agent.descriptor().preflight.config_doctor
+        && probe.config.is_file()
+    {
+        config_doctor(probe, &doctor, ours_ok, &mut found);
+    }
+    found
+}
+
 /// How long the agent's config validator may take.
 const DOCTOR_LIMIT: Duration = Duration::from_secs(30);
 
