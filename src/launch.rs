@@ -255,6 +255,8 @@ impl Launch {
                 // and ledgers only its own (read before the agent can write any).
                 skip_existing: true,
                 keep_ledger: true,
+                // Where Kimi Code keeps the session file its payloads do not name.
+                agent_home: agent.config().home(lookup),
                 ..SessionConfig::default()
             },
         );

@@ -9,7 +9,8 @@ use memchr::{memchr, memmem, memrchr};
 
 use std::io::{BufRead, Write};
 
-use hooktrack_core::provider::ProviderChoice;
+use hooktrack_core::agents::SessionFile;
+use hooktrack_core::provider::{ProviderChoice, detect};
 
 use crate::output::{Format, Options, ReplayError, Replayed, Report, Transcripts, replay_finding};
 
@@ -28,8 +29,16 @@ pub enum TranscriptLookup<'a> {
 /// is missing or unreadable is left out: the replay then has the hooks alone for it.
 pub fn load_transcripts<R: Read>(input: R, lookup: &TranscriptLookup<'_>) -> Transcripts {
     let mut named: Vec<PathBuf> = Vec::new();
+    // The session files the payloads do not name (Kimi Code): looked for in DIR only.
+    let mut sessions: Vec<(SessionFile, String)> = Vec::new();
+    let in_dir = matches!(lookup, TranscriptLookup::InDir(_));
+    let key: &[u8] = if in_dir {
+        b"\"session_id\""
+    } else {
+        b"\"transcript_path\""
+    };
     // A read error ends the search: the replay that follows reports it.
-    let _ = lines_containing(input, b"\"transcript_path\"", |bytes| {
+    let _ = lines_containing(input, key, |bytes| {
         let Ok(row) = parse_line(bytes) else {
             return;
         };
@@ -41,9 +50,23 @@ pub fn load_transcripts<R: Read>(input: R, lookup: &TranscriptLookup<'_>) -> Tra
             if !named.contains(&path) {
                 named.push(path);
             }
+        } else if in_dir
+            && let Some(id) = row.payload.session_id.as_deref()
+            && let Some((agent, _)) = detect(&row)
+            && let Some(file) = agent.descriptor().transcript.and_then(|t| t.session_file)
+            && !sessions.iter().any(|(_, known)| known == id)
+        {
+            sessions.push((file, id.to_owned()));
         }
     });
     let mut transcripts = Transcripts::default();
+    if let TranscriptLookup::InDir(dir) = lookup {
+        for (file, id) in &sessions {
+            if let Some(lines) = session_file_in(dir, file, id).and_then(|p| read_transcript(&p)) {
+                transcripts.add_file(lines);
+            }
+        }
+    }
     for path in named {
         let path = match lookup {
             TranscriptLookup::InDir(dir) => match path.file_name() {
@@ -57,6 +80,30 @@ pub fn load_transcripts<R: Read>(input: R, lookup: &TranscriptLookup<'_>) -> Tra
         }
     }
     transcripts
+}
+
+/// The most directory entries listed to find one session's file.
+const MAX_LISTED: usize = 4096;
+
+/// A session's file in DIR, which holds the agent's `<dir>` tree (Kimi Code's `sessions/`),
+/// or that tree's contents, or the session's directory itself: `DIR/<id>/<file>`,
+/// `DIR/<workspace>/<id>/<file>` or `DIR/<dir>/<workspace>/<id>/<file>`. Bounded: at most
+/// [`MAX_LISTED`] entries of each directory listed.
+fn session_file_in(dir: &Path, file: &SessionFile, id: &str) -> Option<PathBuf> {
+    let direct = dir.join(id).join(file.file);
+    if direct.is_file() {
+        return Some(direct);
+    }
+    [dir.to_path_buf(), dir.join(file.dir)]
+        .iter()
+        .find_map(|root| {
+            std::fs::read_dir(root)
+                .ok()?
+                .take(MAX_LISTED)
+                .filter_map(Result::ok)
+                .map(|entry| entry.path().join(id).join(file.file))
+                .find(|path| path.is_file())
+        })
 }
 
 /// The most of one transcript a replay reads: past it, the hooks alone tell the rest.
@@ -143,7 +190,9 @@ pub fn replay_named<R: BufRead + Send, W: Write>(
     };
     let transcripts = match (lookup, format) {
         (TranscriptLookup::Off, _) => Transcripts::default(),
-        (_, Format::Json | Format::Html) => {
+        // In DIR a session file can be found for rows that name none (Kimi Code): looked
+        // for first, in every format.
+        (TranscriptLookup::AsNamed, Format::Json | Format::Html) => {
             let input = open().map_err(failed)?;
             let mut find = || search(&mut open);
             let first = replay_finding(

@@ -7,7 +7,8 @@
 //!
 //! `[[checkpoint]]` tables state the posture in the middle of a campaign, after the hook
 //! row on line `line` (what the screen showed then: `screen`): its `phase`, and any other
-//! posture fields by their dotted JSON path in `fields` (`"turn.scope_depth" = 1`).
+//! posture fields by their dotted JSON path in `fields` (`"turn.scope_depth" = 1`). With
+//! `source = "transcript"` the line is the transcript's (a marker placed among the rows).
 //!
 //! `pending = "why"` marks a campaign hooktrack is known to read wrong today (a real
 //! recording whose fix is an open issue): the test then requires that it still differs,
@@ -38,12 +39,19 @@ struct Expectation {
 #[serde(deny_unknown_fields)]
 struct Checkpoint {
     line: u64,
+    /// Whose line: `hook` (the default) or `transcript`.
+    #[serde(default = "hook")]
+    source: String,
     phase: String,
     #[serde(default)]
     fields: toml::Table,
     /// What the agent's screen showed at that moment (documentation).
     #[allow(dead_code)]
     screen: Option<String>,
+}
+
+fn hook() -> String {
+    "hook".to_owned()
 }
 
 #[derive(Deserialize)]
@@ -157,19 +165,28 @@ fn check(path: &Path) -> Result<(), String> {
     }
 }
 
-/// The ndjson replay's posture after each hook row, checked against the checkpoints.
+/// The ndjson replay's posture after each hook row (or transcript line), checked against
+/// the checkpoints.
 fn check_points(path: &Path, points: &[Checkpoint], problems: &mut Vec<String>) {
     let (_, out) = replay_file(path, Format::Ndjson);
-    let postures: Vec<(u64, serde_json::Value)> = out
+    let postures: Vec<(String, u64, serde_json::Value)> = out
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["source"] == "hook")
-        .filter_map(|v| Some((v["line"].as_u64()?, v["posture"].clone())))
+        .filter_map(|v| {
+            Some((
+                v["source"].as_str()?.to_owned(),
+                v["line"].as_u64()?,
+                v["posture"].clone(),
+            ))
+        })
         .collect();
     for point in points {
-        let at = format!("checkpoint at line {}: ", point.line);
-        let Some((_, posture)) = postures.iter().find(|(line, _)| *line == point.line) else {
-            problems.push(format!("{at}no hook row on that line"));
+        let at = format!("checkpoint at {} line {}: ", point.source, point.line);
+        let Some((_, _, posture)) = postures
+            .iter()
+            .find(|(source, line, _)| *source == point.source && *line == point.line)
+        else {
+            problems.push(format!("{at}no {} line there", point.source));
             continue;
         };
         let mut want = vec![(

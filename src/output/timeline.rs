@@ -170,6 +170,7 @@ pub(super) fn describe(event: &Event<'_>) -> String {
             opt(trigger)
         }
         Event::Notification { kind, .. } => opt(kind),
+        Event::PromptBlocked { prompt_id } => opt(prompt_id),
         Event::InputRequested { kind, agent } => match agent {
             Some(a) => format!("{} [agent {a}]", opt(kind)),
             None => opt(kind),

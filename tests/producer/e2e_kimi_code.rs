@@ -315,6 +315,66 @@ fn kimi_code_headless_parallel_tool_calls_close_every_call() {
     assert_eq!(end["final"]["turn"]["open_tool_calls"], 0, "{context}");
 }
 
+/// A Stop hook that blocks once: Kimi Code 2.1.0 goes on with a tool call and fires no
+/// second Stop. `hooktrack session` finds the session's wire file from `$KIMI_CODE_HOME`
+/// and the payload's `session_id`, and its `turn.ended` ends the continuation (ready
+/// again, the result still the hook's success).
+#[test]
+fn kimi_code_wire_file_ends_a_stop_hook_continuation_live() {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = match kimi_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip(&reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    let hook = world.kimi_home.join("stop-once.sh");
+    let flag = world.kimi_home.join("blocked-once");
+    fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\ncat > /dev/null\nif [ ! -e {flag} ]; then touch {flag}; \
+             echo 'Run one more command. [[conttool]]' >&2; exit 2; fi\nexit 0\n",
+            flag = flag.display()
+        ),
+    )
+    .expect("hook");
+    fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let config = world.operator.clone()
+        + &format!(
+            "\n[[hooks]]\nevent = \"Stop\"\ncommand = \"{}\"\ntimeout = 10\n",
+            hook.display()
+        );
+    fs::write(world.kimi_home.join("config.toml"), config).expect("config");
+    let (end, rows, context) = headless(&world, &bin, "Say hello. [[plain]]");
+    assert_eq!(
+        events(&rows),
+        [
+            "SessionStart",
+            "UserPromptSubmit",
+            "TurnStarted",
+            "Stop",
+            "PreToolUse",
+            "PostToolUse"
+        ],
+        "{context}"
+    );
+    let lines = world.lines();
+    let marker = lines
+        .iter()
+        .find(|l| l["source"] == "transcript" && l["event"] == "turn_completed");
+    let Some(marker) = marker else {
+        panic!("no turn_completed from the wire file\n{context}");
+    };
+    assert_eq!(marker["posture"]["turn"]["phase"], "ready", "{context}");
+    assert_eq!(
+        marker["posture"]["last_turn"]["result"], "success",
+        "{context}"
+    );
+    // The continuation's call is work after the turn, not one of its calls.
+    assert_eq!(ledger(&end["turns"]), ["main success 0"], "{context}");
+}
+
 /// A tmux server on a private socket, killed (that server only) on drop.
 struct Tmux {
     socket: String,

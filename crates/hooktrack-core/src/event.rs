@@ -107,6 +107,11 @@ pub enum Event<'a> {
         agent: Option<Cow<'a, str>>,
     },
     /// Queue evidence only.
+    /// A hook blocked the prompt: it starts no turn (a transcript marker: Kimi Code's
+    /// hooks fire nothing more after a blocked prompt).
+    PromptBlocked {
+        prompt_id: Option<Cow<'a, str>>,
+    },
     PromptQueued {
         prompt_id: Option<Cow<'a, str>>,
         queue_length: Option<u64>,
@@ -223,6 +228,7 @@ impl Event<'_> {
             Event::SessionEnded { .. } => "session_ended",
             Event::Heartbeat => "heartbeat",
             Event::PromptSubmitted { .. } => "prompt_submitted",
+            Event::PromptBlocked { .. } => "prompt_blocked",
             Event::PromptQueued { .. } => "prompt_queued",
             Event::TurnStarted { .. } => "turn_started",
             Event::ToolStarted { .. } => "tool_started",

@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 
 use crate::agent::Agent;
+use crate::agents::SessionFile;
 use crate::correlate::{Correlator, Observation, Outcome, TurnRecord};
 use crate::deliveries::{Admission, DeliveryFilter, MAX_GENERATION_JUMP};
 use crate::diagnostics::{Diag, Diagnostics, Note};
@@ -70,6 +71,9 @@ pub struct Pipeline {
     provenance: Provenance,
     /// The main agent's transcript, as the last payload that named one said.
     transcript: Option<String>,
+    /// Where the payloads name none: the session file of the agent's descriptor and the
+    /// last `session_id` (Kimi Code).
+    session_file: Option<(SessionFile, String)>,
 }
 
 impl Pipeline {
@@ -85,6 +89,7 @@ impl Pipeline {
             last_facts: Facts::default(),
             provenance: Provenance::default(),
             transcript: None,
+            session_file: None,
         }
     }
 
@@ -212,6 +217,19 @@ impl Pipeline {
             && self.transcript.as_deref() != Some(path)
         {
             self.transcript = Some(path.to_owned());
+        }
+        if let Some(file) = provider
+            .descriptor()
+            .transcript
+            .and_then(|t| t.session_file)
+            && row.payload.agent_id.is_none()
+            && let Some(id) = row.payload.session_id.as_deref()
+            && self
+                .session_file
+                .as_ref()
+                .is_none_or(|(_, known)| known != id)
+        {
+            self.session_file = Some((file, id.to_owned()));
         }
         let event = provider.normalize(&row.event_name, &mut row.payload);
         let meta = row.meta;
@@ -445,6 +463,14 @@ impl Pipeline {
     /// The main agent's transcript, as the last payload that named one said.
     pub fn transcript_path(&self) -> Option<&str> {
         self.transcript.as_deref()
+    }
+
+    /// Where the agent keeps the session file the payloads do not name: its location under
+    /// the agent's home and the session's id (see [`SessionFile`]).
+    pub fn session_file(&self) -> Option<(SessionFile, &str)> {
+        self.session_file
+            .as_ref()
+            .map(|(file, id)| (*file, id.as_str()))
     }
 
     /// Events fed so far (lines that became events).

@@ -47,6 +47,9 @@ use hooktrack_core::tracker::{FedLine, Tracker, TrackerConfig, TranscriptClock};
 use report::View;
 pub use update::{LineReport, SessionNotice, SessionUpdate, Update};
 
+/// The most entries of an agent's sessions directory listed to find one session's file.
+const MAX_LISTED: usize = 4096;
+
 #[derive(Clone, Debug, Default)]
 pub struct SessionConfig {
     pub channel: ChannelConfig,
@@ -67,6 +70,10 @@ pub struct SessionConfig {
     /// Keep every closed turn for [`Session::ledger`] (a launch's final ledger). Off, the
     /// memory of a long-followed session stays flat and the ledger holds the open turns.
     pub keep_ledger: bool,
+    /// The agent's home directory as the agent runs (its home variable's value, else its
+    /// dot directory): where an agent whose payloads name no transcript keeps its session
+    /// files (Kimi Code's `sessions/`), found from the payload's `session_id`.
+    pub agent_home: Option<PathBuf>,
 }
 
 /// A metadata file's identity and version, to re-read it only when it changed.
@@ -118,6 +125,7 @@ pub struct Session {
     /// The transcript the payloads name, followed by offset like `events.ndjson`.
     transcript: Option<Followed>,
     follow_transcripts: bool,
+    agent_home: Option<PathBuf>,
     process: Option<ProcessWatch>,
     /// The collector `collector.json` says is running, to see it gone (`kill -9` of its
     /// process leaves the record saying `running`).
@@ -194,6 +202,7 @@ impl Session {
             healthy: false,
             transcript: None,
             follow_transcripts: !config.no_transcripts,
+            agent_home: config.agent_home.clone(),
             process: None,
             collector_running: None,
             paths,
@@ -381,12 +390,17 @@ impl Session {
         if !self.follow_transcripts {
             return false;
         }
-        let Some(path) = self.tracker.pipeline().transcript_path() else {
-            return false;
+        let path = match self.tracker.pipeline().transcript_path() {
+            Some(path) => path.to_owned(),
+            None => match self.session_file() {
+                Some(path) => path,
+                None => return false,
+            },
         };
         if self.transcript.as_ref().is_some_and(|t| t.path == path) {
             return false;
         }
+        let path = path.as_str();
         notices.push(SessionNotice::TranscriptFollowed {
             path: path.to_owned(),
         });
@@ -396,6 +410,29 @@ impl Session {
             clock: TranscriptClock::default(),
         });
         true
+    }
+
+    /// The session file of an agent whose payloads name no transcript (Kimi Code's
+    /// `<home>/sessions/<workspace>/<session_id>/agents/main/wire.jsonl`), once it exists:
+    /// the one followed already while the session is the same, else looked for by listing
+    /// `<home>/sessions` (at most [`MAX_LISTED`] entries).
+    fn session_file(&self) -> Option<String> {
+        let (file, id) = self.tracker.pipeline().session_file()?;
+        if let Some(followed) = &self.transcript
+            && Path::new(&followed.path)
+                .ancestors()
+                .any(|dir| dir.file_name().is_some_and(|n| n == id))
+        {
+            return Some(followed.path.clone());
+        }
+        let root = self.agent_home.as_ref()?.join(file.dir);
+        fs::read_dir(root)
+            .ok()?
+            .take(MAX_LISTED)
+            .filter_map(Result::ok)
+            .map(|entry| entry.path().join(id).join(file.file))
+            .find(|path| path.is_file())
+            .and_then(|path| path.to_str().map(str::to_owned))
     }
 
     /// Reads the followed transcript's new whole lines into the tracker's queue. True if

@@ -274,6 +274,20 @@ pub struct Transcript {
     /// without being parsed (Claude Code 2.1.33x writes a ~43 KB `api-request-shape` line
     /// per request, none of them a marker). Empty: every line is parsed.
     pub needles: &'static [&'static str],
+    /// Where the payloads name no transcript: the session's file under the agent's home,
+    /// found from the payload's `session_id` (Kimi Code's `wire.jsonl`).
+    pub session_file: Option<SessionFile>,
+}
+
+/// A transcript the payloads do not name, at `<home>/<dir>/<one directory>/<session_id>/
+/// <file>`: the directory between is the agent's own (Kimi Code's workspace id, a hash of
+/// the working directory), so a reader lists `<home>/<dir>` to find the session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionFile {
+    /// Under the agent's home (its config home variable's directory).
+    pub dir: &'static str,
+    /// Under the session's own directory.
+    pub file: &'static str,
 }
 
 /// One transcript entry → a known marker's name and canonical event, or `None`.

@@ -363,6 +363,7 @@ impl Correlator {
                 agent,
                 ..
             } => self.prompt(ctx, *steer, turn_id.clone(), agent.as_deref()),
+            Event::PromptBlocked { .. } => self.prompt_blocked(ctx),
             Event::PromptQueued { queue_length, .. } => {
                 self.queue_length = queue_length.unwrap_or(self.queue_length + 1);
                 self.touch(ctx, None);

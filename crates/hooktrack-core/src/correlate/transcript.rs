@@ -4,6 +4,9 @@
 //! open turn started), not for another turn id, not when nothing is open. A transcript
 //! never ends a turn with `success` and never reopens one a hook settled.
 //!
+//! Kimi Code's turn end (`turn.ended`, read as a `Stop`) only ends a continuation; its
+//! blocked prompt (`prompt.completed`, `blocked`) only drops the armed prompt.
+//!
 //! A turn-origin marker (Claude Code's `turnOrigin: "task_notification"`) settles no turn:
 //! it names, by turn id only, a main turn the agent started itself. Claude Code writes it
 //! just before the hook that starts that turn, so it waits for that hook (one slot) when
@@ -19,6 +22,14 @@ impl Correlator {
         let Some(open) = self.main.running() else {
             let armed = self.main.armed().is_some();
             if !armed {
+                if matches!(event, Event::Stopped { .. }) {
+                    // Kimi Code's `turn.ended`: the turn's real end, after the Stop hook that
+                    // ended it and after the continuation a blocking Stop hook caused (no
+                    // second Stop). It ends that continuation, or says again what the hook
+                    // said: nothing to settle, no guess to count.
+                    self.end_continuation();
+                    return false;
+                }
                 if matches!(event, Event::Interrupted { .. } | Event::StopFailed { .. }) {
                     // An end-of-turn marker ends a continuation; the latched result stays.
                     self.end_continuation();
@@ -26,7 +37,10 @@ impl Correlator {
                 ctx.note(Diag::TranscriptMarkerStale, Some("no turn open".into()));
                 return false;
             }
-            return matches!(event, Event::Interrupted { .. });
+            return matches!(
+                event,
+                Event::Interrupted { .. } | Event::PromptBlocked { .. }
+            );
         };
         if let (Some(started), Some(at)) = (open.started_at, ctx.now)
             && at < started

@@ -54,6 +54,18 @@ impl Correlator {
         }
     }
 
+    /// A hook blocked the armed prompt (a transcript says so): it will start no turn.
+    pub(super) fn prompt_blocked(&mut self, ctx: &mut Ctx) {
+        if let Left::Armed(Armed { epoch, line, .. }) = self.main.clear() {
+            ctx.note(
+                Diag::EpochAbandoned,
+                Some(format!(
+                    "epoch {epoch} armed at line {line}: blocked by a hook"
+                )),
+            );
+        }
+    }
+
     pub(super) fn next_epoch(&mut self) -> u64 {
         self.epoch += 1;
         self.epoch

@@ -2,7 +2,9 @@
 //! (`agents/<agent>/transcript.rs`, named by its descriptor's [`Transcript`]).
 //!
 //! Claude Code, Codex and Gemini CLI name a transcript in every hook payload
-//! (`transcript_path`): one JSON object per line, appended as the session goes. Where the
+//! (`transcript_path`): one JSON object per line, appended as the session goes. Kimi
+//! Code names none; its session file is found from the payload's `session_id`
+//! ([`SessionFile`](crate::agents::SessionFile)). Where the
 //! hooks are silent (an Escape, a permission answered "No"), the transcript still records
 //! the moment. A classifier maps one line to an event only when the line is one of the
 //! exact markers recorded from the real CLIs (`docs/providers.md` lists them per version);
@@ -56,7 +58,13 @@ pub fn classify(agent: Agent, bytes: &[u8]) -> Entry {
     let at = entry
         .get("timestamp")
         .and_then(Value::as_str)
-        .and_then(Timestamp::parse_rfc3339);
+        .and_then(Timestamp::parse_rfc3339)
+        .or_else(|| {
+            entry
+                .get("time")
+                .and_then(Value::as_i64)
+                .map(Timestamp::from_millis)
+        });
     let Some(transcript) = agent.descriptor().transcript else {
         return Entry::NotFollowed;
     };
@@ -78,16 +86,25 @@ fn cannot_be_a_marker(needles: &[&str], bytes: &[u8]) -> bool {
             .any(|n| memchr::memmem::find(bytes, n.as_bytes()).is_some())
 }
 
-/// The entry's timestamp (`timestamp`, RFC 3339), whatever the CLI: where a replay
-/// places the line among the hook rows.
+/// The entry's timestamp (`timestamp`, RFC 3339; else Kimi Code's `time`, milliseconds
+/// since the epoch), whatever the CLI: where a replay places the line among the hook rows.
 pub fn entry_time(bytes: &[u8]) -> Option<Timestamp> {
     #[derive(serde::Deserialize)]
     struct Stamped<'a> {
         #[serde(borrow)]
         timestamp: Option<std::borrow::Cow<'a, str>>,
+        // Any JSON value: a `time` of another shape must not lose a `timestamp`.
+        time: Option<Value>,
     }
     let stamped: Stamped<'_> = serde_json::from_slice(bytes).ok()?;
-    Timestamp::parse_rfc3339(stamped.timestamp.as_deref()?)
+    match stamped.timestamp.as_deref() {
+        Some(text) => Timestamp::parse_rfc3339(text),
+        None => stamped
+            .time
+            .as_ref()
+            .and_then(Value::as_i64)
+            .map(Timestamp::from_millis),
+    }
 }
 
 /// The text of a message content that is one text part (or a plain string).

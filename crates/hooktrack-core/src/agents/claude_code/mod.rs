@@ -68,6 +68,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         location: "~/.claude/projects/<dir>/<session>.jsonl",
         classify: transcript::classify,
         needles: transcript::NEEDLES,
+        session_file: None,
     }),
     install: InstallFacts {
         timeout: 5,

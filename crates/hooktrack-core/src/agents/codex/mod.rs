@@ -56,6 +56,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         location: "$CODEX_HOME/sessions/<y>/<m>/<d>/rollout-*.jsonl",
         classify: transcript::classify,
         needles: &[],
+        session_file: None,
     }),
     install: InstallFacts {
         timeout: 5,

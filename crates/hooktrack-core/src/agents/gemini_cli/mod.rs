@@ -47,6 +47,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         location: "~/.gemini/tmp/<project>/chats/session-*.jsonl",
         classify: transcript::classify,
         needles: &[],
+        session_file: None,
     }),
     install: InstallFacts {
         timeout: 5000,

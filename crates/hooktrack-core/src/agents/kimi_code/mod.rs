@@ -2,10 +2,12 @@
 //! mapping and its default provider (`kimi`).
 
 pub(crate) mod adapter;
+pub(crate) mod transcript;
 
 use super::{
     COMMON_SCHEMA, ConfigDoctor, Descriptor, DetectRule, Family, Headless, InstallFacts,
-    InstalledSign, Majors, Member, PreflightFacts, Runtime, Strictness, TimeoutUnit, Versions,
+    InstalledSign, Majors, Member, PreflightFacts, Runtime, SessionFile, Strictness, TimeoutUnit,
+    Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::provider::Capabilities;
@@ -92,7 +94,15 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         },
     ],
     named_by_row: "the row names kimi-code",
-    transcript: None,
+    transcript: Some(Transcript {
+        location: "$KIMI_CODE_HOME/sessions/<workspace>/<session_id>/agents/main/wire.jsonl",
+        classify: transcript::classify,
+        needles: transcript::NEEDLES,
+        session_file: Some(SessionFile {
+            dir: "sessions",
+            file: "agents/main/wire.jsonl",
+        }),
+    }),
     install: TOML_INSTALL,
     preflight: PreflightFacts {
         feature_switches: None,

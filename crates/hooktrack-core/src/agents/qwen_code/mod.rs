@@ -56,6 +56,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         classify: transcript::classify,
         // Every line is parsed: Qwen's chat files are small.
         needles: &[],
+        session_file: None,
     }),
     install: InstallFacts {
         // Seconds (`resolveCommandHookTimeoutMs`; a large value is read as legacy
