@@ -12,7 +12,9 @@ use std::io::{BufRead, Write};
 use hooktrack_core::agents::SessionFile;
 use hooktrack_core::provider::{ProviderChoice, detect};
 
-use crate::output::{Format, Options, ReplayError, Replayed, Report, Transcripts, replay_finding};
+use crate::output::{
+    Find, Format, Options, ReplayError, Replayed, Report, Transcripts, replay_finding,
+};
 
 /// Where the transcripts are looked for.
 #[derive(Clone, Copy, Debug)]
@@ -190,18 +192,21 @@ pub fn replay_named<R: BufRead + Send, W: Write>(
     };
     let transcripts = match (lookup, format) {
         (TranscriptLookup::Off, _) => Transcripts::default(),
-        // In DIR a session file can be found for rows that name none (Kimi Code): looked
-        // for first, in every format.
-        (TranscriptLookup::AsNamed, Format::Json | Format::Html) => {
+        (_, Format::Json | Format::Html) => {
             let input = open().map_err(failed)?;
             let mut find = || search(&mut open);
+            // In DIR a session file is found for rows that name none (Kimi Code's).
+            let session_files = matches!(lookup, TranscriptLookup::InDir(_));
             let first = replay_finding(
                 input,
                 source_name,
                 choice,
                 format,
                 options(Transcripts::default()),
-                Some(&mut find),
+                Some(Find {
+                    search: &mut find,
+                    session_files,
+                }),
                 out,
             )?;
             match first {

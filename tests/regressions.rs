@@ -182,6 +182,13 @@ fn rows_of_an_older_generation_are_ignored() {
             "http",
             &kimi("UserPromptSubmit", r#""prompt":[],"is_steer":false"#),
         ),
+        // The turn runs (an armed prompt alone leaves the phase as it was).
+        envelope(
+            2,
+            3,
+            "http",
+            &kimi("TurnStarted", r#""turn_id":0,"origin_kind":"user""#),
+        ),
         envelope(1, 9, "command_fallback", &stop),
     ]);
     assert_eq!(counter(&r, "stale_generation"), 1);
@@ -412,7 +419,9 @@ fn a_transcript_named_after_later_rows_replays_as_if_found_first() {
     let late_named = format!("{early}\n{hooks}");
     let kimi = std::fs::read_to_string("corpus/kimi-code/permission-allow.ndjson").expect("kimi");
 
-    for (log, opens_json) in [(&hooks, 2), (&late_named, 3), (&kimi, 1)] {
+    // A Kimi Code log names no transcript, but its rows name a session whose file DIR may
+    // hold (`sessions/<workspace>/<session_id>/...`): looked for at its first row.
+    for (log, opens_json) in [(&hooks, 2), (&late_named, 3), (&kimi, 2)] {
         for format in [Format::Json, Format::Html, Format::Text, Format::Ndjson] {
             let found_first = {
                 let transcripts = load_transcripts(Cursor::new(log.as_bytes()), &lookup);

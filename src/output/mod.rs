@@ -214,8 +214,8 @@ impl From<ReplayError> for Stop {
 }
 
 /// [`replay_with`], and with `find` (json and html only: they write nothing before the
-/// end) the transcripts are not looked for until a main agent's row names one; `find`
-/// then reads them all. A log that names none (Kimi's) is read once instead of twice.
+/// end) the transcripts are not looked for until a main agent's row names one (see
+/// [`Find`]); `find` then reads them all. A log that names none (Kimi's) is read once instead of twice.
 /// The result is the same as with the transcripts given at the start: if any of their
 /// lines is earlier than a row already fed, the replay stops with
 /// [`Replayed::NamedLate`] for the caller to start over with them.
@@ -225,7 +225,7 @@ pub(crate) fn replay_finding<R: BufRead + Send, W: Write>(
     choice: ProviderChoice,
     format: Format,
     options: Options,
-    mut find: Option<&mut dyn FnMut() -> Result<Transcripts, ReplayError>>,
+    mut find: Option<Find<'_>>,
     out: &mut W,
 ) -> Result<Replayed, ReplayError> {
     if !matches!(format, Format::Json | Format::Html) {
@@ -256,8 +256,18 @@ pub(crate) fn replay_finding<R: BufRead + Send, W: Write>(
     // before the row, then feeds the row to its session; each fed line is written.
     let mut step = |number: u64, parsed: Result<&mut Row<'_>, LineError>, out: &mut W| {
         lines = number;
-        if let (Some(search), Ok(row)) = (find.as_mut(), &parsed) {
-            if row.payload.agent_id.is_none() && row.payload.transcript_path.is_some() {
+        if let (
+            Some(Find {
+                search,
+                session_files,
+            }),
+            Ok(row),
+        ) = (find.as_mut(), &parsed)
+        {
+            if row.payload.agent_id.is_none()
+                && (row.payload.transcript_path.is_some()
+                    || *session_files && names_a_session_file(row))
+            {
                 let transcripts = search()?;
                 find = None;
                 if matches!((transcripts.earliest(), latest), (Some(f), Some(l)) if f < l) {
@@ -357,6 +367,26 @@ impl Written {
         }
         Ok(())
     }
+}
+
+/// How [`replay_finding`] looks for the transcripts on the way: `search` reads them all;
+/// with `session_files` a row naming a session whose file the lookup's directory may
+/// hold (Kimi Code's) starts it too, not only one naming a transcript.
+pub(crate) struct Find<'f> {
+    pub search: &'f mut dyn FnMut() -> Result<Transcripts, ReplayError>,
+    pub session_files: bool,
+}
+
+/// A row of an agent whose payloads name no transcript but whose session file its
+/// `session_id` finds (Kimi Code's `wire.jsonl`).
+fn names_a_session_file(row: &Row<'_>) -> bool {
+    row.payload.session_id.is_some()
+        && hooktrack_core::provider::detect(row).is_some_and(|(agent, _)| {
+            agent
+                .descriptor()
+                .transcript
+                .is_some_and(|t| t.session_file.is_some())
+        })
 }
 
 /// Runs every line of `reader` through `feed`, in order, on this thread (the one-thread
