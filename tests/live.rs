@@ -449,3 +449,29 @@ fn a_hub_rechecks_periodically_without_notifications() {
     let seen = until(&rx, id, |u| u.channel.state == ChannelState::Active);
     assert_eq!(seen.posture().presence, Presence::Present);
 }
+
+/// Kimi Code 2.1.0's `/new` (kimi-code-2.1.0-new-session): the new session's `SessionStart`
+/// comes before the old one's `SessionEnd`. The live posture follows the new session at
+/// once, present and ready, not the old one's absence.
+#[test]
+fn after_new_the_live_posture_follows_the_new_session() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut session, paths) = session_in(dir.path(), SessionConfig::default());
+    let rows: Vec<String> =
+        fs::read_to_string("corpus/kimi-code/kimi-code-2.1.0-new-session.ndjson")
+            .expect("recording")
+            .lines()
+            .map(str::to_owned)
+            .collect();
+    // Up to and with the old session's SessionEnd (line 6).
+    append(&paths.events, &rows[..6]);
+    let update = session.poll(t(0)).expect("update");
+    assert_eq!(update.sessions.len(), 2);
+    assert_eq!(
+        update.current().session_id.as_deref(),
+        Some("session_89952f77-afa2-48be-8663-ee74817531ed")
+    );
+    assert_eq!(update.posture().presence, Presence::Present);
+    assert_eq!(update.posture().turn.phase, Phase::Ready);
+    assert_eq!(update.sessions[0].posture.presence, Presence::Absent);
+}

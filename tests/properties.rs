@@ -249,11 +249,17 @@ fn signal_campaigns() -> Vec<(Lines, Lines)> {
             };
             let hooks = lines(std::fs::read(p).expect("read campaign"));
             let mut transcript = Vec::new();
-            for entry in
-                std::fs::read_dir(p.with_extension("transcripts")).expect("transcripts dir")
-            {
-                let path = entry.expect("transcript entry").path();
-                transcript.extend(lines(std::fs::read(path).expect("read transcript")));
+            // Files at any depth: Kimi Code's keep their `sessions/<workspace>/<id>/...` tree.
+            let mut dirs = vec![p.with_extension("transcripts")];
+            while let Some(dir) = dirs.pop() {
+                for entry in std::fs::read_dir(dir).expect("transcripts dir") {
+                    let path = entry.expect("transcript entry").path();
+                    if path.is_dir() {
+                        dirs.push(path);
+                    } else {
+                        transcript.extend(lines(std::fs::read(path).expect("read transcript")));
+                    }
+                }
             }
             (hooks, transcript)
         })
