@@ -802,6 +802,93 @@ fn item_6_kill_9_of_session_tells_the_agent_and_readers_see_the_collector_dead()
     );
 }
 
+/// `kill -9` of a `hooktrack session` of Kimi Code leaves its generation-scoped block in
+/// `$KIMI_CODE_HOME/config.toml` (no cleanup ran): `hooktrack uninstall kimi-code` removes
+/// it, leaving the user's own bytes, and the file then holds no hooktrack entry.
+#[test]
+fn item_6_uninstall_removes_the_block_of_a_dead_session() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (home, kimi_home, out_dir) = (
+        tmp.path().join("home"),
+        tmp.path().join("kimi-home"),
+        tmp.path().join("out"),
+    );
+    for dir in [&home, &kimi_home, &out_dir] {
+        fs::create_dir_all(dir).expect("mkdir");
+    }
+    let config = kimi_home.join("config.toml");
+    let user = "default_model = \"mock\"\n";
+    fs::write(&config, user).expect("config");
+    let agent = tmp.path().join("fake-kimi-code");
+    fs::write(
+        &agent,
+        "#!/bin/sh\necho $$ > \"$OUT/pid\"\ntouch \"$OUT/started\"\nexec sleep 600\n",
+    )
+    .expect("write agent");
+    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let session = hooktrack()
+        .args([
+            "session",
+            "--agent",
+            "kimi-code",
+            "--format",
+            "ndjson",
+            "--root",
+        ])
+        .arg(tmp.path().join("root"))
+        .arg("--output")
+        .arg(tmp.path().join("session.ndjson"))
+        .arg("--")
+        .arg(&agent)
+        .env("HOME", &home)
+        .env("KIMI_CODE_HOME", &kimi_home)
+        .env("OUT", &out_dir)
+        .env_remove("HOOKTRACK_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn session");
+    let mut session = Reap(session, out_dir.join("pid"));
+    wait_for(Duration::from_secs(60), "the agent to start", || {
+        out_dir.join("started").exists().then_some(())
+    });
+    let during = fs::read_to_string(&config).expect("config");
+    assert!(
+        during.contains("(generation 1)") && during.contains(user),
+        "{during}"
+    );
+    send_signal(&session.0, libc::SIGKILL);
+    let _ = wait_child(&mut session.0, Duration::from_secs(30));
+    let left = fs::read_to_string(&config).expect("config");
+    assert_eq!(
+        left, during,
+        "kill -9 ran no cleanup: the block is still there"
+    );
+    let out = hooktrack()
+        .args(["uninstall", "kimi-code"])
+        .env("HOME", &home)
+        .env("KIMI_CODE_HOME", &kimi_home)
+        .output()
+        .expect("uninstall");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("removed the hooktrack block (generation 1)"),
+        "{said}"
+    );
+    assert_eq!(fs::read_to_string(&config).expect("config"), user);
+    let check = hooktrack()
+        .args(["check", "kimi-code", "--file-only"])
+        .env("HOME", &home)
+        .env("KIMI_CODE_HOME", &kimi_home)
+        .output()
+        .expect("check");
+    let checked = String::from_utf8_lossy(&check.stdout).into_owned()
+        + &String::from_utf8_lossy(&check.stderr);
+    assert!(!checked.contains("generation 1"), "{checked}");
+}
+
 #[test]
 fn item_8_a_user_saving_settings_while_hooktrack_installs_loses_no_edit() {
     use std::sync::Arc;
