@@ -19,6 +19,7 @@
 //! generation-scoped block, removed again at the end.
 
 mod child;
+mod ledger;
 mod root;
 
 pub use child::{AgentExit, AgentStatus, SignalForwarding, find_program};
@@ -140,6 +141,8 @@ pub struct Launch {
     /// The agent's `--version`, when its program is one of the agent's and says one.
     agent_version: Option<String>,
     session: Session,
+    /// The closed turns, streamed to `ledger.ndjson` (the session keeps the open ones).
+    ledger: ledger::LedgerFile,
     events: u64,
     child_pid: Option<u32>,
     /// The agent process when this launch started it ([`Launch::spawn`]), until reaped.
@@ -254,10 +257,12 @@ impl Launch {
                 // A reused root holds the earlier generations' rows: this launch follows
                 // and ledgers only its own (read before the agent can write any).
                 skip_existing: true,
-                keep_ledger: true,
+                // The closed turns go to `ledger.ndjson` as they close, not memory.
+                keep_ledger: false,
                 ..SessionConfig::default()
             },
         );
+        let ledger = ledger::LedgerFile::create(store.dir.as_path());
         Ok(Self {
             agent,
             config: config.config,
@@ -270,6 +275,7 @@ impl Launch {
             findings,
             agent_version,
             session,
+            ledger,
             events: 0,
             child_pid: None,
             child: None,
@@ -515,6 +521,14 @@ impl Launch {
                 break;
             }
         }
+        let failed = self.ledger.failed().is_some();
+        self.ledger.record(&updates);
+        if let (false, Some(why)) = (failed, self.ledger.failed()) {
+            // Said once, in the next update: the turns are kept in memory from now on.
+            let detail = why.to_owned();
+            self.session
+                .notice(SessionNotice::LedgerInMemory { detail });
+        }
         updates
     }
 
@@ -523,9 +537,16 @@ impl Launch {
         &self.session
     }
 
-    /// The turn ledger so far.
+    /// The turn ledger so far: the closed turns read back from `ledger.ndjson` (where
+    /// they were written as they closed), with the ones still open, per agent session.
     pub fn ledger(&self) -> Vec<TurnRecord> {
-        self.session.ledger()
+        let (closed, _skipped) = self.ledger.read_back();
+        self.session.ledger_with(closed)
+    }
+
+    /// The file the closed turns are streamed to.
+    pub fn ledger_path(&self) -> &Path {
+        self.ledger.path()
     }
 
     /// Hook events delivered so far.

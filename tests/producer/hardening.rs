@@ -889,6 +889,74 @@ fn item_6_uninstall_removes_the_block_of_a_dead_session() {
     assert!(!checked.contains("generation 1"), "{checked}");
 }
 
+/// A launch's memory is flat in the length of its run: every turn that closes is written
+/// to `ledger.ndjson` beside `events.ndjson` as it closes, the live session keeps the open
+/// turn alone, and the closing ledger is read back from the file (all the turns, in order).
+#[test]
+fn item_9_the_launch_ledger_streams_to_a_file_and_memory_keeps_only_open_turns() {
+    use hooktrack::{ChannelConfig, Launch, LaunchConfig, TurnResult};
+    const TURNS: u64 = 300;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut launch = Launch::start(LaunchConfig {
+        agent: hooktrack::Agent::KimiCli,
+        config: tmp.path().join("kimi/config.toml"),
+        root: tmp.path().join("root"),
+        emitter: std::path::PathBuf::from(env!("CARGO_BIN_EXE_hooktrack")),
+        home: None,
+        cwd: tmp.path().to_owned(),
+        args: Vec::new(),
+        program: None,
+        channel: ChannelConfig::default(),
+    })
+    .expect("launch");
+    let generation = launch.generation();
+    let events = launch.store().events.clone();
+    let mut seq = 0;
+    let mut row = |event: &str, fields: &str| {
+        seq += 1;
+        format!(
+            r#"{{"v":1,"provider":"kimi-cli","generation":{generation},"via":"http","sequence":{seq},"emitter_seq":{seq},"received_at":"2026-12-01T10:00:00.000Z","event":"{event}","payload":{}}}"#,
+            kimi_cli(event, fields)
+        ) + "\n"
+    };
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&events)
+        .expect("events");
+    file.write_all(row("SessionStart", r#""source": "startup""#).as_bytes())
+        .expect("append");
+    let mut most_in_memory = 0;
+    for turn in 0..TURNS {
+        let rows = row("UserPromptSubmit", r#""prompt": "go""#)
+            + &row("Stop", r#""stop_hook_active": false"#);
+        file.write_all(rows.as_bytes()).expect("append");
+        if turn % 10 == 9 {
+            launch.poll(hooktrack::wall_clock());
+            most_in_memory = most_in_memory.max(launch.session().ledger().len());
+        }
+    }
+    launch.poll(hooktrack::wall_clock());
+    most_in_memory = most_in_memory.max(launch.session().ledger().len());
+    assert!(
+        most_in_memory <= 1,
+        "the live session kept {most_in_memory} turns in memory"
+    );
+    let streamed = fs::read_to_string(launch.store().dir.as_path().join("ledger.ndjson"))
+        .expect("ledger.ndjson");
+    assert_eq!(
+        streamed.lines().count() as u64,
+        TURNS,
+        "one line per closed turn"
+    );
+    let ledger = launch.ledger();
+    assert_eq!(ledger.len() as u64, TURNS, "{:?}", ledger.last());
+    let ids: Vec<u64> = ledger.iter().map(|t| t.id).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "in turn order");
+    assert!(ledger.iter().all(|t| t.result == TurnResult::Success));
+    launch.finish(hooktrack::wall_clock()).expect("finish");
+}
+
 #[test]
 fn item_8_a_user_saving_settings_while_hooktrack_installs_loses_no_edit() {
     use std::sync::Arc;

@@ -163,6 +163,20 @@ impl Serialize for Timestamp {
     }
 }
 
+/// Read back as written (a ledger streamed to a file, [`Serialize`] above): RFC 3339, or
+/// the `@<ms>ms` of a time outside chrono's calendar.
+impl<'de> serde::Deserialize<'de> for Timestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        text.strip_prefix('@')
+            .and_then(|t| t.strip_suffix("ms"))
+            .and_then(|t| t.parse().ok())
+            .map(Self)
+            .or_else(|| Self::parse_rfc3339(&text))
+            .ok_or_else(|| serde::de::Error::custom(format!("not a time: `{text}`")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
