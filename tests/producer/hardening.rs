@@ -1003,3 +1003,178 @@ fn item_8_a_user_saving_settings_while_hooktrack_installs_loses_no_edit() {
     assert!(saved > 20, "the editor saved {saved} times only");
     assert_eq!(lost, 0, "user edits lost over {saved} saves");
 }
+
+/// A stand-in Kimi CLI whose hooks fire as the CLI fires them (each configured command
+/// through `sh -c`, the payload on stdin) and which, mid-turn, runs a tool: `forge-tool`, a
+/// script that runs the `event` hook's command line itself with `forged` as its payload (it
+/// inherited the session's `HOOKTRACK_*`, token included). Returns the rows the store got,
+/// the agent's pid and the tool's.
+fn run_an_agent_whose_tool_forges(event: &str, forged: &str) -> (Vec<serde_json::Value>, i64, i64) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (home, out_dir) = (tmp.path().join("home"), tmp.path().join("out"));
+    fs::create_dir_all(home.join(".kimi")).expect("mkdir");
+    fs::create_dir_all(&out_dir).expect("mkdir");
+    fs::write(home.join(".kimi/config.toml"), "default_model = \"mock\"\n").expect("config");
+    let tool = tmp.path().join("forge-tool");
+    fs::write(
+        &tool,
+        format!(
+            "#!/bin/sh\nset -eu\necho $$ > \"$OUT/tool-pid\"\nprintf '%s' '{forged}' > \"$OUT/forged-payload\"\nwhile IFS= read -r cmd; do eval \"$cmd\" < \"$OUT/forged-payload\"; done < \"$OUT/{event}\"\necho done > \"$OUT/forged\"\n"
+        ),
+    )
+    .expect("write tool");
+    fs::set_permissions(&tool, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let hooks: Vec<(&str, String)> = vec![
+        (
+            "SessionStart",
+            kimi_cli("SessionStart", r#""source": "startup""#),
+        ),
+        (
+            "UserPromptSubmit",
+            kimi_cli("UserPromptSubmit", r#""prompt": "list files""#),
+        ),
+        ("TOOL", String::new()),
+        ("Stop", kimi_cli("Stop", r#""stop_hook_active": false"#)),
+    ];
+    let mut script = String::from("#!/bin/sh\nset -eu\necho $$ > \"$OUT/pid\"\n");
+    for event in ["SessionStart", "UserPromptSubmit", "Stop"] {
+        script += &format!(
+            r#"awk '/^\[\[hooks\]\]/ {{ found = 0 }}
+  $0 == "event = \"{event}\"" {{ found = 1; next }}
+  found && /^command = "/ {{ sub(/^command = "/, ""); sub(/"$/, ""); print; found = 0 }}' \
+  "$HOME/.kimi/config.toml" > "$OUT/{event}"
+"#
+        );
+    }
+    for (event, payload) in &hooks {
+        if *event == "TOOL" {
+            script += &format!("'{}'\n", tool.display());
+        } else {
+            script += &format!(
+                "while IFS= read -r cmd; do printf '%s' '{payload}' | sh -c \"$cmd\"; done < \"$OUT/{event}\"\n"
+            );
+        }
+    }
+    let agent = tmp.path().join("fake-kimi");
+    fs::write(&agent, script).expect("write agent");
+    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let root = tmp.path().join("root");
+    let session = fake_kimi_session(
+        &root,
+        &tmp.path().join("session.ndjson"),
+        &agent,
+        &home,
+        &out_dir,
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("spawn session");
+    let mut session = Reap(session, out_dir.join("pid"));
+    let status = wait_child(&mut session.0, Duration::from_secs(60));
+    assert!(status.success(), "{status}");
+    assert!(out_dir.join("forged").exists(), "the tool ran");
+    let pid = |name: &str| -> i64 {
+        fs::read_to_string(out_dir.join(name))
+            .expect("pid file")
+            .trim()
+            .parse()
+            .expect("a pid")
+    };
+    let rows = rows(&root.join("hook-observation/kimi-cli/events.ndjson"));
+    (rows, pid("pid"), pid("tool-pid"))
+}
+
+/// Rows of hook events (the launcher's `process_ended` row has no emitter).
+fn hook_rows(rows: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+    rows.iter().filter(|r| r["via"] != "launcher").collect()
+}
+
+#[test]
+fn item_10_a_row_forged_by_a_tool_of_the_agent_shows_another_parent_than_the_hooks_rows() {
+    let forged = kimi_cli("Stop", r#""stop_hook_active": false, "forged": true"#);
+    let (rows, agent, tool) = run_an_agent_whose_tool_forges("Stop", &forged);
+    let hooks = hook_rows(&rows);
+    assert_eq!(hooks.len(), 4, "{rows:#?}");
+    for row in &hooks {
+        let parent = &row["emitter_parent"];
+        let (pid, comm) = (parent["pid"].as_i64(), parent["comm"].as_str());
+        if row["payload"]["forged"] == true {
+            // Its parent is the tool: neither the agent nor the shell it runs hooks in.
+            assert_eq!((pid, comm), (Some(tool), Some("forge-tool")), "{row}");
+        } else {
+            // The agent ran it through `sh -c`: the parent is that shell (or the agent,
+            // when the shell ran its one command in its own place).
+            assert!(
+                pid == Some(agent) || matches!(comm, Some("sh" | "dash" | "bash")),
+                "{row}"
+            );
+            assert_ne!(pid, Some(tool), "{row}");
+            assert_ne!(comm, Some("forge-tool"), "{row}");
+        }
+        assert!(parent["exe"].is_string(), "{row}");
+    }
+    assert_eq!(
+        hooks
+            .iter()
+            .filter(|r| r["payload"]["forged"] == true)
+            .count(),
+        1
+    );
+}
+
+/// A forged `SessionStart` with another `session_id`, run by the agent's tool mid-turn,
+/// becomes a session of its own: the real session's turn is neither ended nor changed by
+/// it (one turn, ended `success` by the real `Stop`), and the phantom session has none.
+#[test]
+fn item_10_a_forged_session_start_never_moves_the_real_sessions_turn() {
+    let forged = r#"{"hook_event_name": "SessionStart", "session_id": "phantom-0000", "cwd": "/p", "source": "startup"}"#;
+    let (rows, _, _) = run_an_agent_whose_tool_forges("SessionStart", forged);
+    assert_eq!(hook_rows(&rows).len(), 4, "{rows:#?}");
+    assert_eq!(
+        rows.iter().filter(|r| r["event"] == "SessionStart").count(),
+        2
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let events = dir.path().join("events.ndjson");
+    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    fs::write(&events, text).expect("events");
+    let mut reader = hooktrack::Session::open(
+        hooktrack::StorePaths::in_dir(dir.path()),
+        hooktrack::SessionConfig::default(),
+    );
+    let update = reader.poll(hooktrack::wall_clock()).expect("an update");
+    let real = update
+        .sessions
+        .iter()
+        .find(|s| s.session_id.as_deref() == Some("495571c6-adb5-491a-99ad-7e10e4e3d92e"))
+        .expect("the real session");
+    let phantom = update
+        .sessions
+        .iter()
+        .find(|s| s.session_id.as_deref() == Some("phantom-0000"))
+        .expect("the phantom session");
+    let turns: Vec<_> = real.closed.iter().map(|t| (t.result, t.ended_by)).collect();
+    assert_eq!(
+        turns,
+        [(
+            hooktrack::TurnResult::Success,
+            Some(hooktrack::Source::Hook)
+        )],
+        "{update:#?}"
+    );
+    let stop_row = rows
+        .iter()
+        .position(|r| r["event"] == "Stop")
+        .expect("the real Stop") as u64
+        + 1;
+    assert_eq!(
+        real.closed[0].last_row, stop_row,
+        "ended by the real Stop: {rows:#?} {update:#?}"
+    );
+    assert!(phantom.closed.is_empty(), "{phantom:#?}");
+    assert_eq!(
+        real.posture.last_turn.result,
+        hooktrack::TurnResult::Success
+    );
+}
