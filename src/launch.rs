@@ -508,28 +508,35 @@ impl Launch {
 
     /// Reads what arrived; the updates in order (none when nothing changed).
     pub fn poll(&mut self, now: Timestamp) -> Vec<Update> {
-        self.check_process(now);
         let mut updates = Vec::new();
+        self.poll_each(now, |_, update| updates.push(update));
+        updates
+    }
+
+    /// [`Launch::poll`], handing each update to `each` (with the live session) as soon as
+    /// it is read: a burst of rows read in many rounds is never held whole, so memory is
+    /// bounded by one round's read budget, whatever the length of the run.
+    pub fn poll_each(&mut self, now: Timestamp, mut each: impl FnMut(&Session, Update)) {
+        self.check_process(now);
         // Bounded: a poll stops at its read budget with `more`; catch up in a few rounds.
         for _ in 0..64 {
             let Some(update) = self.session.poll(now) else {
                 break;
             };
             self.events = self.session.hook_events();
-            updates.push(update);
+            let failed = self.ledger.failed().is_some();
+            self.ledger.record(std::slice::from_ref(&update));
+            if let (false, Some(why)) = (failed, self.ledger.failed()) {
+                // Said once, in the next update: the turns are kept in memory from now on.
+                let detail = why.to_owned();
+                self.session
+                    .notice(SessionNotice::LedgerInMemory { detail });
+            }
+            each(&self.session, update);
             if !self.session.more() {
                 break;
             }
         }
-        let failed = self.ledger.failed().is_some();
-        self.ledger.record(&updates);
-        if let (false, Some(why)) = (failed, self.ledger.failed()) {
-            // Said once, in the next update: the turns are kept in memory from now on.
-            let detail = why.to_owned();
-            self.session
-                .notice(SessionNotice::LedgerInMemory { detail });
-        }
-        updates
     }
 
     /// The live session (posture, channel, diagnostics).

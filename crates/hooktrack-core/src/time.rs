@@ -182,6 +182,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn reads_back_what_it_writes_even_outside_the_calendar() {
+        for ms in [0, 1_790_000_000_123, -2_250, i64::MAX, i64::MIN] {
+            let t = Timestamp::from_millis(ms);
+            let json = serde_json::to_string(&t).unwrap();
+            let back: Timestamp = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, t, "{json}");
+        }
+        assert!(serde_json::from_str::<Timestamp>("\"yesterday\"").is_err());
+    }
+
+    #[test]
     fn round_trips_millisecond_rfc3339() {
         let t = Timestamp::parse_rfc3339("2026-10-20T09:14:03.512Z").unwrap();
         assert_eq!(t.to_string(), "2026-10-20T09:14:03.512Z");
