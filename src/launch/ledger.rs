@@ -3,7 +3,7 @@
 //! agent session), and the closing ledger is read back from that file. The session keeps
 //! only the open turns, so a launch's memory is flat in the length of its run.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use hooktrack_core::correlate::TurnRecord;
 use hooktrack_live::session::Update;
+use hooktrack_live::tail::open_regular;
 
 /// The file's name in the store directory.
 const LEDGER_FILE: &str = "ledger.ndjson";
@@ -112,6 +113,9 @@ impl LedgerFile {
 
     /// The closed turns per agent session, read back from the file (then those memory
     /// kept after a failed write). A line that does not read back is skipped and counted.
+    /// The file is opened as every file another process could have replaced is: without
+    /// blocking, and read only if it is a regular file (a FIFO put in its place by a
+    /// process of the same user must not hold the end of the session).
     pub fn read_back(&self) -> (Vec<Vec<TurnRecord>>, u64) {
         let mut per_session: Vec<Vec<TurnRecord>> = Vec::new();
         let mut put = |session: usize, turn: TurnRecord| {
@@ -121,7 +125,7 @@ impl LedgerFile {
             per_session[session].push(turn);
         };
         let mut skipped = 0;
-        if let Ok(file) = fs::File::open(&self.path) {
+        if let Ok(Some((file, _))) = open_regular(&self.path) {
             let mut reader = BufReader::new(file);
             let mut line = Vec::new();
             loop {
