@@ -25,6 +25,13 @@
 //!    process read: `/proc/self/io` `rchar`), and the marker's latency right after a
 //!    43 KB line.
 //!
+//! 7. **a launch's memory against the length of its run**: peak RSS (`VmHWM`) of a
+//!    `Launch` (the library behind `hooktrack session`) fed N turns through its store, at
+//!    two N, each in a child process (this binary re-executed with `--ledger-child`);
+//!    against a `Session` keeping every closed turn in memory (what a launch did before
+//!    its ledger streamed to `ledger.ndjson`) and a `Session` keeping none (`watch`), in
+//!    the same run.
+//!
 //! Figures are printed, with the targets (p50 < 5 ms, p99 < 50 ms at 500 sessions); nothing
 //! is asserted.
 
@@ -56,6 +63,10 @@ const PATIENCE: Duration = Duration::from_secs(30);
 const USER_HZ: f64 = 100.0;
 
 fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--ledger-child") {
+        return ledger_child(&args[at + 1..]);
+    }
     let started = Instant::now();
     let base = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("target")
@@ -103,6 +114,10 @@ fn main() -> Result<()> {
     if wanted("transcript") {
         println!("\n== big transcripts: Claude Code 2.1.332's, recorded");
         big_transcripts(&base.join("transcript"))?;
+    }
+    if wanted("ledger") {
+        println!("\n== memory against the run's length: a launch's turn ledger");
+        ledger_memory(&base.join("ledger"))?;
     }
     if let Some((one, many)) = figures {
         println!("\n== targets (500 sessions): p50 < 5 ms, p99 < 50 ms");
@@ -770,4 +785,159 @@ fn big_transcripts(dir: &Path) -> Result<()> {
 
 fn memchr_find(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+// ===== 7. a launch's memory against the run's length =====================================
+
+/// Turns per run, the two lengths compared.
+const LEDGER_TURNS: [u64; 2] = [50_000, 200_000];
+/// Turns appended between two polls.
+const LEDGER_BATCH: u64 = 1_000;
+
+/// One child's run: turns, `VmHWM` KiB during the run, `VmHWM` KiB with the closing ledger.
+type LedgerRun = (u64, u64, u64);
+
+/// What each child runs: the launch (its ledger streamed), and the two baselines.
+const LEDGER_MODES: [&str; 3] = ["launch", "in-memory", "watch"];
+
+fn ledger_memory(dir: &Path) -> Result<()> {
+    let exe = std::env::current_exe()?;
+    let mut peaks: Vec<(&str, Vec<LedgerRun>)> = Vec::new();
+    for mode in LEDGER_MODES {
+        let mut runs = Vec::new();
+        for turns in LEDGER_TURNS {
+            let out = std::process::Command::new(&exe)
+                .arg("--ledger-child")
+                .arg(mode)
+                .arg(turns.to_string())
+                .arg(dir.join(format!("{mode}-{turns}")))
+                .output()?;
+            let text = String::from_utf8_lossy(&out.stdout);
+            let fields: Vec<u64> = text
+                .split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect();
+            let [start, during, end] = fields[..] else {
+                return Err(format!(
+                    "{mode} child: {text} {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+                .into());
+            };
+            println!(
+                "  {mode:<9} {turns:>7} turns: VmHWM {:.1} MiB during the run, {:.1} MiB with the closing ledger (start {:.1} MiB)",
+                during as f64 / 1024.0,
+                end as f64 / 1024.0,
+                start as f64 / 1024.0
+            );
+            runs.push((turns, during, end));
+        }
+        peaks.push((mode, runs));
+    }
+    let growth = |runs: &[LedgerRun], pick: fn(&LedgerRun) -> u64| {
+        let (a, b) = (&runs[0], &runs[1]);
+        (pick(b) as f64 - pick(a) as f64) * 1024.0 / (b.0 - a.0) as f64
+    };
+    let in_memory = growth(&peaks[1].1, |r| r.1);
+    for (mode, runs) in &peaks {
+        let during = growth(runs, |r| r.1);
+        let end = growth(runs, |r| r.2);
+        println!(
+            "  {mode:<9} growth per turn: {during:.0} B during the run ({:.3} of in-memory), {end:.0} B with the closing ledger",
+            during / in_memory
+        );
+    }
+    Ok(())
+}
+
+/// One run in a fresh process: prints `VmHWM` in KiB at the start, after the last poll, and
+/// after the closing ledger was built.
+fn ledger_child(args: &[String]) -> Result<()> {
+    use hooktrack::{ChannelConfig, Launch, LaunchConfig};
+    let [mode, turns, dir] = args else {
+        return Err("--ledger-child MODE TURNS DIR".into());
+    };
+    let turns: u64 = turns.parse()?;
+    let dir = PathBuf::from(dir);
+    fs::create_dir_all(&dir)?;
+    let start = vm_hwm_kib()?;
+    let row = |seq: u64, event: &str, fields: &str| {
+        format!(
+            r#"{{"v":1,"provider":"kimi-cli","generation":1,"via":"http","sequence":{seq},"emitter_seq":{seq},"received_at":"2026-10-20T09:14:03.512Z","event":"{event}","payload":{{"hook_event_name":"{event}","session_id":"s1","cwd":"/p"{fields}}}}}"#
+        ) + "\n"
+    };
+    let batch = |first_turn: u64, seq: &mut u64| {
+        let mut text = String::new();
+        for _ in first_turn..(first_turn + LEDGER_BATCH).min(turns) {
+            *seq += 1;
+            text += &row(*seq, "UserPromptSubmit", r#","prompt":"go""#);
+            *seq += 1;
+            text += &row(*seq, "Stop", r#","stop_hook_active":false"#);
+        }
+        text
+    };
+    let mut seq = 0;
+    let (during, closing) = if mode == "launch" {
+        let mut launch = Launch::start(LaunchConfig {
+            agent: hooktrack::Agent::KimiCli,
+            config: dir.join("kimi/config.toml"),
+            root: dir.join("root"),
+            emitter: std::env::current_exe()?,
+            home: None,
+            cwd: dir.clone(),
+            args: Vec::new(),
+            program: None,
+            channel: ChannelConfig::default(),
+        })?;
+        let events = launch.store().events.clone();
+        fs::write(&events, row(0, "SessionStart", r#","source":"startup""#))?;
+        for first in (0..turns).step_by(LEDGER_BATCH as usize) {
+            append(&events, batch(first, &mut seq).as_bytes())?;
+            launch.poll(hooktrack::wall_clock());
+        }
+        let during = vm_hwm_kib()?;
+        let ledger = launch.ledger();
+        if ledger.len() as u64 != turns {
+            return Err(format!("{} turns in the ledger, not {turns}", ledger.len()).into());
+        }
+        launch.finish(hooktrack::wall_clock())?;
+        (during, vm_hwm_kib()?)
+    } else {
+        let store = dir.join("store");
+        fs::create_dir_all(&store)?;
+        let events = store.join("events.ndjson");
+        fs::write(&events, row(0, "SessionStart", r#","source":"startup""#))?;
+        let mut session = Session::open(
+            StorePaths::in_dir(store),
+            SessionConfig {
+                provider: ProviderChoice::Exactly(hooktrack::Agent::KimiCli),
+                report_lines: true,
+                keep_ledger: mode == "in-memory",
+                ..SessionConfig::default()
+            },
+        );
+        for first in (0..turns).step_by(LEDGER_BATCH as usize) {
+            append(&events, batch(first, &mut seq).as_bytes())?;
+            while session.poll(hooktrack::wall_clock()).is_some() && session.more() {}
+        }
+        let during = vm_hwm_kib()?;
+        let _ledger = session.ledger();
+        (during, vm_hwm_kib()?)
+    };
+    println!("{start} {during} {closing}");
+    Ok(())
+}
+
+/// `VmHWM` (peak resident set size) of this process, in KiB.
+fn vm_hwm_kib() -> Result<u64> {
+    let status = fs::read_to_string("/proc/self/status")?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .ok_or("no VmHWM in /proc/self/status")?;
+    Ok(line
+        .split_whitespace()
+        .nth(1)
+        .ok_or("no VmHWM figure")?
+        .parse()?)
 }

@@ -59,6 +59,7 @@ fn delivery(emitter_seq: Option<u64>, payload: &serde_json::value::RawValue) -> 
         payload_error: None,
         tmux_pane: None,
         agent_pid: None,
+        emitter_parent: None,
     }
 }
 

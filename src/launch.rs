@@ -19,6 +19,7 @@
 //! generation-scoped block, removed again at the end.
 
 mod child;
+mod ledger;
 mod root;
 
 pub use child::{AgentExit, AgentStatus, SignalForwarding, find_program};
@@ -140,6 +141,8 @@ pub struct Launch {
     /// The agent's `--version`, when its program is one of the agent's and says one.
     agent_version: Option<String>,
     session: Session,
+    /// The closed turns, streamed to `ledger.ndjson` (the session keeps the open ones).
+    ledger: ledger::LedgerFile,
     events: u64,
     child_pid: Option<u32>,
     /// The agent process when this launch started it ([`Launch::spawn`]), until reaped.
@@ -254,12 +257,14 @@ impl Launch {
                 // A reused root holds the earlier generations' rows: this launch follows
                 // and ledgers only its own (read before the agent can write any).
                 skip_existing: true,
-                keep_ledger: true,
+                // The closed turns go to `ledger.ndjson` as they close, not memory.
+                keep_ledger: false,
                 // Where Kimi Code keeps the session file its payloads do not name.
                 agent_home: agent.config().home(lookup),
                 ..SessionConfig::default()
             },
         );
+        let ledger = ledger::LedgerFile::create(store.dir.as_path());
         Ok(Self {
             agent,
             config: config.config,
@@ -272,6 +277,7 @@ impl Launch {
             findings,
             agent_version,
             session,
+            ledger,
             events: 0,
             child_pid: None,
             child: None,
@@ -504,20 +510,35 @@ impl Launch {
 
     /// Reads what arrived; the updates in order (none when nothing changed).
     pub fn poll(&mut self, now: Timestamp) -> Vec<Update> {
-        self.check_process(now);
         let mut updates = Vec::new();
+        self.poll_each(now, |_, update| updates.push(update));
+        updates
+    }
+
+    /// [`Launch::poll`], handing each update to `each` (with the live session) as soon as
+    /// it is read: a burst of rows read in many rounds is never held whole, so memory is
+    /// bounded by one round's read budget, whatever the length of the run.
+    pub fn poll_each(&mut self, now: Timestamp, mut each: impl FnMut(&Session, Update)) {
+        self.check_process(now);
         // Bounded: a poll stops at its read budget with `more`; catch up in a few rounds.
         for _ in 0..64 {
             let Some(update) = self.session.poll(now) else {
                 break;
             };
             self.events = self.session.hook_events();
-            updates.push(update);
+            let failed = self.ledger.failed().is_some();
+            self.ledger.record(std::slice::from_ref(&update));
+            if let (false, Some(why)) = (failed, self.ledger.failed()) {
+                // Said once, in the next update: the turns are kept in memory from now on.
+                let detail = why.to_owned();
+                self.session
+                    .notice(SessionNotice::LedgerInMemory { detail });
+            }
+            each(&self.session, update);
             if !self.session.more() {
                 break;
             }
         }
-        updates
     }
 
     /// The live session (posture, channel, diagnostics).
@@ -525,9 +546,16 @@ impl Launch {
         &self.session
     }
 
-    /// The turn ledger so far.
+    /// The turn ledger so far: the closed turns read back from `ledger.ndjson` (where
+    /// they were written as they closed), with the ones still open, per agent session.
     pub fn ledger(&self) -> Vec<TurnRecord> {
-        self.session.ledger()
+        let (closed, _skipped) = self.ledger.read_back();
+        self.session.ledger_with(closed)
+    }
+
+    /// The file the closed turns are streamed to.
+    pub fn ledger_path(&self) -> &Path {
+        self.ledger.path()
     }
 
     /// Hook events delivered so far.

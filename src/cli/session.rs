@@ -460,9 +460,10 @@ impl Output {
     /// line arrived.
     fn updates(&mut self, launch: &mut Launch) -> bool {
         let mut lines = false;
-        for update in launch.poll(wall_clock()) {
+        // Each update printed and dropped as it is read: a burst is never held whole.
+        launch.poll_each(wall_clock(), |session, update| {
             lines |= !update.lines.is_empty();
-            if launch.session().startup_silent(update.at) {
+            if session.startup_silent(update.at) {
                 self.silence(&update.channel);
             }
             for notice in &update.notices {
@@ -471,7 +472,7 @@ impl Output {
             for line in &update.lines {
                 self.change(line);
             }
-        }
+        });
         lines
     }
 

@@ -29,7 +29,7 @@ fn a_delivery_over_http_keeps_the_payload_byte_for_byte() {
     );
     let text = std::fs::read_to_string(dir.join("events.ndjson")).expect("events");
     assert!(
-        text.contains(&format!(",\"payload\":{payload}}}\n")),
+        text.contains(&format!(",\"payload\":{payload},\"emitter_parent\":")),
         "payload not verbatim in {text}"
     );
     let rows = rows(&dir.join("events.ndjson"));

@@ -802,6 +802,161 @@ fn item_6_kill_9_of_session_tells_the_agent_and_readers_see_the_collector_dead()
     );
 }
 
+/// `kill -9` of a `hooktrack session` of Kimi Code leaves its generation-scoped block in
+/// `$KIMI_CODE_HOME/config.toml` (no cleanup ran): `hooktrack uninstall kimi-code` removes
+/// it, leaving the user's own bytes, and the file then holds no hooktrack entry.
+#[test]
+fn item_6_uninstall_removes_the_block_of_a_dead_session() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (home, kimi_home, out_dir) = (
+        tmp.path().join("home"),
+        tmp.path().join("kimi-home"),
+        tmp.path().join("out"),
+    );
+    for dir in [&home, &kimi_home, &out_dir] {
+        fs::create_dir_all(dir).expect("mkdir");
+    }
+    let config = kimi_home.join("config.toml");
+    let user = "default_model = \"mock\"\n";
+    fs::write(&config, user).expect("config");
+    let agent = tmp.path().join("fake-kimi-code");
+    fs::write(
+        &agent,
+        "#!/bin/sh\necho $$ > \"$OUT/pid\"\ntouch \"$OUT/started\"\nexec sleep 600\n",
+    )
+    .expect("write agent");
+    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let session = hooktrack()
+        .args([
+            "session",
+            "--agent",
+            "kimi-code",
+            "--format",
+            "ndjson",
+            "--root",
+        ])
+        .arg(tmp.path().join("root"))
+        .arg("--output")
+        .arg(tmp.path().join("session.ndjson"))
+        .arg("--")
+        .arg(&agent)
+        .env("HOME", &home)
+        .env("KIMI_CODE_HOME", &kimi_home)
+        .env("OUT", &out_dir)
+        .env_remove("HOOKTRACK_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn session");
+    let mut session = Reap(session, out_dir.join("pid"));
+    wait_for(Duration::from_secs(60), "the agent to start", || {
+        out_dir.join("started").exists().then_some(())
+    });
+    let during = fs::read_to_string(&config).expect("config");
+    assert!(
+        during.contains("(generation 1)") && during.contains(user),
+        "{during}"
+    );
+    send_signal(&session.0, libc::SIGKILL);
+    let _ = wait_child(&mut session.0, Duration::from_secs(30));
+    let left = fs::read_to_string(&config).expect("config");
+    assert_eq!(
+        left, during,
+        "kill -9 ran no cleanup: the block is still there"
+    );
+    let out = hooktrack()
+        .args(["uninstall", "kimi-code"])
+        .env("HOME", &home)
+        .env("KIMI_CODE_HOME", &kimi_home)
+        .output()
+        .expect("uninstall");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("removed the hooktrack block (generation 1)"),
+        "{said}"
+    );
+    assert_eq!(fs::read_to_string(&config).expect("config"), user);
+    let check = hooktrack()
+        .args(["check", "kimi-code", "--file-only"])
+        .env("HOME", &home)
+        .env("KIMI_CODE_HOME", &kimi_home)
+        .output()
+        .expect("check");
+    let checked = String::from_utf8_lossy(&check.stdout).into_owned()
+        + &String::from_utf8_lossy(&check.stderr);
+    assert!(!checked.contains("generation 1"), "{checked}");
+}
+
+/// A launch's memory is flat in the length of its run: every turn that closes is written
+/// to `ledger.ndjson` beside `events.ndjson` as it closes, the live session keeps the open
+/// turn alone, and the closing ledger is read back from the file (all the turns, in order).
+#[test]
+fn item_9_the_launch_ledger_streams_to_a_file_and_memory_keeps_only_open_turns() {
+    use hooktrack::{ChannelConfig, Launch, LaunchConfig, TurnResult};
+    const TURNS: u64 = 300;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut launch = Launch::start(LaunchConfig {
+        agent: hooktrack::Agent::KimiCli,
+        config: tmp.path().join("kimi/config.toml"),
+        root: tmp.path().join("root"),
+        emitter: std::path::PathBuf::from(env!("CARGO_BIN_EXE_hooktrack")),
+        home: None,
+        cwd: tmp.path().to_owned(),
+        args: Vec::new(),
+        program: None,
+        channel: ChannelConfig::default(),
+    })
+    .expect("launch");
+    let generation = launch.generation();
+    let events = launch.store().events.clone();
+    let mut seq = 0;
+    let mut row = |event: &str, fields: &str| {
+        seq += 1;
+        format!(
+            r#"{{"v":1,"provider":"kimi-cli","generation":{generation},"via":"http","sequence":{seq},"emitter_seq":{seq},"received_at":"2026-12-01T10:00:00.000Z","event":"{event}","payload":{}}}"#,
+            kimi_cli(event, fields)
+        ) + "\n"
+    };
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&events)
+        .expect("events");
+    file.write_all(row("SessionStart", r#""source": "startup""#).as_bytes())
+        .expect("append");
+    let mut most_in_memory = 0;
+    for turn in 0..TURNS {
+        let rows = row("UserPromptSubmit", r#""prompt": "go""#)
+            + &row("Stop", r#""stop_hook_active": false"#);
+        file.write_all(rows.as_bytes()).expect("append");
+        if turn % 10 == 9 {
+            launch.poll(hooktrack::wall_clock());
+            most_in_memory = most_in_memory.max(launch.session().ledger().len());
+        }
+    }
+    launch.poll(hooktrack::wall_clock());
+    most_in_memory = most_in_memory.max(launch.session().ledger().len());
+    assert!(
+        most_in_memory <= 1,
+        "the live session kept {most_in_memory} turns in memory"
+    );
+    let streamed = fs::read_to_string(launch.store().dir.as_path().join("ledger.ndjson"))
+        .expect("ledger.ndjson");
+    assert_eq!(
+        streamed.lines().count() as u64,
+        TURNS,
+        "one line per closed turn"
+    );
+    let ledger = launch.ledger();
+    assert_eq!(ledger.len() as u64, TURNS, "{:?}", ledger.last());
+    let ids: Vec<u64> = ledger.iter().map(|t| t.id).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "in turn order");
+    assert!(ledger.iter().all(|t| t.result == TurnResult::Success));
+    launch.finish(hooktrack::wall_clock()).expect("finish");
+}
+
 #[test]
 fn item_8_a_user_saving_settings_while_hooktrack_installs_loses_no_edit() {
     use std::sync::Arc;
@@ -847,4 +1002,179 @@ fn item_8_a_user_saving_settings_while_hooktrack_installs_loses_no_edit() {
     let (saved, lost) = writer.join().expect("editor");
     assert!(saved > 20, "the editor saved {saved} times only");
     assert_eq!(lost, 0, "user edits lost over {saved} saves");
+}
+
+/// A stand-in Kimi CLI whose hooks fire as the CLI fires them (each configured command
+/// through `sh -c`, the payload on stdin) and which, mid-turn, runs a tool: `forge-tool`, a
+/// script that runs the `event` hook's command line itself with `forged` as its payload (it
+/// inherited the session's `HOOKTRACK_*`, token included). Returns the rows the store got,
+/// the agent's pid and the tool's.
+fn run_an_agent_whose_tool_forges(event: &str, forged: &str) -> (Vec<serde_json::Value>, i64, i64) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (home, out_dir) = (tmp.path().join("home"), tmp.path().join("out"));
+    fs::create_dir_all(home.join(".kimi")).expect("mkdir");
+    fs::create_dir_all(&out_dir).expect("mkdir");
+    fs::write(home.join(".kimi/config.toml"), "default_model = \"mock\"\n").expect("config");
+    let tool = tmp.path().join("forge-tool");
+    fs::write(
+        &tool,
+        format!(
+            "#!/bin/sh\nset -eu\necho $$ > \"$OUT/tool-pid\"\nprintf '%s' '{forged}' > \"$OUT/forged-payload\"\nwhile IFS= read -r cmd; do eval \"$cmd\" < \"$OUT/forged-payload\"; done < \"$OUT/{event}\"\necho done > \"$OUT/forged\"\n"
+        ),
+    )
+    .expect("write tool");
+    fs::set_permissions(&tool, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let hooks: Vec<(&str, String)> = vec![
+        (
+            "SessionStart",
+            kimi_cli("SessionStart", r#""source": "startup""#),
+        ),
+        (
+            "UserPromptSubmit",
+            kimi_cli("UserPromptSubmit", r#""prompt": "list files""#),
+        ),
+        ("TOOL", String::new()),
+        ("Stop", kimi_cli("Stop", r#""stop_hook_active": false"#)),
+    ];
+    let mut script = String::from("#!/bin/sh\nset -eu\necho $$ > \"$OUT/pid\"\n");
+    for event in ["SessionStart", "UserPromptSubmit", "Stop"] {
+        script += &format!(
+            r#"awk '/^\[\[hooks\]\]/ {{ found = 0 }}
+  $0 == "event = \"{event}\"" {{ found = 1; next }}
+  found && /^command = "/ {{ sub(/^command = "/, ""); sub(/"$/, ""); print; found = 0 }}' \
+  "$HOME/.kimi/config.toml" > "$OUT/{event}"
+"#
+        );
+    }
+    for (event, payload) in &hooks {
+        if *event == "TOOL" {
+            script += &format!("'{}'\n", tool.display());
+        } else {
+            script += &format!(
+                "while IFS= read -r cmd; do printf '%s' '{payload}' | sh -c \"$cmd\"; done < \"$OUT/{event}\"\n"
+            );
+        }
+    }
+    let agent = tmp.path().join("fake-kimi");
+    fs::write(&agent, script).expect("write agent");
+    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let root = tmp.path().join("root");
+    let session = fake_kimi_session(
+        &root,
+        &tmp.path().join("session.ndjson"),
+        &agent,
+        &home,
+        &out_dir,
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("spawn session");
+    let mut session = Reap(session, out_dir.join("pid"));
+    let status = wait_child(&mut session.0, Duration::from_secs(60));
+    assert!(status.success(), "{status}");
+    assert!(out_dir.join("forged").exists(), "the tool ran");
+    let pid = |name: &str| -> i64 {
+        fs::read_to_string(out_dir.join(name))
+            .expect("pid file")
+            .trim()
+            .parse()
+            .expect("a pid")
+    };
+    let rows = rows(&root.join("hook-observation/kimi-cli/events.ndjson"));
+    (rows, pid("pid"), pid("tool-pid"))
+}
+
+/// Rows of hook events (the launcher's `process_ended` row has no emitter).
+fn hook_rows(rows: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+    rows.iter().filter(|r| r["via"] != "launcher").collect()
+}
+
+#[test]
+fn item_10_a_row_forged_by_a_tool_of_the_agent_shows_another_parent_than_the_hooks_rows() {
+    let forged = kimi_cli("Stop", r#""stop_hook_active": false, "forged": true"#);
+    let (rows, agent, tool) = run_an_agent_whose_tool_forges("Stop", &forged);
+    let hooks = hook_rows(&rows);
+    assert_eq!(hooks.len(), 4, "{rows:#?}");
+    for row in &hooks {
+        let parent = &row["emitter_parent"];
+        let (pid, comm) = (parent["pid"].as_i64(), parent["comm"].as_str());
+        if row["payload"]["forged"] == true {
+            // Its parent is the tool: neither the agent nor the shell it runs hooks in.
+            assert_eq!((pid, comm), (Some(tool), Some("forge-tool")), "{row}");
+        } else {
+            // The agent ran it through `sh -c`: the parent is that shell (or the agent,
+            // when the shell ran its one command in its own place).
+            assert!(
+                pid == Some(agent) || matches!(comm, Some("sh" | "dash" | "bash")),
+                "{row}"
+            );
+            assert_ne!(pid, Some(tool), "{row}");
+            assert_ne!(comm, Some("forge-tool"), "{row}");
+        }
+        assert!(parent["exe"].is_string(), "{row}");
+    }
+    assert_eq!(
+        hooks
+            .iter()
+            .filter(|r| r["payload"]["forged"] == true)
+            .count(),
+        1
+    );
+}
+
+/// A forged `SessionStart` with another `session_id`, run by the agent's tool mid-turn,
+/// becomes a session of its own: the real session's turn is neither ended nor changed by
+/// it (one turn, ended `success` by the real `Stop`), and the phantom session has none.
+#[test]
+fn item_10_a_forged_session_start_never_moves_the_real_sessions_turn() {
+    let forged = r#"{"hook_event_name": "SessionStart", "session_id": "phantom-0000", "cwd": "/p", "source": "startup"}"#;
+    let (rows, _, _) = run_an_agent_whose_tool_forges("SessionStart", forged);
+    assert_eq!(hook_rows(&rows).len(), 4, "{rows:#?}");
+    assert_eq!(
+        rows.iter().filter(|r| r["event"] == "SessionStart").count(),
+        2
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let events = dir.path().join("events.ndjson");
+    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    fs::write(&events, text).expect("events");
+    let mut reader = hooktrack::Session::open(
+        hooktrack::StorePaths::in_dir(dir.path()),
+        hooktrack::SessionConfig::default(),
+    );
+    let update = reader.poll(hooktrack::wall_clock()).expect("an update");
+    let real = update
+        .sessions
+        .iter()
+        .find(|s| s.session_id.as_deref() == Some("495571c6-adb5-491a-99ad-7e10e4e3d92e"))
+        .expect("the real session");
+    let phantom = update
+        .sessions
+        .iter()
+        .find(|s| s.session_id.as_deref() == Some("phantom-0000"))
+        .expect("the phantom session");
+    let turns: Vec<_> = real.closed.iter().map(|t| (t.result, t.ended_by)).collect();
+    assert_eq!(
+        turns,
+        [(
+            hooktrack::TurnResult::Success,
+            Some(hooktrack::Source::Hook)
+        )],
+        "{update:#?}"
+    );
+    let stop_row = rows
+        .iter()
+        .position(|r| r["event"] == "Stop")
+        .expect("the real Stop") as u64
+        + 1;
+    assert_eq!(
+        real.closed[0].last_row, stop_row,
+        "ended by the real Stop: {rows:#?} {update:#?}"
+    );
+    assert!(phantom.closed.is_empty(), "{phantom:#?}");
+    assert_eq!(
+        real.posture.last_turn.result,
+        hooktrack::TurnResult::Success
+    );
 }

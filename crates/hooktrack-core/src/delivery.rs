@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 use thiserror::Error;
 
 use crate::agent::Agent;
-use crate::envelope::{Envelope, Via, clip_name, one_line};
+use crate::envelope::{EmitterParent, Envelope, Via, clip_name, one_line};
 use crate::store::is_tmux_pane_id;
 use crate::time::Timestamp;
 
@@ -41,6 +41,8 @@ pub struct Delivery<'a> {
     pub tmux_pane: Option<Cow<'a, str>>,
     /// The agent's process id, where no launcher knows it (see [`Envelope::agent_pid`]).
     pub agent_pid: Option<u32>,
+    /// The process that ran the emitter (see [`EmitterParent`]).
+    pub emitter_parent: Option<EmitterParent>,
 }
 
 /// Why a collector cannot take a body as a delivery (it answers 400).
@@ -77,6 +79,9 @@ struct Wire<'a> {
     /// Any JSON: kept only when it is a process id.
     #[serde(default)]
     agent_pid: Option<serde_json::Value>,
+    /// Any JSON: kept only when it reads as one ([`EmitterParent::from_json`]).
+    #[serde(default)]
+    emitter_parent: Option<serde_json::Value>,
 }
 
 /// The one key read from a hook payload here.
@@ -140,6 +145,10 @@ impl<'a> Delivery<'a> {
         if let Some(pid) = self.agent_pid {
             let _ = write!(out, ",\"agent_pid\":{pid}");
         }
+        if let Some(parent) = &self.emitter_parent {
+            out.extend_from_slice(b",\"emitter_parent\":");
+            parent.render(&mut out);
+        }
         out.push(b'}');
         out
     }
@@ -191,6 +200,10 @@ impl<'a> Delivery<'a> {
                 .and_then(serde_json::Value::as_u64)
                 .and_then(|p| u32::try_from(p).ok())
                 .filter(|p| *p > 0),
+            emitter_parent: wire
+                .emitter_parent
+                .as_ref()
+                .and_then(EmitterParent::from_json),
         })
     }
 
@@ -214,6 +227,7 @@ impl<'a> Delivery<'a> {
             payload_error: self.payload_error.as_deref(),
             tmux_pane: self.tmux_pane.as_deref(),
             agent_pid: self.agent_pid,
+            emitter_parent: self.emitter_parent.as_ref(),
         }
     }
 }
@@ -243,6 +257,7 @@ mod tests {
             payload_error: None,
             tmux_pane: None,
             agent_pid: None,
+            emitter_parent: None,
         };
         let body = delivery.render();
         assert_eq!(
@@ -270,6 +285,7 @@ mod tests {
             payload_error: None,
             tmux_pane: Some("%12".into()),
             agent_pid: None,
+            emitter_parent: None,
         };
         let body = String::from_utf8(delivery.render()).unwrap();
         assert!(

@@ -77,6 +77,61 @@ pub struct Envelope<'a> {
     /// The agent's process id, written last and only on rows of a store no launcher
     /// watches (the per-user default store): how a reader tells the agent is gone.
     pub agent_pid: Option<u32>,
+    /// The process that ran the emitter, as the emitter read it (rows of older emitters
+    /// and of the launcher have none).
+    pub emitter_parent: Option<&'a EmitterParent>,
+}
+
+/// The emitter's parent process, as the emitter read it from `/proc` when it ran: what
+/// lets a supervisor tell a hook the agent ran (its parent is the agent, or the shell
+/// the CLI runs hooks in) from the hook command run by one of the agent's tools. Written
+/// `"emitter_parent":{"pid":N,"comm":"...","exe":"..."}`. It is the emitter's word,
+/// not the kernel's: see docs/producer.md, "Threat model", for what it proves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EmitterParent {
+    pub pid: u32,
+    /// `/proc/<pid>/comm`: the name the process goes by (15 bytes at most; a process can
+    /// set its own).
+    pub comm: Option<String>,
+    /// The file name of `/proc/<pid>/exe`: the program it runs (a script's is its
+    /// interpreter's).
+    pub exe: Option<String>,
+}
+
+impl EmitterParent {
+    /// `{"pid":N,"comm":"...","exe":"..."}`, the names cut to [`MAX_NAME_BYTES`].
+    pub(crate) fn render(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"pid\":");
+        out.extend_from_slice(self.pid.to_string().as_bytes());
+        for (key, value) in [(&b",\"comm\":"[..], &self.comm), (b",\"exe\":", &self.exe)] {
+            if let Some(v) = value {
+                out.extend_from_slice(key);
+                json_str(out, clip_name(v));
+            }
+        }
+        out.push(b'}');
+    }
+
+    /// Reads one back from any JSON, leniently: a pid that is no process id drops it,
+    /// a name that is no string is left out, names are cut to [`MAX_NAME_BYTES`].
+    pub fn from_json(value: &serde_json::Value) -> Option<Self> {
+        let pid = value
+            .get("pid")?
+            .as_u64()
+            .and_then(|p| u32::try_from(p).ok())
+            .filter(|p| *p > 0)?;
+        let name = |key: &str| {
+            value
+                .get(key)
+                .and_then(serde_json::Value::as_str)
+                .map(|s| clip_name(s).to_owned())
+        };
+        Some(Self {
+            pid,
+            comm: name("comm"),
+            exe: name("exe"),
+        })
+    }
 }
 
 /// Why a line is not an envelope row the store wrote.
@@ -111,6 +166,9 @@ struct Wire<'a> {
     tmux_pane: Option<Cow<'a, str>>,
     #[serde(default)]
     agent_pid: Option<u32>,
+    /// Any JSON: kept only when it reads as one ([`EmitterParent::from_json`]).
+    #[serde(default)]
+    emitter_parent: Option<serde_json::Value>,
 }
 
 /// An envelope parsed back from a line, owning the strings that had escapes.
@@ -119,6 +177,7 @@ pub struct ParsedEnvelope<'a> {
     wire: Wire<'a>,
     via: Via,
     received_at: Timestamp,
+    emitter_parent: Option<EmitterParent>,
 }
 
 impl<'a> ParsedEnvelope<'a> {
@@ -135,6 +194,7 @@ impl<'a> ParsedEnvelope<'a> {
             payload_error: self.wire.payload_error.as_deref(),
             tmux_pane: self.wire.tmux_pane.as_deref(),
             agent_pid: self.wire.agent_pid,
+            emitter_parent: self.emitter_parent.as_ref(),
         }
     }
 }
@@ -179,6 +239,10 @@ impl<'a> Envelope<'a> {
             out.extend_from_slice(b",\"agent_pid\":");
             out.extend_from_slice(pid.to_string().as_bytes());
         }
+        if let Some(parent) = self.emitter_parent {
+            out.extend_from_slice(b",\"emitter_parent\":");
+            parent.render(&mut out);
+        }
         out.extend_from_slice(b"}\n");
         out
     }
@@ -190,10 +254,15 @@ impl<'a> Envelope<'a> {
             Via::from_name(&wire.via).ok_or_else(|| EnvelopeError::Via(wire.via.to_string()))?;
         let received_at = Timestamp::parse_rfc3339(&wire.received_at)
             .ok_or_else(|| EnvelopeError::Time(wire.received_at.to_string()))?;
+        let emitter_parent = wire
+            .emitter_parent
+            .as_ref()
+            .and_then(EmitterParent::from_json);
         Ok(ParsedEnvelope {
             wire,
             via,
             received_at,
+            emitter_parent,
         })
     }
 }
@@ -243,6 +312,7 @@ pub fn process_ended_row(
         payload_error: None,
         tmux_pane: None,
         agent_pid: None,
+        emitter_parent: None,
     }
     .render()
 }
@@ -328,7 +398,48 @@ mod tests {
             payload_error: None,
             tmux_pane: None,
             agent_pid: None,
+            emitter_parent: None,
         }
+    }
+
+    #[test]
+    fn the_emitters_parent_comes_last_and_reads_back_leniently() {
+        let payload: Box<RawValue> = serde_json::from_str("{}").unwrap();
+        let parent = EmitterParent {
+            pid: 42,
+            comm: Some("sh".into()),
+            exe: Some("da\"sh".into()),
+        };
+        let text = String::from_utf8(
+            Envelope {
+                emitter_parent: Some(&parent),
+                ..sample(&payload)
+            }
+            .render(),
+        )
+        .unwrap();
+        let value = r#"{"pid":42,"comm":"sh","exe":"da\"sh"}"#;
+        assert!(
+            text.ends_with(&format!(",\"payload\":{{}},\"emitter_parent\":{value}}}\n")),
+            "{text}"
+        );
+        let parsed = Envelope::parse(text.trim_end()).unwrap();
+        assert_eq!(parsed.envelope().emitter_parent, Some(&parent));
+        // A value that is no parent is dropped, never the row; old rows have none.
+        for odd in [r#""x""#, r#"{"pid":0}"#, r#"{"pid":-1,"comm":"sh"}"#, "[1]"] {
+            let line = text.replace(value, odd);
+            let parsed = Envelope::parse(line.trim_end()).unwrap();
+            assert_eq!(parsed.envelope().emitter_parent, None, "{line}");
+        }
+        let named_only = EmitterParent::from_json(&serde_json::json!({"pid": 7, "comm": 3}));
+        assert_eq!(
+            named_only,
+            Some(EmitterParent {
+                pid: 7,
+                comm: None,
+                exe: None
+            })
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::fmt;
 use serde::Serialize;
 
 /// A turn identifier: an integer in Kimi Code, a string in Codex.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(untagged)]
 pub enum TurnId {
     Int(i64),

@@ -34,7 +34,7 @@ pub enum Phase {
 }
 
 /// How a turn ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum TurnResult {
     /// Still running (ledger only).

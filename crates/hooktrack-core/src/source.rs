@@ -5,7 +5,7 @@ use serde::Serialize;
 
 /// The one source type: events, turn records, posture provenance and the terminal merge
 /// all name their origin with it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Source {

@@ -163,9 +163,34 @@ impl Serialize for Timestamp {
     }
 }
 
+/// Read back as written (a ledger streamed to a file, [`Serialize`] above): RFC 3339, or
+/// the `@<ms>ms` of a time outside chrono's calendar.
+impl<'de> serde::Deserialize<'de> for Timestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        text.strip_prefix('@')
+            .and_then(|t| t.strip_suffix("ms"))
+            .and_then(|t| t.parse().ok())
+            .map(Self)
+            .or_else(|| Self::parse_rfc3339(&text))
+            .ok_or_else(|| serde::de::Error::custom(format!("not a time: `{text}`")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_back_what_it_writes_even_outside_the_calendar() {
+        for ms in [0, 1_790_000_000_123, -2_250, i64::MAX, i64::MIN] {
+            let t = Timestamp::from_millis(ms);
+            let json = serde_json::to_string(&t).unwrap();
+            let back: Timestamp = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, t, "{json}");
+        }
+        assert!(serde_json::from_str::<Timestamp>("\"yesterday\"").is_err());
+    }
 
     #[test]
     fn round_trips_millisecond_rfc3339() {

@@ -375,6 +375,21 @@ impl Session {
             .collect()
     }
 
+    /// [`Session::ledger`] with the closed turns given per agent session (a driver that
+    /// streamed them elsewhere and read them back): those and the open ones, in turn order.
+    pub fn ledger_with(&self, mut closed: Vec<Vec<TurnRecord>>) -> Vec<TurnRecord> {
+        let sessions = self.tracker.sessions();
+        closed.resize_with(closed.len().max(sessions.len()), Vec::new);
+        closed
+            .into_iter()
+            .enumerate()
+            .flat_map(|(i, turns)| match sessions.get(i) {
+                Some(s) => s.pipeline.ledger(turns),
+                None => turns,
+            })
+            .collect()
+    }
+
     pub fn diagnostics(&self) -> &Diagnostics {
         self.tracker.pipeline().diagnostics()
     }

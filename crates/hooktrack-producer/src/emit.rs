@@ -20,6 +20,7 @@
 pub mod argv;
 pub mod default_store;
 pub mod log;
+pub mod parent;
 pub mod watchdog;
 
 use std::io::{self, Read};
@@ -69,6 +70,8 @@ pub struct EmitConfig {
     /// The agent's process id, recorded in every row of a default store (no launcher
     /// watches that agent: its rows must say who to watch).
     pub agent_pid: Option<u32>,
+    /// The process that ran this emitter ([`parent::emitter_parent`]), in every row.
+    pub emitter_parent: Option<hooktrack_core::envelope::EmitterParent>,
     /// A store no collector serves (the per-user default store): `events.ndjson` is
     /// rotated past this many bytes, and the missing URL is expected, not a problem.
     pub rotate_at: Option<u64>,
@@ -234,6 +237,7 @@ pub fn emit(config: &EmitConfig, stdin: impl Read, mut report: EmitReport) -> Em
             .filter(|p| hooktrack_core::store::is_tmux_pane_id(p))
             .map(Into::into),
         agent_pid: config.agent_pid,
+        emitter_parent: config.emitter_parent.clone(),
     };
 
     // emitter_seq, under the lock. Without it the delivery still goes out, unkeyed.

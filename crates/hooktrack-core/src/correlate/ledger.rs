@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::event::TurnId;
 use crate::posture::TurnResult;
@@ -10,7 +10,7 @@ use crate::time::Timestamp;
 
 /// One turn, main or nested. Emitted once, when it ends; open turns are reported with
 /// `result = open` at the end of a replay.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TurnRecord {
     /// Ledger ordinal, unique within a stream (order of first evidence).
     pub id: u64,
@@ -108,6 +108,42 @@ impl Serialize for Origin {
     }
 }
 
+// Read back from their strings (a ledger streamed to a file and read at the end). A
+// subagent named `?` reads back as an unnamed one: the string cannot tell them apart.
+impl<'de> Deserialize<'de> for Scope {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        if text == "main" {
+            return Ok(Scope::Main);
+        }
+        if let Some(name) = text.strip_prefix("subagent:") {
+            return Ok(Scope::Subagent((name != "?").then(|| name.to_owned())));
+        }
+        if let Some(name) = text.strip_prefix("system_trigger:") {
+            return Ok(Scope::SystemTrigger(name.to_owned()));
+        }
+        Err(serde::de::Error::custom(format!("not a scope: `{text}`")))
+    }
+}
+
+impl<'de> Deserialize<'de> for Origin {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Ok(match text.as_ref() {
+            "user" => Origin::User,
+            "subagent" => Origin::Subagent,
+            "implied" => Origin::Implied,
+            "unannounced" => Origin::Unannounced,
+            "continuation" => Origin::Continuation,
+            "agent" => Origin::Agent,
+            other => match other.strip_prefix("system_trigger:") {
+                Some(name) => Origin::SystemTrigger(name.to_owned()),
+                None => return Err(serde::de::Error::custom(format!("not an origin: `{text}`"))),
+            },
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Origin, Scope};
@@ -130,6 +166,8 @@ mod tests {
         for (scope, text) in scopes {
             assert_eq!(scope.to_string(), text);
             assert_eq!(json(&scope), format!("\"{text}\""));
+            let back: Option<Scope> = serde_json::from_str(&json(&scope)).ok();
+            assert_eq!(back, Some(scope));
         }
         let origins = [
             (Origin::User, "user"),
@@ -146,6 +184,8 @@ mod tests {
         for (origin, text) in origins {
             assert_eq!(origin.to_string(), text);
             assert_eq!(json(&origin), format!("\"{text}\""));
+            let back: Option<Origin> = serde_json::from_str(&json(&origin)).ok();
+            assert_eq!(back, Some(origin));
         }
     }
 }

@@ -227,6 +227,11 @@ pub enum SessionNotice {
     TranscriptFollowed {
         path: String,
     },
+    /// The file a launch streams its closed turns to cannot be written: they are kept in
+    /// memory from here on (nothing is lost; memory grows with the run).
+    LedgerInMemory {
+        detail: String,
+    },
 }
 
 impl fmt::Display for SessionNotice {
@@ -234,6 +239,9 @@ impl fmt::Display for SessionNotice {
         match self {
             SessionNotice::Tail(n) => n.fmt(f),
             SessionNotice::BadRecord { detail } => write!(f, "ignored a metadata record: {detail}"),
+            SessionNotice::LedgerInMemory { detail } => {
+                write!(f, "turn ledger kept in memory: {detail}")
+            }
             SessionNotice::CheckpointNotLoaded { detail } => {
                 write!(
                     f,

@@ -143,6 +143,7 @@ pub fn run(args: &[OsString]) {
         limits: DEFAULT_LIMITS,
         tmux_pane: std::env::var(TMUX_PANE_ENV).ok(),
         agent_pid: unrouted.then(super::default_store::agent_pid).flatten(),
+        emitter_parent: super::parent::emitter_parent(),
         rotate_at: unrouted.then_some(super::default_store::ROTATE_BYTES),
     };
     run_config(config, problems)

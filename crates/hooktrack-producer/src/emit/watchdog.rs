@@ -257,6 +257,7 @@ fn give_up_row(config: &EmitConfig, received_at: Timestamp) -> Vec<u8> {
             .as_deref()
             .filter(|p| hooktrack_core::store::is_tmux_pane_id(p)),
         agent_pid: config.agent_pid,
+        emitter_parent: config.emitter_parent.as_ref(),
     }
     .render()
 }
@@ -552,6 +553,7 @@ mod tests {
             limits: DEFAULT_LIMITS,
             tmux_pane: Some("%7".to_owned()),
             agent_pid: None,
+            emitter_parent: None,
             rotate_at: None,
         }
     }
