@@ -674,3 +674,190 @@ fn watch_notify_sends_one_desktop_notification_per_transition() {
         "nothing for the baseline, one per transition"
     );
 }
+
+/// Issue 25 item 3: `watch` drops a session whose agent process is gone, after the grace
+/// period. A stand-in agent (python, so the hook's parent is the agent, as with a real
+/// CLI) runs the routed hook in a tmux pane and waits for a line; a row of an agent long
+/// gone is in the store already. The watch (no path, `--tmux`, `--ndjson`, `--drop-after
+/// 1`) drops the old session at once, shows the live one active, sees it `absent` when the
+/// line ends it, then drops it: one `dropped` line, the pane's options removed.
+#[test]
+fn watch_drops_a_session_whose_agent_is_gone() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return crate::producer::e2e_npm::skip("watch --drop-after in tmux", "no tmux");
+    }
+    let h = Home::new();
+    let store = h.state.join("hooktrack/agents/claude");
+    // An agent that ran long ago: a process that has ended, its row from 2020.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    gone.wait().unwrap();
+    fs::create_dir_all(&store).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&store, fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    fs::write(
+        store.join("events.ndjson"),
+        format!(
+            "{{\"v\":1,\"provider\":\"claude\",\"generation\":0,\"via\":\"command_fallback\",\"emitter_seq\":1,\"received_at\":\"2020-01-01T00:00:00.000Z\",\"event\":\"UserPromptSubmit\",\"payload\":{{\"session_id\":\"s-old\",\"hook_event_name\":\"UserPromptSubmit\",\"prompt\":\"x\"}},\"tmux_pane\":\"%99\",\"agent_pid\":{gone_pid}}}\n"
+        ),
+    )
+    .unwrap();
+    let agent = h.home.join("agent.py");
+    fs::write(
+        &agent,
+        r#"import subprocess, sys
+payload = b'{"session_id":"s-live","hook_event_name":"UserPromptSubmit","prompt":"hi"}'
+subprocess.run([sys.argv[1], "emit", "--observer", "hooktrack", "--agent", "claude",
+                "--event", "UserPromptSubmit"], input=payload, check=True)
+print("agent-waiting", flush=True)
+sys.stdin.readline()
+"#,
+    )
+    .unwrap();
+    let script = h.home.join("agent.sh");
+    fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nexport HOME='{home}' XDG_STATE_HOME='{state}'\npython3 '{agent}' '{hook}'\necho agent-ended\nexec cat\n",
+            home = h.home.display(),
+            state = h.state.display(),
+            agent = agent.display(),
+            hook = env!("CARGO_BIN_EXE_hooktrack-hook"),
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let tmux = TmuxServer {
+        socket: format!("hooktrack-drop-{}", std::process::id()),
+    };
+    let started = tmux
+        .tmux()
+        .args([
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-x",
+            "100",
+            "-y",
+            "20",
+        ])
+        .args(["-P", "-F", "#{pane_id}"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(started.status.success(), "{}", text(&started));
+    let pane = String::from_utf8_lossy(&started.stdout).trim().to_owned();
+
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+        .args([
+            "watch",
+            "--ndjson",
+            "--recheck-ms",
+            "50",
+            "--drop-after",
+            "1",
+        ])
+        .args(["--tmux", "--tmux-socket", &tmux.socket])
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = crate::watch::lines_of(&mut watch);
+    // Bounded waits: every step is a poll away (50 ms) or the grace (1 s) away.
+    let mut seen: Vec<serde_json::Value> = Vec::new();
+    /// Reads lines until one satisfies `done` (kept in `seen`, like every line read).
+    fn until(
+        lines: &std::sync::mpsc::Receiver<String>,
+        seen: &mut Vec<serde_json::Value>,
+        done: &dyn Fn(&serde_json::Value) -> bool,
+    ) -> bool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            let Ok(line) = lines.recv_timeout(left) else {
+                return false;
+            };
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            seen.push(v.clone());
+            if done(&v) {
+                return true;
+            }
+        }
+        false
+    }
+    let dropped = |sid: &'static str| {
+        move |v: &serde_json::Value| v["session_id"] == sid && v.get("dropped").is_some()
+    };
+    let phase = |v: &serde_json::Value| v["posture"]["turn"]["phase"].clone();
+    let presence = |v: &serde_json::Value| v["posture"]["presence"].clone();
+
+    // The old session: its agent was gone long before the grace period: dropped at once.
+    assert!(until(&lines, &mut seen, &dropped("s-old")), "{seen:#?}");
+    let old = seen.last().unwrap().clone();
+    assert_eq!(old["session"], "claude");
+    assert_eq!(old["dropped"]["gone_since"], "2020-01-01T00:00:00.000Z");
+    // The live one: active, its pid the stand-in agent's, on the pane.
+    assert!(
+        until(&lines, &mut seen, &|v| v["session_id"] == "s-live"
+            && phase(v) == "active"),
+        "{seen:#?}"
+    );
+    let live = seen.last().unwrap().clone();
+    let agent_pid = live["agent_pid"].as_u64().unwrap();
+    assert_eq!(live["tmux_pane"], pane.as_str());
+    let (_, published) = wait_pane(&tmux, &pane, |t| {
+        t.option(&pane, "@hooktrack_phase") == "active"
+    });
+    assert!(published, "{}", tmux.screen(&pane));
+    assert!(tmux.screen(&pane).contains("agent-waiting"));
+    assert!(
+        !seen.iter().any(|v| v["session_id"] == "s-old"
+            && v.get("dropped").is_none()
+            && v["at"].as_str() > old["at"].as_str()),
+        "a dropped session is not reported again: {seen:#?}"
+    );
+
+    // The agent ends: absent, then dropped after the grace period.
+    tmux.run(&["send-keys", "-t", &pane, "bye", "Enter"]);
+    assert!(
+        until(&lines, &mut seen, &|v| v["session_id"] == "s-live"
+            && presence(v) == "absent"),
+        "{seen:#?}"
+    );
+    let absent = seen.last().unwrap().clone();
+    assert!(absent["gone_since"].is_string(), "{absent:#}");
+    assert!(
+        absent["notices"].as_array().unwrap().iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .contains(&format!("agent process {agent_pid} ended"))),
+        "{absent:#}"
+    );
+    let (_, absent_published) = wait_pane(&tmux, &pane, |t| {
+        t.option(&pane, "@hooktrack_phase") == "absent"
+    });
+    assert!(absent_published);
+    assert!(until(&lines, &mut seen, &dropped("s-live")), "{seen:#?}");
+    let (_, cleared) = wait_pane(&tmux, &pane, |t| {
+        t.option(&pane, "@hooktrack_phase").is_empty()
+    });
+    let screen = tmux.screen(&pane);
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert!(cleared, "the dropped session's pane options are removed");
+    assert!(screen.contains("agent-ended"), "{screen}");
+    assert_eq!(
+        seen.iter().filter(|v| v.get("dropped").is_some()).count(),
+        2,
+        "one dropped line per session: {seen:#?}"
+    );
+}

@@ -192,8 +192,24 @@ impl Tracker {
         sink: &mut impl FnMut(FedLine<'_, 'a>) -> Result<(), E>,
     ) -> Result<(), E> {
         let index = self.sessions.current();
+        self.process_ended_in(index, pid, at, sink)
+    }
+
+    /// The agent process of session `index` (an index of [`Tracker::sessions`]) ended: a
+    /// live reader watching the pid each session's rows name (`agent_pid`) saw it gone.
+    /// An index past the sessions is ignored.
+    pub fn process_ended_in<'a, E>(
+        &mut self,
+        index: usize,
+        pid: Option<u32>,
+        at: Option<Timestamp>,
+        sink: &mut impl FnMut(FedLine<'_, 'a>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if index >= self.sessions.len() {
+            return Ok(());
+        }
         let step = self.sessions.get_mut(index).pipeline.process_ended(pid, at);
-        self.settle(&Fed::Event(step), false, sink)
+        self.settle_in(index, &Fed::Event(step), false, sink)
     }
 
     /// A transcript line goes to the current session (the one of the hook row before it).
@@ -218,7 +234,17 @@ impl Tracker {
         replayed: bool,
         sink: &mut impl FnMut(FedLine<'_, 'a>) -> Result<(), E>,
     ) -> Result<(), E> {
-        let session = self.sessions.current();
+        self.settle_in(self.sessions.current(), fed, replayed, sink)
+    }
+
+    /// [`Tracker::settle`] for a line of session `session`.
+    fn settle_in<'a, E>(
+        &mut self,
+        session: usize,
+        fed: &Fed<'a>,
+        replayed: bool,
+        sink: &mut impl FnMut(FedLine<'_, 'a>) -> Result<(), E>,
+    ) -> Result<(), E> {
         if let Fed::Event(step) = fed
             && !step.outcome.closed.is_empty()
         {
