@@ -73,6 +73,13 @@ fn setup_installs_for_the_agents_found_and_undo_restores_every_byte() {
     assert!(out.status.success(), "{said}");
     assert!(said.contains("claude: 28 hooktrack entries"), "{said}");
     assert!(said.contains("claude: check: ok"), "{said}");
+    // No agent on PATH to ask: the window is said anyway, as `check` says it.
+    assert!(
+        said.contains(
+            "claude: check: Claude Code: `claude --version` gave no version; the tested window is"
+        ),
+        "{said}"
+    );
     assert!(said.contains("gemini: 11 hooktrack entries"), "{said}");
     // Gemini's check names its auth and folder trust; the tmux lines follow.
     assert!(
@@ -424,6 +431,10 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
     let said = text(&setup);
     assert!(setup.status.success(), "{said}");
     assert!(said.contains("claude: 28 hooktrack entries"), "{said}");
+    assert!(
+        said.contains("claude: check: Claude Code 2.1.197: within the tested window"),
+        "{said}"
+    );
     let settings = h.file(".claude/settings.json");
     assert!(settings.exists());
 
