@@ -838,8 +838,10 @@ fn watch_drops_a_session_whose_agent_is_gone() {
         return crate::producer::e2e_npm::skip("watch --drop-after in tmux", "no tmux");
     }
     let h = Home::new();
-    let store = h.state.join("hooktrack/agents/claude");
-    // An agent that ran long ago: a process that has ended, its row from 2020.
+    // An agent that ran long ago, in a store of its own (each store holds one session: its
+    // lines carry no session_id, the dropped line does): a process that has ended, its row
+    // from 2020.
+    let store = h.state.join("hooktrack/agents/old");
     let mut gone = Command::new("true").spawn().unwrap();
     let gone_pid = gone.id();
     gone.wait().unwrap();
@@ -954,11 +956,11 @@ sys.stdin.readline()
     // The old session: its agent was gone long before the grace period: dropped at once.
     assert!(until(&lines, &mut seen, &dropped("s-old")), "{seen:#?}");
     let old = seen.last().unwrap().clone();
-    assert_eq!(old["session"], "claude");
+    assert_eq!(old["session"], "old");
     assert_eq!(old["dropped"]["gone_since"], "2020-01-01T00:00:00.000Z");
     // The live one: active, its pid the stand-in agent's, on the pane.
     assert!(
-        until(&lines, &mut seen, &|v| v["session_id"] == "s-live"
+        until(&lines, &mut seen, &|v| v["session"] == "claude"
             && phase(v) == "active"),
         "{seen:#?}"
     );
@@ -971,7 +973,7 @@ sys.stdin.readline()
     assert!(published, "{}", tmux.screen(&pane));
     assert!(tmux.screen(&pane).contains("agent-waiting"));
     assert!(
-        !seen.iter().any(|v| v["session_id"] == "s-old"
+        !seen.iter().any(|v| v["session"] == "old"
             && v.get("dropped").is_none()
             && v["at"].as_str() > old["at"].as_str()),
         "a dropped session is not reported again: {seen:#?}"
@@ -980,7 +982,7 @@ sys.stdin.readline()
     // The agent ends: absent, then dropped after the grace period.
     tmux.run(&["send-keys", "-t", &pane, "bye", "Enter"]);
     assert!(
-        until(&lines, &mut seen, &|v| v["session_id"] == "s-live"
+        until(&lines, &mut seen, &|v| v["session"] == "claude"
             && presence(v) == "absent"),
         "{seen:#?}"
     );

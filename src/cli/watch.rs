@@ -249,6 +249,8 @@ pub fn run(args: &WatchArgs) -> ExitCode {
     };
     let mut latest: HashMap<SessionId, Update> = HashMap::new();
     let mut dropped: HashSet<(SessionId, Option<String>)> = HashSet::new();
+    // The stores whose first update was seen (the notifiers' baseline).
+    let mut looked: HashSet<SessionId> = HashSet::new();
     let grace_ms = i64::try_from(args.drop_after.saturating_mul(1000)).unwrap_or(i64::MAX);
     let mut next_redraw = Instant::now() + REDRAW;
     if let Some(d) = &discover
@@ -293,13 +295,23 @@ pub fn run(args: &WatchArgs) -> ExitCode {
                         t.update(&facts, wall_clock());
                     }
                 }
+                // Per session of the store: a session that blocks or ends while another's
+                // rows came last is told too. Sessions of a store's first update are what
+                // the logs held; one that appears later is news from its first update.
+                let first_look = looked.insert(id);
                 if notifier.is_some() || desktop.is_some() {
-                    let facts = Facts::of(name, &update, given);
-                    if let Some(n) = &mut notifier {
-                        n.update(&facts, &update);
-                    }
-                    if let Some(n) = &mut desktop {
-                        n.update(&facts, &update);
+                    for (sid, one) in update.per_session() {
+                        let key = format!(
+                            "{id:?} {}",
+                            one.current().session_id.as_deref().unwrap_or("")
+                        );
+                        if dropped.contains(&(id, one.current().session_id.clone())) {
+                            continue;
+                        }
+                        let facts = Facts::of(&session_name(name, &update, sid), &one, given);
+                        for n in [&mut notifier, &mut desktop].into_iter().flatten() {
+                            n.update(&key, !first_look, &facts, &one);
+                        }
                     }
                 }
                 let shown = view.update(&mut out, name, &update, &|sid| {
@@ -360,8 +372,8 @@ pub fn run(args: &WatchArgs) -> ExitCode {
                     update
                         .per_session()
                         .into_iter()
-                        .filter(|(session, _)| {
-                            !dropped.contains(&(*id, session.map(str::to_owned)))
+                        .filter(|(_, one)| {
+                            !dropped.contains(&(*id, one.current().session_id.clone()))
                         })
                         .map(|(session, update)| match session {
                             Some(sid) => {
@@ -511,7 +523,7 @@ impl View for Ndjson {
         dropped: &dyn Fn(Option<&str>) -> bool,
     ) -> io::Result<()> {
         for (session_id, update) in update.per_session() {
-            if dropped(session_id) {
+            if dropped(update.current().session_id.as_deref()) {
                 continue;
             }
             serde_json::to_writer(
@@ -728,7 +740,7 @@ fn pane_facts(
 ) -> Vec<Facts> {
     let mut by_pane: HashMap<String, (Option<Timestamp>, Facts)> = HashMap::new();
     for (sid, one) in update.per_session() {
-        if dropped(sid) {
+        if dropped(one.current().session_id.as_deref()) {
             continue;
         }
         let facts = Facts::of(&session_name(name, update, sid), &one, given);
