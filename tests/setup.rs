@@ -73,6 +73,13 @@ fn setup_installs_for_the_agents_found_and_undo_restores_every_byte() {
     assert!(out.status.success(), "{said}");
     assert!(said.contains("claude: 28 hooktrack entries"), "{said}");
     assert!(said.contains("claude: check: ok"), "{said}");
+    // No agent on PATH to ask: the window is said anyway, as `check` says it.
+    assert!(
+        said.contains(
+            "claude: check: Claude Code: `claude --version` gave no version; the tested window is"
+        ),
+        "{said}"
+    );
     assert!(said.contains("gemini: 11 hooktrack entries"), "{said}");
     // Gemini's check names its auth and folder trust; the tmux lines follow.
     assert!(
@@ -378,11 +385,29 @@ fn wait_pane(
 ///   two lines. Done.`, an empty prompt;
 /// - after `/clear` and the same prompt: the same question; after Escape: `User rejected
 ///   write to notes.txt` and an empty prompt.
+///
+/// Then a real Qwen Code 0.24.4 typed into a second pane of the same server (`qwen` with
+/// the mock's OpenAI URL and `--approval-mode default`, so a shell call asks), seen by the
+/// same `watch --tmux`. What its screen showed (recorded by hand with the same steps):
+/// - started: the banner `Qwen Code (v0.24.4)`, `>   Type your message or @path/to/file`,
+///   `⏸ Ask permissions (shift + tab to cycle)`;
+/// - after `Make a file. [[perm]]`: `? Shell touch approved.txt (Create a file)`, `Allow
+///   execution of: 'touch'?` with `› 1. Yes, allow once` … `4. No, suggest changes (esc)`,
+///   `Waiting for user confirmation...`;
+/// - after Enter (Yes): `✓ Shell touch approved.txt`, `◆︎ The file holds two lines. Done.`
+///   and the empty input box;
+/// - after `Wait a while. [[slow]]`: `Allow execution of: 'sleep'?`; after Enter the
+///   shell runs (`esc to cancel`); after Escape: `●︎ Request cancelled.` and the input box;
+/// - after `/quit`: the pane closes.
 #[test]
 fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
     let bin = match crate::producer::e2e_npm::npm_bin() {
         Ok(b) => b,
         Err(reason) => return crate::producer::e2e_npm::skip("claude-code 2.1.197", &reason),
+    };
+    let qwen = match crate::producer::e2e_more_agents::installed() {
+        Ok(q) => q,
+        Err(reason) => return crate::producer::e2e_npm::skip("qwen-code 0.24.4", &reason),
     };
     if Command::new("tmux").arg("-V").output().is_err() {
         return crate::producer::e2e_npm::skip("claude-code 2.1.197 in tmux", "no tmux");
@@ -391,6 +416,12 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
     let work = h.home.join("work");
     fs::create_dir_all(&work).unwrap();
     std::os::unix::fs::symlink(bin.join("claude"), h.bin.join("claude")).unwrap();
+    std::os::unix::fs::symlink(qwen.bin.join("qwen"), h.bin.join("qwen")).unwrap();
+    // Qwen Code's settings as a person who ran it has them: only a byte-for-byte undo
+    // gives them back.
+    let qwen_settings = h.file(".qwen/settings.json");
+    fs::create_dir_all(qwen_settings.parent().unwrap()).unwrap();
+    fs::write(&qwen_settings, QWEN_SETTINGS).unwrap();
     // Node for the agent's shebang, and nothing else from this PATH.
     let node_dir = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
         .find(|d| d.join("node").is_file())
@@ -424,6 +455,12 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
     let said = text(&setup);
     assert!(setup.status.success(), "{said}");
     assert!(said.contains("claude: 28 hooktrack entries"), "{said}");
+    assert!(
+        said.contains("claude: check: Claude Code 2.1.197: within the tested window"),
+        "{said}"
+    );
+    assert!(said.contains("qwen: 21 hooktrack entries"), "{said}");
+    assert!(said.contains("qwen: check: ok"), "{said}");
     let settings = h.file(".claude/settings.json");
     assert!(settings.exists());
 
@@ -468,6 +505,36 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
         .unwrap();
     assert!(started.status.success(), "{}", text(&started));
     let pane = String::from_utf8_lossy(&started.stdout).trim().to_owned();
+    // Qwen Code in a second window of the same server, Node 22 first on its PATH.
+    let qwen_script = h.home.join("qwen.sh");
+    fs::write(
+        &qwen_script,
+        format!(
+            "#!/bin/sh\ncd '{work}'\nexec env -i PATH='{node22}:{path}' HOME='{home}' XDG_STATE_HOME='{state}' \
+             TERM=xterm-256color TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\" \
+             qwen --auth-type openai --openai-base-url http://127.0.0.1:{port}/v1 \
+             --openai-api-key x -m qwen-mock --approval-mode default\n",
+            work = work.display(),
+            node22 = qwen.node_bin.display(),
+            home = h.home.display(),
+            state = h.state.display(),
+            port = mock.port,
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&qwen_script, fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    // Its pane waits for a line: it also keeps the server up once Claude Code's closes.
+    let started = tmux
+        .tmux()
+        .args(["new-window", "-d", "-P", "-F", "#{pane_id}"])
+        .arg(format!("read go; exec '{}'", qwen_script.display()))
+        .output()
+        .unwrap();
+    assert!(started.status.success(), "{}", text(&started));
+    let qpane = String::from_utf8_lossy(&started.stdout).trim().to_owned();
     // The tmux lines `setup` printed, as a person pastes them into ~/.tmux.conf.
     let conf = h.home.join("tmux.conf");
     let lines: Vec<&str> = said.lines().filter(|l| l.starts_with("set -g ")).collect();
@@ -578,13 +645,80 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
         assert_eq!(tmux.option(&pane, "@hooktrack_phase"), "ready");
 
         prompt("/exit");
-        let (_, ok) = wait_pane(&tmux, &pane, |t| {
-            !t.tmux()
-                .arg("has-session")
-                .status()
-                .is_ok_and(|s| s.success())
-        });
+        let gone = |t: &TmuxServer, p: &str| {
+            !t.run(&["list-panes", "-a", "-F", "#{pane_id}"])
+                .lines()
+                .any(|l| l == p)
+        };
+        let (_, ok) = wait_pane(&tmux, &pane, |t| gone(t, &pane));
         assert!(ok, "claude did not exit");
+
+        // The second agent, in the second pane, started now (two TUIs starting at once on
+        // a busy machine only slow each other), seen by the same watch.
+        tmux.run(&["send-keys", "-t", &qpane, "go", "Enter"]);
+        let qprompt = |text: &str| {
+            tmux.run(&["send-keys", "-t", &qpane, "-l", text]);
+            let (_, typed) = wait_pane(&tmux, &qpane, |t| t.screen(&qpane).contains(text));
+            assert!(typed, "{text} not typed:\n{}", tmux.screen(&qpane));
+            tmux.run(&["send-keys", "-t", &qpane, "Enter"]);
+        };
+        let (_, ok) = wait_pane(&tmux, &qpane, |t| {
+            t.screen(&qpane).contains("Type your message")
+        });
+        assert!(ok, "qwen never started:\n{}", tmux.screen(&qpane));
+        qprompt("Make a file. [[perm]]");
+        let (seen, ok) = wait_pane(&tmux, &qpane, |t| {
+            t.option(&qpane, "@hooktrack_phase") == "blocked"
+                && t.screen(&qpane).contains("Allow execution of: 'touch'?")
+        });
+        assert!(
+            ok,
+            "qwen never blocked ({seen:?}):\n{}",
+            tmux.screen(&qpane)
+        );
+        assert!(seen.contains(&"active".to_owned()), "{seen:?}");
+        assert_eq!(tmux.option(&qpane, "@hooktrack_agent"), "qwen-code");
+        assert_eq!(
+            tmux.option(&qpane, "@hooktrack_blocked"),
+            "run_shell_command"
+        );
+        tmux.run(&["send-keys", "-t", &qpane, "Enter"]);
+        let (seen, ok) = wait_pane(&tmux, &qpane, |t| {
+            t.option(&qpane, "@hooktrack_last") == "success"
+                && t.screen(&qpane).contains("The file holds two lines. Done.")
+        });
+        assert!(
+            ok,
+            "qwen never success ({seen:?}):\n{}",
+            tmux.screen(&qpane)
+        );
+        assert_eq!(tmux.option(&qpane, "@hooktrack_phase"), "ready");
+        qprompt("Wait a while. [[slow]]");
+        let (_, ok) = wait_pane(&tmux, &qpane, |t| {
+            t.option(&qpane, "@hooktrack_phase") == "blocked"
+                && t.screen(&qpane).contains("Allow execution of: 'sleep'?")
+        });
+        assert!(ok, "qwen never asked for sleep:\n{}", tmux.screen(&qpane));
+        tmux.run(&["send-keys", "-t", &qpane, "Enter"]);
+        let (_, ok) = wait_pane(&tmux, &qpane, |t| {
+            t.option(&qpane, "@hooktrack_phase") == "active"
+                && t.screen(&qpane).contains("esc to cancel")
+        });
+        assert!(ok, "the shell never ran:\n{}", tmux.screen(&qpane));
+        tmux.run(&["send-keys", "-t", &qpane, "Escape"]);
+        let (seen, ok) = wait_pane(&tmux, &qpane, |t| {
+            t.option(&qpane, "@hooktrack_last") == "interrupted"
+                && t.screen(&qpane).contains("Request cancelled.")
+        });
+        assert!(
+            ok,
+            "qwen never interrupted ({seen:?}):\n{}",
+            tmux.screen(&qpane)
+        );
+        assert_eq!(tmux.option(&qpane, "@hooktrack_phase"), "ready");
+        qprompt("/quit");
+        let (_, ok) = wait_pane(&tmux, &qpane, |t| gone(t, &qpane));
+        assert!(ok, "qwen did not exit:\n{}", tmux.screen(&qpane));
     }));
     let _ = watch.kill();
     let _ = watch.wait();
@@ -599,10 +733,27 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
     assert!(rows.iter().all(|r| r["tmux_pane"] == pane.as_str()));
     assert!(rows.iter().all(|r| r["agent_pid"].as_u64().is_some()));
 
+    let rows = self::rows(&h.state.join("hooktrack/agents/qwen/events.ndjson"));
+    assert!(rows.len() > 5, "{rows:?}");
+    assert!(rows.iter().all(|r| r["tmux_pane"] == qpane.as_str()));
+    assert!(rows.iter().all(|r| r["agent_pid"].as_u64().is_some()));
+
     let undo = h.run(&["setup", "--undo"]);
     assert!(undo.status.success(), "{}", text(&undo));
     assert!(!settings.exists(), "setup created it: {}", text(&undo));
+    assert_eq!(
+        fs::read_to_string(&qwen_settings).unwrap(),
+        QWEN_SETTINGS,
+        "{}",
+        text(&undo)
+    );
 }
+
+/// Qwen Code settings as Qwen Code 0.24.4 itself leaves them (tabs, `$version` last, no
+/// final newline): it rewrites a file without `$version` when it starts (seen: `{"ui" :
+/// …}` came back migrated and re-indented, which `--undo` then rightly keeps, removing
+/// only hooktrack's entries), so a person who has run it has this shape.
+const QWEN_SETTINGS: &str = "{\n\t\"ui\": {\n\t\t\"hideTips\": false\n\t},\n\t\"$version\": 4\n}";
 
 #[test]
 fn watch_notify_sends_one_desktop_notification_per_transition() {
@@ -672,5 +823,194 @@ fn watch_notify_sends_one_desktop_notification_per_transition() {
         "--app-name|hooktrack|claude-code waits for you|Bash · %5 · claude|\n\
          --app-name|hooktrack|claude-code turn ended|success · %5 · claude|\n",
         "nothing for the baseline, one per transition"
+    );
+}
+
+/// Issue 25 item 3: `watch` drops a session whose agent process is gone, after the grace
+/// period. A stand-in agent (python, so the hook's parent is the agent, as with a real
+/// CLI) runs the routed hook in a tmux pane and waits for a line; a row of an agent long
+/// gone is in the store already. The watch (no path, `--tmux`, `--ndjson`, `--drop-after
+/// 1`) drops the old session at once, shows the live one active, sees it `absent` when the
+/// line ends it, then drops it: one `dropped` line, the pane's options removed.
+#[test]
+fn watch_drops_a_session_whose_agent_is_gone() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return crate::producer::e2e_npm::skip("watch --drop-after in tmux", "no tmux");
+    }
+    let h = Home::new();
+    // An agent that ran long ago, in a store of its own (each store holds one session: its
+    // lines carry no session_id, the dropped line does): a process that has ended, its row
+    // from 2020.
+    let store = h.state.join("hooktrack/agents/old");
+    let mut gone = Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    gone.wait().unwrap();
+    fs::create_dir_all(&store).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&store, fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    fs::write(
+        store.join("events.ndjson"),
+        format!(
+            "{{\"v\":1,\"provider\":\"claude\",\"generation\":0,\"via\":\"command_fallback\",\"emitter_seq\":1,\"received_at\":\"2020-01-01T00:00:00.000Z\",\"event\":\"UserPromptSubmit\",\"payload\":{{\"session_id\":\"s-old\",\"hook_event_name\":\"UserPromptSubmit\",\"prompt\":\"x\"}},\"tmux_pane\":\"%99\",\"agent_pid\":{gone_pid}}}\n"
+        ),
+    )
+    .unwrap();
+    let agent = h.home.join("agent.py");
+    fs::write(
+        &agent,
+        r#"import subprocess, sys
+payload = b'{"session_id":"s-live","hook_event_name":"UserPromptSubmit","prompt":"hi"}'
+subprocess.run([sys.argv[1], "emit", "--observer", "hooktrack", "--agent", "claude",
+                "--event", "UserPromptSubmit"], input=payload, check=True)
+print("agent-waiting", flush=True)
+sys.stdin.readline()
+"#,
+    )
+    .unwrap();
+    let script = h.home.join("agent.sh");
+    fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nexport HOME='{home}' XDG_STATE_HOME='{state}'\npython3 '{agent}' '{hook}'\necho agent-ended\nexec cat\n",
+            home = h.home.display(),
+            state = h.state.display(),
+            agent = agent.display(),
+            hook = env!("CARGO_BIN_EXE_hooktrack-hook"),
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let tmux = TmuxServer {
+        socket: format!("hooktrack-drop-{}", std::process::id()),
+    };
+    let started = tmux
+        .tmux()
+        .args([
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-x",
+            "100",
+            "-y",
+            "20",
+        ])
+        .args(["-P", "-F", "#{pane_id}"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(started.status.success(), "{}", text(&started));
+    let pane = String::from_utf8_lossy(&started.stdout).trim().to_owned();
+
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+        .args([
+            "watch",
+            "--ndjson",
+            "--recheck-ms",
+            "50",
+            "--drop-after",
+            "1",
+        ])
+        .args(["--tmux", "--tmux-socket", &tmux.socket])
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = crate::watch::lines_of(&mut watch);
+    // Bounded waits: every step is a poll away (50 ms) or the grace (1 s) away.
+    let mut seen: Vec<serde_json::Value> = Vec::new();
+    /// Reads lines until one satisfies `done` (kept in `seen`, like every line read).
+    fn until(
+        lines: &std::sync::mpsc::Receiver<String>,
+        seen: &mut Vec<serde_json::Value>,
+        done: &dyn Fn(&serde_json::Value) -> bool,
+    ) -> bool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            let Ok(line) = lines.recv_timeout(left) else {
+                return false;
+            };
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            seen.push(v.clone());
+            if done(&v) {
+                return true;
+            }
+        }
+        false
+    }
+    let dropped = |sid: &'static str| {
+        move |v: &serde_json::Value| v["session_id"] == sid && v.get("dropped").is_some()
+    };
+    let phase = |v: &serde_json::Value| v["posture"]["turn"]["phase"].clone();
+    let presence = |v: &serde_json::Value| v["posture"]["presence"].clone();
+
+    // The old session: its agent was gone long before the grace period: dropped at once.
+    assert!(until(&lines, &mut seen, &dropped("s-old")), "{seen:#?}");
+    let old = seen.last().unwrap().clone();
+    assert_eq!(old["session"], "old");
+    assert_eq!(old["dropped"]["gone_since"], "2020-01-01T00:00:00.000Z");
+    // The live one: active, its pid the stand-in agent's, on the pane.
+    assert!(
+        until(&lines, &mut seen, &|v| v["session"] == "claude"
+            && phase(v) == "active"),
+        "{seen:#?}"
+    );
+    let live = seen.last().unwrap().clone();
+    let agent_pid = live["agent_pid"].as_u64().unwrap();
+    assert_eq!(live["tmux_pane"], pane.as_str());
+    let (_, published) = wait_pane(&tmux, &pane, |t| {
+        t.option(&pane, "@hooktrack_phase") == "active"
+    });
+    assert!(published, "{}", tmux.screen(&pane));
+    assert!(tmux.screen(&pane).contains("agent-waiting"));
+    assert!(
+        !seen.iter().any(|v| v["session"] == "old"
+            && v.get("dropped").is_none()
+            && v["at"].as_str() > old["at"].as_str()),
+        "a dropped session is not reported again: {seen:#?}"
+    );
+
+    // The agent ends: absent, then dropped after the grace period.
+    tmux.run(&["send-keys", "-t", &pane, "bye", "Enter"]);
+    assert!(
+        until(&lines, &mut seen, &|v| v["session"] == "claude"
+            && presence(v) == "absent"),
+        "{seen:#?}"
+    );
+    let absent = seen.last().unwrap().clone();
+    assert!(absent["gone_since"].is_string(), "{absent:#}");
+    assert!(
+        absent["notices"].as_array().unwrap().iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .contains(&format!("agent process {agent_pid} ended"))),
+        "{absent:#}"
+    );
+    let (_, absent_published) = wait_pane(&tmux, &pane, |t| {
+        t.option(&pane, "@hooktrack_phase") == "absent"
+    });
+    assert!(absent_published);
+    assert!(until(&lines, &mut seen, &dropped("s-live")), "{seen:#?}");
+    let (_, cleared) = wait_pane(&tmux, &pane, |t| {
+        t.option(&pane, "@hooktrack_phase").is_empty()
+    });
+    let screen = tmux.screen(&pane);
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert!(cleared, "the dropped session's pane options are removed");
+    assert!(screen.contains("agent-ended"), "{screen}");
+    assert_eq!(
+        seen.iter().filter(|v| v.get("dropped").is_some()).count(),
+        2,
+        "one dropped line per session: {seen:#?}"
     );
 }

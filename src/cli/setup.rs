@@ -244,6 +244,17 @@ fn setup(
             // `kimi doctor` is asked by `check` alone (it takes seconds).
             ask_doctor: false,
         });
+        // The version window, as `check` says it: a version outside it still works, but
+        // its hooks were not seen by anyone.
+        let versions = agent.descriptor().versions;
+        println!(
+            "{name}: check: {}",
+            versions.verdict(
+                agent.label(),
+                agent.typed_name(),
+                observer.agent_version.as_deref()
+            )
+        );
         if findings.is_empty() {
             println!("{name}: check: ok");
         }

@@ -7,7 +7,7 @@ mod facts;
 mod notify;
 mod tmux;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -90,6 +90,14 @@ pub struct WatchArgs {
     /// Seconds after which an --on-change command is killed (with its process group).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     on_change_timeout: u64,
+    /// Seconds a session stays shown after its agent process is gone (presence `absent`),
+    /// then it is dropped: its status line goes, its pane's tmux options are removed, and
+    /// --ndjson says `"dropped"` once. A session whose agent was already gone longer than
+    /// this when watch started (its last row older) is dropped at once. The agent is the
+    /// pid its rows name (agents started after `hooktrack setup`) or a launcher's
+    /// `process_ended` row. A row from it later shows it again.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    drop_after: u64,
     /// Keep the read position in FILE and resume from it: after a restart, turns already
     /// reported are not reported again (their lines are re-read to rebuild the state).
     /// One session only; keep FILE outside the store.
@@ -240,6 +248,10 @@ pub fn run(args: &WatchArgs) -> ExitCode {
         Box::new(Lines::default())
     };
     let mut latest: HashMap<SessionId, Update> = HashMap::new();
+    let mut dropped: HashSet<(SessionId, Option<String>)> = HashSet::new();
+    // The stores whose first update was seen (the notifiers' baseline).
+    let mut looked: HashSet<SessionId> = HashSet::new();
+    let grace_ms = i64::try_from(args.drop_after.saturating_mul(1000)).unwrap_or(i64::MAX);
     let mut next_redraw = Instant::now() + REDRAW;
     if let Some(d) = &discover
         && let Err(e) = view.notice(
@@ -275,19 +287,36 @@ pub fn run(args: &WatchArgs) -> ExitCode {
         let step = match updates.recv_timeout(wait) {
             Ok((id, update)) => {
                 let name = names.get(&id).map_or("?", |n| n.trim_end());
-                if tmux.is_some() || notifier.is_some() || desktop.is_some() {
-                    let facts = Facts::of(name, &update, panes.get(&id).map(String::as_str));
-                    if let Some(t) = &mut tmux {
+                let given = panes.get(&id).map(String::as_str);
+                if let Some(t) = &mut tmux {
+                    for facts in pane_facts(name, &update, given, |sid| {
+                        dropped.contains(&(id, sid.map(str::to_owned)))
+                    }) {
                         t.update(&facts, wall_clock());
                     }
-                    if let Some(n) = &mut notifier {
-                        n.update(&facts, &update);
-                    }
-                    if let Some(n) = &mut desktop {
-                        n.update(&facts, &update);
+                }
+                // Per session of the store: a session that blocks or ends while another's
+                // rows came last is told too. Sessions of a store's first update are what
+                // the logs held; one that appears later is news from its first update.
+                let first_look = looked.insert(id);
+                if notifier.is_some() || desktop.is_some() {
+                    for (sid, one) in update.per_session() {
+                        let key = format!(
+                            "{id:?} {}",
+                            one.current().session_id.as_deref().unwrap_or("")
+                        );
+                        if dropped.contains(&(id, one.current().session_id.clone())) {
+                            continue;
+                        }
+                        let facts = Facts::of(&session_name(name, &update, sid), &one, given);
+                        for n in [&mut notifier, &mut desktop].into_iter().flatten() {
+                            n.update(&key, !first_look, &facts, &one);
+                        }
                     }
                 }
-                let shown = view.update(&mut out, name, &update);
+                let shown = view.update(&mut out, name, &update, &|sid| {
+                    dropped.contains(&(id, sid.map(str::to_owned)))
+                });
                 latest.insert(id, update);
                 shown
             }
@@ -295,13 +324,40 @@ pub fn run(args: &WatchArgs) -> ExitCode {
             Err(RecvTimeoutError::Disconnected) => break view.finish(&mut out),
         };
         let step = step.and_then(|()| {
+            // Sessions whose agent has been gone for the grace period leave the view.
+            let now = wall_clock();
+            for id in &order {
+                let Some(update) = latest.get(id) else {
+                    continue;
+                };
+                let name = names.get(id).map_or("?", |n| n.trim_end());
+                for s in &update.sessions {
+                    let key = (*id, s.session_id.clone());
+                    let gone = s
+                        .gone_since
+                        .is_some_and(|g| now.as_millis().saturating_sub(g.as_millis()) >= grace_ms);
+                    if !gone {
+                        dropped.remove(&key);
+                        continue;
+                    }
+                    if !dropped.insert(key) {
+                        continue;
+                    }
+                    view.dropped(&mut out, name, s.session_id.as_deref(), s.gone_since, now)?;
+                    if let Some(t) = &mut tmux
+                        && let Some(pane) =
+                            s.tmux_pane.as_deref().or(panes.get(id).map(String::as_str))
+                    {
+                        t.forget(pane, &session_name(name, update, s.session_id.as_deref()));
+                    }
+                }
+            }
             for warning in warnings.try_iter() {
                 view.notice(&mut out, &warning)?;
             }
             if Instant::now() < next_redraw && !view.redraws_on_update() {
                 return Ok(());
             }
-            let now = wall_clock();
             if Instant::now() >= next_redraw
                 && let Some(t) = &mut tmux
             {
@@ -311,11 +367,14 @@ pub fn run(args: &WatchArgs) -> ExitCode {
             // A store of several session_ids: one status line per session.
             let lines: Vec<StatusLine> = order
                 .iter()
-                .filter_map(|id| Some((names.get(id)?, latest.get(id)?)))
-                .flat_map(|(name, update)| {
+                .filter_map(|id| Some((id, names.get(id)?, latest.get(id)?)))
+                .flat_map(|(id, name, update)| {
                     update
                         .per_session()
                         .into_iter()
+                        .filter(|(_, one)| {
+                            !dropped.contains(&(*id, one.current().session_id.clone()))
+                        })
                         .map(|(session, update)| match session {
                             Some(sid) => {
                                 status_line(&format!("{name} {}", short_id(sid)), &update, now)
@@ -366,8 +425,37 @@ fn desktop_notifier() -> notify::Desktop {
 
 /// The three ways to show updates.
 trait View {
-    /// One update arrived for `name`.
-    fn update(&mut self, out: &mut dyn Write, name: &str, update: &Update) -> io::Result<()>;
+    /// One update arrived for `name`; `dropped` says which of its sessions were dropped.
+    fn update(
+        &mut self,
+        out: &mut dyn Write,
+        name: &str,
+        update: &Update,
+        dropped: &dyn Fn(Option<&str>) -> bool,
+    ) -> io::Result<()>;
+    /// A session of `name` was dropped: its agent has been gone since `gone_since` for
+    /// the grace period.
+    fn dropped(
+        &mut self,
+        out: &mut dyn Write,
+        name: &str,
+        session_id: Option<&str>,
+        gone_since: Option<Timestamp>,
+        now: Timestamp,
+    ) -> io::Result<()> {
+        let _ = out;
+        let who = session_id.map_or_else(
+            || name.to_owned(),
+            |sid| format!("{name} {}", short_id(sid)),
+        );
+        let since = gone_since.map_or_else(String::new, |at| {
+            format!(
+                " for {}",
+                age_text(now.as_millis().saturating_sub(at.as_millis()))
+            )
+        });
+        self.notice(out, &format!("{who}: dropped (its agent is gone{since})"))
+    }
     /// The status lines, in the order the sessions were named.
     fn redraw(&mut self, out: &mut dyn Write, lines: &[StatusLine]) -> io::Result<()>;
     /// A problem of a helper (tmux, the --on-change command): never one of tracking.
@@ -389,9 +477,55 @@ struct NdjsonLine<'a> {
     update: &'a Update,
 }
 
+/// The line that says a session was dropped.
+#[derive(Serialize)]
+struct DroppedLine<'a> {
+    session: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_id: Option<&'a str>,
+    at: Timestamp,
+    dropped: Dropped,
+}
+
+#[derive(Serialize)]
+struct Dropped {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gone_since: Option<Timestamp>,
+}
+
 impl View for Ndjson {
-    fn update(&mut self, out: &mut dyn Write, name: &str, update: &Update) -> io::Result<()> {
+    fn dropped(
+        &mut self,
+        out: &mut dyn Write,
+        name: &str,
+        session_id: Option<&str>,
+        gone_since: Option<Timestamp>,
+        now: Timestamp,
+    ) -> io::Result<()> {
+        serde_json::to_writer(
+            &mut *out,
+            &DroppedLine {
+                session: name,
+                session_id,
+                at: now,
+                dropped: Dropped { gone_since },
+            },
+        )?;
+        out.write_all(b"\n")?;
+        out.flush()
+    }
+
+    fn update(
+        &mut self,
+        out: &mut dyn Write,
+        name: &str,
+        update: &Update,
+        dropped: &dyn Fn(Option<&str>) -> bool,
+    ) -> io::Result<()> {
         for (session_id, update) in update.per_session() {
+            if dropped(update.current().session_id.as_deref()) {
+                continue;
+            }
             serde_json::to_writer(
                 &mut *out,
                 &NdjsonLine {
@@ -432,7 +566,13 @@ struct LiveView {
 }
 
 impl View for LiveView {
-    fn update(&mut self, _out: &mut dyn Write, name: &str, update: &Update) -> io::Result<()> {
+    fn update(
+        &mut self,
+        _out: &mut dyn Write,
+        name: &str,
+        update: &Update,
+        _dropped: &dyn Fn(Option<&str>) -> bool,
+    ) -> io::Result<()> {
         self.notices.extend(events_of(name, update));
         Ok(())
     }
@@ -474,7 +614,13 @@ struct Lines {
 }
 
 impl View for Lines {
-    fn update(&mut self, _out: &mut dyn Write, name: &str, update: &Update) -> io::Result<()> {
+    fn update(
+        &mut self,
+        _out: &mut dyn Write,
+        name: &str,
+        update: &Update,
+        _dropped: &dyn Fn(Option<&str>) -> bool,
+    ) -> io::Result<()> {
         self.pending.extend(events_of(name, update));
         Ok(())
     }
@@ -572,6 +718,41 @@ fn status_line(name: &str, update: &Update, now: Timestamp) -> StatusLine {
         text: line(&turn_age, &event_age),
         key: line("", ""),
     }
+}
+
+/// How a session of the store `name` is named in a status line and to tmux: the store's
+/// name, and for a store of several sessions the session's short id.
+fn session_name(name: &str, update: &Update, session_id: Option<&str>) -> String {
+    match session_id {
+        Some(sid) if update.sessions.len() > 1 => format!("{name} {}", short_id(sid)),
+        _ => name.to_owned(),
+    }
+}
+
+/// What `--tmux` publishes for an update: one `Facts` per pane its sessions name (a pane
+/// shows the session whose rows came last), dropped sessions left out. `given` is the
+/// pane `--tmux-pane` named for the store.
+fn pane_facts(
+    name: &str,
+    update: &Update,
+    given: Option<&str>,
+    dropped: impl Fn(Option<&str>) -> bool,
+) -> Vec<Facts> {
+    let mut by_pane: HashMap<String, (Option<Timestamp>, Facts)> = HashMap::new();
+    for (sid, one) in update.per_session() {
+        if dropped(one.current().session_id.as_deref()) {
+            continue;
+        }
+        let facts = Facts::of(&session_name(name, update, sid), &one, given);
+        let Some(pane) = facts.pane.clone() else {
+            continue;
+        };
+        let at = one.current().last_row_at;
+        if by_pane.get(&pane).is_none_or(|(seen, _)| *seen <= at) {
+            by_pane.insert(pane, (at, facts));
+        }
+    }
+    by_pane.into_values().map(|(_, f)| f).collect()
 }
 
 /// A session id short enough for a status line (its first 8 characters, as uuids read).

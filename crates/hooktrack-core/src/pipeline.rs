@@ -47,6 +47,8 @@ pub struct Step<'a> {
     pub outcome: Outcome,
     /// The tmux pane the row names (envelope `tmux_pane`), if any.
     pub tmux_pane: Option<String>,
+    /// The agent process the row names (envelope `agent_pid`), if any.
+    pub agent_pid: Option<u32>,
 }
 
 // A step is returned for nearly every line; boxing it would cost an allocation per event.
@@ -235,6 +237,7 @@ impl Pipeline {
         let meta = row.meta;
         let event_name = std::mem::take(&mut row.event_name);
         let tmux_pane = row.tmux_pane.take();
+        let agent_pid = row.agent_pid;
         if let Event::Unknown { name } = &event {
             self.diagnostics.count_unknown_name(name);
             notes.push(Note::new(Diag::UnknownEvent, Some(name.to_string())));
@@ -257,6 +260,7 @@ impl Pipeline {
             provider,
             outcome: Outcome::default(),
             tmux_pane,
+            agent_pid,
         };
         self.hook_events += 1;
         Fed::Event(self.observe(step, notes))
@@ -304,6 +308,7 @@ impl Pipeline {
             provider,
             outcome: Outcome::default(),
             tmux_pane: None,
+            agent_pid: None,
         };
         Fed::Event(self.observe(step, Vec::new()))
     }
@@ -324,6 +329,7 @@ impl Pipeline {
             provider,
             outcome: Outcome::default(),
             tmux_pane: None,
+            agent_pid: None,
         };
         // The correlator notes a terminal gap when a turn was open; otherwise nothing was
         // guessed and nothing is counted (the step itself says which process ended).
@@ -360,6 +366,7 @@ impl Pipeline {
             provider,
             outcome: Outcome::default(),
             tmux_pane: None,
+            agent_pid: None,
         };
         self.observe(step, notes)
     }

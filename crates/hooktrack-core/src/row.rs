@@ -87,6 +87,10 @@ pub struct Row<'a> {
     /// the envelope's optional `tmux_pane`. Rows without it (older emitters, capture lines,
     /// bare payloads) are unchanged.
     pub tmux_pane: Option<String>,
+    /// The agent process that ran the hook (the envelope's optional `agent_pid`, written
+    /// for an agent started without hooktrack's environment): what a live reader watches
+    /// to see the agent gone. Envelopes only, like `tmux_pane`.
+    pub agent_pid: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -113,6 +117,9 @@ struct Line<'a> {
     /// Lenient: a pane of the wrong type is dropped, never the row.
     #[serde(default)]
     tmux_pane: Option<Lenient>,
+    /// Lenient: a pid that is not a positive u32 is dropped, never the row.
+    #[serde(default)]
+    agent_pid: Option<LenientPid>,
 }
 
 /// A string, or anything else (then ignored).
@@ -120,6 +127,14 @@ struct Line<'a> {
 #[serde(untagged)]
 enum Lenient {
     Text(String),
+    Other(IgnoredAny),
+}
+
+/// A process id, or anything else (then ignored).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum LenientPid {
+    Pid(u32),
     Other(IgnoredAny),
 }
 
@@ -201,6 +216,10 @@ pub fn parse_line(bytes: &[u8]) -> Result<Row<'_>, LineError> {
         // agent's, not the emitter's.
         tmux_pane: match line.tmux_pane {
             Some(Lenient::Text(pane)) if !bare => Some(pane),
+            _ => None,
+        },
+        agent_pid: match line.agent_pid {
+            Some(LenientPid::Pid(pid)) if !bare && pid > 0 => Some(pid),
             _ => None,
         },
     })
@@ -288,6 +307,16 @@ mod tests {
         assert_eq!(row.tmux_pane, None);
         let row = parse_line(br#"{"event":"Stop","payload":{},"tmux_pane":3}"#).unwrap();
         assert_eq!(row.tmux_pane, None);
+        let row = parse_line(br#"{"event":"Stop","payload":{},"agent_pid":4242}"#).unwrap();
+        assert_eq!(row.agent_pid, Some(4242));
+        for odd in [r#""4242""#, "-1", "0", "1.5"] {
+            let line = format!(r#"{{"event":"Stop","payload":{{}},"agent_pid":{odd}}}"#);
+            assert_eq!(
+                parse_line(line.as_bytes()).unwrap().agent_pid,
+                None,
+                "{odd}"
+            );
+        }
     }
 
     #[test]

@@ -196,6 +196,22 @@ impl Tracker {
         sink: &mut impl FnMut(FedLine<'_, 'a>) -> Result<(), E>,
     ) -> Result<(), E> {
         let index = self.sessions.current();
+        self.process_ended_in(index, pid, at, sink)
+    }
+
+    /// The agent process of session `index` (an index of [`Tracker::sessions`]) ended: a
+    /// live reader watching the pid each session's rows name (`agent_pid`) saw it gone.
+    /// An index past the sessions is ignored.
+    pub fn process_ended_in<'a, E>(
+        &mut self,
+        index: usize,
+        pid: Option<u32>,
+        at: Option<Timestamp>,
+        sink: &mut impl FnMut(FedLine<'_, 'a>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if index >= self.sessions.len() {
+            return Ok(());
+        }
         let step = self.sessions.get_mut(index).pipeline.process_ended(pid, at);
         self.settle(&Fed::Event(step), index, false, sink)
     }

@@ -313,8 +313,66 @@ pub fn is_gone(pid: u32) -> bool {
     rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
 }
 
+/// How much later than a row a process may seem to have started and still be the one
+/// that wrote it: the boot time `/proc/stat` gives is in whole seconds, and the row's time
+/// was taken by another clock read.
+pub const START_SLACK_MS: i64 = 2_000;
+
+/// True when `pid` now names a process that started after `row_at` (by more than
+/// [`START_SLACK_MS`]): the process that wrote a row at `row_at` cannot have, so the pid
+/// was reused and that agent is gone. False when it cannot be told (the process is gone,
+/// not Linux): the watch then decides by the pid alone.
+pub fn started_after(pid: u32, row_at_ms: i64) -> bool {
+    started_at_ms(pid).is_some_and(|start| start > row_at_ms.saturating_add(START_SLACK_MS))
+}
+
+/// When `pid` started, in milliseconds since the epoch: its start time in `/proc/<pid>/stat`
+/// (clock ticks after boot) plus the boot time in `/proc/stat`. Linux only.
+#[cfg(target_os = "linux")]
+fn started_at_ms(pid: u32) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the parenthesised name (which may hold spaces and parentheses):
+    // state is field 3, starttime field 22.
+    let after = stat.get(stat.rfind(')')? + 1..)?;
+    let ticks: i64 = after.split_whitespace().nth(19)?.parse().ok()?;
+    let boot = std::fs::read_to_string("/proc/stat").ok()?;
+    let btime: i64 = boot
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf only reads a configuration value.
+    let hz = i64::from(i32::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok()?);
+    if hz <= 0 {
+        return None;
+    }
+    Some(btime.checked_mul(1000)? + ticks.checked_mul(1000)? / hz)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn started_at_ms(_pid: u32) -> Option<i64> {
+    None
+}
+
 #[cfg(test)]
 mod tests {
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_pid_reused_after_a_row_is_told_from_the_agent_that_wrote_it() {
+        let me = std::process::id();
+        let start = super::started_at_ms(me).unwrap();
+        assert!(start > 1_600_000_000_000, "{start}");
+        // A row written a minute before this process started cannot be its own; one
+        // written as it started can.
+        assert!(super::started_after(me, start - 60_000));
+        assert!(!super::started_after(me, start));
+        assert!(
+            !super::started_after(u32::MAX, 0),
+            "no such process: cannot tell"
+        );
+    }
+
     use super::*;
     use std::process::Command;
 

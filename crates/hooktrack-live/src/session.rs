@@ -127,9 +127,21 @@ pub struct Session {
     follow_transcripts: bool,
     agent_home: Option<PathBuf>,
     process: Option<ProcessWatch>,
+    /// Per agent session (the tracker's index): the watch of the pid its rows name.
+    agents: Vec<Option<AgentWatch>>,
     /// The collector `collector.json` says is running, to see it gone (`kill -9` of its
     /// process leaves the record saying `running`).
     collector_running: Option<(u32, store::CollectorRecord)>,
+}
+
+/// The watch of one agent session's process (the `agent_pid` of its rows).
+#[derive(Debug)]
+struct AgentWatch {
+    watch: ProcessWatch,
+    /// The pid names a process started after the session's last row: not its agent.
+    reused: bool,
+    /// A look found it running: its end is then timed when seen, not by its last row.
+    seen_alive: bool,
 }
 
 /// A transcript followed: its path as named, its tailer, the time of its lines.
@@ -204,6 +216,7 @@ impl Session {
             follow_transcripts: !config.no_transcripts,
             agent_home: config.agent_home.clone(),
             process: None,
+            agents: Vec::new(),
             collector_running: None,
             paths,
         }
@@ -295,6 +308,7 @@ impl Session {
             });
         }
         read_lines |= self.poll_process(now, &mut notices);
+        read_lines |= self.poll_agents(now, &mut notices);
         match polled {
             Ok(progress) => {
                 self.view.channel.on_read_ok();
@@ -331,6 +345,11 @@ impl Session {
                 .as_ref()
                 .is_none_or(|t| t.tailer.caught_up())
             && self.process.as_mut().is_none_or(|p| !p.has_ended())
+            && self
+                .agents
+                .iter_mut()
+                .flatten()
+                .all(|a| !a.reused && !a.watch.has_ended())
             && self
                 .collector_running
                 .as_ref()
@@ -487,6 +506,65 @@ impl Session {
         });
         notices.push(SessionNotice::ProcessEnded { pid, mechanism });
         true
+    }
+
+    /// Watches the process each agent session's rows name (`agent_pid`), and settles the
+    /// end of those that ended: an open turn ends `terminal_gap`, presence becomes absent,
+    /// with a [`SessionNotice::ProcessEnded`]. A pid that now names a process started
+    /// after the session's last row was reused: that agent is gone too. True if any ended.
+    fn poll_agents(&mut self, now: Timestamp, notices: &mut Vec<SessionNotice>) -> bool {
+        let mut ended_any = false;
+        for index in 0..self.view.agents.len() {
+            let facts = &self.view.agents[index];
+            let (Some(pid), None) = (facts.agent_pid, facts.gone_since) else {
+                // No pid, or already gone: nothing to watch.
+                if let Some(slot) = self.agents.get_mut(index) {
+                    *slot = None;
+                }
+                continue;
+            };
+            let last_row_at = facts.last_row_at;
+            if self.agents.len() <= index {
+                self.agents.resize_with(index + 1, || None);
+            }
+            let slot = &mut self.agents[index];
+            if slot.as_ref().is_none_or(|a| a.watch.pid() != pid) {
+                *slot = Some(AgentWatch {
+                    watch: ProcessWatch::new(pid),
+                    reused: last_row_at
+                        .is_some_and(|at| crate::process::started_after(pid, at.as_millis())),
+                    seen_alive: false,
+                });
+            }
+            let Some(agent) = slot.as_mut() else { continue };
+            if !agent.reused && !agent.watch.has_ended() {
+                agent.seen_alive = true;
+                continue;
+            }
+            let mechanism = if agent.reused {
+                "its pid now names a later process"
+            } else {
+                agent.watch.mechanism().name()
+            };
+            // Seen running before: it ended about now. Gone at the first look: some time
+            // after its last row, which is all that is known.
+            let at = if agent.seen_alive {
+                now
+            } else {
+                last_row_at.unwrap_or(now)
+            };
+            *slot = None;
+            let view = &mut self.view;
+            let Ok(()) = self
+                .tracker
+                .process_ended_in(index, Some(pid), Some(at), &mut |l| {
+                    view.on_line(&l, now);
+                    Ok::<(), Infallible>(())
+                });
+            notices.push(SessionNotice::ProcessEnded { pid, mechanism });
+            ended_any = true;
+        }
+        ended_any
     }
 
     /// Where the tailer stands (what a checkpoint would record).

@@ -106,13 +106,24 @@ impl Notifier {
     }
 
     /// A session's update: queue a run for each transition in it.
-    pub fn update(&mut self, facts: &Facts, update: &Update) {
+    /// `key` names the session for good (its store and `session_id`); `new`: it appeared
+    /// after the first look at its store, so its first update is news, not history.
+    pub fn update(&mut self, key: &str, new: bool, facts: &Facts, update: &Update) {
         let blocked_now = facts.phase == Phase::Blocked;
         let absent_now = facts.presence == Presence::Absent;
-        let Some(before) = self.seen.get(&facts.session).copied() else {
+        if new && !self.seen.contains_key(key) {
+            self.seen.insert(
+                key.to_owned(),
+                Seen {
+                    blocked: false,
+                    absent: false,
+                },
+            );
+        }
+        let Some(before) = self.seen.get(key).copied() else {
             // The first update of a session is what the log already held.
             self.seen.insert(
-                facts.session.clone(),
+                key.to_owned(),
                 Seen {
                     blocked: blocked_now,
                     absent: absent_now,
@@ -155,7 +166,7 @@ impl Notifier {
             self.send(facts, update.at, "absent", vec![]);
         }
         self.seen.insert(
-            facts.session.clone(),
+            key.to_owned(),
             Seen {
                 blocked,
                 absent: absent_now,

@@ -138,7 +138,8 @@ pub struct Tmux {
     worker: Option<JoinHandle<()>>,
     /// What each pane was last sent, to send only changes.
     published: BTreeMap<String, Vec<String>>,
-    /// The latest facts per session, to refresh the turn age between updates.
+    /// The latest facts per pane, to refresh the turn age between updates (a pane shows
+    /// one session: the one whose rows came last).
     latest: BTreeMap<String, Facts>,
 }
 
@@ -167,8 +168,29 @@ impl Tmux {
 
     /// A session changed: publish what differs on its pane.
     pub fn update(&mut self, facts: &Facts, now: Timestamp) {
-        self.latest.insert(facts.session.clone(), facts.clone());
+        let Some(pane) = &facts.pane else { return };
+        self.latest.insert(pane.clone(), facts.clone());
         self.publish(facts, now);
+    }
+
+    /// A session was dropped (its agent gone past the grace period): its pane's options
+    /// are removed, and nothing is published there until a session names it again.
+    /// `session` is the dropped one: a pane another session shows since is left alone.
+    pub fn forget(&mut self, pane: &str, session: &str) {
+        if self.latest.get(pane).is_none_or(|f| f.session != session) {
+            return;
+        }
+        self.latest.remove(pane);
+        self.published.remove(pane);
+        let Some(tx) = &self.tx else { return };
+        let job = Job {
+            pane: pane.to_owned(),
+            values: OPTIONS.iter().map(|name| (*name, None)).collect(),
+        };
+        // Full: the removal is lost and the options stay until `finish` removes them.
+        if let Err(TrySendError::Disconnected(_)) = tx.try_send(job) {
+            self.tx = None;
+        }
     }
 
     /// Time passed: republish turn ages that read differently now.

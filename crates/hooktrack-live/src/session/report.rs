@@ -4,6 +4,7 @@
 
 use hooktrack_core::channel::{Channel, ChannelConfig, ChannelStatus};
 use hooktrack_core::correlate::TurnRecord;
+use hooktrack_core::event::Event;
 use hooktrack_core::pipeline::Fed;
 use hooktrack_core::posture::Posture;
 use hooktrack_core::source::Source;
@@ -15,6 +16,19 @@ use super::update::{LineReport, SessionNotice, SessionUpdate, Update};
 /// The longest `tmux_pane` value kept from a row (pane ids are `%` and a few digits).
 const MAX_PANE_LEN: usize = 64;
 
+/// One agent session's pane and process, as its rows and its end said.
+#[derive(Clone, Debug, Default)]
+pub(super) struct AgentFacts {
+    pub(super) tmux_pane: Option<String>,
+    /// The pid the last row that named one gave (`agent_pid`).
+    pub(super) agent_pid: Option<u32>,
+    /// The time of its last hook row (the row's own, else when it was read).
+    pub(super) last_row_at: Option<Timestamp>,
+    /// Since when its agent is known gone: set by the process's end (a launcher's row, or
+    /// the live watch of `agent_pid`), cleared by a hook row after it (a resumed session).
+    pub(super) gone_since: Option<Timestamp>,
+}
+
 #[derive(Debug)]
 pub(super) struct View {
     pub(super) channel: Channel,
@@ -22,6 +36,8 @@ pub(super) struct View {
     line_posture: Option<Posture>,
     lines: Vec<LineReport>,
     tmux_pane: Option<String>,
+    /// Per agent session (by the tracker's index): what its rows said about its process.
+    pub(super) agents: Vec<AgentFacts>,
     /// The open main turn's ledger id and when the tracker first saw it.
     turn_seen: Option<(u64, Timestamp)>,
     /// Every session's posture, the current session and the channel at the last update.
@@ -35,6 +51,7 @@ impl View {
             line_posture: report_lines.then(Posture::default),
             lines: Vec::new(),
             tmux_pane: None,
+            agents: Vec::new(),
             turn_seen: None,
             last: None,
         }
@@ -46,11 +63,25 @@ impl View {
     pub(super) fn on_line(&mut self, l: &FedLine<'_, '_>, now: Timestamp) {
         let (line, source, at, event, skipped) = match l.fed {
             Fed::Event(step) => {
+                if self.agents.len() <= l.session {
+                    self.agents.resize_with(l.session + 1, AgentFacts::default);
+                }
+                let agent = &mut self.agents[l.session];
                 if step.source == Source::Hook {
                     self.channel.on_event(now, step.generation);
                     if let Some(p) = step.tmux_pane.as_ref().filter(|p| p.len() <= MAX_PANE_LEN) {
                         self.tmux_pane = Some(p.clone());
+                        agent.tmux_pane = Some(p.clone());
                     }
+                    if step.agent_pid.is_some() {
+                        agent.agent_pid = step.agent_pid;
+                    }
+                    agent.last_row_at = Some(step.at.unwrap_or(now));
+                    agent.gone_since = None;
+                } else if step.source == Source::Process
+                    && matches!(step.event, Event::ProcessEnded { .. })
+                {
+                    agent.gone_since = Some(step.at.unwrap_or(now));
                 }
                 (
                     step.line,
@@ -128,13 +159,20 @@ impl View {
             .iter()
             .zip(postures.iter().cloned().zip(closed_by))
             .enumerate()
-            .map(|(i, (s, (posture, closed)))| SessionUpdate {
-                session_id: s.session_id.clone(),
-                posture,
-                closed,
-                events: s.pipeline.events(),
-                agent: s.pipeline.detection().map(|d| d.provider),
-                turn_started_at: if i == current { turn_started_at } else { None },
+            .map(|(i, (s, (posture, closed)))| {
+                let agent = self.agents.get(i).cloned().unwrap_or_default();
+                SessionUpdate {
+                    session_id: s.session_id.clone(),
+                    posture,
+                    closed,
+                    events: s.pipeline.events(),
+                    agent: s.pipeline.detection().map(|d| d.provider),
+                    turn_started_at: if i == current { turn_started_at } else { None },
+                    tmux_pane: agent.tmux_pane,
+                    agent_pid: agent.agent_pid,
+                    last_row_at: agent.last_row_at,
+                    gone_since: agent.gone_since,
+                }
             })
             .collect::<Vec<_>>();
         self.last = Some((postures, current, channel.clone()));

@@ -90,6 +90,10 @@ impl Serialize for Update {
             tmux_pane: Option<&'a str>,
             #[serde(skip_serializing_if = "Option::is_none")]
             turn_started_at: Option<Timestamp>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            agent_pid: Option<u32>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            gone_since: Option<Timestamp>,
             #[serde(skip_serializing_if = "<[_]>::is_empty")]
             sessions: &'a [SessionUpdate],
         }
@@ -106,6 +110,8 @@ impl Serialize for Update {
             agent: self.agent(),
             tmux_pane: self.tmux_pane.as_deref(),
             turn_started_at: self.turn_started_at(),
+            agent_pid: self.current().agent_pid,
+            gone_since: self.current().gone_since,
             sessions: if several { &self.sessions } else { &[] },
         }
         .serialize(serializer)
@@ -133,6 +139,21 @@ pub struct SessionUpdate {
     /// that first saw it. `None` when no main turn is open (kept for the current session).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn_started_at: Option<Timestamp>,
+    /// The tmux pane this session's last row that named one was emitted from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tmux_pane: Option<String>,
+    /// The agent process its rows name (`agent_pid`: agents started without hooktrack's
+    /// environment), which the session watches to see it gone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_pid: Option<u32>,
+    /// The time of its last hook row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_row_at: Option<Timestamp>,
+    /// Since when its agent process is known gone (presence `absent`): when it was seen
+    /// to end, or, for one already gone when first looked at, its last row's time. `None`
+    /// while it runs or when nothing says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gone_since: Option<Timestamp>,
 }
 
 impl Update {
@@ -182,6 +203,8 @@ impl Update {
                     },
                     lines: if mine { self.lines.clone() } else { Vec::new() },
                     events: s.events,
+                    // The session's own pane: the store's is the last row's, any session's.
+                    tmux_pane: s.tmux_pane.clone(),
                     sessions: vec![s.clone()],
                     current: 0,
                     ..self.clone()
@@ -218,7 +241,8 @@ pub enum SessionNotice {
         detail: String,
     },
     /// The agent process handed to
-    /// [`Session::watch_process`](super::Session::watch_process) ended.
+    /// [`Session::watch_process`](super::Session::watch_process), or the one a session's
+    /// rows name (`agent_pid`), ended.
     ProcessEnded {
         pid: u32,
         mechanism: &'static str,
