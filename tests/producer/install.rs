@@ -450,5 +450,5 @@ fn every_subcommand_accepts_the_agent_names_session_takes() {
         &["install", "kimi-code", "--project"],
         "Kimi Code 2.x reads no project file",
     );
-    refused(&["install", "copilot", "--home"], "");
+    refused(&["install", "no-such-agent", "--home"], "");
 }

@@ -1,4 +1,4 @@
-//! `hooktrack install|uninstall|check claude|codex|gemini|qwen` on real files.
+//! `hooktrack install|uninstall|check claude|codex|gemini|qwen|copilot` on real files.
 
 use std::fs;
 use std::io::Write;
@@ -363,7 +363,7 @@ fn uninstall_leaves_a_file_without_hooktrack_entries_untouched() {
         .expect("meta")
         .modified()
         .expect("mtime");
-    for agent in ["claude", "codex", "gemini", "qwen"] {
+    for agent in ["claude", "codex", "gemini", "qwen", "copilot"] {
         let out = run(&["uninstall", agent], &config, &[]);
         ok(&out);
         assert!(String::from_utf8_lossy(&out.stdout).contains("no hooktrack entries in"));
@@ -536,6 +536,7 @@ fn timeouts_are_in_each_clis_unit() {
         ),
         ("gemini", &[("AfterAgent", 5000), ("SessionEnd", 5000)][..]),
         ("qwen", &[("Stop", 5), ("PermissionRequest", 5)][..]),
+        ("copilot", &[("Stop", 5), ("ErrorOccurred", 5)][..]),
     ] {
         let config = tmp.path().join(format!("{agent}.json"));
         ok(&install(
@@ -563,7 +564,7 @@ fn timeouts_are_in_each_clis_unit() {
 fn a_missing_file_is_created_and_uninstall_leaves_an_empty_object() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let home = tmp.path().join("home");
-    for agent in ["claude", "codex", "gemini", "qwen"] {
+    for agent in ["claude", "codex", "gemini", "qwen", "copilot"] {
         let out = hooktrack()
             .args([
                 "install",
@@ -581,7 +582,8 @@ fn a_missing_file_is_created_and_uninstall_leaves_an_empty_object() {
             .expect("run");
         ok(&out);
         // --home is the agent's home variable: $CLAUDE_CONFIG_DIR and $CODEX_HOME hold the
-        // file, $GEMINI_CLI_HOME holds .gemini/, $QWEN_HOME holds the file.
+        // file, $GEMINI_CLI_HOME holds .gemini/, $QWEN_HOME and $COPILOT_HOME hold the
+        // file.
         let config = home.join(agent).join(match agent {
             "codex" => "hooks.json",
             "gemini" => ".gemini/settings.json",
@@ -624,6 +626,13 @@ fn default_files_follow_the_environment() {
             false,
             other.join("settings.json"),
         ),
+        ("copilot", None, false, home.join(".copilot/settings.json")),
+        (
+            "copilot",
+            Some("COPILOT_HOME"),
+            false,
+            other.join("settings.json"),
+        ),
     ];
     for (agent, env, in_project, expected) in cases {
         let mut cmd = hooktrack();
@@ -640,7 +649,8 @@ fn default_files_follow_the_environment() {
         .env("HOME", &home)
         .env_remove("CLAUDE_CONFIG_DIR")
         .env_remove("CODEX_HOME")
-        .env_remove("QWEN_HOME");
+        .env_remove("QWEN_HOME")
+        .env_remove("COPILOT_HOME");
         if let Some(name) = env {
             cmd.env(name, &other);
         }
@@ -869,4 +879,40 @@ fn hooks_run_the_hook_binary_beside_hooktrack_else_hooktrack_itself() {
     place(env!("CARGO_BIN_EXE_hooktrack-hook"), "hooktrack-hook");
     let beside = emitter_of(&tmp.path().join("beside.json"));
     assert_eq!(beside, bin.join("hooktrack-hook").display().to_string());
+}
+
+/// GitHub Copilot CLI 1.0.102 ignores its whole settings file when a group has an empty
+/// `matcher` ("matcher cannot be empty"): hooktrack's groups have none, and `check` names
+/// an empty one.
+#[test]
+fn copilot_groups_have_no_matcher_and_check_refuses_an_empty_one() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("settings.json");
+    ok(&install(
+        "copilot",
+        &config,
+        &tmp.path().join("store"),
+        1,
+        "http://127.0.0.1:1/e",
+    ));
+    let doc = json(&config);
+    let hooks = doc["hooks"].as_object().expect("hooks");
+    assert_eq!(hooks.len(), 13);
+    for (event, groups) in hooks {
+        for group in groups.as_array().expect("groups") {
+            assert_eq!(keys(group), ["hooks"], "{event}");
+        }
+    }
+    ok(&run(&["check", "copilot"], &config, &[]));
+    let text = fs::read_to_string(&config).expect("read");
+    let broken = text.replacen("\"hooks\": [", "\"matcher\": \"\", \"hooks\": [", 1);
+    assert_ne!(broken, text);
+    fs::write(&config, broken).expect("write");
+    let out = run(&["check", "copilot"], &config, &[]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("empty `matcher`")
+            || String::from_utf8_lossy(&out.stdout).contains("empty `matcher`"),
+        "{out:?}"
+    );
 }

@@ -28,6 +28,7 @@ pub enum Agent {
     Codex,
     GeminiCli,
     QwenCode,
+    CopilotCli,
 }
 
 /// How an agent's hook config file is laid out.
@@ -110,13 +111,14 @@ pub struct UnknownAgent {
 }
 
 impl Agent {
-    pub const ALL: [Agent; 6] = [
+    pub const ALL: [Agent; 7] = [
         Agent::KimiCode,
         Agent::KimiCli,
         Agent::ClaudeCode,
         Agent::Codex,
         Agent::GeminiCli,
         Agent::QwenCode,
+        Agent::CopilotCli,
     ];
 
     /// The provider assumed until a row identifies one: the contract's default, Kimi Code.
@@ -131,6 +133,7 @@ impl Agent {
             Agent::Codex => &agents::codex::DESCRIPTOR,
             Agent::GeminiCli => &agents::gemini_cli::DESCRIPTOR,
             Agent::QwenCode => &agents::qwen_code::DESCRIPTOR,
+            Agent::CopilotCli => &agents::copilot_cli::DESCRIPTOR,
         }
     }
 

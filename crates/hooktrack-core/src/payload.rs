@@ -17,13 +17,17 @@ use crate::event::TurnId;
 pub struct Payload<'a> {
     #[serde(borrow, default, deserialize_with = "opt_text")]
     pub hook_event_name: Option<Cow<'a, str>>,
-    #[serde(borrow, default, deserialize_with = "opt_text")]
+    // GitHub Copilot CLI sends `PermissionRequest`, `Notification` and `SubagentStart` in
+    // its native camelCase even to Claude-style hooks.
+    #[serde(borrow, default, deserialize_with = "opt_text", alias = "sessionId")]
     pub session_id: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "opt_text")]
     pub client_type: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "opt_text")]
     pub transcript_path: Option<Cow<'a, str>>,
-    #[serde(borrow, default, deserialize_with = "opt_text")]
+    /// Text, or milliseconds since the epoch as a number (GitHub Copilot CLI's camelCase
+    /// payloads), kept as its decimal text.
+    #[serde(borrow, default, deserialize_with = "opt_text_or_number")]
     pub timestamp: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "opt_text")]
     pub source: Option<Cow<'a, str>>,
@@ -41,9 +45,9 @@ pub struct Payload<'a> {
     pub origin_kind: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "opt_text")]
     pub origin_name: Option<Cow<'a, str>>,
-    #[serde(borrow, default, deserialize_with = "opt_text")]
+    #[serde(borrow, default, deserialize_with = "opt_text", alias = "toolName")]
     pub tool_name: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, alias = "toolInput")]
     pub tool_input: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "opt_text")]
     pub tool_call_id: Option<Cow<'a, str>>,
@@ -67,6 +71,9 @@ pub struct Payload<'a> {
     pub error_type: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "opt_text")]
     pub error_message: Option<Cow<'a, str>>,
+    /// What failed (GitHub Copilot CLI `ErrorOccurred`: `model_call`, ...).
+    #[serde(borrow, default, deserialize_with = "opt_text")]
+    pub error_context: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "opt_text")]
     pub task_id: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "opt_text")]
@@ -115,6 +122,25 @@ pub fn opt_text<'de: 'a, 'a, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<Cow<'a, str>>, D::Error> {
     Ok(Option::<Text<'a>>::deserialize(deserializer)?.map(|t| t.0))
+}
+
+/// [`opt_text`], or a number kept as its decimal text.
+pub fn opt_text_or_number<'de: 'a, 'a, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Cow<'a, str>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum TextOrNumber<'b> {
+        #[serde(borrow)]
+        Text(Text<'b>),
+        Number(serde_json::Number),
+    }
+    Ok(
+        Option::<TextOrNumber<'a>>::deserialize(deserializer)?.map(|v| match v {
+            TextOrNumber::Text(t) => t.0,
+            TextOrNumber::Number(n) => Cow::Owned(n.to_string()),
+        }),
+    )
 }
 
 /// A string that borrows from the input when it can.

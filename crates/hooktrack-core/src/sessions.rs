@@ -119,8 +119,15 @@ impl Sessions {
         if let Ok(row) = &parsed
             && self.limit > 1
         {
-            // `route` makes the row's session current.
-            self.route(row.payload.session_id.as_deref());
+            // `route` makes the row's session current. A subagent's own turn rows
+            // (GitHub Copilot CLI's prompt and `Stop` inside a `task` call) name the
+            // subagent as their session: they belong to the session running it.
+            let p = &row.payload;
+            let own = p
+                .session_id
+                .as_deref()
+                .filter(|id| p.agent_id.as_deref() != Some(*id));
+            self.route(own);
         }
         self.routed = self.current;
         let session = &mut self.sessions[self.current];

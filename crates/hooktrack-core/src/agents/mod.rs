@@ -16,6 +16,7 @@
 
 pub mod claude_code;
 pub mod codex;
+pub mod copilot_cli;
 pub mod gemini_cli;
 pub mod kimi_cli;
 pub mod kimi_code;
@@ -379,6 +380,10 @@ pub struct EntrySchema {
     pub entry_types: Option<&'static [&'static str]>,
     /// A command entry's `timeout` must be a whole number (of seconds).
     pub whole_timeouts: bool,
+    /// hooktrack's groups carry the empty `matcher` (every occurrence); without it they
+    /// have no `matcher` key, for an agent that refuses an empty one (GitHub Copilot CLI
+    /// ignores the whole file then) and reads a group without one as every occurrence.
+    pub matcher: bool,
 }
 
 /// The common JSON hooks schema (Claude Code's).
@@ -387,6 +392,7 @@ pub const COMMON_SCHEMA: EntrySchema = EntrySchema {
     hooks_optional: false,
     entry_types: None,
     whole_timeouts: false,
+    matcher: true,
 };
 
 /// A value in the JSON hooks file that turns every hook off.

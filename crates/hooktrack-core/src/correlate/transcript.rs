@@ -19,6 +19,27 @@ use crate::event::{Event, TurnId};
 
 impl Correlator {
     pub(super) fn transcript_settles(&mut self, ctx: &mut Ctx, event: &Event<'_>) -> bool {
+        // A compaction's end, which only GitHub Copilot CLI's session log tells, settles
+        // the open compaction window and nothing else; it may come outside any turn.
+        if let Event::CompactionFinished { .. } = event {
+            let Some(open) = &self.compaction else {
+                ctx.note(
+                    Diag::TranscriptMarkerStale,
+                    Some("no compaction open".into()),
+                );
+                return false;
+            };
+            if let (Some(since), Some(at)) = (open.since, ctx.now)
+                && at < since
+            {
+                ctx.note(
+                    Diag::TranscriptMarkerStale,
+                    Some("written before the open compaction started".into()),
+                );
+                return false;
+            }
+            return true;
+        }
         let Some(open) = self.main.running() else {
             let armed = self.main.armed().is_some();
             if !armed {

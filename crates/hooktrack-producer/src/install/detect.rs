@@ -137,6 +137,8 @@ pub fn version_of(program: impl AsRef<std::ffi::OsStr>) -> io::Result<Option<Str
 
 fn first_version(text: &str) -> Option<String> {
     text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        // A sentence's full stop ("GitHub Copilot CLI 1.0.102.") is not part of it.
+        .map(|w| w.trim_end_matches('.'))
         .find(|w| {
             let parts: Vec<&str> = w.split('.').collect();
             parts.len() >= 2 && parts.iter().all(|p| !p.is_empty())
@@ -155,6 +157,12 @@ mod tests {
             Some("1.52.0".to_owned())
         );
         assert_eq!(first_version("2.2.0"), Some("2.2.0".to_owned()));
+        assert_eq!(
+            first_version(
+                "GitHub Copilot CLI 1.0.102.\nRun 'copilot update' to check for updates."
+            ),
+            Some("1.0.102".to_owned())
+        );
         assert_eq!(first_version("no version"), None);
     }
 }

@@ -76,6 +76,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
             hooks_optional: true,
             entry_types: Some(&["command", "mcp_tool", "prompt", "agent"]),
             whole_timeouts: true,
+            matcher: true,
         },
         off_switches: &[],
         per_session_entries: false,

@@ -179,10 +179,15 @@ impl Settings {
                 .entry(*event)
                 .or_insert_with(|| Value::Array(Vec::new()));
             if let Value::Array(groups) = groups {
-                groups.push(json!({
-                    "matcher": MATCH_ALL,
-                    "hooks": [entry(agent, observer, event)],
-                }));
+                let group = if facts::schema(agent).matcher {
+                    json!({
+                        "matcher": MATCH_ALL,
+                        "hooks": [entry(agent, observer, event)],
+                    })
+                } else {
+                    json!({ "hooks": [entry(agent, observer, event)] })
+                };
+                groups.push(group);
             }
         }
         Ok(())

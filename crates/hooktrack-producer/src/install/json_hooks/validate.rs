@@ -123,6 +123,10 @@ fn check_group(agent: Agent, group: &Value) -> Result<(), Violation> {
     };
     let schema = facts::schema(agent);
     match group.get("matcher") {
+        // GitHub Copilot CLI ignores its whole settings file for an empty matcher.
+        Some(Value::String(m)) if m.is_empty() && !schema.matcher => {
+            return Err(Violation::new("a matcher group has an empty `matcher`"));
+        }
         None | Some(Value::String(_)) => {}
         Some(Value::Null) if schema.null_matcher => {}
         Some(other) => {
@@ -218,7 +222,12 @@ fn check_ours(
                 "more than one hooktrack entry on `{event}`"
             )));
         }
-        if matcher.and_then(|m| m.as_str()) != Some(MATCH_ALL) {
+        let every = if facts::schema(agent).matcher {
+            matcher.and_then(|m| m.as_str()) == Some(MATCH_ALL)
+        } else {
+            matcher.is_none()
+        };
+        if !every {
             return Err(bad(
                 "is not under the empty matcher, so it misses occurrences".to_owned(),
             ));
