@@ -5,7 +5,8 @@ Binds 127.0.0.1 on an ephemeral port, prints the port on the first line of stdou
 answers from a fixed script chosen by a `[[marker]]` in the conversation's latest prompt:
 
 - OpenAI chat completions, `POST /v1/chat/completions` (Kimi CLI, and Kimi Code: told apart
-  by the tools offered, Kimi Code's include `Bash`), streamed or not;
+  by the tools offered, Kimi Code's include `Bash`; Qwen Code and OpenCode by their model's
+  name, `qwen…` and `opencode…`), streamed or not;
 - Anthropic Messages, `POST /v1/messages` (Claude Code), streamed (SSE) or not;
 - OpenAI Responses, `POST /v1/responses` (Codex), streamed (SSE);
 - Gemini, `POST /v1beta/models/M:streamGenerateContent` (SSE), `:generateContent` and
@@ -75,6 +76,11 @@ TOOLS = {
          ("call_q_1", "write_file", {"file_path": "{cwd}/notes.txt", "content": "line one\nline two\n"})],
         [("call_q_2", "read_file", {"file_path": "{cwd}/notes.txt"})],
     ],
+    "opencode": [
+        [("call_o_0", "bash", {"command": "echo hello-from-shell", "description": "Print a greeting"}),
+         ("call_o_1", "write", {"filePath": "{cwd}/notes.txt", "content": "line one\nline two\n"})],
+        [("call_o_2", "read", {"filePath": "{cwd}/notes.txt"})],
+    ],
 }
 
 # More scripts for the TUI recordings, per CLI: `[[perm]]` one shell call that asks for
@@ -90,6 +96,17 @@ SCRIPTS = {
                                                     "description": "Wait"})]],
         "agent": [[("call_q_a", "agent", {"description": "Say hello", "prompt": "Say hello. [[plain]]",
                                           "subagent_type": "general-purpose"})]],
+    },
+    # OpenCode (and Kilo): `[[perm]]` a call outside the project folder, which asks;
+    # `[[slow]]` a shell call long enough to press Escape; `[[agent]]` a `task` subagent
+    # that runs a tool of its own (`[[subtool]]`).
+    "opencode": {
+        "perm": [[("call_o_p", "bash", {"command": "touch approved.txt", "description": "Create a file"})]],
+        "reject": [[("call_o_r", "bash", {"command": "touch rejected.txt", "description": "Create a file"})]],
+        "slow": [[("call_o_w", "bash", {"command": "sleep 40", "description": "Wait"})]],
+        "agent": [[("call_o_a", "task", {"description": "Say hello", "prompt": "Say hello. [[subtool]]",
+                                         "subagent_type": "general"})]],
+        "subtool": [[("call_o_s", "bash", {"command": "echo from-subagent", "description": "Print"})]],
     },
 }
 
@@ -224,7 +241,8 @@ def turn_chat(body):
     # Qwen Code names its directory in its first user message ("working in the directory: D").
     text = " ".join(flatten(m.get("content")) for m in messages if m.get("role") in ("system", "user"))
     found = re.search(r"working in the directory: (/\S+)", text)
-    return Turn(prompts, after, found.group(1) if found else "")
+    # OpenCode names it in its system prompt ("Working directory: D").
+    return Turn(prompts, after, found.group(1) if found else cwd_in(text))
 
 
 def turn_anthropic(body):
@@ -391,7 +409,8 @@ class Handler(BaseHTTPRequestHandler):
             kind, value = reply("kimi-code", turn_chat(body))
         else:
             # Qwen Code speaks chat completions too; its model name picks its tool names.
-            cli = "qwen" if str(body.get("model", "")).startswith("qwen") else "kimi"
+            model = str(body.get("model", ""))
+            cli = "qwen" if model.startswith("qwen") else "opencode" if model.startswith("opencode") else "kimi"
             kind, value = reply(cli, turn_chat(body))
         if kind == "fail":
             return self.fail({"error": {"message": "mock model: scripted failure",

@@ -28,6 +28,8 @@ pub enum Agent {
     Codex,
     GeminiCli,
     QwenCode,
+    /// OpenCode 1.18, observed through hooktrack's plugin (it has no command hooks).
+    OpenCode,
 }
 
 /// How an agent's hook config file is laid out.
@@ -38,6 +40,9 @@ pub enum ConfigFormat {
     /// `{"hooks": {Event: [{matcher, hooks: [{type, command, timeout}]}]}}` (Claude Code,
     /// Codex, Gemini CLI).
     JsonHooks,
+    /// A JavaScript plugin file the agent loads in-process, wholly hooktrack's (OpenCode's
+    /// `plugin/hooktrack.js`): it forwards the agent's events to the emitter.
+    Plugin,
 }
 
 /// Where an agent reads its hook config: `$<home_env>/<file>` when the variable is set,
@@ -110,13 +115,14 @@ pub struct UnknownAgent {
 }
 
 impl Agent {
-    pub const ALL: [Agent; 6] = [
+    pub const ALL: [Agent; 7] = [
         Agent::KimiCode,
         Agent::KimiCli,
         Agent::ClaudeCode,
         Agent::Codex,
         Agent::GeminiCli,
         Agent::QwenCode,
+        Agent::OpenCode,
     ];
 
     /// The provider assumed until a row identifies one: the contract's default, Kimi Code.
@@ -131,6 +137,7 @@ impl Agent {
             Agent::Codex => &agents::codex::DESCRIPTOR,
             Agent::GeminiCli => &agents::gemini_cli::DESCRIPTOR,
             Agent::QwenCode => &agents::qwen_code::DESCRIPTOR,
+            Agent::OpenCode => &agents::opencode::DESCRIPTOR,
         }
     }
 

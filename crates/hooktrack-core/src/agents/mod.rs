@@ -19,6 +19,7 @@ pub mod codex;
 pub mod gemini_cli;
 pub mod kimi_cli;
 pub mod kimi_code;
+pub mod opencode;
 pub mod qwen_code;
 
 use std::borrow::Cow;
