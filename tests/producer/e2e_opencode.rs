@@ -230,3 +230,25 @@ fn install_check_uninstall_write_check_and_remove_the_opencode_plugin() {
     assert!(out.status.success(), "{out:?}");
     assert!(!plugin.exists());
 }
+
+#[test]
+fn opencode_permission_in_a_headless_run_is_blocked_then_rejected_and_ends_the_turn() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e(WHAT, &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&modules, &mock, json!({"permission": {"bash": "ask"}}));
+    let (code, out, lines) = world.run(&modules, "Create a file. [[perm]]");
+    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
+    assert_eq!(code, Some(0), "{context}");
+    assert!(!world.work.join("approved.txt").exists(), "{context}");
+    // Headless OpenCode rejects the request itself: the turn was blocked on it, then the
+    // rejected call ends it.
+    let blocked = lines
+        .iter()
+        .any(|l| l["event"] == "permission.asked" && l["posture"]["turn"]["phase"] == "blocked");
+    assert!(blocked, "{context}");
+    let end = lines.last().expect("end line");
+    assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
+}
