@@ -21,6 +21,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::e2e::{Mock, run_bounded};
+use super::e2e_more_agents::Tmux;
 use super::util::*;
 
 const PACKAGES: [&str; 2] = ["opencode-ai@1.18.33", "@opencode-ai/plugin@1.18.33"];
@@ -99,16 +100,16 @@ impl World {
         self.root.with_extension("ndjson")
     }
 
-    /// `hooktrack session -- opencode run PROMPT`.
-    fn run(&self, modules: &Path, prompt: &str) -> (Option<i32>, String, Vec<Value>) {
-        let mut child = hooktrack()
-            .args(["session", "--format", "ndjson", "--root"])
+    /// `hooktrack session -- opencode ARGS` with the world's environment.
+    fn command(&self, modules: &Path, args: &[&str]) -> Command {
+        let mut cmd = hooktrack();
+        cmd.args(["session", "--format", "ndjson", "--root"])
             .arg(&self.root)
             .arg("--output")
             .arg(self.output())
             .arg("--")
             .arg(modules.join(".bin/opencode"))
-            .args(["run", prompt])
+            .args(args)
             .current_dir(&self.work)
             // OpenCode takes its project folder from `$PWD` when it is set.
             .env("PWD", &self.work)
@@ -121,7 +122,23 @@ impl World {
             .env_remove("HOOKTRACK_TOKEN")
             .env_remove("HOOKTRACK_DIR")
             .env_remove("HOOKTRACK_URL")
-            .env_remove("HOOKTRACK_GENERATION")
+            .env_remove("HOOKTRACK_GENERATION");
+        cmd
+    }
+
+    /// The lines `hooktrack session --format ndjson` wrote so far.
+    fn lines(&self) -> Vec<Value> {
+        fs::read_to_string(self.output())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// `hooktrack session -- opencode run PROMPT`.
+    fn run(&self, modules: &Path, prompt: &str) -> (Option<i32>, String, Vec<Value>) {
+        let mut child = self
+            .command(modules, &["run", prompt])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -130,12 +147,7 @@ impl World {
         let status = wait_child(&mut child, Duration::from_secs(240));
         let mut out = String::new();
         let _ = std::io::Read::read_to_string(&mut child.stdout.take().expect("out"), &mut out);
-        let lines = fs::read_to_string(self.output())
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
-        (status.code(), out, lines)
+        (status.code(), out, self.lines())
     }
 }
 
@@ -250,5 +262,90 @@ fn opencode_permission_in_a_headless_run_is_blocked_then_rejected_and_ends_the_t
         .any(|l| l["event"] == "permission.asked" && l["posture"]["turn"]["phase"] == "blocked");
     assert!(blocked, "{context}");
     let end = lines.last().expect("end line");
+    assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
+}
+
+#[test]
+fn opencode_escape_twice_during_a_tool_in_tmux_ends_interrupted() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e("opencode 1.18.33 (tmux)", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip_e2e("opencode 1.18.33 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&modules, &mock, json!({}));
+    // The session's whole command line and environment, in a script tmux runs.
+    let cmd = world.command(&modules, &[]);
+    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
+    let mut script = format!("#!/bin/sh\ncd {}\n", quote(world.work.as_os_str()));
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => script += &format!("export {}={}\n", k.to_string_lossy(), quote(v)),
+            None => script += &format!("unset {}\n", k.to_string_lossy()),
+        }
+    }
+    script += &format!("exec {}", quote(cmd.get_program()));
+    for a in cmd.get_args() {
+        script += &format!(" {}", quote(a));
+    }
+    script += "\n";
+    let script_path = world.home.join("run.sh");
+    fs::write(&script_path, script).expect("script");
+    let mut tmux = Tmux {
+        socket: format!("hooktrack-e2e-opencode-{}", std::process::id()),
+        path: None,
+    };
+    let started = tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "140",
+        "-y",
+        "45",
+        "sh",
+        &script_path.to_string_lossy(),
+    ]);
+    assert!(started.is_some(), "tmux new-session");
+    tmux.path = tmux.run(&["display-message", "-p", "#{socket_path}"]);
+    let limit = Duration::from_secs(120);
+    let seen = |event: &str, status: &str| {
+        world
+            .lines()
+            .iter()
+            .any(|l| l["event"] == event && l["changed"].to_string().contains(status))
+            .then_some(())
+    };
+    wait_for(limit, "the TUI's input box", || {
+        tmux.screen().contains("Ask anything").then_some(())
+    });
+    tmux.keys(&["-l", "Wait a while. [[slow]]"]);
+    wait_for(limit, "the prompt typed", || {
+        tmux.screen().contains("[[slow]]").then_some(())
+    });
+    tmux.keys(&["Enter"]);
+    wait_for(limit, "the slow bash call running", || {
+        seen("message.part.updated", "tools")
+    });
+    // The first Escape only arms the interrupt ("esc again to interrupt").
+    tmux.keys(&["Escape"]);
+    wait_for(limit, "the second Escape's prompt", || {
+        tmux.screen().contains("esc again").then_some(())
+    });
+    tmux.keys(&["Escape"]);
+    wait_for(limit, "the turn's end", || {
+        seen("session.error", "interrupted")
+    });
+    tmux.keys(&["C-c"]);
+    std::thread::sleep(Duration::from_millis(500));
+    tmux.keys(&["C-c"]);
+    let end = wait_for(limit, "the session's end line", || {
+        world.lines().into_iter().find(|l| l["kind"] == "end")
+    });
+    let context = format!("screen:\n{}\nsession:\n{:#?}", tmux.screen(), world.lines());
+    // `session.error {MessageAbortedError}` ends the turn before its `idle`.
     assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
 }

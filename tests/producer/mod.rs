@@ -6,7 +6,7 @@ mod util;
 mod collect;
 pub(crate) mod e2e;
 mod e2e_kimi_code;
-mod e2e_more_agents;
+pub(crate) mod e2e_more_agents;
 pub(crate) mod e2e_npm;
 mod e2e_opencode;
 mod emit;
