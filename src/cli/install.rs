@@ -359,6 +359,7 @@ pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
     let what = match format {
         ConfigFormat::TomlHooks => "hooktrack block",
         ConfigFormat::JsonHooks => "hooktrack entries",
+        ConfigFormat::Plugin => "hooktrack plugin",
     };
     match install::uninstall(&config, format, generation) {
         Ok(Uninstalled::Removed { generation }) => println!(
@@ -466,6 +467,13 @@ fn check_line(agent: Agent, report: &CheckReport) -> String {
             report.config.display(),
             v.entries,
             v.ours,
+            agent.label(),
+            scope(v)
+        ),
+        ConfigFormat::Plugin => format!(
+            "{} is hooktrack {}'s plugin for {} ({}), forwarding every event hooktrack reads",
+            report.config.display(),
+            install::plugin::VERSION,
             agent.label(),
             scope(v)
         ),

@@ -4,9 +4,10 @@
 Binds 127.0.0.1 on an ephemeral port, prints the port on the first line of stdout, and
 answers from a fixed script chosen by a `[[marker]]` in the conversation's latest prompt:
 
-- OpenAI chat completions, `POST /v1/chat/completions` (Kimi CLI, Kimi Code, Qwen Code and
-  GitHub Copilot CLI: told apart by the tools offered, Kimi Code's include `Bash`, Copilot's
-  `read_bash`, or by the model name, Qwen Code's starts with `qwen`), streamed or not;
+- OpenAI chat completions, `POST /v1/chat/completions` (Kimi CLI, Kimi Code, Qwen Code,
+  GitHub Copilot CLI and OpenCode: told apart by the tools offered, Kimi Code's include
+  `Bash`, Copilot's `read_bash`, or by the model name, `qwen…` and `opencode…`), streamed or
+  not;
 - Anthropic Messages, `POST /v1/messages` (Claude Code), streamed (SSE) or not;
 - OpenAI Responses, `POST /v1/responses` (Codex), streamed (SSE);
 - Gemini, `POST /v1beta/models/M:streamGenerateContent` (SSE), `:generateContent` and
@@ -81,6 +82,11 @@ TOOLS = {
          ("call_q_1", "write_file", {"file_path": "{cwd}/notes.txt", "content": "line one\nline two\n"})],
         [("call_q_2", "read_file", {"file_path": "{cwd}/notes.txt"})],
     ],
+    "opencode": [
+        [("call_o_0", "bash", {"command": "echo hello-from-shell", "description": "Print a greeting"}),
+         ("call_o_1", "write", {"filePath": "{cwd}/notes.txt", "content": "line one\nline two\n"})],
+        [("call_o_2", "read", {"filePath": "{cwd}/notes.txt"})],
+    ],
 }
 
 # More scripts for the TUI recordings, per CLI: `[[perm]]` one shell call that asks for
@@ -104,6 +110,17 @@ SCRIPTS = {
         "slow": [[("call_c_w", "bash", {"command": "sleep 40", "description": "Wait"})]],
         "agent": [[("call_c_a", "task", {"name": "greeter", "description": "Say hello",
                                          "prompt": "Say hello. [[plain]]", "agent_type": "general-purpose"})]],
+    },
+    # OpenCode (and Kilo): `[[perm]]` a call outside the project folder, which asks;
+    # `[[slow]]` a shell call long enough to press Escape; `[[agent]]` a `task` subagent
+    # that runs a tool of its own (`[[subtool]]`).
+    "opencode": {
+        "perm": [[("call_o_p", "bash", {"command": "touch approved.txt", "description": "Create a file"})]],
+        "reject": [[("call_o_r", "bash", {"command": "touch rejected.txt", "description": "Create a file"})]],
+        "slow": [[("call_o_w", "bash", {"command": "sleep 40", "description": "Wait"})]],
+        "agent": [[("call_o_a", "task", {"description": "Say hello", "prompt": "Say hello. [[subtool]]",
+                                         "subagent_type": "general"})]],
+        "subtool": [[("call_o_s", "bash", {"command": "echo from-subagent", "description": "Print"})]],
     },
 }
 
@@ -235,10 +252,11 @@ def turn_chat(body):
     def after(index):
         start = owners[index] if index >= 0 else 0
         return sum(1 for m in messages[start + 1:] if m.get("role") == "tool")
-    # Qwen Code names its directory in its first user message ("working in the directory: D").
     text = " ".join(flatten(m.get("content")) for m in messages if m.get("role") in ("system", "user"))
+    # Qwen Code names it in its first user message ("working in the directory: D"), GitHub
+    # Copilot CLI in its system message ("Current working directory: D"), OpenCode in its
+    # system prompt ("Working directory: D", read by cwd_in).
     found = re.search(r"(?:working in the directory:|Current working directory:) (/\S+)", text)
-    # GitHub Copilot CLI names it in its system message ("Current working directory: D").
     return Turn(prompts, after, found.group(1) if found else cwd_in(text))
 
 
@@ -409,7 +427,8 @@ class Handler(BaseHTTPRequestHandler):
             kind, value = reply("copilot", turn_chat(body))
         else:
             # Qwen Code speaks chat completions too; its model name picks its tool names.
-            cli = "qwen" if str(body.get("model", "")).startswith("qwen") else "kimi"
+            model = str(body.get("model", ""))
+            cli = "qwen" if model.startswith("qwen") else "opencode" if model.startswith("opencode") else "kimi"
             kind, value = reply(cli, turn_chat(body))
         if kind == "fail":
             return self.fail({"error": {"message": "mock model: scripted failure",

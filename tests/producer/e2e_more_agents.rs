@@ -218,14 +218,14 @@ fn qwen_code_failing_model_call_in_headless_mode_ends_known_failure_from_its_cha
 }
 
 /// A private tmux server, killed (by its socket) when dropped.
-struct Tmux {
-    socket: String,
+pub(super) struct Tmux {
+    pub(super) socket: String,
     /// The server's socket file, which it leaves behind when it exits.
-    path: Option<String>,
+    pub(super) path: Option<String>,
 }
 
 impl Tmux {
-    fn run(&self, args: &[&str]) -> Option<String> {
+    pub(super) fn run(&self, args: &[&str]) -> Option<String> {
         let out = Command::new("tmux")
             .args(["-L", &self.socket, "-f", "/dev/null"])
             .args(args)
@@ -237,12 +237,12 @@ impl Tmux {
             .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
-    fn screen(&self) -> String {
+    pub(super) fn screen(&self) -> String {
         self.run(&["capture-pane", "-p", "-t", "e2e"])
             .unwrap_or_default()
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(super) fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "e2e"];
         args.extend_from_slice(keys);
         assert!(self.run(&args).is_some(), "tmux send-keys {keys:?}");

@@ -8,6 +8,7 @@ pub(crate) mod e2e;
 mod e2e_kimi_code;
 pub(crate) mod e2e_more_agents;
 pub(crate) mod e2e_npm;
+mod e2e_opencode;
 mod emit;
 mod hardening;
 mod install;

@@ -29,6 +29,8 @@ pub enum Agent {
     GeminiCli,
     QwenCode,
     CopilotCli,
+    /// OpenCode 1.18, observed through hooktrack's plugin (it has no command hooks).
+    OpenCode,
 }
 
 /// How an agent's hook config file is laid out.
@@ -39,6 +41,9 @@ pub enum ConfigFormat {
     /// `{"hooks": {Event: [{matcher, hooks: [{type, command, timeout}]}]}}` (Claude Code,
     /// Codex, Gemini CLI).
     JsonHooks,
+    /// A JavaScript plugin file the agent loads in-process, wholly hooktrack's (OpenCode's
+    /// `plugin/hooktrack.js`): it forwards the agent's events to the emitter.
+    Plugin,
 }
 
 /// Where an agent reads its hook config: `$<home_env>/<file>` when the variable is set,
@@ -119,6 +124,7 @@ impl Agent {
         Agent::GeminiCli,
         Agent::QwenCode,
         Agent::CopilotCli,
+        Agent::OpenCode,
     ];
 
     /// The provider assumed until a row identifies one: the contract's default, Kimi Code.
@@ -134,6 +140,7 @@ impl Agent {
             Agent::GeminiCli => &agents::gemini_cli::DESCRIPTOR,
             Agent::QwenCode => &agents::qwen_code::DESCRIPTOR,
             Agent::CopilotCli => &agents::copilot_cli::DESCRIPTOR,
+            Agent::OpenCode => &agents::opencode::DESCRIPTOR,
         }
     }
 

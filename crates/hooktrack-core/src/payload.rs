@@ -99,6 +99,10 @@ pub struct Payload<'a> {
     /// `pid` of another shape is ignored, never the row.
     #[serde(default, deserialize_with = "lenient_pid")]
     pub pid: Option<u32>,
+    /// An OpenCode bus event's `properties`, as hooktrack's plugin forwards them: kept
+    /// raw, read by OpenCode's adapter only.
+    #[serde(borrow)]
+    pub properties: Option<&'a RawValue>,
 }
 
 /// A process id, or anything else (then `None`).

@@ -20,6 +20,7 @@ pub mod copilot_cli;
 pub mod gemini_cli;
 pub mod kimi_cli;
 pub mod kimi_code;
+pub mod opencode;
 pub mod qwen_code;
 
 use std::borrow::Cow;

@@ -29,7 +29,7 @@ const COMMAND_MARK: &str = " emit --observer hooktrack ";
 /// --event 'Stop'`.
 pub fn command(agent: Agent, observer: &Observer, event: &str) -> String {
     let label = match agent.config().format {
-        ConfigFormat::JsonHooks => format!("--observer {OBSERVER_LABEL} "),
+        ConfigFormat::JsonHooks | ConfigFormat::Plugin => format!("--observer {OBSERVER_LABEL} "),
         ConfigFormat::TomlHooks => String::new(),
     };
     let emitter = shell_quote(&observer.emitter.to_string_lossy());

@@ -8,7 +8,9 @@ use std::path::Path;
 
 use hooktrack_core::agent::{Agent, ConfigFormat};
 
-use super::{InstallError, Observer, Replaced, Validation, Violation, json_hooks, toml_block};
+use super::{
+    InstallError, Observer, Replaced, Validation, Violation, json_hooks, plugin, toml_block,
+};
 
 /// A file's new text for an install, and what the read-back compares against.
 #[derive(Clone, Debug)]
@@ -34,6 +36,8 @@ pub(crate) enum Removal {
         text: String,
         generation: Option<u64>,
     },
+    /// The file is wholly hooktrack's (a plugin): delete it.
+    Delete { generation: Option<u64> },
 }
 
 /// The new text of `config` (whose text is `before`, empty if it does not exist), with
@@ -47,6 +51,7 @@ pub(crate) fn edit(
     match agent.config().format {
         ConfigFormat::TomlHooks => toml_block::edit(agent, config, before, observer),
         ConfigFormat::JsonHooks => json_hooks::edit(agent, config, before, observer),
+        ConfigFormat::Plugin => plugin::edit(agent, config, before, observer),
     }
 }
 
@@ -61,6 +66,7 @@ pub(crate) fn read_back(
     match agent.config().format {
         ConfigFormat::TomlHooks => toml_block::read_back(agent, back, observer, outside),
         ConfigFormat::JsonHooks => json_hooks::read_back(agent, back, observer, outside),
+        ConfigFormat::Plugin => plugin::read_back(agent, back, observer, outside),
     }
 }
 
@@ -75,6 +81,7 @@ pub(crate) fn remove(
     match format {
         ConfigFormat::TomlHooks => toml_block::remove(config, text, generation),
         ConfigFormat::JsonHooks => json_hooks::remove(config, text, generation),
+        ConfigFormat::Plugin => Ok(plugin::remove(text, generation)),
     }
 }
 
@@ -88,5 +95,6 @@ pub(crate) fn check(
     match agent.config().format {
         ConfigFormat::TomlHooks => toml_block::check(agent, config, text),
         ConfigFormat::JsonHooks => json_hooks::check(agent, config, text, version),
+        ConfigFormat::Plugin => plugin::check(agent, config, text),
     }
 }

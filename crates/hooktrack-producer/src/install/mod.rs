@@ -18,6 +18,7 @@ pub mod facts;
 mod file;
 mod format;
 pub mod json_hooks;
+pub mod plugin;
 pub mod preflight;
 pub mod toml_block;
 
@@ -246,6 +247,16 @@ pub fn uninstall(
             Removal::KeptOther { generation } => {
                 return Ok(Uninstalled::KeptOther { generation });
             }
+            Removal::Delete { generation } => {
+                std::fs::remove_file(&config).map_err(|source| InstallError::Write {
+                    path: config.clone(),
+                    source: StoreError::Write {
+                        path: config.clone(),
+                        source,
+                    },
+                })?;
+                return Ok(Uninstalled::Removed { generation });
+            }
             Removal::Removed {
                 text: edited,
                 generation,
@@ -296,6 +307,13 @@ pub fn installed_by(config: &Path, agent: Agent, observer: &Observer) -> bool {
             Some(observer),
             observer.agent_version.as_deref(),
         ),
+        ConfigFormat::Plugin => {
+            if text == plugin::render(agent, observer) {
+                plugin::validate(&text, agent)
+            } else {
+                Err(Violation::new("another plugin text"))
+            }
+        }
     }
     .is_ok_and(|v| v.ours > 0)
 }

@@ -1,0 +1,114 @@
+//! OpenCode 1.18: no command hooks. hooktrack ships a plugin OpenCode loads in-process
+//! from `~/.config/opencode/plugin/` that hands each bus event it forwards to the same
+//! `hooktrack-hook emit` every other agent's hooks run (docs/providers.md, "OpenCode").
+//! A user turn runs from the session's `busy` to its `idle`; tool parts carry `callID`;
+//! a subagent is a child session (`parentID`); Escape is `session.error
+//! {MessageAbortedError}`, a failed model call `session.error {APIError}`.
+
+pub(crate) mod adapter;
+
+use super::{
+    COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, PreflightFacts, Strictness,
+    TimeoutUnit, Versions,
+};
+use crate::agent::{Agent, ConfigFormat, ConfigLocation};
+use crate::agents::claude_code::PROMPT_TO_STOP;
+use crate::provider::Capabilities;
+use crate::row::Row;
+
+/// OpenCode.
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    agent: Agent::OpenCode,
+    name: "opencode",
+    store_name: "opencode",
+    label: "OpenCode",
+    aliases: &[],
+    family: None,
+    programs: &["opencode"],
+    config: ConfigLocation {
+        // OpenCode also loads `plugin/` from the directory `$OPENCODE_CONFIG_DIR` names.
+        home_env: Some("OPENCODE_CONFIG_DIR"),
+        user_home_env: None,
+        dot_dir: ".config/opencode",
+        file: "plugin/hooktrack.js",
+        format: ConfigFormat::Plugin,
+        project_install: false,
+    },
+    hook_events: &EVENTS,
+    normalize: adapter::normalize,
+    capabilities: Capabilities {
+        // A child session's `busy` … `idle` is its subagent's turn, keyed by its id.
+        agent_scopes: true,
+        subagent_scope_is_turn: true,
+        // `permission.replied` answers every request.
+        permission_ends_with_tool: false,
+        ..PROMPT_TO_STOP
+    },
+    detect: &[DetectRule {
+        rank: 25,
+        test: opencode_event,
+    }],
+    named_by_row: "the row names opencode",
+    transcript: None,
+    install: InstallFacts {
+        // Not a hook timeout: the plugin never waits for the emitter. Kept for the
+        // descriptor's completeness (the emitter gives up after 3 s).
+        timeout: 5,
+        timeout_unit: TimeoutUnit::Seconds,
+        shorter_timeouts: &[],
+        unknown_entry_keys_fatal: false,
+        top_level_keys: None,
+        strict: Strictness::Lenient,
+        strictness: "OpenCode logs a plugin that fails to load and runs without it",
+        schema: COMMON_SCHEMA,
+        off_switches: &[],
+        per_session_entries: false,
+    },
+    preflight: PreflightFacts {
+        feature_switches: None,
+        hook_trust: None,
+        required_setting: None,
+        folder_trust: None,
+        config_doctor: None,
+        runtime: None,
+    },
+    // `opencode run MESSAGE` is one headless turn.
+    headless: Headless {
+        flags: &[],
+        subcommands: &["run"],
+        value_options: &["--log-level", "--port", "--hostname"],
+    },
+    launch_gate: None,
+    versions: Versions {
+        program: "opencode",
+        oldest: "1.18.33",
+        newest: "1.18.33",
+        events_since: &[],
+    },
+};
+
+/// The bus events the plugin forwards. Not forwarded: streaming deltas
+/// (`message.part.delta`, `message.part.updated` of text and reasoning parts), whole-message
+/// and session metadata updates (`message.updated`, `session.updated`, `session.diff`),
+/// `session.idle` (the same moment as `session.status` idle), files, LSP, plugins and the
+/// catalog: none says where a turn stands, and each would cost a process.
+const EVENTS: [&str; 11] = [
+    "session.created",
+    "session.deleted",
+    "session.status",
+    "session.error",
+    "session.compacted",
+    "message.part.updated",
+    "permission.asked",
+    "permission.replied",
+    "question.asked",
+    "question.replied",
+    "question.rejected",
+];
+
+/// The plugin's payloads carry the bus event's `properties` under an event name with a dot.
+fn opencode_event(row: &Row<'_>) -> Option<&'static str> {
+    let name = row.payload.hook_event_name.as_deref()?;
+    (row.payload.properties.is_some() && EVENTS.contains(&name))
+        .then_some("an OpenCode bus event with its properties (OpenCode)")
+}

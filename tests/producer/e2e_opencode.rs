@@ -1,0 +1,351 @@
+//! End to end with OpenCode 1.18.33 from npm (`opencode-ai`), installed once into
+//! `target/tmp/e2e-opencode`, driven through `hooktrack session` against
+//! `tests/e2e/mock_model.py` on 127.0.0.1 with a scratch HOME. OpenCode has no command
+//! hooks: `session` writes hooktrack's plugin into `~/.config/opencode/plugin/`, which
+//! OpenCode loads in-process.
+//!
+//! OpenCode npm-installs `@opencode-ai/plugin` into its config folder at start (even into
+//! a folder with no plugin in it) unless it is there: the scratch config folder gets the
+//! cached install's `package.json`, lock file and (linked) `node_modules`, so no run goes
+//! to the registry.
+//!
+//! Without npm or the registry each test prints `SKIPPED opencode ... reason` and passes;
+//! with `HOOKTRACK_E2E_REQUIRE=1` a skip is a failure.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::e2e::{Mock, run_bounded};
+use super::e2e_more_agents::Tmux;
+use super::util::*;
+
+const PACKAGES: [&str; 2] = ["opencode-ai@1.18.33", "@opencode-ai/plugin@1.18.33"];
+const WHAT: &str = "opencode 1.18.33";
+
+static INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
+
+/// The cached install's `node_modules`.
+fn installed() -> Result<PathBuf, String> {
+    let mut guard = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(done) = guard.as_ref() {
+        return done.clone();
+    }
+    let result = npm_cached("e2e-opencode", &PACKAGES, |base| {
+        run_bounded(
+            Command::new(base.join("node_modules/.bin/opencode")).arg("--version"),
+            Duration::from_secs(120),
+        )
+        .map(drop)
+        .map_err(|e| format!("opencode installed but does not run: {e}"))
+    })
+    .map(|base| base.join("node_modules"));
+    *guard = Some(result.clone());
+    result
+}
+
+/// A scratch HOME whose OpenCode config names the mock as its only provider.
+struct World {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    work: PathBuf,
+    root: PathBuf,
+}
+
+impl World {
+    fn new(modules: &Path, mock: &Mock, extra: Value) -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let home = tmp.path().join("home");
+        let work = tmp.path().join("work");
+        let config = home.join(".config/opencode");
+        fs::create_dir_all(&config).expect("mkdir");
+        fs::create_dir_all(&work).expect("mkdir");
+        let mut doc = json!({
+            "autoupdate": false,
+            "share": "disabled",
+            "provider": {"mock": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Mock",
+                "options": {"baseURL": format!("http://127.0.0.1:{}/v1", mock.port), "apiKey": "x"},
+                // The mock answers an `opencode…` model with OpenCode's tool names.
+                "models": {"opencode-mock": {"name": "Mock"}}
+            }},
+            "model": "mock/opencode-mock"
+        });
+        if let (Some(doc), Some(extra)) = (doc.as_object_mut(), extra.as_object()) {
+            doc.extend(extra.clone());
+        }
+        fs::write(config.join("opencode.json"), doc.to_string()).expect("config");
+        // The cached install's project (its lock file included: without one OpenCode
+        // reinstalls over the link), so OpenCode finds its package there and installs nothing.
+        let base = modules.parent().expect("the cache folder");
+        for file in ["package.json", "package-lock.json"] {
+            fs::copy(base.join(file), config.join(file)).expect("copy the npm project");
+        }
+        std::os::unix::fs::symlink(modules, config.join("node_modules")).expect("symlink");
+        let root = tmp.path().join("root");
+        Self {
+            _tmp: tmp,
+            home,
+            work,
+            root,
+        }
+    }
+
+    fn output(&self) -> PathBuf {
+        self.root.with_extension("ndjson")
+    }
+
+    /// `hooktrack session -- opencode ARGS` with the world's environment.
+    fn command(&self, modules: &Path, args: &[&str]) -> Command {
+        let mut cmd = hooktrack();
+        cmd.args(["session", "--format", "ndjson", "--root"])
+            .arg(&self.root)
+            .arg("--output")
+            .arg(self.output())
+            .arg("--")
+            .arg(modules.join(".bin/opencode"))
+            .args(args)
+            .current_dir(&self.work)
+            // OpenCode takes its project folder from `$PWD` when it is set.
+            .env("PWD", &self.work)
+            .env("HOME", &self.home)
+            .env("OPENCODE_DISABLE_MODELS_FETCH", "true")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("OPENCODE_CONFIG_DIR")
+            .env_remove("OPENCODE_PURE")
+            .env_remove("HOOKTRACK_TOKEN")
+            .env_remove("HOOKTRACK_DIR")
+            .env_remove("HOOKTRACK_URL")
+            .env_remove("HOOKTRACK_GENERATION");
+        cmd
+    }
+
+    /// The lines `hooktrack session --format ndjson` wrote so far.
+    fn lines(&self) -> Vec<Value> {
+        fs::read_to_string(self.output())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// `hooktrack session -- opencode run PROMPT`.
+    fn run(&self, modules: &Path, prompt: &str) -> (Option<i32>, String, Vec<Value>) {
+        let mut child = self
+            .command(modules, &["run", prompt])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn session");
+        let status = wait_child(&mut child, Duration::from_secs(240));
+        let mut out = String::new();
+        let _ = std::io::Read::read_to_string(&mut child.stdout.take().expect("out"), &mut out);
+        (status.code(), out, self.lines())
+    }
+}
+
+#[test]
+fn opencode_tool_turn_through_session_ends_success_with_three_tools() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e(WHAT, &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&modules, &mock, json!({}));
+    let (code, out, lines) = world.run(&modules, "Run a command, write a file, read it. [[tools]]");
+    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
+    assert_eq!(code, Some(0), "{context}");
+    assert!(out.contains("The file holds two lines. Done."), "{context}");
+    assert_eq!(
+        fs::read_to_string(world.work.join("notes.txt")).expect("write ran"),
+        "line one\nline two\n"
+    );
+    let start = lines.first().expect("start line");
+    let end = lines.last().expect("end line");
+    assert_eq!(start["provider"], "opencode", "{context}");
+    assert_eq!(end["kind"], "end", "{context}");
+    // `busy` … `idle` is one turn whatever OpenCode repeats in between; its three tool
+    // parts pair by `callID`.
+    assert_eq!(ledger(&end["turns"]), ["main success 3"], "{context}");
+    let plugin = fs::read_to_string(world.home.join(".config/opencode/plugin/hooktrack.js"))
+        .expect("the plugin");
+    assert!(
+        plugin.starts_with("// hooktrack observer plugin "),
+        "{plugin}"
+    );
+    // OpenCode installed nothing over the cached packages.
+    assert!(
+        fs::symlink_metadata(world.home.join(".config/opencode/node_modules"))
+            .expect("node_modules")
+            .file_type()
+            .is_symlink()
+    );
+}
+
+#[test]
+fn opencode_failed_model_call_through_session_ends_known_failure() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e(WHAT, &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&modules, &mock, json!({}));
+    let (code, out, lines) = world.run(&modules, "This call fails. [[fail]]");
+    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
+    assert_eq!(code, Some(1), "{context}");
+    let end = lines.last().expect("end line");
+    // `session.error {name: APIError}` settles the turn before its `idle`.
+    assert_eq!(ledger(&end["turns"]), ["main known_failure 0"], "{context}");
+}
+
+/// Needs no npm: the plugin is written, checked and removed by the CLI as any config is.
+#[test]
+fn install_check_uninstall_write_check_and_remove_the_opencode_plugin() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path();
+    let plugin = home.join(".config/opencode/plugin/hooktrack.js");
+    let run = |args: &[&str]| {
+        hooktrack()
+            .args(args)
+            .env("HOME", home)
+            .env_remove("OPENCODE_CONFIG_DIR")
+            .output()
+            .expect("run hooktrack")
+    };
+    let out = run(&["check", "opencode", "--file-only"]);
+    assert!(!out.status.success(), "no plugin yet: {out:?}");
+    let out = run(&["install", "opencode"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = fs::read_to_string(&plugin).expect("the plugin");
+    assert!(text.contains("\"--agent\", \"opencode\""), "{text}");
+    let out = run(&["check", "opencode", "--file-only"]);
+    assert!(out.status.success(), "{out:?}");
+    // A plugin of another hooktrack version is stale: check says so.
+    fs::write(
+        &plugin,
+        text.replacen(" observer plugin ", " observer plugin 0.0.1 ", 1),
+    )
+    .expect("write");
+    let out = run(&["check", "opencode", "--file-only"]);
+    assert!(!out.status.success(), "{out:?}");
+    let out = run(&["install", "opencode"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(fs::read_to_string(&plugin).expect("the plugin"), text);
+    let out = run(&["uninstall", "opencode"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!plugin.exists());
+}
+
+#[test]
+fn opencode_permission_in_a_headless_run_is_blocked_then_rejected_and_ends_the_turn() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e(WHAT, &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&modules, &mock, json!({"permission": {"bash": "ask"}}));
+    let (code, out, lines) = world.run(&modules, "Create a file. [[perm]]");
+    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
+    assert_eq!(code, Some(0), "{context}");
+    assert!(!world.work.join("approved.txt").exists(), "{context}");
+    // Headless OpenCode rejects the request itself: the turn was blocked on it, then the
+    // rejected call ends it.
+    let blocked = lines
+        .iter()
+        .any(|l| l["event"] == "permission.asked" && l["posture"]["turn"]["phase"] == "blocked");
+    assert!(blocked, "{context}");
+    let end = lines.last().expect("end line");
+    assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
+}
+
+#[test]
+fn opencode_escape_twice_during_a_tool_in_tmux_ends_interrupted() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e("opencode 1.18.33 (tmux)", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip_e2e("opencode 1.18.33 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&modules, &mock, json!({}));
+    // The session's whole command line and environment, in a script tmux runs.
+    let cmd = world.command(&modules, &[]);
+    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
+    let mut script = format!("#!/bin/sh\ncd {}\n", quote(world.work.as_os_str()));
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => script += &format!("export {}={}\n", k.to_string_lossy(), quote(v)),
+            None => script += &format!("unset {}\n", k.to_string_lossy()),
+        }
+    }
+    script += &format!("exec {}", quote(cmd.get_program()));
+    for a in cmd.get_args() {
+        script += &format!(" {}", quote(a));
+    }
+    script += "\n";
+    let script_path = world.home.join("run.sh");
+    fs::write(&script_path, script).expect("script");
+    let mut tmux = Tmux {
+        socket: format!("hooktrack-e2e-opencode-{}", std::process::id()),
+        path: None,
+    };
+    let started = tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "140",
+        "-y",
+        "45",
+        "sh",
+        &script_path.to_string_lossy(),
+    ]);
+    assert!(started.is_some(), "tmux new-session");
+    tmux.path = tmux.run(&["display-message", "-p", "#{socket_path}"]);
+    let limit = Duration::from_secs(120);
+    let seen = |event: &str, status: &str| {
+        world
+            .lines()
+            .iter()
+            .any(|l| l["event"] == event && l["changed"].to_string().contains(status))
+            .then_some(())
+    };
+    wait_for(limit, "the TUI's input box", || {
+        tmux.screen().contains("Ask anything").then_some(())
+    });
+    tmux.keys(&["-l", "Wait a while. [[slow]]"]);
+    wait_for(limit, "the prompt typed", || {
+        tmux.screen().contains("[[slow]]").then_some(())
+    });
+    tmux.keys(&["Enter"]);
+    wait_for(limit, "the slow bash call running", || {
+        seen("message.part.updated", "tools")
+    });
+    // The first Escape only arms the interrupt ("esc again to interrupt").
+    tmux.keys(&["Escape"]);
+    wait_for(limit, "the second Escape's prompt", || {
+        tmux.screen().contains("esc again").then_some(())
+    });
+    tmux.keys(&["Escape"]);
+    wait_for(limit, "the turn's end", || {
+        seen("session.error", "interrupted")
+    });
+    tmux.keys(&["C-c"]);
+    std::thread::sleep(Duration::from_millis(500));
+    tmux.keys(&["C-c"]);
+    let end = wait_for(limit, "the session's end line", || {
+        world.lines().into_iter().find(|l| l["kind"] == "end")
+    });
+    let context = format!("screen:\n{}\nsession:\n{:#?}", tmux.screen(), world.lines());
+    // `session.error {MessageAbortedError}` ends the turn before its `idle`.
+    assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
+}
