@@ -87,19 +87,17 @@ impl Skim {
     /// Searches `bytes`, the next bytes of a skipped line, and the cut between them and
     /// the bytes before; keeps the new carry.
     fn pass(&mut self, bytes: &[u8]) {
-        if !self.found && self.reach > 0 {
+        if !self.found {
+            // A needle cut between the carry and `bytes` lies within `reach` bytes on
+            // either side; one wholly within `bytes` is found by the second search.
             let mut joint = std::mem::take(&mut self.carry);
-            let before = joint.len();
-            joint.extend_from_slice(&bytes[..bytes.len().min(self.reach)]);
-            // Only a needle that starts in the carry is new here; one wholly within
-            // `bytes` is found below.
-            self.found = before > 0 && holds_needle(self.needles, &joint)
-                || holds_needle(self.needles, bytes);
+            let cut = !joint.is_empty() && {
+                joint.extend_from_slice(&bytes[..bytes.len().min(self.reach)]);
+                holds_needle(self.needles, &joint)
+            };
+            self.found = cut || holds_needle(self.needles, bytes);
             joint.clear();
             self.carry = joint;
-        }
-        if self.reach == 0 {
-            return;
         }
         if bytes.len() >= self.reach {
             self.carry.clear();
@@ -731,6 +729,25 @@ mod tests {
                 "chunks of {size}"
             );
         }
+    }
+
+    #[test]
+    fn skimming_finds_a_one_byte_needle() {
+        let mut data = vec![b'x'; 100 * 1024];
+        data[90 * 1024] = b'!';
+        data.push(b'\n');
+        let mut s = LineSplitter::skimming(&["!"]);
+        let mut out = Vec::new();
+        for mut chunk in data.chunks(4096) {
+            while !chunk.is_empty() {
+                let (used, line) = s.feed(chunk);
+                if let Some(line) = line {
+                    out.push(show(line));
+                }
+                chunk = &chunk[used..];
+            }
+        }
+        assert_eq!(out, [format!("1:long {} needle=true", 100 * 1024)]);
     }
 
     #[test]
