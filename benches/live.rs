@@ -23,7 +23,10 @@
 //!    parse of every line (what it did before its byte search), and, through the hub, a
 //!    whole transcript appended then an Escape marker (time to the update, bytes the
 //!    process read: `/proc/self/io` `rchar`), and the marker's latency right after a
-//!    43 KB line.
+//!    43 KB line; and the follower alone (`Tailer`), skimming as the live session's does
+//!    against the plain tailer it used before (the baseline, same run, same files): bytes
+//!    read, the most memory held for a line, time per update, on the recorded transcripts
+//!    and on a synthetic one with long lines (900 KiB without a needle, 200 KiB with one).
 //!
 //! 7. **a launch's memory against the length of its run**: peak RSS (`VmHWM`) of a
 //!    `Launch` (the library behind `hooktrack session`) fed N turns through its store, at
@@ -780,6 +783,123 @@ fn big_transcripts(dir: &Path) -> Result<()> {
         read as f64 / appended as f64
     );
     drop(hub);
+    follower(dir, &lines)
+}
+
+/// What one follower did over a transcript written update by update.
+#[derive(Default)]
+struct Followed {
+    read: u64,
+    peak_held: usize,
+    time: Duration,
+    lines: usize,
+    markers: usize,
+}
+
+/// Writes `updates` to a fresh file one at a time and, after each, polls a tailer (plain,
+/// or skimming with Claude's needles) until it has caught up.
+fn follow(dir: &Path, name: &str, updates: &[Vec<u8>], skim: bool) -> Result<Followed> {
+    use hooktrack_core::agent::Agent;
+    use hooktrack_core::read::ReadLine;
+    use hooktrack_core::transcript::{Entry, classify};
+    use hooktrack_live::tail::Tailer;
+
+    let path = dir.join(name);
+    fs::write(&path, "")?;
+    let needles = Agent::ClaudeCode
+        .descriptor()
+        .transcript
+        .map_or(&[][..], |t| t.needles);
+    let mut tailer = Tailer::new(&path);
+    if skim {
+        tailer = tailer.skimming(needles);
+    }
+    // One read per poll, so the memory held is looked at between reads.
+    tailer.set_poll_budget(64 * 1024);
+    let mut out = Followed::default();
+    let mut file = OpenOptions::new().append(true).open(&path)?;
+    for update in updates {
+        file.write_all(update)?;
+        let before = rchar()?;
+        let at = Instant::now();
+        for _ in 0..1_000 {
+            let progress = tailer.poll(&mut |l| {
+                if let ReadLine::Line { bytes, .. } = l.line {
+                    out.lines += 1;
+                    if matches!(classify(Agent::ClaudeCode, bytes), Entry::Marker(_)) {
+                        out.markers += 1;
+                    }
+                }
+            })?;
+            out.peak_held = out.peak_held.max(tailer.held());
+            if !progress.more {
+                break;
+            }
+        }
+        out.time += at.elapsed();
+        out.read += rchar()?.saturating_sub(before);
+    }
+    Ok(out)
+}
+
+/// The follower alone, skimming against plain, on the recorded lines and on long ones.
+fn follower(dir: &Path, lines: &[Vec<u8>]) -> Result<()> {
+    let recorded: Vec<Vec<u8>> = lines
+        .iter()
+        .map(|l| [l.as_slice(), b"\n"].concat())
+        .collect();
+    let marker = br#"{"type":"user","promptId":"p","timestamp":"2026-12-01T00:00:00Z","message":{"content":[{"type":"text","text":"[Request interrupted by user]"}]}}"#;
+    let long = |len: usize, needle: bool| {
+        let mut l =
+            br#"{"type":"attachment","timestamp":"2026-12-01T00:00:00Z","content":""#.to_vec();
+        if needle {
+            l.extend_from_slice(b"[Request interrupted by user] ");
+        }
+        l.resize(len - 3, b'x');
+        l.extend_from_slice(b"\"}\n");
+        l
+    };
+    let mut synthetic = Vec::new();
+    for n in 0..20 {
+        synthetic.extend(recorded.iter().take(12).cloned());
+        synthetic.push(long(900 * 1024, false));
+        if n % 5 == 0 {
+            synthetic.push(long(200 * 1024, true));
+        }
+        synthetic.push([marker.as_slice(), b"\n"].concat());
+    }
+    for (name, updates) in [
+        ("recorded 2.1.332", &recorded),
+        ("synthetic long lines", &synthetic),
+    ] {
+        let bytes: usize = updates.iter().map(Vec::len).sum();
+        // Skimming first, then plain, then skimming again: the first of a pair pays for
+        // the page cache and the allocator warming up; the figure is the second pass.
+        let _ = follow(dir, "warm.jsonl", updates, true)?;
+        let plain = follow(dir, "plain.jsonl", updates, false)?;
+        let skim = follow(dir, "skim.jsonl", updates, true)?;
+        println!(
+            "  follower, {name} ({} updates, {:.0} KB): lines out {} / {} (skimming / plain), markers {} / {}",
+            updates.len(),
+            bytes as f64 / 1024.0,
+            skim.lines,
+            plain.lines,
+            skim.markers,
+            plain.markers
+        );
+        println!(
+            "    bytes read {:.0} / {:.0} KB ({:.2}x); most held for a line {:.0} / {:.0} KB ({:.2}x); per update {:.1} / {:.1} us ({:.2}x)",
+            skim.read as f64 / 1024.0,
+            plain.read as f64 / 1024.0,
+            skim.read as f64 / plain.read.max(1) as f64,
+            skim.peak_held as f64 / 1024.0,
+            plain.peak_held as f64 / 1024.0,
+            skim.peak_held as f64 / plain.peak_held.max(1) as f64,
+            skim.time.as_secs_f64() * 1e6 / updates.len() as f64,
+            plain.time.as_secs_f64() * 1e6 / updates.len() as f64,
+            skim.time.as_secs_f64() / plain.time.as_secs_f64()
+        );
+    }
     Ok(())
 }
 

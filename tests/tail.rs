@@ -54,7 +54,7 @@ impl Follow {
             }
             got.push(match l.line {
                 ReadLine::Line { bytes, .. } => Got::Line(bytes.to_vec()),
-                ReadLine::Oversized { len, .. } => Got::Oversized(len),
+                ReadLine::Oversized { len, .. } | ReadLine::Long { len, .. } => Got::Oversized(len),
                 ReadLine::Truncated { bytes, .. } => Got::Cut(bytes.to_vec()),
             })
         })?;

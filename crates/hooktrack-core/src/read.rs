@@ -6,6 +6,13 @@
 //!
 //! A line over [`MAX_LINE_BYTES`] is skipped while it is read: its bytes are never held,
 //! and the lines after it are not lost.
+//!
+//! A splitter made with [`LineSplitter::skimming`] (a transcript's follower) holds much
+//! less: a line that grows past [`SKIM_WINDOW`] is skipped from there on, searched for the
+//! needles while it passes (across chunk boundaries), and handed out as
+//! [`ReadLine::Long`], which says whether it held one. Its reader may then read it again
+//! from the file by its offset (the live tailer does, up to [`MAX_LINE_BYTES`]): a marker
+//! line is rare and small, an `api-request-shape` line of tens of KB is in every request.
 
 use std::io::{self, BufRead};
 
@@ -14,6 +21,9 @@ use crate::row::MAX_LINE_BYTES;
 /// A partial-line buffer grown past this is released after its line, so one long line
 /// does not pin memory for the life of the splitter.
 const KEEP_BUFFER: usize = 256 * 1024;
+
+/// The most of one line a skimming splitter holds across chunks (see the module's doc).
+pub const SKIM_WINDOW: usize = 64 * 1024;
 
 /// One line read from the stream. `number` is 1-based.
 #[derive(Debug, PartialEq, Eq)]
@@ -24,6 +34,10 @@ pub enum ReadLine<'a> {
     Oversized { number: u64, len: u64 },
     /// The stream ended in the middle of a line (no final newline).
     Truncated { number: u64, bytes: &'a [u8] },
+    /// Only from a [skimming](LineSplitter::skimming) splitter: a line longer than
+    /// [`SKIM_WINDOW`] (at most [`MAX_LINE_BYTES`]) that was skipped while read; `needle`
+    /// says whether it holds one of the needles (then read it again to classify it).
+    Long { number: u64, len: u64, needle: bool },
 }
 
 impl ReadLine<'_> {
@@ -31,7 +45,8 @@ impl ReadLine<'_> {
         match self {
             ReadLine::Line { number, .. }
             | ReadLine::Oversized { number, .. }
-            | ReadLine::Truncated { number, .. } => *number,
+            | ReadLine::Truncated { number, .. }
+            | ReadLine::Long { number, .. } => *number,
         }
     }
 }
@@ -51,6 +66,61 @@ pub struct LineSplitter {
     skipping: Option<u64>,
     /// Lines handed out so far: the next line's number is this + 1.
     lines: u64,
+    /// Set by [`LineSplitter::skimming`]: the window rule and its needles.
+    skim: Option<Skim>,
+}
+
+/// The state of a skimming splitter (see the module's doc).
+#[derive(Debug, Default)]
+struct Skim {
+    needles: &'static [&'static str],
+    /// The longest needle's length less one: what a needle split across two pieces can
+    /// have on either side of the cut.
+    reach: usize,
+    /// The current line, skipped, held a needle so far.
+    found: bool,
+    /// The last `reach` bytes of the skipped line so far (never more).
+    carry: Vec<u8>,
+}
+
+impl Skim {
+    /// Searches `bytes`, the next bytes of a skipped line, and the cut between them and
+    /// the bytes before; keeps the new carry.
+    fn pass(&mut self, bytes: &[u8]) {
+        if !self.found {
+            // A needle cut between the carry and `bytes` lies within `reach` bytes on
+            // either side; one wholly within `bytes` is found by the second search.
+            let mut joint = std::mem::take(&mut self.carry);
+            let cut = !joint.is_empty() && {
+                joint.extend_from_slice(&bytes[..bytes.len().min(self.reach)]);
+                holds_needle(self.needles, &joint)
+            };
+            self.found = cut || holds_needle(self.needles, bytes);
+            joint.clear();
+            self.carry = joint;
+        }
+        if bytes.len() >= self.reach {
+            self.carry.clear();
+            self.carry
+                .extend_from_slice(&bytes[bytes.len() - self.reach..]);
+        } else {
+            self.carry.extend_from_slice(bytes);
+            let extra = self.carry.len().saturating_sub(self.reach);
+            self.carry.drain(..extra);
+        }
+    }
+
+    fn reset(&mut self) {
+        self.found = false;
+        self.carry.clear();
+    }
+}
+
+/// `bytes` holds one of `needles`.
+fn holds_needle(needles: &[&str], bytes: &[u8]) -> bool {
+    needles
+        .iter()
+        .any(|n| memchr::memmem::find(bytes, n.as_bytes()).is_some())
 }
 
 impl LineSplitter {
@@ -65,6 +135,42 @@ impl LineSplitter {
             lines,
             ..Self::default()
         }
+    }
+
+    /// A splitter for a transcript whose interesting lines each hold one of `needles`: a
+    /// line is held up to [`SKIM_WINDOW`] bytes; past that it is skipped while read and
+    /// comes out as [`ReadLine::Long`], saying whether it held a needle. A line within one
+    /// fed chunk is still handed out whole (it is borrowed, not held). Without needles,
+    /// every line matters: the splitter is a plain one.
+    pub fn skimming(needles: &'static [&'static str]) -> Self {
+        Self {
+            skim: (!needles.is_empty()).then(|| Skim {
+                needles,
+                reach: needles
+                    .iter()
+                    .map(|n| n.len())
+                    .max()
+                    .unwrap_or(1)
+                    .saturating_sub(1),
+                ..Skim::default()
+            }),
+            ..Self::default()
+        }
+    }
+
+    /// The same rules, numbering going on after `lines` lines.
+    pub fn skimming_after(needles: &'static [&'static str], lines: u64) -> Self {
+        Self {
+            lines,
+            ..Self::skimming(needles)
+        }
+    }
+
+    /// Bytes of memory held for lines now: the partial line's buffer and a skimming
+    /// splitter's carry (what [`skimming`](Self::skimming) bounds by [`SKIM_WINDOW`]
+    /// plus the longest needle).
+    pub fn held(&self) -> usize {
+        self.partial.capacity() + self.skim.as_ref().map_or(0, |s| s.carry.capacity())
     }
 
     /// Lines handed out so far, by [`feed`](Self::feed) and [`finish`](Self::finish).
@@ -93,6 +199,10 @@ impl LineSplitter {
     pub fn finish(&mut self) -> Option<ReadLine<'_>> {
         self.clear_stale();
         let number = self.lines + 1;
+        if let Some(skim) = &mut self.skim {
+            skim.reset();
+        }
+        // A line cut off by the end of the stream is never read again, long or not.
         if let Some(len) = self.skipping.take() {
             self.lines = number;
             return Some(ReadLine::Oversized { number, len });
@@ -114,6 +224,30 @@ impl LineSplitter {
             return;
         }
         self.clear_stale();
+        if let Some(skim) = &mut self.skim {
+            match &mut self.skipping {
+                Some(len) => {
+                    *len += bytes.len() as u64;
+                    skim.pass(bytes);
+                }
+                None if self.partial.len() + bytes.len() > SKIM_WINDOW => {
+                    self.skipping = Some((self.partial.len() + bytes.len()) as u64);
+                    skim.pass(&self.partial);
+                    skim.pass(bytes);
+                    self.partial = Vec::new();
+                }
+                None => {
+                    // Grown by doubling, but never past the window: the bound is memory.
+                    let needed = self.partial.len() + bytes.len();
+                    if needed > self.partial.capacity() {
+                        let to = (self.partial.capacity() * 2).clamp(needed, SKIM_WINDOW);
+                        self.partial.reserve_exact(to - self.partial.len());
+                    }
+                    self.partial.extend_from_slice(bytes);
+                }
+            }
+            return;
+        }
         match &mut self.skipping {
             Some(len) => *len += bytes.len() as u64,
             None if self.partial.len() + bytes.len() > MAX_LINE_BYTES => {
@@ -133,6 +267,18 @@ impl LineSplitter {
         let number = self.lines;
         if let Some(skipped) = self.skipping.take() {
             let len = skipped + tail.len() as u64;
+            if let Some(skim) = &mut self.skim {
+                skim.pass(tail);
+                let needle = skim.found;
+                skim.reset();
+                if len <= MAX_LINE_BYTES as u64 {
+                    return ReadLine::Long {
+                        number,
+                        len,
+                        needle,
+                    };
+                }
+            }
             return ReadLine::Oversized { number, len };
         }
         if self.partial.is_empty() {
@@ -149,6 +295,21 @@ impl LineSplitter {
             };
         }
         let len = self.partial.len() + tail.len();
+        if let Some(skim) = &mut self.skim
+            && len > SKIM_WINDOW
+        {
+            // Held up to the window, over it with the last piece: not copied whole.
+            skim.pass(&self.partial);
+            skim.pass(tail);
+            let needle = skim.found;
+            skim.reset();
+            self.stale = true;
+            return ReadLine::Long {
+                number,
+                len: len as u64,
+                needle,
+            };
+        }
         if len > MAX_LINE_BYTES {
             self.stale = true;
             return ReadLine::Oversized {
@@ -166,6 +327,9 @@ impl LineSplitter {
 
     /// Forgets the bytes of the current line fed so far.
     fn drop_partial(&mut self) {
+        if let Some(skim) = &mut self.skim {
+            skim.reset();
+        }
         self.skipping = None;
         self.partial.clear();
         self.stale = false;
@@ -266,6 +430,11 @@ mod tests {
             ReadLine::Truncated { number, bytes } => {
                 format!("{number}:truncated {}", String::from_utf8_lossy(bytes))
             }
+            ReadLine::Long {
+                number,
+                len,
+                needle,
+            } => format!("{number}:long {len} needle={needle}"),
         }
     }
 
@@ -448,6 +617,156 @@ mod tests {
                 bytes: b"b"
             })
         );
+    }
+
+    const NEEDLES: &[&str] = &["[Request interrupted by user", "\"isApiErrorMessage\""];
+
+    /// Feeds `data` to a skimming splitter in chunks of `size`; also returns the most
+    /// memory it held at any point.
+    fn skim_in_chunks(data: &[u8], size: usize) -> (Vec<String>, usize) {
+        let mut s = LineSplitter::skimming(NEEDLES);
+        let (mut out, mut peak) = (Vec::new(), 0);
+        for mut chunk in data.chunks(size) {
+            while !chunk.is_empty() {
+                let (used, line) = s.feed(chunk);
+                if let Some(line) = line {
+                    out.push(show(line));
+                }
+                chunk = &chunk[used..];
+                peak = peak.max(s.held());
+            }
+        }
+        if let Some(line) = s.finish() {
+            out.push(show(line));
+        }
+        (out, peak)
+    }
+
+    /// A JSON-ish line of `len` bytes with `needle` at byte `at`.
+    fn long_line(len: usize, needle: Option<(&str, usize)>) -> Vec<u8> {
+        let mut line = vec![b'x'; len];
+        line[0] = b'{';
+        line[len - 1] = b'}';
+        if let Some((n, at)) = needle {
+            line[at..at + n.len()].copy_from_slice(n.as_bytes());
+        }
+        line
+    }
+
+    #[test]
+    fn skimming_holds_at_most_the_window_while_a_900_kib_line_passes() {
+        let mut data = long_line(900 * 1024, None);
+        data.extend_from_slice(b"\n{\"a\":1}\n");
+        for size in [4096, 64 * 1024, 300 * 1024] {
+            let (lines, peak) = skim_in_chunks(&data, size);
+            assert_eq!(
+                lines,
+                [
+                    format!("1:long {} needle=false", 900 * 1024),
+                    "2:{\"a\":1}".to_string()
+                ],
+                "chunks of {size}"
+            );
+            // A chunk larger than the window is the caller's memory, not held.
+            assert!(peak <= SKIM_WINDOW + 256, "chunks of {size}: held {peak}");
+        }
+        // A plain splitter holds the line whole (the rule before skimming).
+        let mut plain = LineSplitter::new();
+        for chunk in data[..900 * 1024].chunks(4096) {
+            plain.feed(chunk);
+        }
+        assert!(plain.held() >= 900 * 1024);
+    }
+
+    #[test]
+    fn skimming_finds_a_needle_split_across_two_reads() {
+        let needle = NEEDLES[0];
+        let len = 200 * 1024;
+        let size = 4096;
+        // The needle starts a little before a chunk boundary, past the window, cut at
+        // every place.
+        let boundary = 20 * size;
+        for cut in 1..needle.len() {
+            let mut data = long_line(len, Some((needle, boundary - cut)));
+            data.push(b'\n');
+            let (lines, _) = skim_in_chunks(&data, size);
+            assert_eq!(lines, [format!("1:long {len} needle=true")], "cut at {cut}");
+        }
+        // The needle inside the window held before the line turned long.
+        let mut data = long_line(len, Some((needle, 100)));
+        data.push(b'\n');
+        assert_eq!(
+            skim_in_chunks(&data, size).0,
+            [format!("1:long {len} needle=true")]
+        );
+        // Split between the last held piece and the one that makes the line long.
+        let mut data = long_line(SKIM_WINDOW + 100, Some((needle, SKIM_WINDOW - 5)));
+        data.push(b'\n');
+        let expected = format!("1:long {} needle=true", SKIM_WINDOW + 100);
+        assert_eq!(skim_in_chunks(&data, SKIM_WINDOW).0, [expected]);
+    }
+
+    #[test]
+    fn skimming_hands_out_a_marker_after_a_long_line() {
+        let marker = r#"{"type":"user","message":{"content":"[Request interrupted by user]"}}"#;
+        let mut data = long_line(300 * 1024, None);
+        data.push(b'\n');
+        data.extend_from_slice(marker.as_bytes());
+        data.extend_from_slice(b"\nshort\n");
+        for size in [1, 977, 4096, 64 * 1024, data.len()] {
+            // One chunk of everything: the long line is borrowed whole, so it comes out.
+            if size == data.len() {
+                continue;
+            }
+            let (lines, _) = skim_in_chunks(&data, size);
+            assert_eq!(
+                lines,
+                [
+                    format!("1:long {} needle=false", 300 * 1024),
+                    format!("2:{marker}"),
+                    "3:short".to_string()
+                ],
+                "chunks of {size}"
+            );
+        }
+    }
+
+    #[test]
+    fn skimming_finds_a_one_byte_needle() {
+        let mut data = vec![b'x'; 100 * 1024];
+        data[90 * 1024] = b'!';
+        data.push(b'\n');
+        let mut s = LineSplitter::skimming(&["!"]);
+        let mut out = Vec::new();
+        for mut chunk in data.chunks(4096) {
+            while !chunk.is_empty() {
+                let (used, line) = s.feed(chunk);
+                if let Some(line) = line {
+                    out.push(show(line));
+                }
+                chunk = &chunk[used..];
+            }
+        }
+        assert_eq!(out, [format!("1:long {} needle=true", 100 * 1024)]);
+    }
+
+    #[test]
+    fn skimming_without_needles_is_a_plain_splitter() {
+        let mut data = long_line(100 * 1024, None);
+        data.push(b'\n');
+        let mut s = LineSplitter::skimming(&[]);
+        let mut out = Vec::new();
+        for mut chunk in data.chunks(4096) {
+            while !chunk.is_empty() {
+                let (used, line) = s.feed(chunk);
+                if let Some(line) = line {
+                    out.push(show(line));
+                }
+                chunk = &chunk[used..];
+            }
+        }
+        assert_eq!(out.len(), 1);
+        assert!(out[0].starts_with("1:{x"), "handed out whole");
     }
 
     #[test]

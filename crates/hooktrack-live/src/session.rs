@@ -144,6 +144,9 @@ struct AgentWatch {
     seen_alive: bool,
 }
 
+/// Stands for a long transcript line that holds none of the agent's needles.
+const SKIMMED: &[u8] = b"{}";
+
 /// A transcript followed: its path as named, its tailer, the time of its lines.
 #[derive(Debug)]
 struct Followed {
@@ -435,12 +438,20 @@ impl Session {
             return false;
         }
         let path = path.as_str();
+        // The agent's needles: its long entries (Claude Code's `api-request-shape`, tens of
+        // KB each) are skipped while read, not held; a long one with a needle is read again.
+        let needles = self
+            .tracker
+            .pipeline()
+            .detection()
+            .and_then(|d| d.provider.descriptor().transcript)
+            .map_or(&[][..], |t| t.needles);
         notices.push(SessionNotice::TranscriptFollowed {
             path: path.to_owned(),
         });
         self.transcript = Some(Followed {
             path: path.to_owned(),
-            tailer: Tailer::new(Path::new(path)),
+            tailer: Tailer::new(Path::new(path)).skimming(needles),
             clock: TranscriptClock::default(),
         });
         true
@@ -477,10 +488,16 @@ impl Session {
         };
         let mut read = Vec::new();
         // A transcript that cannot be read leaves the hooks alone in charge: no error.
-        let _ = followed.tailer.poll(&mut |tl| {
-            if let ReadLine::Line { number, bytes } = tl.line {
-                read.push((number, bytes.to_vec()));
-            }
+        let _ = followed.tailer.poll(&mut |tl| match tl.line {
+            ReadLine::Line { number, bytes } => read.push((number, bytes.to_vec())),
+            // A long entry holding no needle is no marker: it is counted as the classifier
+            // counts such a line (an object holding no needle is ignored), untimed.
+            ReadLine::Long {
+                number,
+                needle: false,
+                ..
+            } => read.push((number, SKIMMED.to_vec())),
+            _ => {}
         });
         if read.is_empty() {
             return false;

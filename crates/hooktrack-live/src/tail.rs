@@ -22,7 +22,13 @@
 //!   starts the new one at 0. A partial line left at the end of a file that will not grow
 //!   again is handed out as [`ReadLine::Truncated`];
 //! - a **missing** file is "no events yet"; a failing open or read is an error for this
-//!   poll; both recover at the next poll that succeeds.
+//!   poll; both recover at the next poll that succeeds;
+//! - a tailer made [`skimming`](Tailer::skimming) (a transcript's) holds at most
+//!   [`SKIM_WINDOW`](hooktrack_core::read::SKIM_WINDOW) of a line across reads: a longer
+//!   line holding none of the needles is reported as [`ReadLine::Long`], never held; one
+//!   that holds a needle is read again from the file by its offset (one `pread` of its
+//!   length, at most [`MAX_LINE_BYTES`](hooktrack_core::row::MAX_LINE_BYTES)) and handed
+//!   out as a [`ReadLine::Line`], or as the `Long` line if the file no longer holds it.
 //!
 //! Replacement detection compares device and inode, which is sound while the tailer keeps
 //! the old file open (its inode number cannot be reused until then). Across a restart the
@@ -294,6 +300,18 @@ impl Tailer {
         Ok(skipped)
     }
 
+    /// Skims lines as a transcript's follower does (see the module's rules): `needles`
+    /// are what every line the reader wants holds. Empty: every line is wanted.
+    pub fn skimming(mut self, needles: &'static [&'static str]) -> Self {
+        self.lines = FileLines::after(needles, self.lines.split.lines());
+        self
+    }
+
+    /// Bytes of memory held now for a line being read (not the read buffer).
+    pub fn held(&self) -> usize {
+        self.lines.split.held()
+    }
+
     /// Bytes read per poll before [`Progress::more`] is set (at least one chunk).
     pub fn set_poll_budget(&mut self, bytes: u64) {
         self.budget = bytes.max(1);
@@ -410,7 +428,7 @@ impl Tailer {
             return Ok(false);
         };
         let id = FileId::of(&meta);
-        self.lines = FileLines::after(self.lines.split.lines());
+        self.lines = FileLines::after(self.lines.needles, self.lines.split.lines());
         self.read_pos = 0;
         if let Some((checkpoint, prefix)) = self.resume.take() {
             match checkpoint.matches(&mut file, &meta, id) {
@@ -430,7 +448,7 @@ impl Tailer {
                             self.lines = FileLines {
                                 offset: checkpoint.offset,
                                 first_line: checkpoint.first_line,
-                                ..FileLines::after(checkpoint.lines)
+                                ..FileLines::after(self.lines.needles, checkpoint.lines)
                             };
                         }
                         Prefix::Replay => self.lines.replay_until = checkpoint.offset,
@@ -512,7 +530,7 @@ impl Tailer {
             };
             *budget = budget.saturating_sub(n as u64);
             self.read_pos += n as u64;
-            progress.lines += self.lines.consume(&self.buf[..n], sink);
+            progress.lines += self.lines.consume(&self.buf[..n], Some(&open.file), sink);
         }
     }
 }
@@ -522,6 +540,8 @@ impl Tailer {
 #[derive(Debug, Default)]
 struct FileLines {
     split: LineSplitter,
+    /// A skimming tailer's needles (empty: a plain one).
+    needles: &'static [&'static str],
     /// Where the last whole line ends (after its newline).
     offset: u64,
     first_line: Option<FirstLine>,
@@ -535,15 +555,22 @@ struct FileLines {
 
 impl FileLines {
     /// A new file; numbering goes on after `lines` lines.
-    fn after(lines: u64) -> Self {
+    fn after(needles: &'static [&'static str], lines: u64) -> Self {
         Self {
-            split: LineSplitter::after(lines),
+            split: LineSplitter::skimming_after(needles, lines),
+            needles,
             ..Self::default()
         }
     }
 
     /// Hands out every whole line in `chunk`; keeps the rest. Returns the lines handed out.
-    fn consume(&mut self, mut chunk: &[u8], sink: &mut dyn FnMut(TailLine<'_>)) -> u64 {
+    /// A long line holding a needle is read again from `file`, where it starts.
+    fn consume(
+        &mut self,
+        mut chunk: &[u8],
+        file: Option<&File>,
+        sink: &mut dyn FnMut(TailLine<'_>),
+    ) -> u64 {
         let mut count = 0;
         while !chunk.is_empty() {
             let (used, line) = self.split.feed(chunk);
@@ -552,10 +579,14 @@ impl FileLines {
             chunk = &chunk[used..];
             let (len, held) = match line {
                 ReadLine::Line { bytes, .. } => (bytes.len() as u64, Some(bytes)),
-                ReadLine::Oversized { len, .. } => (len, None),
+                ReadLine::Oversized { len, .. } | ReadLine::Long { len, .. } => (len, None),
                 ReadLine::Truncated { .. } => unreachable!("feed ends lines at a newline"),
             };
             let start = self.offset;
+            let again = match (&line, file) {
+                (ReadLine::Long { needle: true, .. }, Some(file)) => read_line_at(file, start, len),
+                _ => None,
+            };
             self.offset = start + len + 1;
             if start == 0 {
                 let first = FirstLine::of(len, held);
@@ -567,7 +598,16 @@ impl FileLines {
                 }
             }
             let replay = self.offset <= self.replay_until;
-            sink(TailLine { line, replay });
+            match &again {
+                Some(bytes) => sink(TailLine {
+                    line: ReadLine::Line {
+                        number: line.number(),
+                        bytes,
+                    },
+                    replay,
+                }),
+                None => sink(TailLine { line, replay }),
+            }
             count += 1;
         }
         count
@@ -586,9 +626,29 @@ impl FileLines {
             }
             None => 0,
         };
-        *self = FileLines::after(self.split.lines());
+        *self = FileLines::after(self.needles, self.split.lines());
         count
     }
+}
+
+/// The line of `len` bytes that starts at `start` in `file`, read again (a skimmed line
+/// that holds a needle). `None` if the file no longer holds a line there (rewritten, cut).
+#[cfg(unix)]
+fn read_line_at(file: &File, start: u64, len: u64) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let len = usize::try_from(len).ok()?;
+    // Its newline too: the line must end where it ended when it was skimmed.
+    let mut bytes = vec![0; len.checked_add(1)?];
+    file.read_exact_at(&mut bytes, start).ok()?;
+    if bytes.pop() != Some(b'\n') || memchr::memchr(b'\n', &bytes).is_some() {
+        return None;
+    }
+    Some(bytes)
+}
+
+#[cfg(not(unix))]
+fn read_line_at(_file: &File, _start: u64, _len: u64) -> Option<Vec<u8>> {
+    None
 }
 
 #[cfg(test)]
@@ -600,7 +660,7 @@ mod tests {
         let mut s = FileLines::default();
         let mut out = Vec::new();
         for piece in pieces {
-            s.consume(piece, &mut |l: TailLine<'_>| {
+            s.consume(piece, None, &mut |l: TailLine<'_>| {
                 out.push(match l.line {
                     ReadLine::Line { number, bytes } => {
                         format!("{number}:{}", String::from_utf8_lossy(bytes))
@@ -609,6 +669,7 @@ mod tests {
                     ReadLine::Truncated { number, bytes } => {
                         format!("{number}:cut {}", String::from_utf8_lossy(bytes))
                     }
+                    ReadLine::Long { number, len, .. } => format!("{number}:long {len}"),
                 })
             });
         }
@@ -636,10 +697,59 @@ mod tests {
     #[test]
     fn offset_stops_before_a_partial_line() {
         let mut s = FileLines::default();
-        s.consume(b"one\ntw", &mut |_| {});
+        s.consume(b"one\ntw", None, &mut |_| {});
         assert_eq!(s.offset, 4);
         assert_eq!(s.split.lines(), 1);
-        s.consume(b"o\n", &mut |_| {});
+        s.consume(b"o\n", None, &mut |_| {});
         assert_eq!(s.offset, 8);
+    }
+
+    #[test]
+    fn a_skimming_tailer_holds_the_window_and_reads_a_long_marker_again() {
+        const NEEDLES: &[&str] = &["[Request interrupted by user"];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let filler = |len: usize| format!("{{\"a\":\"{}\"}}", "x".repeat(len - 8));
+        // A 900 KiB entry holding no needle, one of 200 KiB holding one past the window,
+        // and a marker after them.
+        let marked = format!(
+            "{{\"a\":\"{}[Request interrupted by user]\"}}",
+            "y".repeat(200 * 1024)
+        );
+        let marker = r#"{"message":"[Request interrupted by user]"}"#;
+        let text = format!("{}\n{marked}\n{marker}\n", filler(900 * 1024));
+        std::fs::write(&path, &text).unwrap();
+        let mut tailer = Tailer::new(&path).skimming(NEEDLES);
+        let (mut got, mut peak) = (Vec::new(), 0);
+        // Polls of one read each: the held bytes are looked at between reads.
+        tailer.set_poll_budget(CHUNK as u64);
+        for _ in 0..100 {
+            let progress = tailer
+                .poll(&mut |l| {
+                    got.push(match l.line {
+                        ReadLine::Line { number, bytes } => (number, bytes.len(), true),
+                        ReadLine::Long { number, len, .. } => (number, len as usize, false),
+                        other => panic!("{other:?}"),
+                    })
+                })
+                .unwrap();
+            peak = peak.max(tailer.held());
+            if !progress.more {
+                break;
+            }
+        }
+        assert_eq!(
+            got,
+            [
+                (1, 900 * 1024, false),
+                (2, marked.len(), true),
+                (3, marker.len(), true)
+            ]
+        );
+        assert!(
+            peak <= hooktrack_core::read::SKIM_WINDOW + 256,
+            "held {peak}"
+        );
+        assert_eq!(tailer.offset(), text.len() as u64);
     }
 }

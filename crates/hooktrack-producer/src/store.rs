@@ -281,7 +281,7 @@ pub fn max_sequence(store: &StorePaths) -> Result<u64, StoreError> {
                     max = max.max(s);
                 }
             }
-            Ok(Some(ReadLine::Oversized { .. })) => {}
+            Ok(Some(ReadLine::Oversized { .. } | ReadLine::Long { .. })) => {}
             Ok(None) => return Ok(max),
             Err(source) => return Err(StoreError::Read { path, source }),
         }
