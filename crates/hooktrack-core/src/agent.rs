@@ -116,7 +116,7 @@ pub struct UnknownAgent {
 }
 
 impl Agent {
-    pub const ALL: [Agent; 7] = [
+    pub const ALL: [Agent; 8] = [
         Agent::KimiCode,
         Agent::KimiCli,
         Agent::ClaudeCode,

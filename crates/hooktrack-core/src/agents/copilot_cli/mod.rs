@@ -62,6 +62,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         // Every marker line names its type; the log's long lines (system prompt, model
         // snapshots) hold neither.
         needles: &["\"abort\"", "\"session.compaction_complete\""],
+        session_file: None,
     }),
     install: InstallFacts {
         // Seconds (`timeout`, Claude-style; the native dialect's `timeoutSec`).
