@@ -362,6 +362,60 @@ fn the_watchdog_ends_a_hook_whose_stdin_never_closes() {
     assert!(log.contains("gave up after 3000 ms"), "{log}");
 }
 
+/// Whether process `pid` has a handler for `signal` (its `SigCgt` mask in
+/// `/proc/PID/status`): the hook has armed its watchdog.
+fn catches(pid: u32, signal: i32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (signal - 1)) != 0)
+}
+
+/// Kimi Code 2.1.0 sends SIGTERM (then SIGKILL 100 ms later) to the fire-and-forget hooks
+/// of a tool call whose subagent ended; a hook killed by it left no row, so the subagent's
+/// last `PostToolUse` was lost under load. A SIGTERM now brings the deadline forward: the
+/// hook exits 0 with a give-up row naming the signal.
+#[test]
+fn a_hook_ended_by_sigterm_records_a_give_up_row_instead_of_dying_without_a_trace() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    std::fs::create_dir_all(&dir).expect("store dir");
+    let mut child = emit_command(&dir, "PostToolUse")
+        .spawn()
+        .expect("spawn emit");
+    // Half a payload, and the pipe held open: the hook is still reading when it is ended.
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(b"{\"hook_event_name\":").expect("write");
+    let armed = Instant::now();
+    while !catches(child.id(), libc::SIGTERM) {
+        assert!(
+            armed.elapsed() < Duration::from_secs(20),
+            "the hook never handled SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: kill(2) on the pid of our own child, not yet waited for.
+    let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(sent, 0);
+    let status = wait_child(&mut child, Duration::from_secs(20));
+    drop(stdin);
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "the hook must exit 0, not die: {status:?}"
+    );
+    let rows = rows(&dir.join("events.ndjson"));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["via"], "command_fallback");
+    assert_eq!(rows[0]["event"], "PostToolUse");
+    let cause = rows[0]["payload_error"].as_str().unwrap_or_default();
+    assert!(cause.contains("SIGTERM"), "{cause}");
+    let log = std::fs::read_to_string(dir.join("emit.log")).expect("emit.log");
+    assert!(log.contains("the agent ended the hook (SIGTERM)"), "{log}");
+}
+
 #[test]
 fn a_hook_started_with_its_standard_descriptors_closed_keeps_its_files_clean() {
     let tmp = tempfile::tempdir().expect("tempdir");

@@ -31,6 +31,12 @@
 //! appends to `emit.log` without the log's rotation (at most one line past the rotation
 //! size; the next emitter rotates), and it falls back to the per-user log only when that
 //! log's directory already exists (it makes no directory there), then to standard error.
+//!
+//! `SIGTERM` brings the deadline forward to [`TERM_GRACE`]: an agent that ends a hook it no
+//! longer waits for (Kimi Code 2.1.0 sends `SIGTERM`, then `SIGKILL` 100 ms later, to the
+//! fire-and-forget hooks of a tool call whose subagent ended) gets the delivery if it is
+//! done within the grace, else the give-up row (its cause names the signal), instead of a
+//! hook that died without a trace.
 
 use std::ffi::CString;
 use std::fmt::{self, Write as _};
@@ -53,6 +59,11 @@ use hooktrack_core::time::Timestamp;
 /// the lock may be what stalled the emitter.
 pub const GIVE_UP_LOCK_WAIT: Duration = Duration::from_millis(100);
 
+/// How long a hook sent `SIGTERM` goes on before it gives up: short enough that the
+/// give-up row is on disk before a `SIGKILL` sent 100 ms after the `SIGTERM` (Kimi
+/// Code's grace), long enough for a delivery already under way (about 1 ms) to finish.
+pub const TERM_GRACE: Duration = Duration::from_millis(10);
+
 /// Room for the give-up row on the handler's stack. The row's variable parts are bounded
 /// (provider and event clipped to 128 bytes, at most 6 bytes each once JSON-escaped; a
 /// pane id of 11): about 2 KiB at most.
@@ -72,7 +83,7 @@ pub enum WatchdogError {
     NulInPath,
     #[error("the give-up row could not be prepared ({reason})")]
     Row { reason: &'static str },
-    #[error("cannot install or unblock the SIGALRM handler")]
+    #[error("cannot install or unblock the SIGALRM or SIGTERM handler")]
     Sigaction {
         #[source]
         source: std::io::Error,
@@ -98,6 +109,9 @@ pub struct Prepared {
     log_head: Vec<u8>,
     /// `: <cause>\n`.
     log_cause: Vec<u8>,
+    /// The same row and cause when `SIGTERM` brought the deadline forward.
+    row_term: Vec<u8>,
+    log_cause_term: Vec<u8>,
     /// ` pid=N event=E: ...\n`: the line when the delivery was settled before the timer fired.
     log_settled: Vec<u8>,
 }
@@ -107,6 +121,8 @@ static PREPARED: OnceLock<Prepared> = OnceLock::new();
 /// timer firing after that (while the report is logged) must not add a give-up row for a
 /// delivery that is already recorded.
 static SETTLED: AtomicBool = AtomicBool::new(false);
+/// Set by the `SIGTERM` handler: the give-up is the signal's, not the deadline's.
+static TERMINATED: AtomicBool = AtomicBool::new(false);
 
 /// Renders the give-up row and log line for `config`, installs the `SIGALRM` handler and
 /// arms a one-shot timer of [`HARD_DEADLINE`]. Process-wide: call it once, from the hook
@@ -136,11 +152,20 @@ pub fn arm(config: &EmitConfig) -> Result<(), WatchdogError> {
                 source: std::io::Error::last_os_error(),
             });
         }
+        let mut term: libc::sigaction = std::mem::zeroed();
+        term.sa_sigaction = on_term as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::sigemptyset(&mut term.sa_mask);
+        if libc::sigaction(libc::SIGTERM, &term, std::ptr::null_mut()) != 0 {
+            return Err(WatchdogError::Sigaction {
+                source: std::io::Error::last_os_error(),
+            });
+        }
         // A signal mask is inherited across exec: a parent that blocked SIGALRM would
         // otherwise leave the timer's signal pending for ever, and the hook unwatched.
         let mut alarm: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut alarm);
         libc::sigaddset(&mut alarm, libc::SIGALRM);
+        libc::sigaddset(&mut alarm, libc::SIGTERM);
         // pthread_sigmask returns its error rather than setting errno.
         let rc = libc::pthread_sigmask(libc::SIG_UNBLOCK, &alarm, std::ptr::null_mut());
         if rc != 0 {
@@ -149,6 +174,17 @@ pub fn arm(config: &EmitConfig) -> Result<(), WatchdogError> {
             });
         }
     }
+    if !set_timer(secs, micros) {
+        return Err(WatchdogError::Timer {
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    Ok(())
+}
+
+/// Arms the one-shot `ITIMER_REAL` to fire in `secs` s + `micros` µs (replacing any armed
+/// value). One system call, so the `SIGTERM` handler may call it too.
+fn set_timer(secs: libc::time_t, micros: libc::suseconds_t) -> bool {
     let timer = libc::itimerval {
         it_interval: libc::timeval {
             tv_sec: 0,
@@ -161,12 +197,7 @@ pub fn arm(config: &EmitConfig) -> Result<(), WatchdogError> {
     };
     // SAFETY: setitimer(2) with a valid, fully initialised `itimerval`; the old value is
     // not asked for.
-    if unsafe { libc::setitimer(libc::ITIMER_REAL, &timer, std::ptr::null_mut()) } != 0 {
-        return Err(WatchdogError::Timer {
-            source: std::io::Error::last_os_error(),
-        });
-    }
-    Ok(())
+    unsafe { libc::setitimer(libc::ITIMER_REAL, &timer, std::ptr::null_mut()) == 0 }
 }
 
 /// The watchdog as a thread, for when [`arm`] failed: at [`HARD_DEADLINE`] it gives up as
@@ -204,12 +235,30 @@ pub fn settled() {
 
 extern "C" fn on_alarm(_signal: libc::c_int) {
     if let Some(prepared) = PREPARED.get() {
-        prepared.give_up(SETTLED.load(Ordering::Acquire));
+        prepared.give_up_as(
+            SETTLED.load(Ordering::Acquire),
+            TERMINATED.load(Ordering::Acquire),
+        );
     }
     // SAFETY: _exit(2) ends the process at once, without unwinding, destructors or atexit
     // handlers (none of which is safe to run from a signal handler). Status 0: a hook
     // must never fail the agent.
     unsafe { libc::_exit(0) }
+}
+
+/// `SIGTERM`: the deadline comes forward to [`TERM_GRACE`] (unless the delivery is
+/// settled: then the emitter is only logging, and ends by itself). Two atomic operations and
+/// one system call: async-signal-safe.
+extern "C" fn on_term(_signal: libc::c_int) {
+    if SETTLED.load(Ordering::Acquire) {
+        return;
+    }
+    TERMINATED.store(true, Ordering::Release);
+    let micros = libc::suseconds_t::try_from(TERM_GRACE.as_micros()).unwrap_or(10_000);
+    if !set_timer(0, micros) {
+        // SAFETY: _exit(2), as in `on_alarm`; without a timer the give-up cannot wait.
+        unsafe { libc::_exit(0) }
+    }
 }
 
 /// How the give-up append ended, as the log line says it.
@@ -239,9 +288,16 @@ fn give_up_cause() -> String {
     )
 }
 
+/// The cause when `SIGTERM` brought the deadline forward.
+fn term_cause() -> String {
+    format!(
+        "the agent ended the hook (SIGTERM) and the delivery was not done {} ms later; the payload was not delivered",
+        TERM_GRACE.as_millis()
+    )
+}
+
 /// The give-up row, stamped `received_at`.
-fn give_up_row(config: &EmitConfig, received_at: Timestamp) -> Vec<u8> {
-    let cause = give_up_cause();
+fn give_up_row(config: &EmitConfig, received_at: Timestamp, cause: &str) -> Vec<u8> {
     Envelope {
         provider: config.provider.store_name(),
         generation: config.generation,
@@ -251,7 +307,7 @@ fn give_up_row(config: &EmitConfig, received_at: Timestamp) -> Vec<u8> {
         received_at,
         event: config.event.as_deref().map(clip_name),
         payload: None,
-        payload_error: Some(&cause),
+        payload_error: Some(cause),
         tmux_pane: config
             .tmux_pane
             .as_deref()
@@ -286,7 +342,8 @@ impl Prepared {
         let due = due_at.collector_format().ok_or(WatchdogError::Row {
             reason: "the clock is outside the years 0000-9999",
         })?;
-        let row = give_up_row(config, due_at);
+        let row = give_up_row(config, due_at, &give_up_cause());
+        let row_term = give_up_row(config, due_at, &term_cause());
         // The first `,"received_at":"` is the key: a JSON string before it (the provider)
         // cannot hold an unescaped quote.
         let key = b",\"received_at\":\"";
@@ -300,7 +357,13 @@ impl Prepared {
             .ok_or(WatchdogError::Row {
                 reason: "no received_at slot",
             })?;
-        if row.len() > ROW_CAP {
+        // Both rows differ only after the stamp (the cause comes later): the same slot.
+        if row_term.get(row_stamp..row_stamp + STAMP_LEN) != Some(&due[..]) {
+            return Err(WatchdogError::Row {
+                reason: "no received_at slot",
+            });
+        }
+        if row.len().max(row_term.len()) > ROW_CAP {
             return Err(WatchdogError::Row {
                 reason: "the row is over the handler's buffer",
             });
@@ -315,6 +378,8 @@ impl Prepared {
             due,
             log_head: format!(" {head} delivered=").into_bytes(),
             log_cause: format!(": {cause}\n").into_bytes(),
+            row_term,
+            log_cause_term: format!(": {}\n", term_cause()).into_bytes(),
             log_settled: format!(
                 " {head}: the emitter was ended at its {} ms deadline after the delivery was settled (while logging it)\n",
                 deadline.as_millis()
@@ -326,6 +391,11 @@ impl Prepared {
     /// The handler's work: the row (unless `settled`), then the log line. Only
     /// async-signal-safe calls, no allocation, no panic (see the module documentation).
     pub fn give_up(&self, settled: bool) -> Outcome {
+        self.give_up_as(settled, false)
+    }
+
+    /// [`Prepared::give_up`], with the cause of a `SIGTERM` when `terminated`.
+    pub fn give_up_as(&self, settled: bool, terminated: bool) -> Outcome {
         // Outside 0000-9999 (or without a clock) the due time stays.
         let stamp = realtime()
             .and_then(Timestamp::collector_format)
@@ -333,16 +403,20 @@ impl Prepared {
         let outcome = if settled {
             Outcome::Settled
         } else {
-            match self.try_append(&stamp) {
+            match self.try_append(&stamp, terminated) {
                 Ok(outcome) => outcome,
                 Err((what, failure)) => Outcome::Lost(what, failure),
             }
         };
-        self.log(&stamp, outcome);
+        self.log(&stamp, outcome, terminated);
         outcome
     }
 
-    fn try_append(&self, stamp: &[u8; STAMP_LEN]) -> Result<Outcome, (Which, Failure)> {
+    fn try_append(
+        &self,
+        stamp: &[u8; STAMP_LEN],
+        terminated: bool,
+    ) -> Result<Outcome, (Which, Failure)> {
         let files = &self.files;
         append::check_dir(&files.dir).map_err(|f| (Which::Dir, f))?;
         // A fresh descriptor of the counter: its flock is the store lock. Held until the
@@ -353,7 +427,12 @@ impl Prepared {
         let events = append::open_private(&files.events, OFlags::RDWR | OFlags::APPEND)
             .map_err(|f| (Which::Events, f))?;
         let mut row = Line::<ROW_CAP>::new();
-        let (before, after) = self.row.split_at(self.row_stamp.min(self.row.len()));
+        let source = if terminated {
+            &self.row_term
+        } else {
+            &self.row
+        };
+        let (before, after) = source.split_at(self.row_stamp.min(source.len()));
         row.push(before);
         row.push(stamp);
         row.push(after.get(STAMP_LEN..).unwrap_or(&[]));
@@ -367,7 +446,7 @@ impl Prepared {
         })
     }
 
-    fn log(&self, stamp: &[u8; STAMP_LEN], outcome: Outcome) {
+    fn log(&self, stamp: &[u8; STAMP_LEN], outcome: Outcome, terminated: bool) {
         let mut line = Line::<LOG_CAP>::new();
         line.push(stamp);
         if outcome == Outcome::Settled {
@@ -375,7 +454,11 @@ impl Prepared {
         } else {
             line.push(&self.log_head);
             self.push_outcome(&mut line, outcome);
-            line.push(&self.log_cause);
+            line.push(if terminated {
+                &self.log_cause_term
+            } else {
+                &self.log_cause
+            });
         }
         line.end_line();
         let text = line.bytes();
