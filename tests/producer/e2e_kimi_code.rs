@@ -740,9 +740,17 @@ fn kimi_code_foreground_subagent_turn_and_start_come_in_either_order() {
         .iter()
         .map(|r| {
             let p = &r["payload"];
+            let ended = r["payload_error"]
+                .as_str()
+                .is_some_and(|e| e.contains("SIGTERM"));
             match (p["origin_kind"].as_str(), p["tool_name"].as_str()) {
                 (Some(origin), _) => format!("TurnStarted({origin} {})", p["turn_id"]),
                 (None, Some(tool)) => format!("{}({tool})", r["event"].as_str().unwrap_or("?")),
+                // Kimi Code ends the subagent's last PostToolUse hook with SIGTERM when the
+                // subagent finishes (docs/producer.md); a hook slowed by load then records
+                // the delivery without its payload. The subagent's Bash call is the only one
+                // whose hook it ends.
+                _ if ended => format!("{}(Bash)", r["event"].as_str().unwrap_or("?")),
                 _ => r["event"].as_str().unwrap_or("?").to_owned(),
             }
         })

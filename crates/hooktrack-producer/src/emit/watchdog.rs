@@ -656,7 +656,7 @@ mod tests {
         assert!(at >= before, "the give-up time, not the start time");
         assert_eq!(
             text.as_bytes(),
-            &give_up_row(&config, at)[..],
+            &give_up_row(&config, at, &give_up_cause())[..],
             "byte for byte what give_up renders"
         );
         assert!(hooktrack_core::row::parse_line(text.trim_end().as_bytes()).is_ok());
