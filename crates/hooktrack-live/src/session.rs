@@ -701,3 +701,29 @@ fn changed(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::same_file;
+
+    /// The session file found under the agent's home and the path a payload names later
+    /// may spell one file two ways: its follower goes on.
+    #[test]
+    fn one_file_named_through_a_symlink_is_the_same_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("home");
+        let session = home.join("session-state/id");
+        fs::create_dir_all(&session).expect("mkdir");
+        fs::write(session.join("events.jsonl"), "{}\n").expect("log");
+        fs::write(session.join("other.jsonl"), "{}\n").expect("log");
+        std::os::unix::fs::symlink(&home, dir.path().join("link")).expect("symlink");
+        let at = |p: &std::path::Path| p.to_string_lossy().into_owned();
+        let found = at(&session.join("events.jsonl"));
+        let named = at(&dir.path().join("link/session-state/id/events.jsonl"));
+        assert!(same_file(&found, &named));
+        assert!(!same_file(&found, &at(&session.join("other.jsonl"))));
+        assert!(!same_file(&found, &at(&session.join("missing.jsonl"))));
+    }
+}
