@@ -259,7 +259,8 @@ impl Launch {
                 skip_existing: true,
                 // The closed turns go to `ledger.ndjson` as they close, not memory.
                 keep_ledger: false,
-                // Where Kimi Code keeps the session file its payloads do not name.
+                // Where Kimi Code and GitHub Copilot CLI keep the session file their payloads
+                // do not name (Copilot's only from its first `Stop` on).
                 agent_home: agent.config().home(lookup),
                 ..SessionConfig::default()
             },

@@ -9,7 +9,7 @@ use memchr::{memchr, memmem, memrchr};
 
 use std::io::{BufRead, Write};
 
-use hooktrack_core::agents::SessionFile;
+use hooktrack_core::agents::{SessionFile, SessionLayout};
 use hooktrack_core::provider::{ProviderChoice, detect};
 
 use crate::output::{
@@ -31,7 +31,8 @@ pub enum TranscriptLookup<'a> {
 /// is missing or unreadable is left out: the replay then has the hooks alone for it.
 pub fn load_transcripts<R: Read>(input: R, lookup: &TranscriptLookup<'_>) -> Transcripts {
     let mut named: Vec<PathBuf> = Vec::new();
-    // The session files the payloads do not name (Kimi Code): looked for in DIR only.
+    // The session files the payloads do not name (Kimi Code, GitHub Copilot CLI before
+    // its first `Stop`): looked for in DIR only.
     let mut sessions: Vec<(SessionFile, String)> = Vec::new();
     let in_dir = matches!(lookup, TranscriptLookup::InDir(_));
     let key: &[u8] = if in_dir {
@@ -87,14 +88,18 @@ pub fn load_transcripts<R: Read>(input: R, lookup: &TranscriptLookup<'_>) -> Tra
 /// The most directory entries listed to find one session's file.
 const MAX_LISTED: usize = 4096;
 
-/// A session's file in DIR, which holds the agent's `<dir>` tree (Kimi Code's `sessions/`),
-/// or that tree's contents, or the session's directory itself: `DIR/<id>/<file>`,
-/// `DIR/<workspace>/<id>/<file>` or `DIR/<dir>/<workspace>/<id>/<file>`. Bounded: at most
+/// A session's file in DIR, which holds the agent's `<dir>` tree (Kimi Code's `sessions/`,
+/// GitHub Copilot CLI's `session-state/`), or that tree's contents, or the session's
+/// directory itself: `DIR/<id>/<file>`, `DIR/<dir>/<id>/<file>` (no workspace level), or
+/// `DIR/<workspace>/<id>/<file>`, `DIR/<dir>/<workspace>/<id>/<file>`. Bounded: at most
 /// [`MAX_LISTED`] entries of each directory listed.
 fn session_file_in(dir: &Path, file: &SessionFile, id: &str) -> Option<PathBuf> {
     let direct = dir.join(id).join(file.file);
     if direct.is_file() {
         return Some(direct);
+    }
+    if file.layout == SessionLayout::Flat {
+        return Some(dir.join(file.dir).join(id).join(file.file)).filter(|p| p.is_file());
     }
     [dir.to_path_buf(), dir.join(file.dir)]
         .iter()
@@ -338,5 +343,40 @@ mod tests {
             // The line over the limit is skipped, the last one has no newline.
             assert_eq!(found, ["{\"k\":2} {\"k\":2}", "{\"k\":3}"], "step {step}");
         }
+    }
+}
+
+#[cfg(test)]
+mod session_files {
+    use super::*;
+
+    /// GitHub Copilot CLI's `session-state/<id>/events.jsonl` (no workspace level) in DIR,
+    /// found by the session id of a row that names no transcript (a first turn's prompt).
+    #[test]
+    fn a_flat_session_file_is_found_by_id() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let id = "9ef183b4-d120-470c-9e31-fef4ac8dc327";
+        let session = dir.path().join("session-state").join(id);
+        std::fs::create_dir_all(&session).expect("mkdir");
+        std::fs::write(
+            session.join("events.jsonl"),
+            "{\"type\":\"abort\",\"data\":{\"reason\":\"user_abort\"}}\n",
+        )
+        .expect("log");
+        let prompt = format!(
+            "{{\"v\":1,\"provider\":\"copilot\",\"event\":\"UserPromptSubmit\",\"payload\":\
+             {{\"hook_event_name\":\"UserPromptSubmit\",\"session_id\":\"{id}\",\
+             \"timestamp\":\"2026-12-02T00:50:01.708Z\",\"prompt\":\"hi\"}}}}\n"
+        );
+        let found = load_transcripts(prompt.as_bytes(), &TranscriptLookup::InDir(dir.path()));
+        assert!(!found.is_empty());
+        let other = prompt.replace(id, "another");
+        let found = load_transcripts(other.as_bytes(), &TranscriptLookup::InDir(dir.path()));
+        assert!(found.is_empty());
+        // Named in DIR itself (`DIR/<id>/events.jsonl`), as a recording keeps it.
+        let moved = dir.path().join(id);
+        std::fs::rename(&session, &moved).expect("mv");
+        let found = load_transcripts(prompt.as_bytes(), &TranscriptLookup::InDir(dir.path()));
+        assert!(!found.is_empty());
     }
 }

@@ -108,6 +108,8 @@ SCRIPTS = {
         "perm": [[("call_c_p", "bash", {"command": "touch approved.txt", "description": "Create a file"})]],
         "reject": [[("call_c_r", "bash", {"command": "touch rejected.txt", "description": "Create a file"})]],
         "slow": [[("call_c_w", "bash", {"command": "sleep 40", "description": "Wait"})]],
+        # A call asked about that runs long enough to read the screen after "Yes".
+        "wait": [[("call_c_t", "bash", {"command": "sleep 20", "description": "Wait"})]],
         "agent": [[("call_c_a", "task", {"name": "greeter", "description": "Say hello",
                                          "prompt": "Say hello. [[plain]]", "agent_type": "general-purpose"})]],
     },

@@ -463,17 +463,9 @@ fn copilot_cli_tool_turn_through_session_ends_success_with_three_tools() {
     assert!(!settings.contains("matcher"), "{settings}");
 }
 
-#[test]
-fn copilot_cli_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_log() {
-    let bin = match copilot_installed() {
-        Ok(b) => b,
-        Err(reason) => return skip("copilot-cli 1.0.102 (tmux)", &reason),
-    };
-    if Command::new("tmux").arg("-V").output().is_err() {
-        return skip("copilot-cli 1.0.102 (tmux)", "no tmux");
-    }
-    let mock = Mock::start(Path::new("python3"));
-    let world = World::new();
+/// `hooktrack session -- copilot --allow-all-tools` in a private tmux server (window
+/// `e2e`), the folder trusted beforehand.
+fn copilot_tui(world: &World, bin: &Path, mock: &Mock, name: &str) -> Tmux {
     // The folder is trusted beforehand: the TUI asks before its first prompt otherwise.
     fs::create_dir_all(world.home.join(".copilot")).expect("mkdir");
     fs::write(
@@ -481,7 +473,7 @@ fn copilot_cli_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_lo
         serde_json::json!({ "trustedFolders": [world.work] }).to_string(),
     )
     .expect("config.json");
-    let cmd = copilot_session(&world, &bin, &mock, &["--allow-all-tools"]);
+    let cmd = copilot_session(world, bin, mock, &["--allow-all-tools"]);
     let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
     let mut script = format!("#!/bin/sh\ncd {}\n", quote(world.work.as_os_str()));
     for (k, v) in cmd.get_envs() {
@@ -498,7 +490,7 @@ fn copilot_cli_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_lo
     let script_path = world.home.join("run.sh");
     fs::write(&script_path, script).expect("script");
     let mut tmux = Tmux {
-        socket: format!("hooktrack-e2e-copilot-{}", std::process::id()),
+        socket: format!("hooktrack-e2e-copilot-{name}-{}", std::process::id()),
         path: None,
     };
     let started = tmux.run(&[
@@ -515,6 +507,21 @@ fn copilot_cli_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_lo
     ]);
     assert!(started.is_some(), "tmux new-session");
     tmux.path = tmux.run(&["display-message", "-p", "#{socket_path}"]);
+    tmux
+}
+
+#[test]
+fn copilot_cli_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_log() {
+    let bin = match copilot_installed() {
+        Ok(b) => b,
+        Err(reason) => return skip("copilot-cli 1.0.102 (tmux)", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip("copilot-cli 1.0.102 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new();
+    let tmux = copilot_tui(&world, &bin, &mock, "escape");
     let limit = Duration::from_secs(120);
     let output = world.output();
     let count = |event: &str| {
@@ -584,4 +591,68 @@ fn copilot_cli_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_lo
         "{context}"
     );
     assert_eq!(end["turns"][1]["ended_by"], "transcript", "{context}");
+}
+
+/// An Escape in a fresh session's very first turn: no hook has named the session log yet
+/// (only `Stop`, `PreCompact` and `SubagentStart` do), so it is found from the payloads'
+/// session id under the agent's home (`~/.copilot/session-state/<id>/events.jsonl`).
+#[test]
+fn copilot_cli_escape_in_the_first_turn_in_tmux_ends_interrupted_from_its_session_log() {
+    let bin = match copilot_installed() {
+        Ok(b) => b,
+        Err(reason) => return skip("copilot-cli 1.0.102 (tmux)", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip("copilot-cli 1.0.102 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new();
+    let tmux = copilot_tui(&world, &bin, &mock, "first");
+    let limit = Duration::from_secs(120);
+    let output = world.output();
+    wait_for(limit, "the TUI's input line", || {
+        tmux.screen().contains("/ commands").then_some(())
+    });
+    let text = "Wait a while. [[slow]]";
+    tmux.keys(&["-l", text]);
+    wait_for(limit, "the prompt typed", || {
+        tmux.screen().contains(text).then_some(())
+    });
+    tmux.keys(&["Enter"]);
+    wait_for(limit, "the running call", || {
+        tmux.screen().contains("esc esc interrupt").then_some(())
+    });
+    tmux.keys(&["Escape"]);
+    wait_for(limit, "the armed interrupt", || {
+        tmux.screen()
+            .contains("esc again to interrupt")
+            .then_some(())
+    });
+    tmux.keys(&["Escape"]);
+    wait_for(limit, "the abort on screen", || {
+        tmux.screen()
+            .contains("Operation cancelled by user")
+            .then_some(())
+    });
+    // Live, before the session ends: the turn is interrupted, not left open.
+    wait_for(limit, "the interrupted turn", || {
+        session_lines(&output)
+            .iter()
+            .any(|l| l["posture"]["last_turn"]["result"] == "interrupted")
+            .then_some(())
+    });
+    tmux.keys(&["-l", "/exit"]);
+    tmux.keys(&["Enter"]);
+    let end = wait_for(limit, "the session's end line", || {
+        session_lines(&output)
+            .into_iter()
+            .find(|l| l["kind"] == "end")
+    });
+    let context = format!(
+        "screen:\n{}\nsession:\n{:#?}",
+        tmux.screen(),
+        session_lines(&output)
+    );
+    assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
+    assert_eq!(end["turns"][0]["ended_by"], "transcript", "{context}");
 }

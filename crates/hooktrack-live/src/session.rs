@@ -32,6 +32,7 @@ use std::time::SystemTime;
 
 use crate::process::ProcessWatch;
 use crate::tail::{Checkpoint, Prefix, Tailer};
+use hooktrack_core::agents::SessionLayout;
 use hooktrack_core::channel::{ChannelConfig, ChannelStatus};
 use hooktrack_core::correlate::TurnRecord;
 use hooktrack_core::diagnostics::{Diagnostics, error_chain};
@@ -434,7 +435,11 @@ impl Session {
                 None => return false,
             },
         };
-        if self.transcript.as_ref().is_some_and(|t| t.path == path) {
+        if self
+            .transcript
+            .as_ref()
+            .is_some_and(|t| t.path == path || same_file(&t.path, &path))
+        {
             return false;
         }
         let path = path.as_str();
@@ -457,10 +462,12 @@ impl Session {
         true
     }
 
-    /// The session file of an agent whose payloads name no transcript (Kimi Code's
-    /// `<home>/sessions/<workspace>/<session_id>/agents/main/wire.jsonl`), once it exists:
-    /// the one followed already while the session is the same, else looked for by listing
-    /// `<home>/sessions` (at most [`MAX_LISTED`] entries).
+    /// The session file of an agent whose payloads name no transcript yet (Kimi Code's
+    /// `<home>/sessions/<workspace>/<session_id>/agents/main/wire.jsonl`, GitHub Copilot
+    /// CLI's `<home>/session-state/<session_id>/events.jsonl`), once it exists: the one
+    /// followed already while the session is the same, else looked for under the agent's
+    /// home (listing `<home>/sessions`, at most [`MAX_LISTED`] entries, for a workspace
+    /// level).
     fn session_file(&self) -> Option<String> {
         let (file, id) = self.tracker.pipeline().session_file()?;
         if let Some(followed) = &self.transcript
@@ -471,13 +478,16 @@ impl Session {
             return Some(followed.path.clone());
         }
         let root = self.agent_home.as_ref()?.join(file.dir);
-        fs::read_dir(root)
-            .ok()?
-            .take(MAX_LISTED)
-            .filter_map(Result::ok)
-            .map(|entry| entry.path().join(id).join(file.file))
-            .find(|path| path.is_file())
-            .and_then(|path| path.to_str().map(str::to_owned))
+        match file.layout {
+            SessionLayout::Flat => Some(root.join(id).join(file.file)).filter(|p| p.is_file()),
+            SessionLayout::Workspace => fs::read_dir(root)
+                .ok()?
+                .take(MAX_LISTED)
+                .filter_map(Result::ok)
+                .map(|entry| entry.path().join(id).join(file.file))
+                .find(|path| path.is_file()),
+        }
+        .and_then(|path| path.to_str().map(str::to_owned))
     }
 
     /// Reads the followed transcript's new whole lines into the tracker's queue. True if
@@ -659,6 +669,16 @@ impl Session {
 }
 
 /// The file's bytes if it changed since `stamp` (which is updated).
+/// Two names of one file (the session file found under the agent's home, then the same
+/// file as a payload names it, through a symlink or a differently spelled home): its
+/// follower goes on, rather than a new one reading it again from the start.
+fn same_file(a: &str, b: &str) -> bool {
+    match (fs::canonicalize(a), fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 fn changed(
     path: &Path,
     stamp: &mut Option<Stamp>,
@@ -679,5 +699,31 @@ fn changed(
             });
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::same_file;
+
+    /// The session file found under the agent's home and the path a payload names later
+    /// may spell one file two ways: its follower goes on.
+    #[test]
+    fn one_file_named_through_a_symlink_is_the_same_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("home");
+        let session = home.join("session-state/id");
+        fs::create_dir_all(&session).expect("mkdir");
+        fs::write(session.join("events.jsonl"), "{}\n").expect("log");
+        fs::write(session.join("other.jsonl"), "{}\n").expect("log");
+        std::os::unix::fs::symlink(&home, dir.path().join("link")).expect("symlink");
+        let at = |p: &std::path::Path| p.to_string_lossy().into_owned();
+        let found = at(&session.join("events.jsonl"));
+        let named = at(&dir.path().join("link/session-state/id/events.jsonl"));
+        assert!(same_file(&found, &named));
+        assert!(!same_file(&found, &at(&session.join("other.jsonl"))));
+        assert!(!same_file(&found, &at(&session.join("missing.jsonl"))));
     }
 }

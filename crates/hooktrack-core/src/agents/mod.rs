@@ -276,20 +276,34 @@ pub struct Transcript {
     /// without being parsed (Claude Code 2.1.33x writes a ~43 KB `api-request-shape` line
     /// per request, none of them a marker). Empty: every line is parsed.
     pub needles: &'static [&'static str],
-    /// Where the payloads name no transcript: the session's file under the agent's home,
-    /// found from the payload's `session_id` (Kimi Code's `wire.jsonl`).
+    /// Where the payloads name no transcript, or only some of them do: the session's file
+    /// under the agent's home, found from the payload's `session_id` (Kimi Code's
+    /// `wire.jsonl`; GitHub Copilot CLI's `events.jsonl`, which only `Stop`, `PreCompact`
+    /// and `SubagentStart` name, none of them in a first turn ended by Escape).
     pub session_file: Option<SessionFile>,
 }
 
-/// A transcript the payloads do not name, at `<home>/<dir>/<one directory>/<session_id>/
-/// <file>`: the directory between is the agent's own (Kimi Code's workspace id, a hash of
-/// the working directory), so a reader lists `<home>/<dir>` to find the session.
+/// A transcript the payloads do not name (or name only late), at `<home>/<dir>/<session_id>/
+/// <file>` or, with a workspace level, `<home>/<dir>/<one directory>/<session_id>/<file>`:
+/// that directory between is the agent's own (Kimi Code's workspace id, a hash of the
+/// working directory), so a reader lists `<home>/<dir>` to find the session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SessionFile {
     /// Under the agent's home (its config home variable's directory).
     pub dir: &'static str,
+    pub layout: SessionLayout,
     /// Under the session's own directory.
     pub file: &'static str,
+}
+
+/// Where a session's directory sits under [`SessionFile::dir`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionLayout {
+    /// `<dir>/<session_id>/` (GitHub Copilot CLI's `session-state/<sessionId>/`).
+    Flat,
+    /// `<dir>/<workspace>/<session_id>/`, the workspace directory unknown to the payloads
+    /// (Kimi Code's `sessions/<workspace>/<session_id>/`).
+    Workspace,
 }
 
 /// One transcript entry → a known marker's name and canonical event, or `None`.

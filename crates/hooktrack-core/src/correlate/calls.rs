@@ -2,6 +2,7 @@
 //! calls and windows themselves are in `tools.rs` and `permissions.rs`.
 
 use super::ctx::Ctx;
+use super::keys::PermissionKey;
 use super::permissions::window_key;
 use super::tools::Finished;
 use super::{Correlator, Owner};
@@ -84,10 +85,21 @@ impl Correlator {
         approval_id: Option<&str>,
     ) {
         let agent = tool.agent.as_deref();
-        self.touch(ctx, agent);
         let owner = self.owner(agent);
         self.dialogs.answered(owner);
+        if ctx.source == Source::Transcript {
+            // A transcript's answer (GitHub Copilot CLI's `permission.completed`, by its
+            // request id alone) ends the dialog a `permission_prompt` opened: no hook opened
+            // a window for it, so none missing is worth a note. A transcript line is not a
+            // row either.
+            if let Some(id) = approval_id {
+                self.permissions
+                    .close(&PermissionKey::Id(id.to_owned()), None);
+            }
+            return;
+        }
         let key = window_key(ctx, &self.tools, tool, approval_id, owner);
+        self.touch(ctx, agent);
         self.permissions.resolve(ctx, key, approval_id);
     }
 }

@@ -68,15 +68,19 @@ impl Permissions {
 
     /// Closes the window an answer names: by its key, else by the approval id.
     pub(super) fn resolve(&mut self, ctx: &mut Ctx, key: PermissionKey, approval_id: Option<&str>) {
-        let removed = self.pending.shift_remove(&key).is_some()
+        if !self.close(&key, approval_id) {
+            ctx.note(Diag::PermissionResultWithoutRequest, Some(key.to_string()));
+        }
+    }
+
+    /// Closes the window of `key` (or of the answer's own id). True if one was open.
+    pub(super) fn close(&mut self, key: &PermissionKey, approval_id: Option<&str>) -> bool {
+        self.pending.shift_remove(key).is_some()
             || approval_id.is_some_and(|id| {
                 self.pending
                     .shift_remove(&PermissionKey::Id(id.to_owned()))
                     .is_some()
-            });
-        if !removed {
-            ctx.note(Diag::PermissionResultWithoutRequest, Some(key.to_string()));
-        }
+            })
     }
 
     /// The call a window was about finished: where no answer event exists, that answers it.

@@ -5,7 +5,9 @@
 //! never ends a turn with `success` and never reopens one a hook settled.
 //!
 //! Kimi Code's turn end (`turn.ended`, read as a `Stop`) only ends a continuation; its
-//! blocked prompt (`prompt.completed`, `blocked`) only drops the armed prompt.
+//! blocked prompt (`prompt.completed`, `blocked`) only drops the armed prompt. GitHub
+//! Copilot CLI's permission answer (`permission.completed`) only ends the open turn's
+//! dialog.
 //!
 //! A turn-origin marker (Claude Code's `turnOrigin: "task_notification"`) settles no turn:
 //! it names, by turn id only, a main turn the agent started itself. Claude Code writes it
@@ -100,6 +102,9 @@ impl Correlator {
                 }
                 open_call
             }
+            // GitHub Copilot CLI's `permission.completed`: the open turn's dialog was
+            // answered (it ends the blocked window, nothing else).
+            Event::PermissionResolved { .. } => true,
             // The classifiers produce nothing else; anything else would be a guess.
             _ => {
                 ctx.note(Diag::TranscriptMarkerStale, Some(event.kind().into()));

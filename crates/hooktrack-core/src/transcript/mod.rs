@@ -3,8 +3,8 @@
 //!
 //! Claude Code, Codex and Gemini CLI name a transcript in every hook payload
 //! (`transcript_path`): one JSON object per line, appended as the session goes. Kimi
-//! Code names none; its session file is found from the payload's `session_id`
-//! ([`SessionFile`](crate::agents::SessionFile)). Where the
+//! Code names none, GitHub Copilot CLI only in some hooks; their session file is found
+//! from the payload's `session_id` ([`SessionFile`](crate::agents::SessionFile)). Where the
 //! hooks are silent (an Escape, a permission answered "No"), the transcript still records
 //! the moment. A classifier maps one line to an event only when the line is one of the
 //! exact markers recorded from the real CLIs (`docs/providers.md` lists them per version);

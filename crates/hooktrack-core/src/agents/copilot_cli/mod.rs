@@ -5,15 +5,15 @@
 //! have no `matcher` at all: an empty one voids every setting of the file.
 //!
 //! A user turn runs from `UserPromptSubmit` to `Stop`. No hook carries a turn or tool-call
-//! id, so calls are paired by name and input in order. Escape and compaction's end are only
-//! in its session log, the second signal (`transcript.rs`).
+//! id, so calls are paired by name and input in order. Escape, a permission dialog's answer
+//! and compaction's end are only in its session log, the second signal (`transcript.rs`).
 
 pub(crate) mod adapter;
 pub(crate) mod transcript;
 
 use super::{
-    Descriptor, DetectRule, EntrySchema, Headless, InstallFacts, PreflightFacts, Strictness,
-    TimeoutUnit, Transcript, Versions,
+    Descriptor, DetectRule, EntrySchema, Headless, InstallFacts, PreflightFacts, SessionFile,
+    SessionLayout, Strictness, TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
@@ -61,8 +61,18 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         classify: transcript::classify,
         // Every marker line names its type; the log's long lines (system prompt, model
         // snapshots) hold neither.
-        needles: &["\"abort\"", "\"session.compaction_complete\""],
-        session_file: None,
+        needles: &[
+            "\"abort\"",
+            "\"session.compaction_complete\"",
+            "\"permission.completed\"",
+        ],
+        // Only `Stop`, `PreCompact` and `SubagentStart` name the log: an Escape in a
+        // session's first turn comes before any of them.
+        session_file: Some(SessionFile {
+            dir: "session-state",
+            layout: SessionLayout::Flat,
+            file: "events.jsonl",
+        }),
     }),
     install: InstallFacts {
         // Seconds (`timeout`, Claude-style; the native dialect's `timeoutSec`).

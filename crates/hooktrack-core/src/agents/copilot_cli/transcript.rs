@@ -7,12 +7,19 @@
 //!   for either, and no `Stop` follows.
 //! - `session.compaction_complete`: the compaction `PreCompact` announced is over, applied
 //!   (`success` true) or failed (a failed model call: `success` false); no hook says so.
+//! - `permission.completed` with `data.result.kind` `approved` ("Yes"),
+//!   `denied-interactively-by-user` ("No" and the feedback typed after it, in
+//!   `result.feedback`) or `cancelled` (Esc, after the `abort`), `data.requestId` and
+//!   `data.toolCallId`: the dialog was answered. The only hook of the dialog is
+//!   `Notification(permission_prompt)` when it opens; after "Yes" the next hook is the
+//!   call's `PostToolUse` (as long as the call runs), after "No" the turn's `Stop` (no
+//!   `PostToolUse` or `PostToolUseFailure` for the rejected call).
 
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use crate::event::Event;
+use crate::event::{Decision, Event, ToolRef};
 
 /// One session-log entry as a known marker (its name and event), or `None`.
 pub(crate) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Event<'static>)> {
@@ -37,6 +44,30 @@ pub(crate) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Even
                     .map(|t| Cow::Owned(t.to_owned())),
             },
         )),
+        "permission.completed" => {
+            let data = data?;
+            let kind = data
+                .get("result")
+                .and_then(|r| r.get("kind"))
+                .and_then(Value::as_str);
+            Some((
+                "permission_completed",
+                Event::PermissionResolved {
+                    // Named by neither its call id (no hook carries one) nor its tool: the
+                    // answer ends the dialog, which no hook opened a window for.
+                    tool: ToolRef::default(),
+                    approval_id: data
+                        .get("requestId")
+                        .and_then(Value::as_str)
+                        .map(|id| Cow::Owned(id.to_owned())),
+                    decision: match kind {
+                        Some(k) if k.starts_with("denied") => Decision::Rejected,
+                        Some(k) => Decision::parse(k),
+                        None => Decision::Other,
+                    },
+                },
+            ))
+        }
         _ => None,
     }
 }

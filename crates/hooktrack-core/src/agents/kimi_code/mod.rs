@@ -6,8 +6,8 @@ pub(crate) mod transcript;
 
 use super::{
     COMMON_SCHEMA, ConfigDoctor, Descriptor, DetectRule, Family, Headless, InstallFacts,
-    InstalledSign, Majors, Member, PreflightFacts, Runtime, SessionFile, Strictness, TimeoutUnit,
-    Transcript, Versions,
+    InstalledSign, Majors, Member, PreflightFacts, Runtime, SessionFile, SessionLayout, Strictness,
+    TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::provider::Capabilities;
@@ -100,6 +100,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         needles: transcript::NEEDLES,
         session_file: Some(SessionFile {
             dir: "sessions",
+            layout: SessionLayout::Workspace,
             file: "agents/main/wire.jsonl",
         }),
     }),
