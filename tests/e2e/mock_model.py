@@ -77,6 +77,15 @@ TOOLS = {
          ("call_c_1", "bash", {"command": "printf 'line one\\nline two\\n' > notes.txt", "description": "Write notes"})],
         [("call_c_2", "view", {"path": "{cwd}/notes.txt"})],
     ],
+    # Factory Droid: `Execute` (with its required summary and risk level), `Read`.
+    "droid": [
+        [("call_d_0", "Execute", {"command": "echo hello-from-shell", "summary": "Print a greeting",
+                                  "riskLevel": "low", "riskLevelReason": "It only prints text."}),
+         ("call_d_1", "Execute", {"command": "printf 'line one\\nline two\\n' > notes.txt",
+                                  "summary": "Write the notes file", "riskLevel": "low",
+                                  "riskLevelReason": "It writes one scratch file in the project."})],
+        [("call_d_2", "Read", {"file_path": "{cwd}/notes.txt"})],
+    ],
     "qwen": [
         [("call_q_0", "run_shell_command", {"command": "echo hello-from-shell", "description": "Print a greeting"}),
          ("call_q_1", "write_file", {"file_path": "{cwd}/notes.txt", "content": "line one\nline two\n"})],
@@ -102,6 +111,15 @@ SCRIPTS = {
                                                     "description": "Wait"})]],
         "agent": [[("call_q_a", "agent", {"description": "Say hello", "prompt": "Say hello. [[plain]]",
                                           "subagent_type": "general-purpose"})]],
+    },
+    # Factory Droid: `Execute`; a medium-risk command asks in the TUI's default autonomy.
+    "droid": {
+        "perm": [[("call_d_p", "Execute", {"command": "touch approved.txt", "summary": "Create the approved file",
+                                           "riskLevel": "medium", "riskLevelReason": "It creates a file in the project."})]],
+        "reject": [[("call_d_r", "Execute", {"command": "touch rejected.txt", "summary": "Create the rejected file",
+                                             "riskLevel": "medium", "riskLevelReason": "It creates a file in the project."})]],
+        "slow": [[("call_d_w", "Execute", {"command": "sleep 40", "summary": "Wait for forty seconds",
+                                           "riskLevel": "low", "riskLevelReason": "It only waits."})]],
     },
     # GitHub Copilot CLI: `bash` (with a `description`), `view`, `task` for a subagent.
     "copilot": {
@@ -258,7 +276,8 @@ def turn_chat(body):
     # Qwen Code names it in its first user message ("working in the directory: D"), GitHub
     # Copilot CLI in its system message ("Current working directory: D"), OpenCode in its
     # system prompt ("Working directory: D", read by cwd_in).
-    found = re.search(r"(?:working in the directory:|Current working directory:) (/\S+)", text)
+    # Factory Droid in the output of the `pwd` it ran at session start ("% pwd\nD").
+    found = re.search(r"(?:working in the directory:|Current working directory:|% pwd\n)\s*(/\S+)", text)
     return Turn(prompts, after, found.group(1) if found else cwd_in(text))
 
 
@@ -430,7 +449,8 @@ class Handler(BaseHTTPRequestHandler):
         else:
             # Qwen Code speaks chat completions too; its model name picks its tool names.
             model = str(body.get("model", ""))
-            cli = "qwen" if model.startswith("qwen") else "opencode" if model.startswith("opencode") else "kimi"
+            cli = ("qwen" if model.startswith("qwen") else "opencode" if model.startswith("opencode")
+                   else "droid" if model.startswith("droid") else "kimi")
             kind, value = reply(cli, turn_chat(body))
         if kind == "fail":
             return self.fail({"error": {"message": "mock model: scripted failure",

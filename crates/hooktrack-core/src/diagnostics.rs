@@ -73,7 +73,7 @@ diagnostics! {
     TurnStartedWithoutPrompt => "turn_started_without_prompt", "TurnStarted(user) with no armed prompt: an epoch was opened for it";
     TurnStartImplied => "turn_start_implied", "turn evidence (a tool call, Stop, ...) after a prompt with no TurnStarted: the turn was taken as started";
     TurnIdMismatch => "turn_id_mismatch", "an event's turn_id differs from the bound turn it was attributed to";
-    UnannouncedTurn => "unannounced_turn", "a Stop with no open turn, from a provider that runs follow-up turns without a prompt: recorded as a turn";
+    UnannouncedTurn => "unannounced_turn", "a Stop with no open turn, from a provider that runs follow-up turns without a prompt, or a main-scope tool call with none, from one whose headless turn has no prompt hook (Factory Droid `exec`): recorded as a turn";
     StopWithoutTurn => "stop_without_turn", "a Stop, StopFailure or Interrupt with no open turn (ignored)";
     StopHookContinuation => "stop_hook_continuation", "a Stop with stop_hook_active = true: not terminal, the agent continues";
     ContinuationAfterStop => "continuation_after_stop", "tool activity after the turn ended with no new prompt (a Stop hook that blocked; Kimi Code fires no second Stop): active until the next terminal event, prompt or transcript end marker; the latched result stays";

@@ -17,6 +17,7 @@
 pub mod claude_code;
 pub mod codex;
 pub mod copilot_cli;
+pub mod factory_droid;
 pub mod gemini_cli;
 pub mod kimi_cli;
 pub mod kimi_code;

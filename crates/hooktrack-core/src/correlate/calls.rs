@@ -13,6 +13,7 @@ use crate::source::Source;
 impl Correlator {
     pub(super) fn tool_started(&mut self, ctx: &mut Ctx, tool: &ToolRef<'_>) {
         self.start_implied(ctx);
+        self.start_by_tool(ctx, tool.agent.as_deref());
         let agent = tool.agent.as_deref();
         self.check_agent(ctx, agent);
         let owner = self.owner(agent);

@@ -117,6 +117,13 @@ pub struct Correlator {
     /// that starts that turn was seen (Claude Code writes the entry first), and the epoch
     /// then: a main turn of a later epoch with another id means it will not start.
     agent_turn_named: Option<(crate::event::TurnId, u64)>,
+    /// A transcript marker ended the main turn before the hook that ends it (Factory
+    /// Droid's `Stop` follows its session file's error or cancellation): that `Stop`,
+    /// with no turn open, is not a turn that ran unannounced.
+    stop_owed: bool,
+    /// A transcript marker ended a turn no hook announced (Factory Droid `exec`: no
+    /// prompt hook, no call yet): the `Stop` that follows ends that turn with this result.
+    unannounced_end: Option<TurnResult>,
 }
 
 impl Correlator {
@@ -140,6 +147,8 @@ impl Correlator {
             continuation: false,
             background_launch: false,
             agent_turn_named: None,
+            stop_owed: false,
+            unannounced_end: None,
         }
     }
 
@@ -189,7 +198,11 @@ impl Correlator {
             }
         }
         self.check_presence(&mut ctx, obs.event);
+        let was_running = self.main.running().is_some();
         self.apply(&mut ctx, obs.event);
+        if obs.source == Source::Transcript && was_running && self.main.is_idle() {
+            self.stop_owed = true;
+        }
         self.settle_named_agent_turn(&mut ctx);
         ctx.out
     }

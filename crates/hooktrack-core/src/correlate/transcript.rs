@@ -18,6 +18,7 @@ use super::ctx::Ctx;
 use super::{Correlator, Origin};
 use crate::diagnostics::Diag;
 use crate::event::{Event, TurnId};
+use crate::posture::TurnResult;
 
 impl Correlator {
     pub(super) fn transcript_settles(&mut self, ctx: &mut Ctx, event: &Event<'_>) -> bool {
@@ -56,6 +57,15 @@ impl Correlator {
                 if matches!(event, Event::Interrupted { .. } | Event::StopFailed { .. }) {
                     // An end-of-turn marker ends a continuation; the latched result stays.
                     self.end_continuation();
+                    if self.caps.unannounced_turns && !self.stop_owed {
+                        // Where turns run unannounced (Factory Droid `exec`), it ends the
+                        // one running now, which its `Stop` will record.
+                        self.unannounced_end = Some(match event {
+                            Event::Interrupted { .. } => TurnResult::Interrupted,
+                            _ => TurnResult::KnownFailure,
+                        });
+                        return false;
+                    }
                 }
                 ctx.note(Diag::TranscriptMarkerStale, Some("no turn open".into()));
                 return false;

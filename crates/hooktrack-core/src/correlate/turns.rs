@@ -39,6 +39,8 @@ impl Correlator {
     /// Idle/Armed/Running → Armed (or Running where the prompt starts the turn).
     fn arm(&mut self, ctx: &mut Ctx, turn_id: Option<TurnId>) {
         self.end_continuation();
+        self.stop_owed = false;
+        self.unannounced_end = None;
         self.clear_main(ctx, TurnResult::TerminalGap, Diag::TurnSuperseded);
         self.close_unended_compaction(ctx);
         let epoch = self.next_epoch();
@@ -144,6 +146,26 @@ impl Correlator {
             return;
         }
         self.nested_system_turn(ctx, turn_id, name);
+    }
+
+    /// A main-scope tool call with no turn armed or running, where that is how a headless
+    /// turn with no prompt hook shows (`Capabilities::tool_starts_turn`): the turn starts,
+    /// unannounced.
+    pub(super) fn start_by_tool(&mut self, ctx: &mut Ctx, agent: Option<&str>) {
+        if !self.caps.tool_starts_turn
+            || agent.is_some()
+            || !self.main.is_idle()
+            || self.presence != Presence::Present
+        {
+            return;
+        }
+        self.end_continuation();
+        self.stop_owed = false;
+        self.unannounced_end = None;
+        ctx.note(Diag::UnannouncedTurn, None);
+        let epoch = self.next_epoch();
+        let rec = self.new_record(ctx, epoch, Scope::Main, Origin::Unannounced, None);
+        self.main.start(rec);
     }
 
     /// Turn evidence while only armed: the TurnStarted was missed or never sent.
@@ -339,14 +361,16 @@ impl Correlator {
         }
         // Armed: the turn ran unannounced between its prompt and this end.
         self.start_implied(ctx);
+        let owed = std::mem::take(&mut self.stop_owed);
+        let settled = self.unannounced_end.take();
         if let Some(rec) = self.main.finish() {
             self.finish_main(ctx, rec, result);
-        } else if self.caps.unannounced_turns && self.presence == Presence::Present {
+        } else if self.caps.unannounced_turns && self.presence == Presence::Present && !owed {
             // A late Stop after SessionEnd is not a turn that ran: the process is gone.
             ctx.note(Diag::UnannouncedTurn, None);
             let epoch = self.next_epoch();
             let rec = self.new_record(ctx, epoch, Scope::Main, Origin::Unannounced, None);
-            self.finish_main(ctx, rec, result);
+            self.finish_main(ctx, rec, settled.unwrap_or(result));
         } else {
             self.end_continuation();
             ctx.note(Diag::StopWithoutTurn, Some(result.name().into()));

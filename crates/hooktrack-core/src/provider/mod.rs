@@ -45,6 +45,10 @@ pub struct Capabilities {
     /// Codex `Interrupt`). Without one (Kimi CLI 1.x, Claude Code, Gemini CLI) the
     /// terminal's interrupt notice settles the open turn in [`merge`](crate::merge::merge).
     pub interrupt_hook: bool,
+    /// The provider runs a headless turn with no prompt hook (Factory Droid `exec`): a
+    /// main-scope tool call while no turn is armed or running starts that turn,
+    /// unannounced, so its calls are its own.
+    pub tool_starts_turn: bool,
 }
 
 /// What the user asked for with `--provider`.

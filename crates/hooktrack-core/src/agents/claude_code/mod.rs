@@ -25,6 +25,7 @@ pub const PROMPT_TO_STOP: Capabilities = Capabilities {
     tool_ids: true,
     permission_ends_with_tool: true,
     interrupt_hook: false,
+    tool_starts_turn: false,
     subagents_outlive_turn: false,
 };
 

@@ -39,6 +39,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         agent_scopes: true,
         subagent_scope_is_turn: true,
         interrupt_hook: true,
+        tool_starts_turn: false,
         ..PROMPT_TO_STOP
     },
     detect: &[

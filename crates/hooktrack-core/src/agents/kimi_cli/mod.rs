@@ -37,6 +37,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         prompt_starts_turn: true,
         unannounced_turns: true,
         interrupt_hook: false,
+        tool_starts_turn: false,
         subagents_outlive_turn: false,
         ..kimi_code::CAPABILITIES
     },

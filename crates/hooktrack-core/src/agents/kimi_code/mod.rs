@@ -56,6 +56,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     tool_ids: true,
     permission_ends_with_tool: false,
     interrupt_hook: true,
+    tool_starts_turn: false,
     subagents_outlive_turn: true,
 };
 

@@ -1,0 +1,133 @@
+//! Factory Droid 0.225: Claude-format command hooks in `~/.factory/settings.json`, payloads
+//! in Claude Code's snake_case shape, so Claude Code's adapter reads them.
+//!
+//! A TUI turn runs from `UserPromptSubmit` to `Stop`; `droid exec` sends no
+//! `UserPromptSubmit`, so its one turn is the unannounced one its `Stop` ends. No hook
+//! carries a tool-call id: calls pair by name and input. A permission dialog is only
+//! `Notification(permission_prompt)` after `PreToolUse`. Escape and a failed model call
+//! both end with a plain `Stop`: the session file (`transcript_path`) tells them apart
+//! (`transcript.rs`).
+
+pub(crate) mod adapter;
+pub(crate) mod transcript;
+
+use super::{
+    COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, PreflightFacts, Strictness,
+    TimeoutUnit, Transcript, Versions,
+};
+use crate::agent::{Agent, ConfigFormat, ConfigLocation};
+use crate::agents::claude_code::PROMPT_TO_STOP;
+use crate::provider::Capabilities;
+use crate::row::Row;
+
+/// Factory Droid.
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    agent: Agent::FactoryDroid,
+    name: "factory-droid",
+    store_name: "droid",
+    label: "Factory Droid",
+    aliases: &["droid"],
+    family: None,
+    programs: &["droid"],
+    config: ConfigLocation {
+        home_env: None,
+        // `$FACTORY_HOME_OVERRIDE` replaces HOME: it holds `.factory/` (seen in 0.225.2:
+        // settings, hooks and sessions all under it).
+        user_home_env: Some("FACTORY_HOME_OVERRIDE"),
+        dot_dir: ".factory",
+        file: "settings.json",
+        format: ConfigFormat::JsonHooks,
+        // A project's `.factory/settings.json` runs only in a folder the user trusted
+        // (the TUI asks before its first prompt); hooktrack installs user-level entries,
+        // which fired in 0.225.2 in an untrusted folder, in `exec` as in the TUI.
+        project_install: false,
+    },
+    hook_events: &EVENTS,
+    normalize: adapter::normalize,
+    capabilities: Capabilities {
+        // No tool-call id in any hook.
+        tool_ids: false,
+        // `droid exec` runs its one turn without a `UserPromptSubmit`: its first tool
+        // call starts it, its `Stop` ends it (or, with no call, ends a turn no prompt
+        // announced).
+        unannounced_turns: true,
+        tool_starts_turn: true,
+        ..PROMPT_TO_STOP
+    },
+    detect: &[DetectRule {
+        rank: 17,
+        test: droid_transcript,
+    }],
+    named_by_row: "the row names droid",
+    transcript: Some(Transcript {
+        location: "~/.factory/sessions/<cwd-slug>/<session_id>.jsonl",
+        classify: transcript::classify,
+        // A marker is a message of the user's role the user alone sees, or a tool result
+        // that is an error; the long lines (system reminders, tool schemas) hold neither.
+        needles: transcript::NEEDLES,
+        session_file: None,
+    }),
+    install: InstallFacts {
+        // Seconds, as Claude Code's.
+        timeout: 5,
+        timeout_unit: TimeoutUnit::Seconds,
+        shorter_timeouts: &[],
+        unknown_entry_keys_fatal: false,
+        top_level_keys: None,
+        strict: Strictness::Lenient,
+        strictness: "Factory Droid drops a malformed hook entry",
+        schema: COMMON_SCHEMA,
+        off_switches: &[],
+        per_session_entries: false,
+    },
+    preflight: PreflightFacts {
+        feature_switches: None,
+        hook_trust: None,
+        required_setting: None,
+        // Folder trust gates a project's own settings only (see `project_install`).
+        folder_trust: None,
+        config_doctor: None,
+        // A native binary (`@factory/cli-linux-x64`).
+        runtime: None,
+    },
+    headless: Headless {
+        flags: &[],
+        subcommands: &["exec"],
+        value_options: &[
+            "--settings",
+            "--append-system-prompt",
+            "--append-system-prompt-file",
+            "--fork",
+            "--cwd",
+            "--worktree-dir",
+            "--auto",
+        ],
+    },
+    launch_gate: None,
+    versions: Versions {
+        program: "droid",
+        oldest: "0.225.2",
+        newest: "0.225.2",
+        events_since: &[],
+    },
+};
+
+/// The Claude-format events Factory Droid 0.225.2 fires.
+const EVENTS: [&str; 9] = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Notification",
+    "Stop",
+    "SubagentStop",
+    "PreCompact",
+    "SessionEnd",
+];
+
+/// Every payload names its session file under `~/.factory/sessions/`.
+fn droid_transcript(row: &Row<'_>) -> Option<&'static str> {
+    let path = row.payload.transcript_path.as_deref()?;
+    (path.contains("/.factory/sessions/") && path.ends_with(".jsonl"))
+        .then_some("transcript_path under .factory/sessions/ (Factory Droid)")
+}
