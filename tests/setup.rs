@@ -1014,3 +1014,49 @@ sys.stdin.readline()
         "one dropped line per session: {seen:#?}"
     );
 }
+
+/// The plugin format (OpenCode): setup writes hooktrack's plugin beside a user's own,
+/// `--undo` removes exactly hooktrack's file, and the `plugin/` folder only when setup
+/// created it.
+#[test]
+fn setup_writes_the_opencode_plugin_and_undo_removes_exactly_it() {
+    let h = Home::new();
+    // A user's plugin already in OpenCode's plugin folder.
+    let mine = h.file(".config/opencode/plugin/mine.js");
+    fs::create_dir_all(mine.parent().unwrap()).unwrap();
+    fs::write(&mine, "export const Mine = async () => ({});\n").unwrap();
+    let plugin = h.file(".config/opencode/plugin/hooktrack.js");
+
+    let out = h.run(&["setup"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("opencode: check: ok"), "{said}");
+    let written = fs::read_to_string(&plugin).unwrap();
+    assert!(
+        written.starts_with("// hooktrack observer plugin "),
+        "{written}"
+    );
+    assert!(written.contains("\"--agent\", \"opencode\""), "{written}");
+
+    let out = h.run(&["setup", "--undo"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!plugin.exists(), "setup created it: undo removes it");
+    assert_eq!(
+        fs::read_to_string(&mine).unwrap(),
+        "export const Mine = async () => ({});\n"
+    );
+
+    // Only the config folder: setup creates `plugin/`, undo takes it away again.
+    let h = Home::new();
+    fs::create_dir_all(h.file(".config/opencode")).unwrap();
+    assert!(h.run(&["setup"]).status.success());
+    assert!(h.file(".config/opencode/plugin/hooktrack.js").is_file());
+    let out = h.run(&["setup", "--undo"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        !h.file(".config/opencode/plugin").exists(),
+        "{}",
+        text(&out)
+    );
+    assert!(h.file(".config/opencode").is_dir());
+}

@@ -349,3 +349,112 @@ fn opencode_escape_twice_during_a_tool_in_tmux_ends_interrupted() {
     // `session.error {MessageAbortedError}` ends the turn before its `idle`.
     assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
 }
+
+/// `check opencode` asks OpenCode itself (`opencode debug info`) which plugins it loads:
+/// the installed plugin is listed; `OPENCODE_PURE=1` stops it; a valid plugin file in a
+/// folder OpenCode does not read is not listed.
+#[test]
+fn check_opencode_asks_opencode_whether_it_loads_the_plugin() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e(WHAT, &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&modules, &mock, json!({}));
+    let bin = modules.join(".bin/opencode");
+    let run = |args: &[&str], pure: Option<&str>| {
+        let mut cmd = hooktrack();
+        cmd.args(args)
+            .arg("--agent-bin")
+            .arg(&bin)
+            .current_dir(&world.work)
+            .env("HOME", &world.home)
+            .env("OPENCODE_DISABLE_MODELS_FETCH", "true")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("OPENCODE_CONFIG_DIR")
+            .env_remove("OPENCODE_PURE");
+        if let Some(pure) = pure {
+            cmd.env("OPENCODE_PURE", pure);
+        }
+        let out = cmd.output().expect("run hooktrack");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    };
+    let out = hooktrack()
+        .args(["install", "opencode"])
+        .env("HOME", &world.home)
+        .env_remove("OPENCODE_CONFIG_DIR")
+        .output()
+        .expect("install");
+    assert!(out.status.success(), "{out:?}");
+    let (ok, text) = run(&["check", "opencode"], None);
+    assert!(ok, "{text}");
+    assert!(text.starts_with("ok: "), "{text}");
+
+    let (ok, text) = run(&["check", "opencode"], Some("true"));
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains(
+            "OPENCODE_PURE=true in the environment makes OpenCode skip every external plugin"
+        ),
+        "{text}"
+    );
+
+    // The same plugin text where OpenCode does not look for plugins.
+    let elsewhere = world.work.join("elsewhere/hooktrack.js");
+    fs::create_dir_all(elsewhere.parent().expect("parent")).expect("mkdir");
+    fs::copy(
+        world.home.join(".config/opencode/plugin/hooktrack.js"),
+        &elsewhere,
+    )
+    .expect("copy");
+    let path = elsewhere.to_string_lossy().into_owned();
+    let (ok, text) = run(&["check", "opencode", "--config", &path], None);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains(
+            "`opencode debug info` does not list this file among the plugins OpenCode loads"
+        ),
+        "{text}"
+    );
+}
+
+/// `session -- opencode --pure` says once that the plugin will not load, and runs the
+/// agent all the same.
+#[test]
+fn session_with_opencode_pure_says_so_once_and_goes_on() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e(WHAT, &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&modules, &mock, json!({}));
+    let mut child = world
+        .command(&modules, &["--pure", "run", "Say hello."])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn session");
+    let status = wait_child(&mut child, Duration::from_secs(240));
+    let lines = world.lines();
+    let context = format!("session:\n{lines:#?}");
+    assert_eq!(status.code(), Some(0), "{context}");
+    let start = lines.first().expect("start line");
+    let findings: Vec<&str> = start["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(findings.len(), 1, "{context}");
+    assert!(
+        findings[0].contains("`--pure` makes OpenCode skip every external plugin"),
+        "{context}"
+    );
+    assert_eq!(lines.last().expect("end line")["kind"], "end", "{context}");
+}

@@ -454,6 +454,40 @@ pub struct Runtime {
     pub fix: &'static str,
 }
 
+/// What stops a plugin agent loading hooktrack's plugin, and how to ask it which plugins
+/// it loads. Kept beside the descriptor, not in it, so descriptors without a plugin need
+/// no new field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PluginLoading {
+    /// Who, in the finding ("OpenCode").
+    pub who: &'static str,
+    /// Environment variables that, set to `1` or `true` (any case), skip every external
+    /// plugin (OpenCode's `OPENCODE_PURE`).
+    pub env: &'static [&'static str],
+    /// Arguments that do the same (`--pure`).
+    pub flags: &'static [&'static str],
+    /// `<program> <list...>` prints the plugins the agent will load, one `file://` URL
+    /// each (`opencode debug info`).
+    pub list: &'static [&'static str],
+    /// What `list` prints instead when plugins are off.
+    pub listed_off: &'static str,
+}
+
+/// Whether an environment value turns a [`PluginLoading`] switch on: the agent reads
+/// `1` and `true` in any case, nothing else.
+pub fn switch_on(value: &str) -> bool {
+    let value = value.to_ascii_lowercase();
+    value == "1" || value == "true"
+}
+
+/// The plugin-loading facts of an agent that loads hooktrack as a plugin.
+pub fn plugin_loading(agent: Agent) -> Option<&'static PluginLoading> {
+    match agent {
+        Agent::OpenCode => Some(&opencode::PLUGIN_LOADING),
+        _ => None,
+    }
+}
+
 /// The agent's own validator of its config file: `<program> <args...> <file>` exits 0
 /// when the agent accepts the file, and non-zero with `rejects` in its output when it
 /// does not (any other answer, such as another program of the same name, says nothing).

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use hooktrack_core::agent::Agent;
 use hooktrack_core::agents::{
-    ConfigDoctor, FeatureSwitches, FolderTrust, HookTrust, RequiredSetting, Runtime,
+    ConfigDoctor, FeatureSwitches, FolderTrust, HookTrust, PluginLoading, RequiredSetting, Runtime,
+    plugin_loading, switch_on,
 };
 use hooktrack_core::diagnostics::error_chain;
 use serde_json::{Value, json};
@@ -86,6 +87,14 @@ pub fn preflight(probe: &Probe<'_>) -> Vec<Finding> {
     if !probe.file_named {
         the_file_read(probe, &mut found);
     }
+    if let Some(loading) = plugin_loading(probe.agent) {
+        let before = found.len();
+        plugin_switches(probe, loading, &mut found);
+        // Only a plugin hooktrack accepts, that no switch stops, is worth asking about.
+        if probe.ask_doctor && checked.is_ok() && found.len() == before {
+            plugin_listed(probe, loading, &mut found);
+        }
+    }
     let facts = probe.agent.descriptor().preflight;
     if let Some(switches) = facts.feature_switches {
         feature_switches(probe, &switches, &mut found);
@@ -145,6 +154,139 @@ fn the_file_read(probe: &Probe<'_>, found: &mut Vec<Finding>) {
 
 fn has_arg(probe: &Probe<'_>, flag: &str) -> bool {
     probe.args.iter().any(|a| a == flag)
+}
+
+/// An environment variable or an argument that makes the agent skip every external
+/// plugin, hooktrack's among them.
+fn plugin_switches(probe: &Probe<'_>, loading: &PluginLoading, found: &mut Vec<Finding>) {
+    for var in loading.env {
+        if let Some(value) = (probe.env)(var)
+            && switch_on(&value.to_string_lossy())
+        {
+            found.push(Finding {
+                file: probe.config.to_owned(),
+                cause: format!(
+                    "{var}={} in the environment makes {} skip every external plugin, hooktrack's among them",
+                    value.to_string_lossy(),
+                    loading.who
+                ),
+                fix: format!("unset {var}"),
+            });
+        }
+    }
+    for flag in loading.flags {
+        if has_arg(probe, flag) {
+            found.push(Finding {
+                file: probe.config.to_owned(),
+                cause: format!(
+                    "`{flag}` makes {} skip every external plugin, hooktrack's among them",
+                    loading.who
+                ),
+                fix: format!("start it without {flag}"),
+            });
+        }
+    }
+}
+
+/// How long the agent may take to list its plugins (OpenCode 1.18.33: about 6 s).
+const PLUGIN_LIST_LIMIT: Duration = Duration::from_secs(30);
+
+/// Asks the agent which plugins it will load: hooktrack's file must be among them. No
+/// answer (not installed, no answer in time) says nothing: the version line says whether
+/// the agent ran at all.
+fn plugin_listed(probe: &Probe<'_>, loading: &PluginLoading, found: &mut Vec<Finding>) {
+    let Some(program) = probe
+        .program
+        .map(Path::to_owned)
+        .or_else(|| on_path(probe.agent.descriptor().versions.program, probe.env))
+    else {
+        return;
+    };
+    let mut command = Command::new(&program);
+    command.args(loading.list).current_dir(probe.cwd);
+    // The environment the agent will run with decides which config folders it reads.
+    for var in ["HOME", "PATH", "XDG_CONFIG_HOME"]
+        .into_iter()
+        .chain(probe.agent.config().home_var())
+    {
+        match (probe.env)(var) {
+            Some(v) => command.env(var, v),
+            None => command.env_remove(var),
+        };
+    }
+    let Some((true, output)) = run_bounded(&mut command, PLUGIN_LIST_LIMIT) else {
+        return;
+    };
+    let asked = format!(
+        "`{} {}`",
+        probe.agent.descriptor().versions.program,
+        loading.list.join(" ")
+    );
+    if output.contains(loading.listed_off) {
+        found.push(Finding {
+            file: probe.config.to_owned(),
+            cause: format!("{asked} says {}", loading.listed_off),
+            fix: format!(
+                "find what turns {}'s external plugins off (its environment, its arguments)",
+                loading.who
+            ),
+        });
+        return;
+    }
+    let listed = listed_plugins(&output);
+    let same = |p: &Path| {
+        p == probe.config || fs::canonicalize(p).ok() == fs::canonicalize(probe.config).ok()
+    };
+    if !listed.iter().any(|p| same(p)) {
+        let named: Vec<String> = listed.iter().map(|p| p.display().to_string()).collect();
+        found.push(Finding {
+            file: probe.config.to_owned(),
+            cause: format!(
+                "{asked} does not list this file among the plugins {} loads (it lists {})",
+                loading.who,
+                if named.is_empty() {
+                    "none".to_owned()
+                } else {
+                    named.join(", ")
+                }
+            ),
+            fix: "install into the plugin folder the agent reads (its config folder's `plugin/`)"
+                .to_owned(),
+        });
+    }
+}
+
+/// The local files in a plugin listing: lines `- file:///path`, percent-decoded.
+fn listed_plugins(output: &str) -> Vec<PathBuf> {
+    output
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- file://"))
+        .map(|p| PathBuf::from(percent_decoded(p)))
+        .collect()
+}
+
+/// `%XX` escapes decoded; anything malformed is kept as written.
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The TOML file beside the hooks file whose `[<table>] <key> = false` turns every hook
@@ -618,5 +760,67 @@ fn folder_trust(
             ),
             fix: trust.fix.to_owned(),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe_with<'a>(
+        env: &'a dyn Fn(&str) -> Option<OsString>,
+        args: &'a [OsString],
+        config: &'a Path,
+    ) -> Probe<'a> {
+        Probe {
+            agent: Agent::OpenCode,
+            config,
+            env,
+            cwd: Path::new("/"),
+            args,
+            program: None,
+            file_named: true,
+            ask_doctor: false,
+        }
+    }
+
+    #[test]
+    fn opencode_pure_in_the_environment_or_the_arguments_is_a_finding() {
+        let Some(loading) = plugin_loading(Agent::OpenCode) else {
+            panic!("opencode loads a plugin");
+        };
+        let config = Path::new("/h/.config/opencode/plugin/hooktrack.js");
+        let pure = |name: &str| (name == "OPENCODE_PURE").then(|| OsString::from("TRUE"));
+        let mut found = Vec::new();
+        plugin_switches(&probe_with(&pure, &[], config), loading, &mut found);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].cause.contains("OPENCODE_PURE=TRUE"), "{found:?}");
+        assert_eq!(found[0].fix, "unset OPENCODE_PURE");
+
+        let off = |name: &str| (name == "OPENCODE_PURE").then(|| OsString::from("0"));
+        let args = [OsString::from("run"), OsString::from("--pure")];
+        let mut found = Vec::new();
+        plugin_switches(&probe_with(&off, &args, config), loading, &mut found);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].cause.starts_with("`--pure` makes OpenCode skip"),
+            "{found:?}"
+        );
+
+        let none = |_: &str| None;
+        let mut found = Vec::new();
+        plugin_switches(&probe_with(&none, &args[..1], config), loading, &mut found);
+        assert!(found.is_empty(), "{found:?}");
+    }
+
+    #[test]
+    fn the_plugin_listing_names_local_files_decoded() {
+        let output = "opencode version: 1.18.33\nplugins:\n- file:///tmp/a%20b/plugin/hooktrack.js\n- npm:other@1\n";
+        assert_eq!(
+            listed_plugins(output),
+            vec![PathBuf::from("/tmp/a b/plugin/hooktrack.js")]
+        );
+        assert_eq!(percent_decoded("100%"), "100%");
+        assert_eq!(percent_decoded("%zz%41"), "%zzA");
     }
 }

@@ -8,8 +8,8 @@
 pub(crate) mod adapter;
 
 use super::{
-    COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, PreflightFacts, Strictness,
-    TimeoutUnit, Versions,
+    COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, PluginLoading, PreflightFacts,
+    Strictness, TimeoutUnit, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
@@ -85,6 +85,19 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         newest: "1.18.33",
         events_since: &[],
     },
+};
+
+/// OpenCode 1.18.33 skips every external plugin (hooktrack's is one; its built-in ones are
+/// not) when `OPENCODE_PURE` is `1` or `true`, and `--pure` sets that variable before any
+/// command runs. `OPENCODE_DISABLE_DEFAULT_PLUGINS` turns off only the built-in ones. No
+/// config key turns a file in `plugin/` off. `opencode debug info` lists the plugins it
+/// resolved, or says they are disabled (docs/providers.md, "OpenCode").
+pub const PLUGIN_LOADING: PluginLoading = PluginLoading {
+    who: "OpenCode",
+    env: &["OPENCODE_PURE"],
+    flags: &["--pure"],
+    list: &["debug", "info"],
+    listed_off: "external plugins disabled",
 };
 
 /// The bus events the plugin forwards. Not forwarded: streaming deltas
