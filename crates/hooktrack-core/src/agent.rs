@@ -31,6 +31,8 @@ pub enum Agent {
     CopilotCli,
     /// OpenCode 1.18, observed through hooktrack's plugin (it has no command hooks).
     OpenCode,
+    /// Pi 0.73, observed through hooktrack's extension (it has no command hooks).
+    Pi,
 }
 
 /// How an agent's hook config file is laid out.
@@ -116,7 +118,7 @@ pub struct UnknownAgent {
 }
 
 impl Agent {
-    pub const ALL: [Agent; 8] = [
+    pub const ALL: [Agent; 9] = [
         Agent::KimiCode,
         Agent::KimiCli,
         Agent::ClaudeCode,
@@ -125,6 +127,7 @@ impl Agent {
         Agent::QwenCode,
         Agent::CopilotCli,
         Agent::OpenCode,
+        Agent::Pi,
     ];
 
     /// The provider assumed until a row identifies one: the contract's default, Kimi Code.
@@ -141,6 +144,7 @@ impl Agent {
             Agent::QwenCode => &agents::qwen_code::DESCRIPTOR,
             Agent::CopilotCli => &agents::copilot_cli::DESCRIPTOR,
             Agent::OpenCode => &agents::opencode::DESCRIPTOR,
+            Agent::Pi => &agents::pi::DESCRIPTOR,
         }
     }
 

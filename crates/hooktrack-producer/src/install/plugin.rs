@@ -57,6 +57,9 @@ pub fn render(agent: Agent, observer: &Observer) -> String {
         .iter()
         .map(|e| quote(e))
         .collect();
+    if agent == Agent::Pi {
+        return render_pi(agent, &route, &argv.join(", "), &events.join(", "));
+    }
     format!(
         "{MARK}{VERSION} for {label} ({route})\n\
 // Written by `hooktrack install {name}`; `hooktrack uninstall {name}` removes it, and the
@@ -140,6 +143,110 @@ export const HooktrackObserver = async () => ({{
         name = agent.typed_name(),
         argv = argv.join(", "),
         events = events.join(", "),
+    )
+}
+
+/// Pi's extension (`extensions/hooktrack.ts`): the same queue and exit flush as the
+/// OpenCode plugin, on Pi's `pi.on(event, handler)`. Each handler returns at once (Pi
+/// awaits handlers in turn, so an awaited spawn would hold the agent), and forwards only
+/// the few fields of Pi's event hooktrack reads: Pi's events carry whole messages and
+/// tool outputs. Pi retries a failed model call by running its agent loop again with no
+/// prompt (`before_agent_start` fires only for a prompt): `agent_start` says which.
+fn render_pi(agent: Agent, route: &str, argv: &str, events: &str) -> String {
+    const BODY: &str = r#"import { spawn, spawnSync } from "node:child_process";
+
+const ARGV = [@ARGV@];
+const EVENTS = [@EVENTS@];
+const pending = [];
+let running = false;
+let prompted = false;
+
+function next() {
+  const item = pending.shift();
+  running = item !== undefined;
+  if (!running) return;
+  let settled = false;
+  const done = () => {
+    if (!settled) {
+      settled = true;
+      next();
+    }
+  };
+  try {
+    const child = spawn(ARGV[0], [...ARGV.slice(1), "--event", item[0]], { stdio: ["pipe", "ignore", "ignore"] });
+    child.on("error", done);
+    child.on("close", done);
+    child.stdin.on("error", () => {});
+    child.stdin.end(item[1]);
+  } catch {
+    done();
+  }
+}
+
+process.on("exit", () => {
+  for (const [name, payload] of pending.splice(0)) {
+    try {
+      spawnSync(ARGV[0], [...ARGV.slice(1), "--event", name], { input: payload, stdio: ["pipe", "ignore", "ignore"], timeout: 4000 });
+    } catch {}
+  }
+});
+
+function fields(name, e) {
+  switch (name) {
+    case "session_start":
+    case "session_shutdown":
+      return { reason: e?.reason };
+    case "agent_start": {
+      const retry = !prompted;
+      prompted = false;
+      return { retry };
+    }
+    case "agent_end": {
+      const messages = Array.isArray(e?.messages) ? e.messages : [];
+      let last;
+      for (let i = messages.length - 1; i >= 0 && !last; i--) if (messages[i]?.role === "assistant") last = messages[i];
+      return { stopReason: last?.stopReason, errorMessage: last?.errorMessage };
+    }
+    case "tool_execution_start":
+    case "tool_execution_end":
+      return { toolCallId: e?.toolCallId, toolName: e?.toolName, isError: e?.isError };
+    default:
+      return {};
+  }
+}
+
+export default function (pi) {
+  try {
+    pi.on("before_agent_start", () => {
+      prompted = true;
+    });
+    for (const name of EVENTS) {
+      pi.on(name, (event, ctx) => {
+        try {
+          let session_id;
+          try {
+            session_id = ctx?.sessionManager?.getSessionId();
+          } catch {}
+          const payload = JSON.stringify({ hook_event_name: name, session_id, properties: fields(name, event) });
+          pending.push([name, payload]);
+          if (!running) next();
+        } catch {}
+      });
+    }
+  } catch {}
+}
+"#;
+    format!(
+        "{MARK}{VERSION} for {label} ({route})\n\
+// Written by `hooktrack install {name}`; `hooktrack uninstall {name}` removes it, and the
+// next install rewrites it whole. Each event below goes to the hook command with the event
+// as JSON on stdin, one after another (the store keeps the agent's order), never awaited
+// by the agent, every failure swallowed: the agent never waits on or sees hooktrack. What
+// is still queued when the agent exits is handed over synchronously on its way out.
+{body}",
+        label = agent.label(),
+        name = agent.typed_name(),
+        body = BODY.replace("@ARGV@", argv).replace("@EVENTS@", events),
     )
 }
 
@@ -288,6 +395,17 @@ mod tests {
         assert!(validate("export const X = 1;\n", Agent::OpenCode).is_err());
         let fewer = text.replace("\"session.error\", ", "");
         assert!(validate(&fewer, Agent::OpenCode).is_err());
+    }
+
+    #[test]
+    fn the_pi_extension_validates_and_forwards_its_events() {
+        let text = render(Agent::Pi, &observer());
+        assert!(text.contains("export default function (pi)"), "{text}");
+        assert!(text.contains(r#""--agent", "pi""#), "{text}");
+        let v = validate(&text, Agent::Pi).expect("valid");
+        assert_eq!((v.ours, v.generation, v.routed), (1, None, true));
+        let fewer = text.replace("\"agent_end\"", "\"agent_gone\"");
+        assert!(validate(&fewer, Agent::Pi).is_err());
     }
 
     #[test]
