@@ -219,6 +219,19 @@ fn install_check_uninstall_write_check_and_remove_the_pi_extension() {
     let out = run(&["install", "pi"]);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(fs::read_to_string(&extension).expect("the extension"), text);
+    // `pi config` excluding it in Pi's settings.json (Pi 0.73.1 then loads nothing from
+    // it, seen with the real CLI): check says so.
+    let settings = home.join(".pi/agent/settings.json");
+    let excluded = json!({"extensions": [format!("-{}", extension.display())]});
+    fs::write(&settings, excluded.to_string()).expect("settings");
+    let out = run(&["check", "pi", "--file-only"]);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("excludes")
+            || String::from_utf8_lossy(&out.stdout).contains("excludes"),
+        "{out:?}"
+    );
+    fs::remove_file(&settings).expect("settings");
     let out = run(&["uninstall", "pi"]);
     assert!(out.status.success(), "{out:?}");
     assert!(!extension.exists());

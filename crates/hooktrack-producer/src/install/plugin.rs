@@ -310,10 +310,77 @@ pub(crate) fn check(
             reason: "the plugin file does not exist",
         });
     };
-    validate(text, agent).map_err(|violation| InstallError::Invalid {
+    let valid = validate(text, agent).map_err(|violation| InstallError::Invalid {
         path: config.to_owned(),
         violation,
-    })
+    })?;
+    if agent == Agent::Pi
+        && let Some(entry) = pi_excluded(config)
+    {
+        return Err(InstallError::Invalid {
+            path: config.to_owned(),
+            violation: Violation::new(format!(
+                "Pi's settings.json excludes it (`{entry}` in `extensions`): Pi does not load it"
+            )),
+        });
+    }
+    Ok(valid)
+}
+
+/// The entry of Pi's `settings.json` (beside `extensions/`) that keeps Pi from loading
+/// the extension at `config`: `-path` or `!pattern` in `extensions`, as `pi config`
+/// writes them. A missing or unreadable settings file excludes nothing.
+fn pi_excluded(config: &Path) -> Option<String> {
+    let dir = config.parent()?.parent()?;
+    let text = std::fs::read_to_string(dir.join("settings.json")).ok()?;
+    let settings: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let full = config.to_string_lossy();
+    let relative = config
+        .strip_prefix(dir)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = config
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    settings
+        .get("extensions")?
+        .as_array()?
+        .iter()
+        .filter_map(|e| e.as_str())
+        .find(|entry| {
+            let Some(pattern) = entry.strip_prefix('-').or_else(|| entry.strip_prefix('!')) else {
+                return false;
+            };
+            [full.as_ref(), relative.as_str(), name.as_str()]
+                .iter()
+                .any(|candidate| glob(pattern, candidate))
+        })
+        .map(str::to_owned)
+}
+
+/// `*` (and `**`) match any run of characters, `?` one; enough to tell whether an
+/// exclusion names the extension.
+fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
 }
 
 /// Whether `text` is hooktrack's plugin of this version for `agent`, and (with an
@@ -406,6 +473,31 @@ mod tests {
         assert_eq!((v.ours, v.generation, v.routed), (1, None, true));
         let fewer = text.replace("\"agent_end\"", "\"agent_gone\"");
         assert!(validate(&fewer, Agent::Pi).is_err());
+    }
+
+    #[test]
+    fn a_pi_extension_excluded_in_pis_settings_fails_check() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let config = tmp.path().join("extensions/hooktrack.ts");
+        let text = render(Agent::Pi, &observer());
+        assert!(check(Agent::Pi, &config, Some(&text)).is_ok());
+        for entry in [
+            format!("-{}", config.display()),
+            "!**/hooktrack.ts".to_owned(),
+            "!extensions/*.ts".to_owned(),
+        ] {
+            let settings = serde_json::json!({ "extensions": [entry] }).to_string();
+            std::fs::write(tmp.path().join("settings.json"), settings).expect("write");
+            match check(Agent::Pi, &config, Some(&text)) {
+                Err(InstallError::Invalid { violation, .. }) => {
+                    assert!(violation.contains("excludes"), "{violation:?}");
+                }
+                other => panic!("{entry}: {other:?}"),
+            }
+        }
+        let settings = serde_json::json!({ "extensions": ["!other.ts", "/x/mine.ts"] });
+        std::fs::write(tmp.path().join("settings.json"), settings.to_string()).expect("write");
+        assert!(check(Agent::Pi, &config, Some(&text)).is_ok());
     }
 
     #[test]
