@@ -96,6 +96,12 @@ TOOLS = {
          ("call_o_1", "write", {"filePath": "{cwd}/notes.txt", "content": "line one\nline two\n"})],
         [("call_o_2", "read", {"filePath": "{cwd}/notes.txt"})],
     ],
+    # Pi: `bash`, `write` and `read` take a `path`.
+    "pi": [
+        [("call_p_0", "bash", {"command": "echo hello-from-shell"}),
+         ("call_p_1", "write", {"path": "{cwd}/notes.txt", "content": "line one\nline two\n"})],
+        [("call_p_2", "read", {"path": "{cwd}/notes.txt"})],
+    ],
 }
 
 # More scripts for the TUI recordings, per CLI: `[[perm]]` one shell call that asks for
@@ -141,6 +147,10 @@ SCRIPTS = {
         "agent": [[("call_o_a", "task", {"description": "Say hello", "prompt": "Say hello. [[subtool]]",
                                          "subagent_type": "general"})]],
         "subtool": [[("call_o_s", "bash", {"command": "echo from-subagent", "description": "Print"})]],
+    },
+    # Pi: `[[slow]]` a shell call long enough to press Escape.
+    "pi": {
+        "slow": [[("call_p_w", "bash", {"command": "sleep 40"})]],
     },
 }
 
@@ -451,6 +461,8 @@ class Handler(BaseHTTPRequestHandler):
             model = str(body.get("model", ""))
             cli = ("qwen" if model.startswith("qwen") else "opencode" if model.startswith("opencode")
                    else "droid" if model.startswith("droid") else "kimi")
+            # Pi: its model `pi-mock` picks Pi's tool names.
+            cli = "pi" if model.startswith("pi-") else cli
             kind, value = reply(cli, turn_chat(body))
         if kind == "fail":
             return self.fail({"error": {"message": "mock model: scripted failure",

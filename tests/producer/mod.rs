@@ -9,6 +9,7 @@ mod e2e_kimi_code;
 pub(crate) mod e2e_more_agents;
 pub(crate) mod e2e_npm;
 mod e2e_opencode;
+mod e2e_pi;
 mod emit;
 mod hardening;
 mod install;

@@ -32,6 +32,8 @@ pub enum Agent {
     /// OpenCode 1.18, observed through hooktrack's plugin (it has no command hooks).
     OpenCode,
     FactoryDroid,
+    /// Pi 0.73, observed through hooktrack's extension (it has no command hooks).
+    Pi,
 }
 
 /// How an agent's hook config file is laid out.
@@ -117,7 +119,7 @@ pub struct UnknownAgent {
 }
 
 impl Agent {
-    pub const ALL: [Agent; 9] = [
+    pub const ALL: [Agent; 11] = [
         Agent::KimiCode,
         Agent::KimiCli,
         Agent::ClaudeCode,
@@ -127,6 +129,7 @@ impl Agent {
         Agent::CopilotCli,
         Agent::OpenCode,
         Agent::FactoryDroid,
+        Agent::Pi,
     ];
 
     /// The provider assumed until a row identifies one: the contract's default, Kimi Code.
@@ -144,6 +147,7 @@ impl Agent {
             Agent::CopilotCli => &agents::copilot_cli::DESCRIPTOR,
             Agent::OpenCode => &agents::opencode::DESCRIPTOR,
             Agent::FactoryDroid => &agents::factory_droid::DESCRIPTOR,
+            Agent::Pi => &agents::pi::DESCRIPTOR,
         }
     }
 

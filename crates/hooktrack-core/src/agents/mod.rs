@@ -22,6 +22,7 @@ pub mod gemini_cli;
 pub mod kimi_cli;
 pub mod kimi_code;
 pub mod opencode;
+pub mod pi;
 pub mod qwen_code;
 
 use std::borrow::Cow;

@@ -57,6 +57,9 @@ pub fn render(agent: Agent, observer: &Observer) -> String {
         .iter()
         .map(|e| quote(e))
         .collect();
+    if agent == Agent::Pi {
+        return render_pi(agent, &route, &argv.join(", "), &events.join(", "));
+    }
     format!(
         "{MARK}{VERSION} for {label} ({route})\n\
 // Written by `hooktrack install {name}`; `hooktrack uninstall {name}` removes it, and the
@@ -143,6 +146,110 @@ export const HooktrackObserver = async () => ({{
     )
 }
 
+/// Pi's extension (`extensions/hooktrack.ts`): the same queue and exit flush as the
+/// OpenCode plugin, on Pi's `pi.on(event, handler)`. Each handler returns at once (Pi
+/// awaits handlers in turn, so an awaited spawn would hold the agent), and forwards only
+/// the few fields of Pi's event hooktrack reads: Pi's events carry whole messages and
+/// tool outputs. Pi retries a failed model call by running its agent loop again with no
+/// prompt (`before_agent_start` fires only for a prompt): `agent_start` says which.
+fn render_pi(agent: Agent, route: &str, argv: &str, events: &str) -> String {
+    const BODY: &str = r#"import { spawn, spawnSync } from "node:child_process";
+
+const ARGV = [@ARGV@];
+const EVENTS = [@EVENTS@];
+const pending = [];
+let running = false;
+let prompted = false;
+
+function next() {
+  const item = pending.shift();
+  running = item !== undefined;
+  if (!running) return;
+  let settled = false;
+  const done = () => {
+    if (!settled) {
+      settled = true;
+      next();
+    }
+  };
+  try {
+    const child = spawn(ARGV[0], [...ARGV.slice(1), "--event", item[0]], { stdio: ["pipe", "ignore", "ignore"] });
+    child.on("error", done);
+    child.on("close", done);
+    child.stdin.on("error", () => {});
+    child.stdin.end(item[1]);
+  } catch {
+    done();
+  }
+}
+
+process.on("exit", () => {
+  for (const [name, payload] of pending.splice(0)) {
+    try {
+      spawnSync(ARGV[0], [...ARGV.slice(1), "--event", name], { input: payload, stdio: ["pipe", "ignore", "ignore"], timeout: 4000 });
+    } catch {}
+  }
+});
+
+function fields(name, e) {
+  switch (name) {
+    case "session_start":
+    case "session_shutdown":
+      return { reason: e?.reason };
+    case "agent_start": {
+      const retry = !prompted;
+      prompted = false;
+      return { retry };
+    }
+    case "agent_end": {
+      const messages = Array.isArray(e?.messages) ? e.messages : [];
+      let last;
+      for (let i = messages.length - 1; i >= 0 && !last; i--) if (messages[i]?.role === "assistant") last = messages[i];
+      return { stopReason: last?.stopReason, errorMessage: last?.errorMessage };
+    }
+    case "tool_execution_start":
+    case "tool_execution_end":
+      return { toolCallId: e?.toolCallId, toolName: e?.toolName, isError: e?.isError };
+    default:
+      return {};
+  }
+}
+
+export default function (pi) {
+  try {
+    pi.on("before_agent_start", () => {
+      prompted = true;
+    });
+    for (const name of EVENTS) {
+      pi.on(name, (event, ctx) => {
+        try {
+          let session_id;
+          try {
+            session_id = ctx?.sessionManager?.getSessionId();
+          } catch {}
+          const payload = JSON.stringify({ hook_event_name: name, session_id, properties: fields(name, event) });
+          pending.push([name, payload]);
+          if (!running) next();
+        } catch {}
+      });
+    }
+  } catch {}
+}
+"#;
+    format!(
+        "{MARK}{VERSION} for {label} ({route})\n\
+// Written by `hooktrack install {name}`; `hooktrack uninstall {name}` removes it, and the
+// next install rewrites it whole. Each event below goes to the hook command with the event
+// as JSON on stdin, one after another (the store keeps the agent's order), never awaited
+// by the agent, every failure swallowed: the agent never waits on or sees hooktrack. What
+// is still queued when the agent exits is handed over synchronously on its way out.
+{body}",
+        label = agent.label(),
+        name = agent.typed_name(),
+        body = BODY.replace("@ARGV@", argv).replace("@EVENTS@", events),
+    )
+}
+
 /// The install edit: the whole file, rendered.
 pub(crate) fn edit(
     agent: Agent,
@@ -203,10 +310,77 @@ pub(crate) fn check(
             reason: "the plugin file does not exist",
         });
     };
-    validate(text, agent).map_err(|violation| InstallError::Invalid {
+    let valid = validate(text, agent).map_err(|violation| InstallError::Invalid {
         path: config.to_owned(),
         violation,
-    })
+    })?;
+    if agent == Agent::Pi
+        && let Some(entry) = pi_excluded(config)
+    {
+        return Err(InstallError::Invalid {
+            path: config.to_owned(),
+            violation: Violation::new(format!(
+                "Pi's settings.json excludes it (`{entry}` in `extensions`): Pi does not load it"
+            )),
+        });
+    }
+    Ok(valid)
+}
+
+/// The entry of Pi's `settings.json` (beside `extensions/`) that keeps Pi from loading
+/// the extension at `config`: `-path` or `!pattern` in `extensions`, as `pi config`
+/// writes them. A missing or unreadable settings file excludes nothing.
+fn pi_excluded(config: &Path) -> Option<String> {
+    let dir = config.parent()?.parent()?;
+    let text = std::fs::read_to_string(dir.join("settings.json")).ok()?;
+    let settings: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let full = config.to_string_lossy();
+    let relative = config
+        .strip_prefix(dir)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = config
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    settings
+        .get("extensions")?
+        .as_array()?
+        .iter()
+        .filter_map(|e| e.as_str())
+        .find(|entry| {
+            let Some(pattern) = entry.strip_prefix('-').or_else(|| entry.strip_prefix('!')) else {
+                return false;
+            };
+            [full.as_ref(), relative.as_str(), name.as_str()]
+                .iter()
+                .any(|candidate| glob(pattern, candidate))
+        })
+        .map(str::to_owned)
+}
+
+/// `*` (and `**`) match any run of characters, `?` one; enough to tell whether an
+/// exclusion names the extension.
+fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
 }
 
 /// Whether `text` is hooktrack's plugin of this version for `agent`, and (with an
@@ -288,6 +462,42 @@ mod tests {
         assert!(validate("export const X = 1;\n", Agent::OpenCode).is_err());
         let fewer = text.replace("\"session.error\", ", "");
         assert!(validate(&fewer, Agent::OpenCode).is_err());
+    }
+
+    #[test]
+    fn the_pi_extension_validates_and_forwards_its_events() {
+        let text = render(Agent::Pi, &observer());
+        assert!(text.contains("export default function (pi)"), "{text}");
+        assert!(text.contains(r#""--agent", "pi""#), "{text}");
+        let v = validate(&text, Agent::Pi).expect("valid");
+        assert_eq!((v.ours, v.generation, v.routed), (1, None, true));
+        let fewer = text.replace("\"agent_end\"", "\"agent_gone\"");
+        assert!(validate(&fewer, Agent::Pi).is_err());
+    }
+
+    #[test]
+    fn a_pi_extension_excluded_in_pis_settings_fails_check() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let config = tmp.path().join("extensions/hooktrack.ts");
+        let text = render(Agent::Pi, &observer());
+        assert!(check(Agent::Pi, &config, Some(&text)).is_ok());
+        for entry in [
+            format!("-{}", config.display()),
+            "!**/hooktrack.ts".to_owned(),
+            "!extensions/*.ts".to_owned(),
+        ] {
+            let settings = serde_json::json!({ "extensions": [entry] }).to_string();
+            std::fs::write(tmp.path().join("settings.json"), settings).expect("write");
+            match check(Agent::Pi, &config, Some(&text)) {
+                Err(InstallError::Invalid { violation, .. }) => {
+                    assert!(violation.contains("excludes"), "{violation:?}");
+                }
+                other => panic!("{entry}: {other:?}"),
+            }
+        }
+        let settings = serde_json::json!({ "extensions": ["!other.ts", "/x/mine.ts"] });
+        std::fs::write(tmp.path().join("settings.json"), settings.to_string()).expect("write");
+        assert!(check(Agent::Pi, &config, Some(&text)).is_ok());
     }
 
     #[test]

