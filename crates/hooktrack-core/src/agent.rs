@@ -119,7 +119,7 @@ pub struct UnknownAgent {
 }
 
 impl Agent {
-    pub const ALL: [Agent; 11] = [
+    pub const ALL: [Agent; 10] = [
         Agent::KimiCode,
         Agent::KimiCli,
         Agent::ClaudeCode,
