@@ -226,6 +226,43 @@ pub(super) struct Tmux {
 }
 
 impl Tmux {
+    /// A private server on `socket` whose one pane (`e2e`, 140x45) runs `cmd` in `work`:
+    /// its whole command line and environment go into `dir/run.sh`, which tmux runs.
+    pub(super) fn start(socket: String, cmd: &Command, work: &Path, dir: &Path) -> Tmux {
+        let quote =
+            |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
+        let mut script = format!("#!/bin/sh\ncd {}\n", quote(work.as_os_str()));
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => script += &format!("export {}={}\n", k.to_string_lossy(), quote(v)),
+                None => script += &format!("unset {}\n", k.to_string_lossy()),
+            }
+        }
+        script += &format!("exec {}", quote(cmd.get_program()));
+        for a in cmd.get_args() {
+            script += &format!(" {}", quote(a));
+        }
+        script += "\n";
+        let script_path = dir.join("run.sh");
+        fs::write(&script_path, script).expect("script");
+        let mut tmux = Tmux { socket, path: None };
+        let started = tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "e2e",
+            "-x",
+            "140",
+            "-y",
+            "45",
+            "sh",
+            &script_path.to_string_lossy(),
+        ]);
+        assert!(started.is_some(), "tmux new-session");
+        tmux.path = tmux.run(&["display-message", "-p", "#{socket_path}"]);
+        tmux
+    }
+
     pub(super) fn run(&self, args: &[&str]) -> Option<String> {
         let out = Command::new("tmux")
             .args(["-L", &self.socket, "-f", "/dev/null"])
@@ -272,39 +309,12 @@ fn qwen_code_escape_during_a_tool_in_tmux_ends_interrupted() {
     let world = World::new();
     // The session's whole command line and environment, in a script tmux runs.
     let cmd = session_command(&world, &cli, &qwen_argv(&cli, &mock, &[]));
-    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
-    let mut script = format!("#!/bin/sh\ncd {}\n", quote(world.work.as_os_str()));
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => script += &format!("export {}={}\n", k.to_string_lossy(), quote(v)),
-            None => script += &format!("unset {}\n", k.to_string_lossy()),
-        }
-    }
-    script += &format!("exec {}", quote(cmd.get_program()));
-    for a in cmd.get_args() {
-        script += &format!(" {}", quote(a));
-    }
-    script += "\n";
-    let script_path = world.home.join("run.sh");
-    fs::write(&script_path, script).expect("script");
-    let mut tmux = Tmux {
-        socket: format!("hooktrack-e2e-qwen-{}", std::process::id()),
-        path: None,
-    };
-    let started = tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "e2e",
-        "-x",
-        "140",
-        "-y",
-        "45",
-        "sh",
-        &script_path.to_string_lossy(),
-    ]);
-    assert!(started.is_some(), "tmux new-session");
-    tmux.path = tmux.run(&["display-message", "-p", "#{socket_path}"]);
+    let tmux = Tmux::start(
+        format!("hooktrack-e2e-qwen-{}", std::process::id()),
+        &cmd,
+        &world.work,
+        &world.home,
+    );
     let limit = Duration::from_secs(120);
     let output = world.output();
     let seen = |event: &str| {
@@ -475,40 +485,12 @@ fn copilot_tui(world: &World, bin: &Path, mock: &Mock, name: &str) -> Tmux {
     )
     .expect("config.json");
     let cmd = copilot_session(world, bin, mock, &["--allow-all-tools"]);
-    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
-    let mut script = format!("#!/bin/sh\ncd {}\n", quote(world.work.as_os_str()));
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => script += &format!("export {}={}\n", k.to_string_lossy(), quote(v)),
-            None => script += &format!("unset {}\n", k.to_string_lossy()),
-        }
-    }
-    script += &format!("exec {}", quote(cmd.get_program()));
-    for a in cmd.get_args() {
-        script += &format!(" {}", quote(a));
-    }
-    script += "\n";
-    let script_path = world.home.join("run.sh");
-    fs::write(&script_path, script).expect("script");
-    let mut tmux = Tmux {
-        socket: format!("hooktrack-e2e-copilot-{name}-{}", std::process::id()),
-        path: None,
-    };
-    let started = tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "e2e",
-        "-x",
-        "140",
-        "-y",
-        "45",
-        "sh",
-        &script_path.to_string_lossy(),
-    ]);
-    assert!(started.is_some(), "tmux new-session");
-    tmux.path = tmux.run(&["display-message", "-p", "#{socket_path}"]);
-    tmux
+    Tmux::start(
+        format!("hooktrack-e2e-copilot-{name}-{}", std::process::id()),
+        &cmd,
+        &world.work,
+        &world.home,
+    )
 }
 
 #[test]
@@ -806,39 +788,12 @@ fn factory_droid_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_
     let world = droid_world(&mock);
     // Low autonomy: the slow command (low risk) runs without a dialog.
     let cmd = droid_session(&world, &bin, &["--auto", "low"]);
-    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
-    let mut script = format!("#!/bin/sh\ncd {}\n", quote(world.work.as_os_str()));
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => script += &format!("export {}={}\n", k.to_string_lossy(), quote(v)),
-            None => script += &format!("unset {}\n", k.to_string_lossy()),
-        }
-    }
-    script += &format!("exec {}", quote(cmd.get_program()));
-    for a in cmd.get_args() {
-        script += &format!(" {}", quote(a));
-    }
-    script += "\n";
-    let script_path = world.home.join("run.sh");
-    fs::write(&script_path, script).expect("script");
-    let mut tmux = Tmux {
-        socket: format!("hooktrack-e2e-droid-{}", std::process::id()),
-        path: None,
-    };
-    let started = tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "e2e",
-        "-x",
-        "140",
-        "-y",
-        "45",
-        "sh",
-        &script_path.to_string_lossy(),
-    ]);
-    assert!(started.is_some(), "tmux new-session");
-    tmux.path = tmux.run(&["display-message", "-p", "#{socket_path}"]);
+    let tmux = Tmux::start(
+        format!("hooktrack-e2e-droid-{}", std::process::id()),
+        &cmd,
+        &world.work,
+        &world.home,
+    );
     let limit = Duration::from_secs(120);
     let output = world.output();
     let count = |event: &str| {

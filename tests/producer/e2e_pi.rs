@@ -250,39 +250,12 @@ fn pi_escape_during_a_tool_in_tmux_ends_interrupted() {
     let world = World::new(&mock);
     // The session's whole command line and environment, in a script tmux runs.
     let cmd = world.command(&modules, &[]);
-    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
-    let mut script = format!("#!/bin/sh\ncd {}\n", quote(world.work.as_os_str()));
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => script += &format!("export {}={}\n", k.to_string_lossy(), quote(v)),
-            None => script += &format!("unset {}\n", k.to_string_lossy()),
-        }
-    }
-    script += &format!("exec {}", quote(cmd.get_program()));
-    for a in cmd.get_args() {
-        script += &format!(" {}", quote(a));
-    }
-    script += "\n";
-    let script_path = world.home.join("run.sh");
-    fs::write(&script_path, script).expect("script");
-    let mut tmux = Tmux {
-        socket: format!("hooktrack-e2e-pi-{}", std::process::id()),
-        path: None,
-    };
-    let started = tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "e2e",
-        "-x",
-        "140",
-        "-y",
-        "45",
-        "sh",
-        &script_path.to_string_lossy(),
-    ]);
-    assert!(started.is_some(), "tmux new-session");
-    tmux.path = tmux.run(&["display-message", "-p", "#{socket_path}"]);
+    let tmux = Tmux::start(
+        format!("hooktrack-e2e-pi-{}", std::process::id()),
+        &cmd,
+        &world.work,
+        &world.home,
+    );
     let limit = Duration::from_secs(120);
     let seen = |event: &str, what: &str| {
         world
