@@ -649,6 +649,9 @@ const DROID: [&str; 2] = ["@factory/cli@0.225.1", "@factory/cli-linux-x64@0.225.
 
 /// One install for every Droid test of this binary.
 static DROID_INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
+/// Held by each Droid test while its agent runs: in one full CI run the TUI never drew its
+/// help line in 120 s while `droid exec` of the other test started beside it (alone, 9 s).
+static ONE_DROID: Mutex<()> = Mutex::new(());
 
 /// `node_modules/.bin` holding `droid` (a native binary).
 fn droid_installed() -> Result<PathBuf, String> {
@@ -730,6 +733,7 @@ fn factory_droid_exec_tool_turn_through_session_ends_success_with_three_tools() 
         Ok(b) => b,
         Err(reason) => return skip("factory-droid 0.225.2", &reason),
     };
+    let _one_droid = ONE_DROID.lock().unwrap_or_else(|e| e.into_inner());
     let mock = Mock::start(Path::new("python3"));
     let world = droid_world(&mock);
     let mut child = droid_session(
@@ -781,6 +785,7 @@ fn factory_droid_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_
         Ok(b) => b,
         Err(reason) => return skip("factory-droid 0.225.2 (tmux)", &reason),
     };
+    let _one_droid = ONE_DROID.lock().unwrap_or_else(|e| e.into_inner());
     if Command::new("tmux").arg("-V").output().is_err() {
         return skip("factory-droid 0.225.2 (tmux)", "no tmux");
     }
@@ -809,9 +814,19 @@ fn factory_droid_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_
         });
         tmux.keys(&["Enter"]);
     };
-    wait_for(limit, "the TUI's help line", || {
-        tmux.screen().contains("? for help").then_some(())
-    });
+    // The screen goes into the failure: the one time this wait gave up, nothing said why.
+    let started = std::time::Instant::now();
+    let drawn = loop {
+        let screen = tmux.screen();
+        if screen.contains("? for help") || started.elapsed() > limit {
+            break screen;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        drawn.contains("? for help"),
+        "the TUI's help line never came; the screen:\n{drawn}"
+    );
     type_prompt("Say hi. [[plain]]");
     wait_for(limit, "the first turn's Stop", || {
         (count("Stop") == 1).then_some(())
