@@ -287,3 +287,39 @@ fn pi_escape_during_a_tool_in_tmux_ends_interrupted() {
     // `agent_end` whose last message was aborted ends the turn interrupted.
     assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
 }
+
+/// `session -- pi --no-extensions` says once that hooktrack's extension will not load
+/// (seen for real: such a run leaves no row but the launcher's), and runs Pi all the same.
+#[test]
+fn session_with_pi_no_extensions_says_so_once_and_goes_on() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e(WHAT, &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    let mut child = world
+        .command(&modules, &["-ne", "-p", "Say hi. [[plain]]"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn session");
+    let status = wait_child(&mut child, Duration::from_secs(240));
+    let lines = world.lines();
+    let context = format!("session:\n{lines:#?}");
+    assert_eq!(status.code(), Some(0), "{context}");
+    let start = lines.first().expect("start line");
+    let findings: Vec<&str> = start["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(findings.len(), 1, "{context}");
+    assert!(
+        findings[0].contains("`-ne` makes Pi skip every extension it discovers"),
+        "{context}"
+    );
+    assert_eq!(lines.last().expect("end line")["kind"], "end", "{context}");
+}

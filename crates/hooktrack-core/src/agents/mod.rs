@@ -467,8 +467,10 @@ pub struct PluginLoading {
     pub env: &'static [&'static str],
     /// Arguments that do the same (`--pure`).
     pub flags: &'static [&'static str],
+    /// What a switch skips, in the finding ("every external plugin").
+    pub skipped: &'static str,
     /// `<program> <list...>` prints the plugins the agent will load, one `file://` URL
-    /// each (`opencode debug info`).
+    /// each (`opencode debug info`); empty when the agent has no such command.
     pub list: &'static [&'static str],
     /// What `list` prints instead when plugins are off.
     pub listed_off: &'static str,
@@ -485,6 +487,7 @@ pub fn switch_on(value: &str) -> bool {
 pub fn plugin_loading(agent: Agent) -> Option<&'static PluginLoading> {
     match agent {
         Agent::OpenCode => Some(&opencode::PLUGIN_LOADING),
+        Agent::Pi => Some(&pi::PLUGIN_LOADING),
         _ => None,
     }
 }

@@ -166,9 +166,10 @@ fn plugin_switches(probe: &Probe<'_>, loading: &PluginLoading, found: &mut Vec<F
             found.push(Finding {
                 file: probe.config.to_owned(),
                 cause: format!(
-                    "{var}={} in the environment makes {} skip every external plugin, hooktrack's among them",
+                    "{var}={} in the environment makes {} skip {}, hooktrack's among them",
                     value.to_string_lossy(),
-                    loading.who
+                    loading.who,
+                    loading.skipped
                 ),
                 fix: format!("unset {var}"),
             });
@@ -179,8 +180,8 @@ fn plugin_switches(probe: &Probe<'_>, loading: &PluginLoading, found: &mut Vec<F
             found.push(Finding {
                 file: probe.config.to_owned(),
                 cause: format!(
-                    "`{flag}` makes {} skip every external plugin, hooktrack's among them",
-                    loading.who
+                    "`{flag}` makes {} skip {}, hooktrack's among them",
+                    loading.who, loading.skipped
                 ),
                 fix: format!("start it without {flag}"),
             });
@@ -195,6 +196,9 @@ const PLUGIN_LIST_LIMIT: Duration = Duration::from_secs(30);
 /// answer (not installed, no answer in time) says nothing: the version line says whether
 /// the agent ran at all.
 fn plugin_listed(probe: &Probe<'_>, loading: &PluginLoading, found: &mut Vec<Finding>) {
+    if loading.list.is_empty() {
+        return;
+    }
     let Some(program) = probe
         .program
         .map(Path::to_owned)
@@ -810,6 +814,32 @@ mod tests {
         let none = |_: &str| None;
         let mut found = Vec::new();
         plugin_switches(&probe_with(&none, &args[..1], config), loading, &mut found);
+        assert!(found.is_empty(), "{found:?}");
+    }
+
+    #[test]
+    fn pi_without_extensions_is_a_finding_under_either_spelling() {
+        let Some(loading) = plugin_loading(Agent::Pi) else {
+            panic!("pi loads an extension");
+        };
+        let config = Path::new("/h/.pi/agent/extensions/hooktrack.ts");
+        let none = |_: &str| None;
+        for flag in ["--no-extensions", "-ne"] {
+            let args = [OsString::from("-p"), OsString::from(flag)];
+            let mut found = Vec::new();
+            plugin_switches(&probe_with(&none, &args, config), loading, &mut found);
+            assert_eq!(found.len(), 1, "{found:?}");
+            assert_eq!(
+                found[0].cause,
+                format!(
+                    "`{flag}` makes Pi skip every extension it discovers, hooktrack's among them"
+                )
+            );
+        }
+        // `--no-skills` and the like leave extensions alone.
+        let args = [OsString::from("--no-skills"), OsString::from("-ns")];
+        let mut found = Vec::new();
+        plugin_switches(&probe_with(&none, &args, config), loading, &mut found);
         assert!(found.is_empty(), "{found:?}");
     }
 

@@ -96,6 +96,7 @@ pub const PLUGIN_LOADING: PluginLoading = PluginLoading {
     who: "OpenCode",
     env: &["OPENCODE_PURE"],
     flags: &["--pure"],
+    skipped: "every external plugin",
     list: &["debug", "info"],
     listed_off: "external plugins disabled",
 };

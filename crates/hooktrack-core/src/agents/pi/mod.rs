@@ -9,13 +9,27 @@
 pub(crate) mod adapter;
 
 use super::{
-    COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, PreflightFacts, Strictness,
-    TimeoutUnit, Versions,
+    COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, PluginLoading, PreflightFacts,
+    Strictness, TimeoutUnit, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
 use crate::provider::Capabilities;
 use crate::row::Row;
+
+/// Pi 0.73.1 skips every extension it would discover, hooktrack's among them, when started
+/// with `--no-extensions` or `-ne` (an extension named by `--extension PATH` still loads):
+/// seen for real, a headless run with either flag left no row but the launcher's. No
+/// environment variable does the same, and Pi has no command that lists what it loads; a
+/// `settings.json` exclusion is the other way, checked by the plugin writer.
+pub const PLUGIN_LOADING: PluginLoading = PluginLoading {
+    who: "Pi",
+    env: &[],
+    flags: &["--no-extensions", "-ne"],
+    skipped: "every extension it discovers",
+    list: &[],
+    listed_off: "",
+};
 
 /// Pi.
 pub const DESCRIPTOR: Descriptor = Descriptor {
