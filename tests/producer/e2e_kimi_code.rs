@@ -14,7 +14,7 @@
 //! and expectations (cached in `target/tmp/drift-kimi-code-V`): `scripts/drift.sh
 //! kimi-code V` runs them so, and a failing test is an expectation that changed.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -87,24 +87,22 @@ fn install() -> Result<PathBuf, String> {
 /// A scratch world: HOME, `$KIMI_CODE_HOME` with a provider pointing at the mock, a work
 /// dir, a session root.
 struct World {
-    _tmp: tempfile::TempDir,
-    home: PathBuf,
+    base: SessionWorld,
     kimi_home: PathBuf,
     operator: String,
-    work: PathBuf,
-    root: PathBuf,
-    output: PathBuf,
+}
+
+impl std::ops::Deref for World {
+    type Target = SessionWorld;
+    fn deref(&self) -> &SessionWorld {
+        &self.base
+    }
 }
 
 impl World {
     fn new(mock: &Mock) -> Self {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let home = tmp.path().join("home");
-        let kimi_home = tmp.path().join("kimi-home");
-        let work = tmp.path().join("work");
-        for dir in [&home, &kimi_home, &work] {
-            fs::create_dir_all(dir).expect("mkdir");
-        }
+        let base = SessionWorld::new();
+        let kimi_home = base.scratch("kimi-home");
         // A `type = "kimi"` provider speaks chat completions at `{base_url}/chat/completions`;
         // a model needs `max_context_size`.
         let operator = format!(
@@ -115,47 +113,21 @@ impl World {
             mock.port
         );
         fs::write(kimi_home.join("config.toml"), &operator).expect("config.toml");
-        let root = tmp.path().join("root");
-        let output = tmp.path().join("session.ndjson");
         Self {
-            _tmp: tmp,
-            home,
+            base,
             kimi_home,
             operator,
-            work,
-            root,
-            output,
         }
     }
 
     /// `hooktrack session --format ndjson ... -- kimi ARGS` as a command.
     fn session(&self, bin: &Path, args: &[&str]) -> Command {
-        let mut cmd = hooktrack();
-        cmd.args(["session", "--format", "ndjson", "--root"])
-            .arg(&self.root)
-            .arg("--output")
-            .arg(&self.output)
-            .arg("--")
-            .arg(bin.join("kimi"))
-            .args(args)
-            .current_dir(&self.work)
+        let mut cmd = self.base.session(bin.join("kimi"));
+        cmd.args(args)
             .env("PATH", path_with(bin))
-            .env("HOME", &self.home)
             .env("KIMI_CODE_HOME", &self.kimi_home)
-            .env_remove("HOOKTRACK_TOKEN")
-            .env_remove("HOOKTRACK_DIR")
-            .env_remove("HOOKTRACK_URL")
-            .env_remove("HOOKTRACK_GENERATION")
             .env_remove("TMUX");
         cmd
-    }
-
-    fn lines(&self) -> Vec<Value> {
-        fs::read_to_string(&self.output)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
     }
 
     fn events_file(&self) -> PathBuf {
@@ -395,93 +367,32 @@ fn kimi_code_wire_file_ends_a_stop_hook_continuation_live() {
 }
 
 /// A tmux server on a private socket, killed (that server only) on drop.
-struct Tmux {
-    socket: String,
-}
+/// The shared private tmux server, with the waits these tests use.
+struct Tmux(super::util::Tmux);
 
 impl Tmux {
+    /// The session's pane, 160x45 (the width the recordings' screens were read at).
     fn start(world: &World, bin: &Path) -> Self {
-        let socket = format!("hooktrack-kimi-code-{}", std::process::id());
-        let tmux = Self { socket };
-        // tmux runs the pane's command through `sh -c`: every variable the session
-        // needs is set by `env` in that command, so the server's environment is moot.
-        let session = world.session(bin, &[]);
-        // `env -u NAME ... NAME=VALUE ... program args`: the unsets must come first.
-        let mut line = vec![OsString::from("env")];
-        let mut sets = Vec::new();
-        for (k, v) in session.get_envs() {
-            match v {
-                Some(v) => {
-                    let mut kv = k.to_os_string();
-                    kv.push("=");
-                    kv.push(v);
-                    sets.push(kv);
-                }
-                None => line.extend([OsString::from("-u"), k.to_os_string()]),
-            }
-        }
-        line.extend(sets);
-        line.push(session.get_program().to_os_string());
-        line.extend(session.get_args().map(OsStr::to_os_string));
-        let command = line
-            .iter()
-            .map(|a| shell_quote(&a.to_string_lossy()))
-            .collect::<Vec<_>>()
-            .join(" ");
-        let status = tmux
-            .tmux()
-            .args([
-                "-f",
-                "/dev/null",
-                "new-session",
-                "-d",
-                "-s",
-                "k",
-                "-x",
-                "160",
-            ])
-            .args(["-y", "45", "-c"])
-            .arg(&world.work)
-            .arg(command)
-            .status()
-            .expect("tmux new-session");
-        assert!(status.success(), "tmux new-session failed");
-        tmux
-    }
-
-    fn tmux(&self) -> Command {
-        let mut cmd = Command::new("tmux");
-        cmd.args(["-L", &self.socket]).env_remove("TMUX");
-        cmd
+        Self(super::util::Tmux::start_sized(
+            format!("hooktrack-kimi-code-{}", std::process::id()),
+            &world.session(bin, &[]),
+            &world.work,
+            &world.kimi_home,
+            (160, 45),
+        ))
     }
 
     fn screen(&self) -> String {
-        let out = self
-            .tmux()
-            .args(["capture-pane", "-p", "-t", "k"])
-            .output()
-            .expect("capture-pane");
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        self.0.screen()
     }
 
     fn keys(&self, keys: &[&str]) {
-        let status = self
-            .tmux()
-            .args(["send-keys", "-t", "k"])
-            .args(keys)
-            .status()
-            .expect("send-keys");
-        assert!(status.success());
+        self.0.keys(keys);
     }
 
     /// Types `text` and submits it.
     fn prompt(&self, text: &str) {
-        let status = self
-            .tmux()
-            .args(["send-keys", "-t", "k", "-l", text])
-            .status()
-            .expect("send-keys");
-        assert!(status.success());
+        self.keys(&["-l", text]);
         // The TUI takes a pasted burst as text; Enter apart submits it.
         std::thread::sleep(Duration::from_millis(300));
         self.keys(&["Enter"]);
@@ -522,30 +433,11 @@ impl Tmux {
     }
 
     fn pane_pid(&self) -> u32 {
-        let out = self
-            .tmux()
-            .args(["display-message", "-p", "-t", "k", "#{pane_pid}"])
-            .output()
-            .expect("display-message");
-        String::from_utf8_lossy(&out.stdout)
-            .trim()
-            .parse()
-            .expect("pane pid")
+        let Some(pid) = self.0.pane_pid() else {
+            panic!("tmux names no pane pid");
+        };
+        pid
     }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self
-            .tmux()
-            .arg("kill-server")
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// The pids whose parent is `pid` (from `/proc`).

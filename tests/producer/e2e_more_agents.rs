@@ -16,8 +16,6 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::e2e::{Mock, run_bounded};
 use super::util::*;
 
@@ -67,42 +65,7 @@ fn install_clis() -> Result<Installed, String> {
 }
 
 /// A scratch world for one agent run: HOME, a work dir, a session root.
-struct World {
-    _tmp: tempfile::TempDir,
-    home: PathBuf,
-    work: PathBuf,
-    root: PathBuf,
-}
-
-impl World {
-    fn new() -> Self {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let home = tmp.path().join("home");
-        let work = tmp.path().join("work");
-        fs::create_dir_all(&home).expect("mkdir");
-        fs::create_dir_all(&work).expect("mkdir");
-        let root = tmp.path().join("root");
-        Self {
-            _tmp: tmp,
-            home,
-            work,
-            root,
-        }
-    }
-
-    fn output(&self) -> PathBuf {
-        self.root.with_extension("ndjson")
-    }
-}
-
-/// The lines `hooktrack session --format ndjson` wrote so far.
-fn session_lines(output: &Path) -> Vec<Value> {
-    fs::read_to_string(output)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
+type World = SessionWorld;
 
 fn qwen_argv(cli: &Installed, mock: &Mock, extra: &[&str]) -> Vec<OsString> {
     let mut argv: Vec<OsString> = vec![cli.bin.join("qwen").into()];
@@ -130,22 +93,14 @@ fn qwen_argv(cli: &Installed, mock: &Mock, extra: &[&str]) -> Vec<OsString> {
 
 /// `hooktrack session` with the agent's environment: a scratch HOME, Node 22 first on PATH.
 fn session_command(world: &World, cli: &Installed, argv: &[OsString]) -> Command {
-    let mut cmd = hooktrack();
-    cmd.args(["session", "--format", "ndjson", "--root"])
-        .arg(&world.root)
-        .arg("--output")
-        .arg(world.output())
-        .arg("--")
-        .args(argv)
-        .current_dir(&world.work)
-        .env("HOME", &world.home)
+    let Some((program, args)) = argv.split_first() else {
+        panic!("an agent's command line names its program");
+    };
+    let mut cmd = world.session(program);
+    cmd.args(args)
         .env("PATH", path_with(&cli.node_bin))
         .env("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1")
-        .env_remove("QWEN_HOME")
-        .env_remove("HOOKTRACK_TOKEN")
-        .env_remove("HOOKTRACK_DIR")
-        .env_remove("HOOKTRACK_URL")
-        .env_remove("HOOKTRACK_GENERATION");
+        .env_remove("QWEN_HOME");
     cmd
 }
 
@@ -216,84 +171,6 @@ fn qwen_code_failing_model_call_in_headless_mode_ends_known_failure_from_its_cha
         "{lines:#?}"
     );
     assert_eq!(end["turns"][0]["ended_by"], "transcript", "{lines:#?}");
-}
-
-/// A private tmux server, killed (by its socket) when dropped.
-pub(super) struct Tmux {
-    pub(super) socket: String,
-    /// The server's socket file, which it leaves behind when it exits.
-    pub(super) path: Option<String>,
-}
-
-impl Tmux {
-    /// A private server on `socket` whose one pane (`e2e`, 140x45) runs `cmd` in `work`:
-    /// its whole command line and environment go into `dir/run.sh`, which tmux runs.
-    pub(super) fn start(socket: String, cmd: &Command, work: &Path, dir: &Path) -> Tmux {
-        let quote =
-            |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
-        let mut script = format!("#!/bin/sh\ncd {}\n", quote(work.as_os_str()));
-        for (k, v) in cmd.get_envs() {
-            match v {
-                Some(v) => script += &format!("export {}={}\n", k.to_string_lossy(), quote(v)),
-                None => script += &format!("unset {}\n", k.to_string_lossy()),
-            }
-        }
-        script += &format!("exec {}", quote(cmd.get_program()));
-        for a in cmd.get_args() {
-            script += &format!(" {}", quote(a));
-        }
-        script += "\n";
-        let script_path = dir.join("run.sh");
-        fs::write(&script_path, script).expect("script");
-        let mut tmux = Tmux { socket, path: None };
-        let started = tmux.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            "e2e",
-            "-x",
-            "140",
-            "-y",
-            "45",
-            "sh",
-            &script_path.to_string_lossy(),
-        ]);
-        assert!(started.is_some(), "tmux new-session");
-        tmux.path = tmux.run(&["display-message", "-p", "#{socket_path}"]);
-        tmux
-    }
-
-    pub(super) fn run(&self, args: &[&str]) -> Option<String> {
-        let out = Command::new("tmux")
-            .args(["-L", &self.socket, "-f", "/dev/null"])
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-    }
-
-    pub(super) fn screen(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "e2e"])
-            .unwrap_or_default()
-    }
-
-    pub(super) fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "e2e"];
-        args.extend_from_slice(keys);
-        assert!(self.run(&args).is_some(), "tmux send-keys {keys:?}");
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.run(&["kill-server"]);
-        if let Some(path) = &self.path {
-            let _ = fs::remove_file(path.trim());
-        }
-    }
 }
 
 #[test]
@@ -394,16 +271,8 @@ fn copilot_installed() -> Result<PathBuf, String> {
 /// `hooktrack session -- copilot ARGS` against the mock, with `bin` first on PATH (so the
 /// version hooktrack asks for is this one's) and a scratch HOME.
 fn copilot_session(world: &World, bin: &Path, mock: &Mock, args: &[&str]) -> Command {
-    let mut cmd = hooktrack();
-    cmd.args(["session", "--format", "ndjson", "--root"])
-        .arg(&world.root)
-        .arg("--output")
-        .arg(world.output())
-        .arg("--")
-        .arg(bin.join("copilot"))
-        .args(args)
-        .current_dir(&world.work)
-        .env("HOME", &world.home)
+    let mut cmd = world.session(bin.join("copilot"));
+    cmd.args(args)
         .env("PATH", path_with(bin))
         .env(
             "COPILOT_PROVIDER_BASE_URL",
@@ -413,11 +282,7 @@ fn copilot_session(world: &World, bin: &Path, mock: &Mock, args: &[&str]) -> Com
         // The mock answers whoever offers `read_bash` with Copilot's tool names.
         .env("COPILOT_MODEL", "gpt-4o")
         .env("COPILOT_OFFLINE", "true")
-        .env_remove("COPILOT_HOME")
-        .env_remove("HOOKTRACK_TOKEN")
-        .env_remove("HOOKTRACK_DIR")
-        .env_remove("HOOKTRACK_URL")
-        .env_remove("HOOKTRACK_GENERATION");
+        .env_remove("COPILOT_HOME");
     cmd
 }
 

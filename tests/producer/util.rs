@@ -448,3 +448,207 @@ pub fn fake_kimi_session(
     .stdin(Stdio::null());
     cmd
 }
+
+/// The lines `hooktrack session --format ndjson --output OUTPUT` wrote so far.
+pub fn session_lines(output: &Path) -> Vec<serde_json::Value> {
+    fs::read_to_string(output)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// A scratch world for one agent run through `hooktrack session`: a HOME, a work folder
+/// and a session root, all inside one temporary folder that goes with it.
+pub struct SessionWorld {
+    _tmp: tempfile::TempDir,
+    pub home: std::path::PathBuf,
+    pub work: std::path::PathBuf,
+    pub root: std::path::PathBuf,
+}
+
+/// hooktrack's routing variables: a test's own must never reach the session it starts.
+const ROUTING_ENV: [&str; 4] = [
+    "HOOKTRACK_TOKEN",
+    "HOOKTRACK_DIR",
+    "HOOKTRACK_URL",
+    "HOOKTRACK_GENERATION",
+];
+
+impl SessionWorld {
+    pub fn new() -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let home = tmp.path().join("home");
+        let work = tmp.path().join("work");
+        fs::create_dir_all(&home).expect("mkdir home");
+        fs::create_dir_all(&work).expect("mkdir work");
+        let root = tmp.path().join("root");
+        Self {
+            _tmp: tmp,
+            home,
+            work,
+            root,
+        }
+    }
+
+    /// A new folder of the caller's beside the world's own (an agent's config home).
+    pub fn scratch(&self, name: &str) -> std::path::PathBuf {
+        let dir = self._tmp.path().join(name);
+        fs::create_dir_all(&dir).expect("mkdir scratch");
+        dir
+    }
+
+    /// Where `session --output` writes its lines.
+    pub fn output(&self) -> std::path::PathBuf {
+        self.root.with_extension("ndjson")
+    }
+
+    /// The lines `hooktrack session --format ndjson` wrote so far.
+    pub fn lines(&self) -> Vec<serde_json::Value> {
+        session_lines(&self.output())
+    }
+
+    /// `hooktrack session --format ndjson --root ROOT --output OUTPUT -- PROGRAM`, run in
+    /// the work folder with the world's HOME; the caller adds the agent's arguments and
+    /// environment.
+    pub fn session(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        self.session_at(&self.root, program)
+    }
+
+    /// [`Self::session`] with a root of the caller's (its output beside it): for tests that
+    /// run several sessions in one world.
+    pub fn session_at(&self, root: &Path, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut cmd = hooktrack();
+        cmd.args(["session", "--format", "ndjson", "--root"])
+            .arg(root)
+            .arg("--output")
+            .arg(root.with_extension("ndjson"))
+            .arg("--")
+            .arg(program)
+            .current_dir(&self.work)
+            .env("HOME", &self.home);
+        for var in ROUTING_ENV {
+            cmd.env_remove(var);
+        }
+        cmd
+    }
+
+    /// Runs a headless session to its end (at most 240 s): its exit code, its stdout and
+    /// the lines it wrote.
+    pub fn run(&self, mut cmd: Command) -> (Option<i32>, String, Vec<serde_json::Value>) {
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn session");
+        let status = wait_child(&mut child, Duration::from_secs(240));
+        let mut out = String::new();
+        if let Some(mut stdout) = child.stdout.take() {
+            let _ = stdout.read_to_string(&mut out);
+        }
+        (status.code(), out, self.lines())
+    }
+}
+
+/// A private tmux server, killed (by its socket) when dropped, whose one pane (`e2e`) runs
+/// an agent's session.
+pub struct Tmux {
+    socket: String,
+    /// The server's socket file, which it leaves behind when it exits.
+    path: Option<String>,
+}
+
+impl Tmux {
+    /// A private server on `socket` whose one pane (140x45) runs `cmd` in `work`: its whole
+    /// command line and environment go into `dir/run.sh`, which tmux runs (tmux's own
+    /// environment is then moot).
+    pub fn start(socket: String, cmd: &Command, work: &Path, dir: &Path) -> Tmux {
+        Self::start_sized(socket, cmd, work, dir, (140, 45))
+    }
+
+    /// [`Tmux::start`] with a pane of `(columns, rows)`.
+    pub fn start_sized(
+        socket: String,
+        cmd: &Command,
+        work: &Path,
+        dir: &Path,
+        (columns, rows): (u16, u16),
+    ) -> Tmux {
+        let quote =
+            |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
+        let mut script = format!("#!/bin/sh\ncd {}\n", quote(work.as_os_str()));
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => script += &format!("export {}={}\n", k.to_string_lossy(), quote(v)),
+                None => script += &format!("unset {}\n", k.to_string_lossy()),
+            }
+        }
+        script += &format!("exec {}", quote(cmd.get_program()));
+        for a in cmd.get_args() {
+            script += &format!(" {}", quote(a));
+        }
+        script += "\n";
+        let script_path = dir.join("run.sh");
+        fs::write(&script_path, script).expect("script");
+        let mut tmux = Tmux { socket, path: None };
+        let (columns, rows) = (columns.to_string(), rows.to_string());
+        let started = tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "e2e",
+            "-x",
+            &columns,
+            "-y",
+            &rows,
+            "sh",
+            &script_path.to_string_lossy(),
+        ]);
+        assert!(started.is_some(), "tmux new-session");
+        tmux.path = tmux.run(&["display-message", "-p", "#{socket_path}"]);
+        tmux
+    }
+
+    /// `tmux ARGS` on this server: its stdout when it succeeded.
+    pub fn run(&self, args: &[&str]) -> Option<String> {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .env_remove("TMUX")
+            .stdin(Stdio::null())
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    pub fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "e2e"])
+            .unwrap_or_default()
+    }
+
+    pub fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "e2e"];
+        args.extend_from_slice(keys);
+        assert!(self.run(&args).is_some(), "tmux send-keys {keys:?}");
+    }
+
+    /// The pid of the pane's process (the session's shell script, then `hooktrack`).
+    pub fn pane_pid(&self) -> Option<u32> {
+        self.run(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"])?
+            .trim()
+            .parse()
+            .ok()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+        if let Some(path) = &self.path {
+            let _ = fs::remove_file(path.trim());
+        }
+    }
+}
