@@ -372,6 +372,24 @@ fn wait_pane(
     (seen, false)
 }
 
+/// Waits until the pane's `@hooktrack_<option>` reads `value` while its screen shows
+/// `text`; panics naming `what`, the phases seen and the screen otherwise. Returns the
+/// phases seen on the way.
+fn wait_state(
+    tmux: &TmuxServer,
+    pane: &str,
+    what: &str,
+    (option, value): (&str, &str),
+    text: &str,
+) -> Vec<String> {
+    let option = format!("@hooktrack_{option}");
+    let (seen, ok) = wait_pane(tmux, pane, |t| {
+        t.option(pane, &option) == value && t.screen(pane).contains(text)
+    });
+    assert!(ok, "{what} ({seen:?}):\n{}", tmux.screen(pane));
+    seen
+}
+
 /// Issue 25's end to end: `setup` into a scratch home, a real Claude Code 2.1.197 typed
 /// into a pane of a private tmux server (no `hooktrack session`), `watch --tmux` with no
 /// path; then `setup --undo`.
@@ -573,11 +591,13 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
         .unwrap();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SessionStart: the pane is known, the agent ready.
-        let (_, ok) = wait_pane(&tmux, &pane, |t| {
-            t.option(&pane, "@hooktrack_phase") == "ready"
-                && t.screen(&pane).contains("Claude Code v2.1.197")
-        });
-        assert!(ok, "never ready:\n{}", tmux.screen(&pane));
+        wait_state(
+            &tmux,
+            &pane,
+            "never ready",
+            ("phase", "ready"),
+            "Claude Code v2.1.197",
+        );
         assert_eq!(tmux.option(&pane, "@hooktrack_agent"), "claude-code");
 
         // Enter only once the text is in the input box: keys typed while the TUI is still
@@ -593,11 +613,13 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
             tmux.run(&["send-keys", "-t", &pane, "Enter"]);
         };
         prompt("Run a command, write a file, read it back. [[tools]]");
-        let (seen, ok) = wait_pane(&tmux, &pane, |t| {
-            t.option(&pane, "@hooktrack_phase") == "blocked"
-                && t.screen(&pane).contains("Do you want to create notes.txt?")
-        });
-        assert!(ok, "never blocked ({seen:?}):\n{}", tmux.screen(&pane));
+        let seen = wait_state(
+            &tmux,
+            &pane,
+            "never blocked",
+            ("phase", "blocked"),
+            "Do you want to create notes.txt?",
+        );
         assert!(seen.contains(&"active".to_owned()), "{seen:?}");
         assert_eq!(tmux.option(&pane, "@hooktrack_blocked"), "Write");
         assert_eq!(tmux.option(&pane, "@hooktrack_attention"), "1");
@@ -615,11 +637,13 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
         eprintln!("status-right: {right}\nwindow-status-format: {window}");
 
         tmux.run(&["send-keys", "-t", &pane, "Enter"]);
-        let (seen, ok) = wait_pane(&tmux, &pane, |t| {
-            t.option(&pane, "@hooktrack_last") == "success"
-                && t.screen(&pane).contains("The file holds two lines. Done.")
-        });
-        assert!(ok, "never success ({seen:?}):\n{}", tmux.screen(&pane));
+        wait_state(
+            &tmux,
+            &pane,
+            "never success",
+            ("last", "success"),
+            "The file holds two lines. Done.",
+        );
         assert_eq!(tmux.option(&pane, "@hooktrack_phase"), "ready");
 
         fs::remove_file(work.join("notes.txt")).unwrap();
@@ -627,21 +651,21 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
         let (_, ok) = wait_pane(&tmux, &pane, |t| !t.screen(&pane).contains("Done."));
         assert!(ok, "/clear:\n{}", tmux.screen(&pane));
         prompt("Run a command, write a file, read it back. [[tools]]");
-        let (seen, ok) = wait_pane(&tmux, &pane, |t| {
-            t.option(&pane, "@hooktrack_phase") == "blocked"
-                && t.screen(&pane).contains("Do you want to create notes.txt?")
-        });
-        assert!(
-            ok,
-            "never blocked again ({seen:?}):\n{}",
-            tmux.screen(&pane)
+        wait_state(
+            &tmux,
+            &pane,
+            "never blocked again",
+            ("phase", "blocked"),
+            "Do you want to create notes.txt?",
         );
         tmux.run(&["send-keys", "-t", &pane, "Escape"]);
-        let (seen, ok) = wait_pane(&tmux, &pane, |t| {
-            t.option(&pane, "@hooktrack_last") == "interrupted"
-                && t.screen(&pane).contains("User rejected write to notes.txt")
-        });
-        assert!(ok, "never interrupted ({seen:?}):\n{}", tmux.screen(&pane));
+        wait_state(
+            &tmux,
+            &pane,
+            "never interrupted",
+            ("last", "interrupted"),
+            "User rejected write to notes.txt",
+        );
         assert_eq!(tmux.option(&pane, "@hooktrack_phase"), "ready");
 
         prompt("/exit");
@@ -667,14 +691,12 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
         });
         assert!(ok, "qwen never started:\n{}", tmux.screen(&qpane));
         qprompt("Make a file. [[perm]]");
-        let (seen, ok) = wait_pane(&tmux, &qpane, |t| {
-            t.option(&qpane, "@hooktrack_phase") == "blocked"
-                && t.screen(&qpane).contains("Allow execution of: 'touch'?")
-        });
-        assert!(
-            ok,
-            "qwen never blocked ({seen:?}):\n{}",
-            tmux.screen(&qpane)
+        let seen = wait_state(
+            &tmux,
+            &qpane,
+            "qwen never blocked",
+            ("phase", "blocked"),
+            "Allow execution of: 'touch'?",
         );
         assert!(seen.contains(&"active".to_owned()), "{seen:?}");
         assert_eq!(tmux.option(&qpane, "@hooktrack_agent"), "qwen-code");
@@ -683,37 +705,37 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
             "run_shell_command"
         );
         tmux.run(&["send-keys", "-t", &qpane, "Enter"]);
-        let (seen, ok) = wait_pane(&tmux, &qpane, |t| {
-            t.option(&qpane, "@hooktrack_last") == "success"
-                && t.screen(&qpane).contains("The file holds two lines. Done.")
-        });
-        assert!(
-            ok,
-            "qwen never success ({seen:?}):\n{}",
-            tmux.screen(&qpane)
+        wait_state(
+            &tmux,
+            &qpane,
+            "qwen never success",
+            ("last", "success"),
+            "The file holds two lines. Done.",
         );
         assert_eq!(tmux.option(&qpane, "@hooktrack_phase"), "ready");
         qprompt("Wait a while. [[slow]]");
-        let (_, ok) = wait_pane(&tmux, &qpane, |t| {
-            t.option(&qpane, "@hooktrack_phase") == "blocked"
-                && t.screen(&qpane).contains("Allow execution of: 'sleep'?")
-        });
-        assert!(ok, "qwen never asked for sleep:\n{}", tmux.screen(&qpane));
+        wait_state(
+            &tmux,
+            &qpane,
+            "qwen never asked for sleep",
+            ("phase", "blocked"),
+            "Allow execution of: 'sleep'?",
+        );
         tmux.run(&["send-keys", "-t", &qpane, "Enter"]);
-        let (_, ok) = wait_pane(&tmux, &qpane, |t| {
-            t.option(&qpane, "@hooktrack_phase") == "active"
-                && t.screen(&qpane).contains("esc to cancel")
-        });
-        assert!(ok, "the shell never ran:\n{}", tmux.screen(&qpane));
+        wait_state(
+            &tmux,
+            &qpane,
+            "the shell never ran",
+            ("phase", "active"),
+            "esc to cancel",
+        );
         tmux.run(&["send-keys", "-t", &qpane, "Escape"]);
-        let (seen, ok) = wait_pane(&tmux, &qpane, |t| {
-            t.option(&qpane, "@hooktrack_last") == "interrupted"
-                && t.screen(&qpane).contains("Request cancelled.")
-        });
-        assert!(
-            ok,
-            "qwen never interrupted ({seen:?}):\n{}",
-            tmux.screen(&qpane)
+        wait_state(
+            &tmux,
+            &qpane,
+            "qwen never interrupted",
+            ("last", "interrupted"),
+            "Request cancelled.",
         );
         assert_eq!(tmux.option(&qpane, "@hooktrack_phase"), "ready");
         qprompt("/quit");
