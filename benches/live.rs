@@ -45,11 +45,15 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
+#[path = "shared/peak_memory.rs"]
+mod peak_memory;
+
 use hooktrack::Pipeline;
 use hooktrack::ProviderChoice;
 use hooktrack::StorePaths;
 use hooktrack::{Hub, HubConfig, SessionId};
 use hooktrack::{Session, SessionConfig, Update};
+use peak_memory::vm_hwm_kib;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
@@ -1046,18 +1050,4 @@ fn ledger_child(args: &[String]) -> Result<()> {
     };
     println!("{start} {during} {closing}");
     Ok(())
-}
-
-/// `VmHWM` (peak resident set size) of this process, in KiB.
-fn vm_hwm_kib() -> Result<u64> {
-    let status = fs::read_to_string("/proc/self/status")?;
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .ok_or("no VmHWM in /proc/self/status")?;
-    Ok(line
-        .split_whitespace()
-        .nth(1)
-        .ok_or("no VmHWM figure")?
-        .parse()?)
 }

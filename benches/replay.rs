@@ -40,8 +40,12 @@ use hooktrack_core::read::{LineReader, ReadLine};
 use hooktrack_core::row::parse_line;
 use hooktrack_core::sessions::Sessions;
 
+#[path = "shared/peak_memory.rs"]
+mod peak_memory;
 #[path = "replay/whole_process.rs"]
 mod whole_process;
+
+use peak_memory::vm_hwm_kib;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
@@ -805,24 +809,6 @@ fn measure_memory_child(path: &Path) -> Result<()> {
         pipeline.diagnostics().total()
     )?;
     Ok(())
-}
-
-/// `VmHWM` (peak resident set size) of this process, in KiB.
-fn vm_hwm_kib() -> Result<u64> {
-    let status = fs::read_to_string("/proc/self/status")
-        .map_err(|e| format!("cannot read /proc/self/status: {e}"))?;
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .ok_or("no VmHWM in /proc/self/status")?;
-    let kib = line
-        .trim_start_matches("VmHWM:")
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse::<u64>()
-        .map_err(|e| format!("bad VmHWM line {line:?}: {e}"))?;
-    Ok(kib)
 }
 
 // ===== synthetic campaign ==============================================================
