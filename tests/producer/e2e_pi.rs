@@ -10,7 +10,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -255,28 +255,12 @@ fn session_with_pi_no_extensions_says_so_once_and_goes_on() {
     };
     let mock = Mock::start(Path::new("python3"));
     let world = World::new(&mock);
-    let mut child = world
-        .command(&modules, &["-ne", "-p", "Say hi. [[plain]]"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn session");
-    let status = wait_child(&mut child, Duration::from_secs(240));
-    let lines = world.lines();
-    let context = format!("session:\n{lines:#?}");
-    assert_eq!(status.code(), Some(0), "{context}");
-    let start = lines.first().expect("start line");
-    let findings: Vec<&str> = start["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert_eq!(findings.len(), 1, "{context}");
-    assert!(
-        findings[0].contains("`-ne` makes Pi skip every extension it discovers"),
-        "{context}"
+    let (code, _, lines) = world
+        .0
+        .run(world.command(&modules, &["-ne", "-p", "Say hi. [[plain]]"]));
+    assert_one_finding_then_a_whole_run(
+        code,
+        &lines,
+        "`-ne` makes Pi skip every extension it discovers",
     );
-    assert_eq!(lines.last().expect("end line")["kind"], "end", "{context}");
 }

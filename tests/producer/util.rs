@@ -652,3 +652,26 @@ impl Drop for Tmux {
         }
     }
 }
+
+/// A session that ran its agent to the end (exit 0, an `end` line) and said exactly one
+/// finding before it started, containing `text`.
+pub fn assert_one_finding_then_a_whole_run(
+    code: Option<i32>,
+    lines: &[serde_json::Value],
+    text: &str,
+) {
+    let context = format!("session:\n{lines:#?}");
+    assert_eq!(code, Some(0), "{context}");
+    let findings: Vec<&str> = lines
+        .first()
+        .and_then(|start| start["findings"].as_array())
+        .map(|found| found.iter().filter_map(serde_json::Value::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(findings.len(), 1, "{context}");
+    assert!(findings[0].contains(text), "{context}");
+    assert_eq!(
+        lines.last().map(|end| end["kind"].clone()),
+        Some(serde_json::json!("end")),
+        "{context}"
+    );
+}
