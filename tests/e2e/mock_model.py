@@ -147,6 +147,12 @@ SCRIPTS = {
         "agent": [[("call_o_a", "task", {"description": "Say hello", "prompt": "Say hello. [[subtool]]",
                                          "subagent_type": "general"})]],
         "subtool": [[("call_o_s", "bash", {"command": "echo from-subagent", "description": "Print"})]],
+        # `[[question]]`: the `question` tool (offered in the TUI, not in `opencode run`),
+        # which waits on the user's answer.
+        "question": [[("call_o_q", "question", {"questions": [{
+            "question": "Which color?", "header": "Color",
+            "options": [{"label": "Red", "description": "A warm color"},
+                        {"label": "Blue", "description": "A cool color"}]}]})]],
     },
     # Pi: `[[slow]]` a shell call long enough to press Escape.
     "pi": {

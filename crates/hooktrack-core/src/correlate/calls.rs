@@ -37,6 +37,22 @@ impl Correlator {
     /// PostToolUse / PostToolUseFailure. `interrupt`: the user interrupted the call, which
     /// ends the turn interrupted (Claude's only interrupt trace).
     pub(super) fn tool_finished(&mut self, ctx: &mut Ctx, tool: &ToolRef<'_>, interrupt: bool) {
+        if ctx.source == Source::Transcript
+            && !self.caps.tool_ids
+            && tool.call_id.is_some()
+            && tool.name.is_none()
+        {
+            // A transcript's end of a call named only by the model's id, which none of the
+            // provider's hooks carries (GitHub Copilot CLI's rejected call): the only open
+            // call is it. A transcript line is not a row: no `last_row`.
+            if let Some(owner) = self.tools.finish_sole() {
+                self.dialogs.answered(owner);
+            }
+            if interrupt {
+                self.interrupt_main(ctx);
+            }
+            return;
+        }
         match self.tools.finish(ctx, tool, self.caps.tool_ids) {
             Finished::Closed { key, owner } => {
                 self.dialogs.answered(owner);
@@ -139,6 +155,57 @@ mod tests {
             name: Some(Cow::Borrowed(name)),
             ..ToolRef::default()
         }
+    }
+
+    /// GitHub Copilot CLI's session log ends a rejected call by the model's id, which no
+    /// hook carries: it closes the only open call, and none while two are open.
+    #[test]
+    fn a_transcript_end_by_id_alone_closes_only_a_sole_open_call() {
+        let mut c = Correlator::new(Agent::CopilotCli.capabilities());
+        let denied = || Event::ToolFailed {
+            tool: ToolRef {
+                call_id: Some(Cow::Borrowed("call_1")),
+                ..ToolRef::default()
+            },
+            error: None,
+            interrupt: false,
+        };
+        let from_transcript = |c: &mut Correlator, line: u64, event: Event<'_>| {
+            let obs = Observation {
+                line,
+                generation: None,
+                event: &event,
+                source: crate::source::Source::Transcript,
+            };
+            c.observe(obs, None).notes
+        };
+        feed(&mut c, 1, prompt());
+        for line in [2, 3] {
+            feed(
+                &mut c,
+                line,
+                Event::ToolStarted {
+                    tool: tool(None, "Bash"),
+                },
+            );
+        }
+        let notes = from_transcript(&mut c, 1, denied());
+        assert!(
+            notes.iter().any(|n| n.diag == Diag::TranscriptMarkerStale),
+            "{notes:?}"
+        );
+        assert_eq!(c.posture().turn.open_tool_calls, 2);
+        feed(
+            &mut c,
+            4,
+            Event::ToolFinished {
+                tool: tool(None, "Bash"),
+            },
+        );
+        let notes = from_transcript(&mut c, 2, denied());
+        assert_eq!(notes, []);
+        assert_eq!(c.posture().turn.open_tool_calls, 0);
+        assert_eq!(c.posture().turn.phase, crate::posture::Phase::Active);
     }
 
     #[test]

@@ -148,6 +148,19 @@ impl Tools {
         Finished::NotOpen
     }
 
+    /// Closes the one open call, if exactly one is open: where a second signal names a
+    /// call only by an id no hook carries (GitHub Copilot CLI's session log ends a call the
+    /// user rejected, which no hook reports), that call is the only open one. With more
+    /// open (parallel calls, a subagent's call beside its `task` call) there is nothing to
+    /// tell them apart by: they stay open and end with their turn (noted then). The closed
+    /// call's owner.
+    pub(super) fn finish_sole(&mut self) -> Option<Owner> {
+        if self.open.len() != 1 {
+            return None;
+        }
+        self.open.pop().map(|(_, call)| call.owner)
+    }
+
     /// The oldest open id-less call with the same name and input. More than one candidate
     /// is a guess, and is counted.
     fn pair_first_in_first_out(&self, ctx: &mut Ctx, tool: &ToolRef<'_>) -> Option<u64> {

@@ -7,7 +7,8 @@
 //! Kimi Code's turn end (`turn.ended`, read as a `Stop`) only ends a continuation; its
 //! blocked prompt (`prompt.completed`, `blocked`) only drops the armed prompt. GitHub
 //! Copilot CLI's permission answer (`permission.completed`) only ends the open turn's
-//! dialog.
+//! dialog, and its rejected call's end (`tool.execution_complete`, `denied`) only that
+//! call.
 //!
 //! A turn-origin marker (Claude Code's `turnOrigin: "task_notification"`) settles no turn:
 //! it names, by turn id only, a main turn the agent started itself. Claude Code writes it
@@ -96,6 +97,22 @@ impl Correlator {
                     }
                     _ => true,
                 }
+            }
+            Event::ToolFailed { tool, .. } if !self.caps.tool_ids => {
+                // The hooks carry no call id (GitHub Copilot CLI): the call the marker names
+                // by the model's id is the open turn's, if it is the only call open.
+                let sole = self.tools.len() == 1;
+                if !sole {
+                    ctx.note(
+                        Diag::TranscriptMarkerStale,
+                        Some(format!(
+                            "call {} named by id only, {} calls open",
+                            tool.call_id.as_deref().unwrap_or("?"),
+                            self.tools.len()
+                        )),
+                    );
+                }
+                sole
             }
             Event::ToolFailed { tool, .. } => {
                 let open_call = tool

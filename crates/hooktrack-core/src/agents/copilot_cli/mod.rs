@@ -65,6 +65,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
             "\"abort\"",
             "\"session.compaction_complete\"",
             "\"permission.completed\"",
+            "\"tool.execution_complete\"",
         ],
         // Only `Stop`, `PreCompact` and `SubagentStart` name the log: an Escape in a
         // session's first turn comes before any of them.

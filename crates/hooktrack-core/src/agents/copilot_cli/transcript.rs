@@ -14,6 +14,12 @@
 //!   `Notification(permission_prompt)` when it opens; after "Yes" the next hook is the
 //!   call's `PostToolUse` (as long as the call runs), after "No" the turn's `Stop` (no
 //!   `PostToolUse` or `PostToolUseFailure` for the rejected call).
+//! - `tool.execution_complete` with `success` false and `error.code` `denied`, named by
+//!   `toolCallId` only (no tool name, no arguments): the call the user rejected ended,
+//!   right after its `permission.completed`; the model goes on. No hook ends that call;
+//!   the hooks carry no call id, so it is matched as the turn's only open call. Other
+//!   completions are left to the hooks (`PostToolUse` / `PostToolUseFailure` end them
+//!   before the log line).
 
 use std::borrow::Cow;
 
@@ -67,6 +73,32 @@ pub(crate) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Even
                     },
                 },
             ))
+        }
+        "tool.execution_complete" => {
+            let data = data?;
+            let error = data.get("error");
+            let denied = data.get("success").and_then(Value::as_bool) == Some(false)
+                && error.and_then(|e| e.get("code")).and_then(Value::as_str) == Some("denied");
+            denied.then(|| {
+                (
+                    "tool_denied",
+                    Event::ToolFailed {
+                        tool: ToolRef {
+                            call_id: data
+                                .get("toolCallId")
+                                .and_then(Value::as_str)
+                                .map(|id| Cow::Owned(id.to_owned())),
+                            ..ToolRef::default()
+                        },
+                        error: error
+                            .and_then(|e| e.get("message"))
+                            .and_then(Value::as_str)
+                            .map(|m| Cow::Owned(m.to_owned())),
+                        // The turn goes on: the model is told of the rejection and answers.
+                        interrupt: false,
+                    },
+                )
+            })
         }
         _ => None,
     }

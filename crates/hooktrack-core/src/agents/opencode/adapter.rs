@@ -66,11 +66,13 @@ struct FailureData {
 }
 
 /// The error texts of a tool part that ends the turn by the user's hand: cut off by
-/// Escape, or refused a permission (OpenCode 1.18 stops the turn after a rejection, the
-/// model is not asked again; `opencode run` prints the text as an error).
-const ENDED_BY_USER: [&str; 2] = [
+/// Escape, refused a permission, or a `question` dismissed (OpenCode 1.18 stops the turn
+/// after a rejection or a dismissal, the model is not asked again; `opencode run` prints
+/// the text as an error).
+const ENDED_BY_USER: [&str; 3] = [
     "Tool execution aborted",
     "The user rejected permission to use this specific tool call.",
+    "The user dismissed this question",
 ];
 
 /// One forwarded bus event as a canonical event.
@@ -185,8 +187,10 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
                 _ => Decision::Other,
             },
         },
-        // The `question` tool waits on the user's answer; the answer itself says nothing
-        // the tool's completion does not.
+        // The `question` tool waits on the user's answer. OpenCode 1.18.33 asks just before
+        // the call shows running, and the open call (an ask-the-user tool) keeps the turn
+        // blocked from there until the answer or the dismissal ends it; the answer itself
+        // says nothing the call's end does not.
         "question.asked" => Event::InputRequested {
             kind: Some(Cow::Borrowed("question")),
             agent,
