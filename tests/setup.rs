@@ -1082,3 +1082,48 @@ fn setup_writes_the_opencode_plugin_and_undo_removes_exactly_it() {
     );
     assert!(h.file(".config/opencode").is_dir());
 }
+
+/// Kilo CLI (OpenCode's plugin, rendered for Kilo): setup finds it by a `kilo` on `PATH`
+/// alone, writes the plugin into `~/.config/kilo/plugin/` beside a user's own, and
+/// `--undo` removes exactly that file.
+#[test]
+fn setup_finds_kilo_on_path_writes_its_plugin_and_undo_removes_exactly_it() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let stub = |h: &Home| {
+        let kilo = h.bin.join("kilo");
+        fs::write(&kilo, "#!/bin/sh\necho 7.7.7\n").unwrap();
+        fs::set_permissions(&kilo, fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    // Nothing of Kilo's in HOME: the program on PATH is what setup finds.
+    let h = Home::new();
+    stub(&h);
+    let plugin = h.file(".config/kilo/plugin/hooktrack.js");
+    let out = h.run(&["setup"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("kilo: check: ok"), "{said}");
+    let written = fs::read_to_string(&plugin).unwrap();
+    assert!(written.contains("\"--agent\", \"kilo\""), "{written}");
+    assert!(!h.file(".config/opencode").exists(), "{said}");
+    let out = h.run(&["setup", "--undo"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!plugin.exists(), "{}", text(&out));
+    assert!(!h.file(".config/kilo/plugin").exists(), "{}", text(&out));
+
+    // A user's plugin beside it stays.
+    let h = Home::new();
+    stub(&h);
+    let mine = h.file(".config/kilo/plugin/mine.js");
+    fs::create_dir_all(mine.parent().unwrap()).unwrap();
+    fs::write(&mine, "export const Mine = async () => ({});\n").unwrap();
+    assert!(h.run(&["setup"]).status.success());
+    assert!(h.file(".config/kilo/plugin/hooktrack.js").is_file());
+    let out = h.run(&["setup", "--undo"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!h.file(".config/kilo/plugin/hooktrack.js").exists());
+    assert_eq!(
+        fs::read_to_string(&mine).unwrap(),
+        "export const Mine = async () => ({});\n"
+    );
+}

@@ -47,6 +47,27 @@ fn installed() -> Result<PathBuf, String> {
     result
 }
 
+/// An OpenCode (or Kilo) config whose only provider is the mock, with `extra`'s keys on top.
+pub(super) fn mock_config(mock: &Mock, extra: Value) -> Value {
+    let mut doc = json!({
+        "autoupdate": false,
+        "share": "disabled",
+        "provider": {"mock": {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "Mock",
+            "options": {"baseURL": format!("http://127.0.0.1:{}/v1", mock.port), "apiKey": "x"},
+            // The mock answers an `opencode…` model with OpenCode's tool names, which are
+            // Kilo's too.
+            "models": {"opencode-mock": {"name": "Mock"}}
+        }},
+        "model": "mock/opencode-mock"
+    });
+    if let (Some(doc), Some(extra)) = (doc.as_object_mut(), extra.as_object()) {
+        doc.extend(extra.clone());
+    }
+    doc
+}
+
 /// A scratch HOME whose OpenCode config names the mock as its only provider.
 struct World(SessionWorld);
 
@@ -62,22 +83,11 @@ impl World {
         let world = SessionWorld::new();
         let config = world.home.join(".config/opencode");
         fs::create_dir_all(&config).expect("mkdir");
-        let mut doc = json!({
-            "autoupdate": false,
-            "share": "disabled",
-            "provider": {"mock": {
-                "npm": "@ai-sdk/openai-compatible",
-                "name": "Mock",
-                "options": {"baseURL": format!("http://127.0.0.1:{}/v1", mock.port), "apiKey": "x"},
-                // The mock answers an `opencode…` model with OpenCode's tool names.
-                "models": {"opencode-mock": {"name": "Mock"}}
-            }},
-            "model": "mock/opencode-mock"
-        });
-        if let (Some(doc), Some(extra)) = (doc.as_object_mut(), extra.as_object()) {
-            doc.extend(extra.clone());
-        }
-        fs::write(config.join("opencode.json"), doc.to_string()).expect("config");
+        fs::write(
+            config.join("opencode.json"),
+            mock_config(mock, extra).to_string(),
+        )
+        .expect("config");
         // The cached install's project (its lock file included: without one OpenCode
         // reinstalls over the link), so OpenCode finds its package there and installs nothing.
         let base = modules.parent().expect("the cache folder");

@@ -5,6 +5,7 @@ mod util;
 
 mod collect;
 pub(crate) mod e2e;
+mod e2e_kilo;
 mod e2e_kimi_code;
 pub(crate) mod e2e_more_agents;
 pub(crate) mod e2e_npm;

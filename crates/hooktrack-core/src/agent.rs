@@ -34,6 +34,8 @@ pub enum Agent {
     FactoryDroid,
     /// Pi 0.73, observed through hooktrack's extension (it has no command hooks).
     Pi,
+    /// Kilo CLI 7.7, a fork of OpenCode, observed through the same plugin.
+    Kilo,
 }
 
 /// How an agent's hook config file is laid out.
@@ -119,7 +121,7 @@ pub struct UnknownAgent {
 }
 
 impl Agent {
-    pub const ALL: [Agent; 10] = [
+    pub const ALL: [Agent; 11] = [
         Agent::KimiCode,
         Agent::KimiCli,
         Agent::ClaudeCode,
@@ -130,6 +132,7 @@ impl Agent {
         Agent::OpenCode,
         Agent::FactoryDroid,
         Agent::Pi,
+        Agent::Kilo,
     ];
 
     /// The provider assumed until a row identifies one: the contract's default, Kimi Code.
@@ -148,6 +151,7 @@ impl Agent {
             Agent::OpenCode => &agents::opencode::DESCRIPTOR,
             Agent::FactoryDroid => &agents::factory_droid::DESCRIPTOR,
             Agent::Pi => &agents::pi::DESCRIPTOR,
+            Agent::Kilo => &agents::kilo::DESCRIPTOR,
         }
     }
 

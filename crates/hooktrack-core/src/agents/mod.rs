@@ -19,6 +19,7 @@ pub mod codex;
 pub mod copilot_cli;
 pub mod factory_droid;
 pub mod gemini_cli;
+pub mod kilo;
 pub mod kimi_cli;
 pub mod kimi_code;
 pub mod opencode;
@@ -487,6 +488,7 @@ pub fn switch_on(value: &str) -> bool {
 pub fn plugin_loading(agent: Agent) -> Option<&'static PluginLoading> {
     match agent {
         Agent::OpenCode => Some(&opencode::PLUGIN_LOADING),
+        Agent::Kilo => Some(&kilo::PLUGIN_LOADING),
         Agent::Pi => Some(&pi::PLUGIN_LOADING),
         _ => None,
     }

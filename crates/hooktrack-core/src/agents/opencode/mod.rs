@@ -106,7 +106,7 @@ pub const PLUGIN_LOADING: PluginLoading = PluginLoading {
 /// and session metadata updates (`message.updated`, `session.updated`, `session.diff`),
 /// `session.idle` (the same moment as `session.status` idle), files, LSP, plugins and the
 /// catalog: none says where a turn stands, and each would cost a process.
-const EVENTS: [&str; 11] = [
+pub(crate) const EVENTS: [&str; 11] = [
     "session.created",
     "session.deleted",
     "session.status",

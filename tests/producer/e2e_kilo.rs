@@ -1,0 +1,318 @@
+//! End to end with Kilo CLI 7.7.7 from npm (`@kilocode/cli`; 7.8.1's platform packages
+//! are missing on the registry), installed once into `target/tmp/e2e-kilo`, driven through
+//! `hooktrack session` against `tests/e2e/mock_model.py` on 127.0.0.1 with a scratch HOME.
+//! Kilo is a fork of OpenCode with no command hooks: `session` writes hooktrack's plugin
+//! (OpenCode's, rendered for Kilo) into `~/.config/kilo/plugin/`, which Kilo loads
+//! in-process.
+//!
+//! `KILO_DISABLE_MODELS_FETCH=true` keeps Kilo from fetching its model catalogue; with it
+//! Kilo 7.7.7 goes to no registry at start (it installs nothing into its config folder,
+//! plugin or not), so the scratch config folder needs no cached npm project.
+//!
+//! Without npm or the registry each test prints `SKIPPED kilo ... reason` and passes;
+//! with `HOOKTRACK_E2E_REQUIRE=1` a skip is a failure.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::e2e::{Mock, run_bounded};
+use super::e2e_opencode::mock_config;
+use super::util::*;
+
+const PACKAGES: [&str; 1] = ["@kilocode/cli@7.7.7"];
+const WHAT: &str = "kilo 7.7.7";
+
+static INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
+
+/// The cached install's `kilo`.
+fn installed() -> Result<PathBuf, String> {
+    let mut guard = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(done) = guard.as_ref() {
+        return done.clone();
+    }
+    let result = npm_cached("e2e-kilo", &PACKAGES, |base| {
+        run_bounded(
+            Command::new(base.join("node_modules/.bin/kilo")).arg("--version"),
+            Duration::from_secs(120),
+        )
+        .map(drop)
+        .map_err(|e| format!("kilo installed but does not run: {e}"))
+    })
+    .map(|base| base.join("node_modules/.bin/kilo"));
+    *guard = Some(result.clone());
+    result
+}
+
+/// A scratch HOME whose Kilo config names the mock as its only provider.
+struct World(SessionWorld);
+
+impl std::ops::Deref for World {
+    type Target = SessionWorld;
+    fn deref(&self) -> &SessionWorld {
+        &self.0
+    }
+}
+
+impl World {
+    fn new(mock: &Mock, extra: Value) -> Self {
+        let world = SessionWorld::new();
+        let config = world.home.join(".config/kilo");
+        fs::create_dir_all(&config).expect("mkdir");
+        fs::write(
+            config.join("kilo.json"),
+            mock_config(mock, extra).to_string(),
+        )
+        .expect("config");
+        Self(world)
+    }
+
+    /// `hooktrack session -- kilo ARGS` with the world's environment.
+    fn command(&self, kilo: &Path, args: &[&str]) -> Command {
+        let mut cmd = self.session(kilo);
+        cmd.args(args)
+            // Kilo, like OpenCode, takes its project folder from `$PWD` when it is set.
+            .env("PWD", &self.work)
+            .env("KILO_DISABLE_MODELS_FETCH", "true")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("KILO_CONFIG_DIR")
+            .env_remove("KILO_PURE");
+        cmd
+    }
+
+    /// `hooktrack session -- kilo ARGS`, to its end.
+    fn run(&self, kilo: &Path, args: &[&str]) -> (Option<i32>, String, Vec<Value>) {
+        self.0.run(self.command(kilo, args))
+    }
+}
+
+#[test]
+fn kilo_tool_turn_through_session_ends_success_with_three_tools() {
+    let kilo = match installed() {
+        Ok(k) => k,
+        Err(reason) => return skip_e2e(WHAT, &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock, json!({}));
+    let (code, out, lines) = world.run(
+        &kilo,
+        &["run", "Run a command, write a file, read it. [[tools]]"],
+    );
+    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
+    assert_eq!(code, Some(0), "{context}");
+    assert!(out.contains("The file holds two lines. Done."), "{context}");
+    assert_eq!(
+        fs::read_to_string(world.work.join("notes.txt")).expect("write ran"),
+        "line one\nline two\n"
+    );
+    let start = lines.first().expect("start line");
+    let end = lines.last().expect("end line");
+    assert_eq!(start["provider"], "kilo", "{context}");
+    assert_eq!(end["kind"], "end", "{context}");
+    // OpenCode's adapter: `busy` … `idle` is one turn, its three tool parts paired by
+    // `callID`.
+    assert_eq!(ledger(&end["turns"]), ["main success 3"], "{context}");
+    let plugin = fs::read_to_string(world.home.join(".config/kilo/plugin/hooktrack.js"))
+        .expect("the plugin");
+    assert!(
+        plugin.starts_with("// hooktrack observer plugin ") && plugin.contains("for Kilo CLI"),
+        "{plugin}"
+    );
+    assert!(plugin.contains("\"--agent\", \"kilo\""), "{plugin}");
+}
+
+#[test]
+fn kilo_escape_twice_during_a_tool_in_tmux_ends_interrupted() {
+    let kilo = match installed() {
+        Ok(k) => k,
+        Err(reason) => return skip_e2e("kilo 7.7.7 (tmux)", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip_e2e("kilo 7.7.7 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock, json!({}));
+    // The session's whole command line and environment, in a script tmux runs.
+    let cmd = world.command(&kilo, &[]);
+    let tmux = Tmux::start(
+        format!("hooktrack-e2e-kilo-{}", std::process::id()),
+        &cmd,
+        &world.work,
+        &world.home,
+    );
+    let limit = Duration::from_secs(120);
+    let seen = |event: &str, status: &str| {
+        world
+            .lines()
+            .iter()
+            .any(|l| l["event"] == event && l["changed"].to_string().contains(status))
+            .then_some(())
+    };
+    wait_for(limit, "the TUI's input box", || {
+        tmux.screen().contains("Ask anything").then_some(())
+    });
+    tmux.keys(&["-l", "Wait a while. [[slow]]"]);
+    wait_for(limit, "the prompt typed", || {
+        tmux.screen().contains("[[slow]]").then_some(())
+    });
+    tmux.keys(&["Enter"]);
+    wait_for(limit, "the slow bash call running", || {
+        seen("message.part.updated", "tools")
+    });
+    // As in OpenCode, the first Escape only arms the interrupt ("esc again to interrupt").
+    tmux.keys(&["Escape"]);
+    wait_for(limit, "the second Escape's prompt", || {
+        tmux.screen().contains("esc again").then_some(())
+    });
+    tmux.keys(&["Escape"]);
+    wait_for(limit, "the turn's end", || {
+        seen("session.error", "interrupted")
+    });
+    tmux.keys(&["C-c"]);
+    std::thread::sleep(Duration::from_millis(500));
+    tmux.keys(&["C-c"]);
+    let end = wait_for(limit, "the session's end line", || {
+        world.lines().into_iter().find(|l| l["kind"] == "end")
+    });
+    let context = format!("screen:\n{}\nsession:\n{:#?}", tmux.screen(), world.lines());
+    // `session.error {MessageAbortedError}` ends the turn before its `idle`.
+    assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
+}
+
+/// Needs no npm: the plugin is written, checked and removed by the CLI as any config is.
+#[test]
+fn install_check_uninstall_write_check_and_remove_the_kilo_plugin() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path();
+    let plugin = home.join(".config/kilo/plugin/hooktrack.js");
+    let run = |args: &[&str]| {
+        hooktrack()
+            .args(args)
+            .env("HOME", home)
+            .env_remove("KILO_CONFIG_DIR")
+            .output()
+            .expect("run hooktrack")
+    };
+    let out = run(&["check", "kilo", "--file-only"]);
+    assert!(!out.status.success(), "no plugin yet: {out:?}");
+    let out = run(&["install", "kilo"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = fs::read_to_string(&plugin).expect("the plugin");
+    // OpenCode's plugin, rendered for Kilo: its rows go to Kilo's store.
+    assert!(text.contains("\"--agent\", \"kilo\""), "{text}");
+    assert!(text.contains("for Kilo CLI"), "{text}");
+    assert!(!home.join(".config/opencode").exists());
+    let out = run(&["check", "kilo", "--file-only"]);
+    assert!(out.status.success(), "{out:?}");
+    // An OpenCode plugin is not Kilo's, though the code is the same.
+    let opencode = hooktrack()
+        .args(["install", "opencode"])
+        .env("HOME", home)
+        .env_remove("OPENCODE_CONFIG_DIR")
+        .output()
+        .expect("install opencode");
+    assert!(opencode.status.success(), "{opencode:?}");
+    assert_ne!(
+        fs::read_to_string(home.join(".config/opencode/plugin/hooktrack.js")).expect("opencode"),
+        text
+    );
+    let out = run(&["uninstall", "kilo"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!plugin.exists());
+    assert!(home.join(".config/opencode/plugin/hooktrack.js").exists());
+}
+
+/// `check kilo` asks Kilo itself (`kilo debug info`) which plugins it loads: the
+/// installed plugin is listed; `KILO_PURE=1` stops it; a valid plugin file in a folder
+/// Kilo does not read is not listed.
+#[test]
+fn check_kilo_asks_kilo_whether_it_loads_the_plugin() {
+    let kilo = match installed() {
+        Ok(k) => k,
+        Err(reason) => return skip_e2e(WHAT, &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock, json!({}));
+    let run = |args: &[&str], pure: Option<&str>| {
+        let mut cmd = hooktrack();
+        cmd.args(args)
+            .arg("--agent-bin")
+            .arg(&kilo)
+            .current_dir(&world.work)
+            .env("HOME", &world.home)
+            .env("KILO_DISABLE_MODELS_FETCH", "true")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("KILO_CONFIG_DIR")
+            .env_remove("KILO_PURE");
+        if let Some(pure) = pure {
+            cmd.env("KILO_PURE", pure);
+        }
+        let out = cmd.output().expect("run hooktrack");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    };
+    let out = hooktrack()
+        .args(["install", "kilo"])
+        .env("HOME", &world.home)
+        .env_remove("KILO_CONFIG_DIR")
+        .output()
+        .expect("install");
+    assert!(out.status.success(), "{out:?}");
+    let (ok, text) = run(&["check", "kilo"], None);
+    assert!(ok, "{text}");
+    assert!(text.starts_with("ok: "), "{text}");
+
+    let (ok, text) = run(&["check", "kilo"], Some("1"));
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("KILO_PURE=1 in the environment makes Kilo skip every external plugin"),
+        "{text}"
+    );
+
+    // The same plugin text where Kilo does not look for plugins.
+    let elsewhere = world.work.join("elsewhere/hooktrack.js");
+    fs::create_dir_all(elsewhere.parent().expect("parent")).expect("mkdir");
+    fs::copy(
+        world.home.join(".config/kilo/plugin/hooktrack.js"),
+        &elsewhere,
+    )
+    .expect("copy");
+    let path = elsewhere.to_string_lossy().into_owned();
+    let (ok, text) = run(&["check", "kilo", "--config", &path], None);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("`kilo debug info` does not list this file among the plugins Kilo loads"),
+        "{text}"
+    );
+}
+
+/// `session -- kilo --pure` says once that the plugin will not load, and runs the agent
+/// all the same.
+#[test]
+fn session_with_kilo_pure_says_so_once_and_goes_on() {
+    let kilo = match installed() {
+        Ok(k) => k,
+        Err(reason) => return skip_e2e(WHAT, &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock, json!({}));
+    let (code, _, lines) = world.run(&kilo, &["--pure", "run", "Say hello."]);
+    assert_one_finding_then_a_whole_run(
+        code,
+        &lines,
+        "`--pure` makes Kilo skip every external plugin",
+    );
+    let context = format!("session:\n{lines:#?}");
+    let end = lines.last().expect("end line");
+    // The plugin did not load: no turn was seen.
+    assert_eq!(ledger(&end["turns"]), Vec::<String>::new(), "{context}");
+}
