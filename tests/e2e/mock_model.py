@@ -126,6 +126,14 @@ SCRIPTS = {
                                              "riskLevel": "medium", "riskLevelReason": "It creates a file in the project."})]],
         "slow": [[("call_d_w", "Execute", {"command": "sleep 40", "summary": "Wait for forty seconds",
                                            "riskLevel": "low", "riskLevelReason": "It only waits."})]],
+        # `Task` (offered from `--auto high` on) runs the custom droid `helper` that the
+        # recording's `~/.factory/droids/helper.md` defines; its own prompt is plain.
+        # `[[agent]]` waits for it (`await`), `[[bgagent]]` runs it in the background (the
+        # default: the result comes back as a message that starts a turn of its own).
+        "agent": [[("call_d_a", "Task", {"subagent_type": "helper", "description": "Say hello",
+                                         "prompt": "Say hello. [[plain]]", "await": True})]],
+        "bgagent": [[("call_d_b", "Task", {"subagent_type": "helper", "description": "Say hello",
+                                           "prompt": "Say hello. [[plain]]"})]],
     },
     # GitHub Copilot CLI: `bash` (with a `description`), `view`, `task` for a subagent.
     "copilot": {
