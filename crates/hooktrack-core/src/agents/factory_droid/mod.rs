@@ -52,6 +52,14 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         // announced).
         unannounced_turns: true,
         tool_starts_turn: true,
+        // A `Task` subagent's session, routed into its caller's and named by its id
+        // (`sessions.rs`, which also names it in the caller's `SubagentStop`), is one scope
+        // from its `SessionStart` to that `SubagentStop`: its nested turn. Every `Stop`
+        // left is the main agent's (the subagent's own is activity), also while a
+        // background subagent runs.
+        agent_scopes: true,
+        subagent_scope_is_turn: true,
+        subagents_outlive_turn: true,
         ..PROMPT_TO_STOP
     },
     detect: &[DetectRule {
