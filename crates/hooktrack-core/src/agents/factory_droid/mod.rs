@@ -5,8 +5,10 @@
 //! `UserPromptSubmit`, so its one turn is the unannounced one its `Stop` ends. No hook
 //! carries a tool-call id: calls pair by name and input. A permission dialog is only
 //! `Notification(permission_prompt)` after `PreToolUse`. Escape and a failed model call
-//! both end with a plain `Stop`: the session file (`transcript_path`) tells them apart
-//! (`transcript.rs`).
+//! both end with a plain `Stop`, and an Escape while the answer streams with none (only
+//! `Notification(idle_prompt)`): the session file (`transcript_path`) tells them apart
+//! (`transcript.rs`). A `Task` subagent is a session of its own, which the session
+//! router folds into its caller's (`sessions.rs`, `adapter.rs`).
 
 pub(crate) mod adapter;
 pub(crate) mod transcript;
