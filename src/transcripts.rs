@@ -34,6 +34,10 @@ pub fn load_transcripts<R: Read>(input: R, lookup: &TranscriptLookup<'_>) -> Tra
     // The session files the payloads do not name (Kimi Code, GitHub Copilot CLI before
     // its first `Stop`): looked for in DIR only.
     let mut sessions: Vec<(SessionFile, String)> = Vec::new();
+    // Subagents that run as sessions of their own (Factory Droid's `Task`): their rows
+    // belong to the caller's session as a subagent's (see hooktrack-core's `sessions.rs`),
+    // so their own transcripts are not the main agent's.
+    let mut subagents: Vec<String> = Vec::new();
     let in_dir = matches!(lookup, TranscriptLookup::InDir(_));
     let key: &[u8] = if in_dir {
         b"\"session_id\""
@@ -47,6 +51,20 @@ pub fn load_transcripts<R: Read>(input: R, lookup: &TranscriptLookup<'_>) -> Tra
         };
         if row.payload.agent_id.is_some() {
             return;
+        }
+        if let Some(id) = row.payload.session_id.as_deref() {
+            if subagents.iter().any(|known| known == id) {
+                return;
+            }
+            if row
+                .payload
+                .calling_session_id
+                .as_deref()
+                .is_some_and(|caller| caller != id)
+            {
+                subagents.push(id.to_owned());
+                return;
+            }
         }
         if let Some(path) = row.payload.transcript_path.as_deref() {
             let path = PathBuf::from(path);

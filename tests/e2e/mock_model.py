@@ -19,6 +19,8 @@ Scripts:
   step 3 answers in text (each CLI with its own tool names);
 - `[[fail]]`: every model call fails with a non-retryable 400;
 - `[[plain]]` (or anything else): one text answer;
+- `[[slowtext]]` (streamed chat completions): a text answer streamed over a minute, one
+  word a second (to press Escape while it streams, no tool running);
 - Kimi Code only, the scenarios of its end-to-end tests and recordings (`KIMI_CODE`): a
   command that needs approval, a slow command, parallel commands, a subagent (foreground,
   background, asking permission), a background shell task, a question dialog.
@@ -43,6 +45,7 @@ import os
 import re
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MARKER = re.compile(r"\[\[(\w+)\]\]")
@@ -126,6 +129,14 @@ SCRIPTS = {
                                              "riskLevel": "medium", "riskLevelReason": "It creates a file in the project."})]],
         "slow": [[("call_d_w", "Execute", {"command": "sleep 40", "summary": "Wait for forty seconds",
                                            "riskLevel": "low", "riskLevelReason": "It only waits."})]],
+        # `Task` (offered from `--auto high` on) runs the custom droid `helper` that the
+        # recording's `~/.factory/droids/helper.md` defines; its own prompt is plain.
+        # `[[agent]]` waits for it (`await`), `[[bgagent]]` runs it in the background (the
+        # default: the result comes back as a message that starts a turn of its own).
+        "agent": [[("call_d_a", "Task", {"subagent_type": "helper", "description": "Say hello",
+                                         "prompt": "Say hello. [[plain]]", "await": True})]],
+        "bgagent": [[("call_d_b", "Task", {"subagent_type": "helper", "description": "Say hello",
+                                           "prompt": "Say hello. [[plain]]"})]],
     },
     # GitHub Copilot CLI: `bash` (with a `description`), `view`, `task` for a subagent.
     "copilot": {
@@ -444,6 +455,34 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         self.close_connection = True
 
+    def slow_text(self, body):
+        """`[[slowtext]]` (streamed chat completions): a text answer of 60 words, one a
+        second, to press Escape while it streams with no tool running. A client that
+        hangs up ends it."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        model = str(body.get("model", ""))
+
+        def send(delta, finish=None):
+            doc = {"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0, "model": model,
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            self.wfile.write(b"data: " + json.dumps(doc).encode() + b"\n\n")
+            self.wfile.flush()
+        try:
+            send({"role": "assistant", "content": ""})
+            for n in range(60):
+                send({"content": f"word{n} "})
+                time.sleep(1)
+            send({}, "stop")
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except OSError:
+            pass
+        self.close_connection = True
+
     def fail(self, shape):
         self.send_json(shape, 400)
 
@@ -473,6 +512,8 @@ class Handler(BaseHTTPRequestHandler):
         if kind == "fail":
             return self.fail({"error": {"message": "mock model: scripted failure",
                                         "type": "invalid_request_error"}})
+        if body.get("stream") and turn_chat(body).marker == "slowtext":
+            return self.slow_text(body)
         calls = value if kind == "calls" else []
         text = value if kind == "text" else None
 

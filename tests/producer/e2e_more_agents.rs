@@ -514,6 +514,10 @@ const DROID: [&str; 2] = ["@factory/cli@0.225.1", "@factory/cli-linux-x64@0.225.
 
 /// One install for every Droid test of this binary.
 static DROID_INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
+/// Held by each Droid test while its agent runs, so the two do not compete for CI's cores.
+/// (The full CI run in which the TUI never drew its help line beside `droid exec` was not
+/// this competition but `CI=true`: see the TUI test.)
+static ONE_DROID: Mutex<()> = Mutex::new(());
 
 /// `node_modules/.bin` holding `droid` (a native binary).
 fn droid_installed() -> Result<PathBuf, String> {
@@ -568,24 +572,12 @@ fn droid_world(mock: &Mock) -> World {
 /// `hooktrack session -- droid ARGS`, with `bin` first on PATH (so the version hooktrack
 /// asks for is this one's) and a scratch HOME.
 fn droid_session(world: &World, bin: &Path, args: &[&str]) -> Command {
-    let mut cmd = hooktrack();
-    cmd.args(["session", "--format", "ndjson", "--root"])
-        .arg(&world.root)
-        .arg("--output")
-        .arg(world.output())
-        .arg("--")
-        .arg(bin.join("droid"))
-        .args(args)
-        .current_dir(&world.work)
-        .env("HOME", &world.home)
+    let mut cmd = world.session(bin.join("droid"));
+    cmd.args(args)
         .env("PATH", path_with(bin))
         // The TUI needs no login with it; `exec` needs none anyway.
         .env("FACTORY_AIRGAP_ENABLED", "true")
-        .env_remove("FACTORY_HOME_OVERRIDE")
-        .env_remove("HOOKTRACK_TOKEN")
-        .env_remove("HOOKTRACK_DIR")
-        .env_remove("HOOKTRACK_URL")
-        .env_remove("HOOKTRACK_GENERATION");
+        .env_remove("FACTORY_HOME_OVERRIDE");
     cmd
 }
 
@@ -595,6 +587,7 @@ fn factory_droid_exec_tool_turn_through_session_ends_success_with_three_tools() 
         Ok(b) => b,
         Err(reason) => return skip("factory-droid 0.225.2", &reason),
     };
+    let _one_droid = ONE_DROID.lock().unwrap_or_else(|e| e.into_inner());
     let mock = Mock::start(Path::new("python3"));
     let world = droid_world(&mock);
     let mut child = droid_session(
@@ -638,4 +631,99 @@ fn factory_droid_exec_tool_turn_through_session_ends_success_with_three_tools() 
     assert!(settings.contains("emit --observer hooktrack --agent 'droid'"));
     // The user's own settings stay: the model and the trusted folder.
     assert!(settings.contains("droid-mock"), "{settings}");
+}
+
+#[test]
+fn factory_droid_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_file() {
+    let bin = match droid_installed() {
+        Ok(b) => b,
+        Err(reason) => return skip("factory-droid 0.225.2 (tmux)", &reason),
+    };
+    let _one_droid = ONE_DROID.lock().unwrap_or_else(|e| e.into_inner());
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip("factory-droid 0.225.2 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = droid_world(&mock);
+    // Low autonomy: the slow command (low risk) runs without a dialog.
+    let mut cmd = droid_session(&world, &bin, &["--auto", "low"]);
+    // The TUI is Ink, whose renderer takes `CI` or `CONTINUOUS_INTEGRATION` (set and not
+    // `0`/`false`, as `.ci/run` exports `CI=true`) for a log: it writes only the static
+    // banner, ending at "Skills (…)", and never the live frame with the input box and its
+    // help line. Droid runs on underneath, unseen, so the screen waits could never pass.
+    cmd.env_remove("CI").env_remove("CONTINUOUS_INTEGRATION");
+    let tmux = Tmux::start(
+        format!("hooktrack-e2e-droid-{}", std::process::id()),
+        &cmd,
+        &world.work,
+        &world.home,
+    );
+    let limit = Duration::from_secs(120);
+    let output = world.output();
+    let count = |event: &str| {
+        session_lines(&output)
+            .iter()
+            .filter(|l| l["event"] == event)
+            .count()
+    };
+    let type_prompt = |text: &str| {
+        tmux.keys(&["-l", text]);
+        wait_for(limit, "the prompt typed", || {
+            tmux.screen().contains(text).then_some(())
+        });
+        tmux.keys(&["Enter"]);
+    };
+    // The screen goes into the failure: the one time this wait gave up, nothing said why.
+    let started = std::time::Instant::now();
+    let drawn = loop {
+        let screen = tmux.screen();
+        if screen.contains("? for help") || started.elapsed() > limit {
+            break screen;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        drawn.contains("? for help"),
+        "the TUI's help line never came; the screen:\n{drawn}"
+    );
+    type_prompt("Say hi. [[plain]]");
+    wait_for(limit, "the first turn's Stop", || {
+        (count("Stop") == 1).then_some(())
+    });
+    type_prompt("Wait a while. [[slow]]");
+    wait_for(limit, "the slow call's PreToolUse", || {
+        (count("PreToolUse") == 1).then_some(())
+    });
+    wait_for(limit, "the running call", || {
+        tmux.screen().contains("Press ESC to stop").then_some(())
+    });
+    tmux.keys(&["Escape"]);
+    wait_for(limit, "the cancellation on screen", || {
+        tmux.screen()
+            .contains("Request cancelled by user")
+            .then_some(())
+    });
+    wait_for(limit, "the Stop after Escape", || {
+        (count("Stop") == 2).then_some(())
+    });
+    tmux.keys(&["-l", "/quit"]);
+    tmux.keys(&["Enter"]);
+    let end = wait_for(limit, "the session's end line", || {
+        session_lines(&output)
+            .into_iter()
+            .find(|l| l["kind"] == "end")
+    });
+    let context = format!(
+        "screen:\n{}\nsession:\n{:#?}",
+        tmux.screen(),
+        session_lines(&output)
+    );
+    // Escape ends the turn with a plain Stop: the session file's cancelled tool result,
+    // written before it, ends the turn first.
+    assert_eq!(
+        ledger(&end["turns"]),
+        ["main success 0", "main interrupted 1"],
+        "{context}"
+    );
+    assert_eq!(end["turns"][1]["ended_by"], "transcript", "{context}");
 }

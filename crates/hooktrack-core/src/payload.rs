@@ -31,6 +31,10 @@ pub struct Payload<'a> {
     pub timestamp: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "opt_text")]
     pub source: Option<Cow<'a, str>>,
+    /// The session that started this one as its subagent (Factory Droid's `SessionStart`
+    /// in a `Task` subagent's own session: the only row of it that names the parent).
+    #[serde(borrow, default, deserialize_with = "opt_text")]
+    pub calling_session_id: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "opt_text")]
     pub reason: Option<Cow<'a, str>>,
     #[serde(borrow)]

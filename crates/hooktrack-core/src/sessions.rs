@@ -14,6 +14,14 @@
 //! and the agent runs on in the new one. The number of sessions is bounded: past
 //! [`MAX_SESSIONS`] a new id's rows go to the current session and are counted
 //! ([`Sessions::overflow_rows`]).
+//!
+//! A session whose first row names a known session as its `calling_session_id` (Factory
+//! Droid runs a `Task` subagent as a process and session of its own) is that session's
+//! subagent: its rows go to the caller's pipeline, named as the subagent's by an
+//! `agent_id` equal to their own `session_id`, as GitHub Copilot CLI names its subagents'.
+//! The caller's `SubagentStop` names no subagent: it is given the id of the oldest of its
+//! subagents not stopped yet (they report back in the order they were started, as far as
+//! a payload can tell: it names the task, not the session).
 
 use crate::pipeline::{Fed, Pipeline};
 use crate::posture::Presence;
@@ -33,6 +41,17 @@ pub struct SessionPipeline {
     pub lines: u64,
 }
 
+/// A subagent that runs as a session of its own.
+#[derive(Debug)]
+struct Child {
+    /// Its own `session_id`.
+    id: String,
+    /// The session that called it (an index into `sessions`).
+    caller: usize,
+    /// Its caller's `SubagentStop` for it has not come yet.
+    running: bool,
+}
+
 #[derive(Debug)]
 pub struct Sessions {
     choice: ProviderChoice,
@@ -43,6 +62,8 @@ pub struct Sessions {
     routed: usize,
     limit: usize,
     overflow_rows: u64,
+    /// Subagent sessions, at most `limit` of them.
+    children: Vec<Child>,
     /// The newest generation the store's records announced, for every session (see
     /// `deliveries.rs`), new ones and restarted ones included.
     announced: Option<u64>,
@@ -68,6 +89,7 @@ impl Sessions {
             routed: 0,
             limit: limit.max(1),
             overflow_rows: 0,
+            children: Vec::new(),
             announced: None,
         }
     }
@@ -113,12 +135,13 @@ impl Sessions {
     pub fn feed_row<'a>(
         &mut self,
         number: u64,
-        parsed: Result<&mut Row<'a>, LineError>,
+        mut parsed: Result<&mut Row<'a>, LineError>,
     ) -> Fed<'a> {
         let before = self.current;
-        if let Ok(row) = &parsed
+        if let Ok(row) = &mut parsed
             && self.limit > 1
         {
+            self.adopt_subagent(row);
             // `route` makes the row's session current. A subagent's own turn rows
             // (GitHub Copilot CLI's prompt and `Stop` inside a `task` call) name the
             // subagent as their session: they belong to the session running it.
@@ -140,6 +163,62 @@ impl Sessions {
             self.current = before;
         }
         fed
+    }
+
+    /// A row of a subagent's own session (see the module's doc) is named as the
+    /// subagent's (`agent_id` = its `session_id`) and its caller's session made current.
+    fn adopt_subagent(&mut self, row: &mut Row<'_>) {
+        let p = &mut row.payload;
+        let Some(id) = p.session_id.as_deref() else {
+            return;
+        };
+        if p.agent_id.is_some() {
+            return;
+        }
+        if row.event_name == "SubagentStop" {
+            if let Some(child) = self
+                .children
+                .iter_mut()
+                .find(|c| c.running && self.sessions[c.caller].session_id.as_deref() == Some(id))
+            {
+                child.running = false;
+                p.agent_id = Some(child.id.clone().into());
+            }
+            return;
+        }
+        let caller = match self.children.iter().find(|c| c.id == id) {
+            Some(child) => child.caller,
+            None => {
+                let Some(parent) = p.calling_session_id.as_deref().filter(|c| *c != id) else {
+                    return;
+                };
+                // Only a new session becomes a subagent: one already split off keeps its
+                // own ledger.
+                if self
+                    .sessions
+                    .iter()
+                    .any(|s| s.session_id.as_deref() == Some(id))
+                    || self.children.len() >= self.limit
+                {
+                    return;
+                }
+                let Some(caller) = self
+                    .sessions
+                    .iter()
+                    .position(|s| s.session_id.as_deref() == Some(parent))
+                else {
+                    return;
+                };
+                self.children.push(Child {
+                    id: id.to_owned(),
+                    caller,
+                    running: true,
+                });
+                caller
+            }
+        };
+        p.agent_id = p.session_id.clone();
+        self.current = caller;
     }
 
     /// The routed session is absent after its line while session `other` is present: the
@@ -311,6 +390,31 @@ mod tests {
             row("SessionEnd", Some("a")),
         ];
         assert_eq!(feed(&mut s, &lines), [0, 1, 1, 0]);
+    }
+
+    #[test]
+    fn a_session_that_names_a_known_caller_is_the_callers_subagent() {
+        // Factory Droid's `Task`: the subagent's session names its caller only in its
+        // `SessionStart`; its later rows, and those of the caller, stay in the caller's.
+        let mut s = Sessions::new(ProviderChoice::Auto);
+        let lines = [
+            row("SessionStart", Some("a")),
+            r#"{"hook_event_name": "SessionStart", "session_id": "c", "calling_session_id": "a"}"#
+                .to_owned(),
+            row("UserPromptSubmit", Some("c")),
+            row("Stop", Some("c")),
+            row("SubagentStop", Some("a")),
+            // A caller never seen, or the session itself, makes no subagent.
+            r#"{"hook_event_name": "SessionStart", "session_id": "d", "calling_session_id": "x"}"#
+                .to_owned(),
+            r#"{"hook_event_name": "SessionStart", "session_id": "e", "calling_session_id": "e"}"#
+                .to_owned(),
+            row("Stop", Some("c")),
+        ];
+        assert_eq!(feed(&mut s, &lines), [0, 0, 0, 0, 0, 1, 2, 0]);
+        let ids: Vec<_> = s.all().iter().map(|p| p.session_id.as_deref()).collect();
+        assert_eq!(ids, [Some("a"), Some("d"), Some("e")]);
+        assert_eq!(s.get(0).lines, 6);
     }
 
     #[test]

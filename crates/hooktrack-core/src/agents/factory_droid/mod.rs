@@ -5,8 +5,10 @@
 //! `UserPromptSubmit`, so its one turn is the unannounced one its `Stop` ends. No hook
 //! carries a tool-call id: calls pair by name and input. A permission dialog is only
 //! `Notification(permission_prompt)` after `PreToolUse`. Escape and a failed model call
-//! both end with a plain `Stop`: the session file (`transcript_path`) tells them apart
-//! (`transcript.rs`).
+//! both end with a plain `Stop`, and an Escape while the answer streams with none (only
+//! `Notification(idle_prompt)`): the session file (`transcript_path`) tells them apart
+//! (`transcript.rs`). A `Task` subagent is a session of its own, which the session
+//! router folds into its caller's (`sessions.rs`, `adapter.rs`).
 
 pub(crate) mod adapter;
 pub(crate) mod transcript;
@@ -52,6 +54,14 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         // announced).
         unannounced_turns: true,
         tool_starts_turn: true,
+        // A `Task` subagent's session, routed into its caller's and named by its id
+        // (`sessions.rs`, which also names it in the caller's `SubagentStop`), is one scope
+        // from its `SessionStart` to that `SubagentStop`: its nested turn. Every `Stop`
+        // left is the main agent's (the subagent's own is activity), also while a
+        // background subagent runs.
+        agent_scopes: true,
+        subagent_scope_is_turn: true,
+        subagents_outlive_turn: true,
         ..PROMPT_TO_STOP
     },
     detect: &[DetectRule {

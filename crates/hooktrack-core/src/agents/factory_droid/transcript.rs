@@ -10,10 +10,15 @@
 //! - a user-role `message` of `visibility` `user_only` whose text starts with `Error:` or
 //!   `BYOK Error:` (a custom model's endpoint): the model call failed; a plain `Stop`
 //!   follows.
+//! - a user-role `message` of `visibility` `llm_only` whose text is `Request cancelled by
+//!   user`: Escape while the answer streamed, no tool running. No `Stop` follows at all,
+//!   only `Notification(idle_prompt)` ("Agent stopped by user and is waiting for input"),
+//!   so without this marker the turn stays open until the next prompt.
 //!
 //! The file's own verdict, `agent_turn_outcome` (`reason` `completed`, `cancelled`,
-//! `model_request_rejected`), is written after the `Stop` hook has run and has no
-//! timestamp: it comes after the hook that settled the turn, so it is not read.
+//! `model_request_rejected`), has no timestamp and is written after the `Stop` hook has
+//! run (before the `Notification` where no `Stop` comes): where it counts it comes after
+//! the hook that settled the turn, so it is not read.
 
 use std::borrow::Cow;
 
@@ -22,10 +27,16 @@ use serde_json::{Map, Value};
 use crate::event::Event;
 
 /// Every marker line holds one of these.
-pub(crate) const NEEDLES: &[&str] = &["\"is_error\":true", "\"visibility\":\"user_only\""];
+pub(crate) const NEEDLES: &[&str] = &[
+    "\"is_error\":true",
+    "\"visibility\":\"user_only\"",
+    "\"visibility\":\"llm_only\"",
+];
 
 const ESCAPED: &str = "Error: Tool execution cancelled by user";
 const REJECTED: &str = "Tool execution cancelled by user";
+/// What the file tells the model after an Escape with no tool running.
+const STREAM_CANCELLED: &str = "Request cancelled by user";
 
 /// One session-file entry as a known marker (its name and event), or `None`.
 pub(crate) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Event<'static>)> {
@@ -41,7 +52,9 @@ pub(crate) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Even
         return None;
     }
     let parts = message.get("content")?.as_array()?;
-    let user_only = message.get("visibility").and_then(Value::as_str) == Some("user_only");
+    let visibility = message.get("visibility").and_then(Value::as_str);
+    let user_only = visibility == Some("user_only");
+    let llm_only = visibility == Some("llm_only");
     parts
         .iter()
         .find_map(|part| match part.get("type")?.as_str()? {
@@ -59,6 +72,13 @@ pub(crate) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Even
                     },
                 ))
             }
+            "text" if llm_only && part.get("text")?.as_str()? == STREAM_CANCELLED => Some((
+                "request_cancelled",
+                Event::Interrupted {
+                    turn_id: None,
+                    reason: Some(Cow::Borrowed("request_cancelled")),
+                },
+            )),
             "text" if user_only => {
                 let text = part.get("text")?.as_str()?;
                 let error = text
