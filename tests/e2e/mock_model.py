@@ -385,6 +385,32 @@ def flatten(content):
 USAGE = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
 
 
+# Qwen Code's compaction: `/compress` replaces the history only when its token count does
+# not grow (the last turn's reported `prompt_tokens` against the summary's), so a short
+# history with the 100 tokens of `USAGE` is "not beneficial"; and it compresses on its own
+# before a prompt once the last reported prompt passes 85 % of the model's window (262144
+# tokens for `qwen-mock`). `[[bigctx]]` answers text reporting 240000 prompt tokens; the
+# summary request (its directive asks for a `<state_snapshot>`) of a conversation holding
+# `[[bigctx]]` gets one, the same usage, after a pause long enough to read the screen while
+# it compacts. The summary names the marker again, so a compacted history compacts again.
+QWEN_BIG_PROMPT = 240000
+QWEN_SUMMARY = ("<state_snapshot>\n<overall_goal>Scripted mock turns.</overall_goal>\n"
+                "<key_knowledge>The user asked for a big context: [[bigctx]].</key_knowledge>\n"
+                "</state_snapshot>")
+
+
+def qwen_compaction(body, kind, value, usage):
+    messages = body.get("messages") or [{}]
+    big = {"prompt_tokens": QWEN_BIG_PROMPT, "completion_tokens": 60, "total_tokens": QWEN_BIG_PROMPT + 60}
+    summary_request = "produce the <state_snapshot> XML" in flatten(messages[-1].get("content"))
+    if summary_request and any("[[bigctx]]" in flatten(m.get("content")) for m in messages):
+        time.sleep(2)
+        return "text", QWEN_SUMMARY, big
+    if not summary_request and turn_chat(body).marker == "bigctx":
+        return kind, value, big
+    return kind, value, usage
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -491,6 +517,7 @@ class Handler(BaseHTTPRequestHandler):
     def chat(self, body):
         offered = {t.get("function", {}).get("name") for t in body.get("tools") or []
                    if isinstance(t, dict)}
+        usage = USAGE
         messages = body.get("messages") or [{}]
         if "Bash" in offered and "handoff summary" in flatten(messages[-1].get("content")):
             # Kimi Code's compaction (it still offers the tools) wants a text summary,
@@ -509,6 +536,8 @@ class Handler(BaseHTTPRequestHandler):
             # Pi: its model `pi-mock` picks Pi's tool names.
             cli = "pi" if model.startswith("pi-") else cli
             kind, value = reply(cli, turn_chat(body))
+            if cli == "qwen":
+                kind, value, usage = qwen_compaction(body, kind, value, usage)
         if kind == "fail":
             return self.fail({"error": {"message": "mock model: scripted failure",
                                         "type": "invalid_request_error"}})
@@ -527,7 +556,7 @@ class Handler(BaseHTTPRequestHandler):
                                           "function": {"name": n, "arguments": json.dumps(a)}}
                                          for i, n, a in calls]
             return self.send_json({"id": "chatcmpl-mock", "object": "chat.completion", "created": 0,
-                                   "model": "kimi-mock", "usage": USAGE,
+                                   "model": "kimi-mock", "usage": usage,
                                    "choices": [{"index": 0, "message": message,
                                                 "finish_reason": "tool_calls" if calls else "stop"}]})
         events = [chunk({"role": "assistant", "content": ""})]
@@ -540,7 +569,7 @@ class Handler(BaseHTTPRequestHandler):
             events.append(chunk({"content": text}))
             events.append(chunk({}, "stop"))
         events.append({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0,
-                       "model": "kimi-mock", "choices": [], "usage": USAGE})
+                       "model": "kimi-mock", "choices": [], "usage": usage})
         events.append("[DONE]")
         self.send_sse(events, named=False)
 

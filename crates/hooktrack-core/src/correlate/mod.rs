@@ -359,8 +359,16 @@ impl Correlator {
             Event::InputRequested { kind, agent } => {
                 self.input_requested(ctx, kind.as_deref(), agent.as_deref())
             }
+            // `idle_prompt`: the agent waits at its input prompt, so nothing runs, a
+            // compaction neither. Qwen Code's `/compress` that keeps the history ("not
+            // beneficial", "Could not compress") fires no `PostCompact`, only this; closing
+            // it here keeps the window to what the screen shows, not until the next prompt.
+            Event::Notification { kind, .. } => {
+                if kind.as_deref() == Some("idle_prompt") {
+                    self.compaction = None;
+                }
+            }
             Event::Heartbeat
-            | Event::Notification { .. }
             | Event::Activity { .. }
             | Event::ModelSwitched { .. }
             | Event::Unknown { .. } => {}

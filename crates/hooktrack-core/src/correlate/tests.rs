@@ -694,3 +694,45 @@ fn claude_task_notification_entry_for_another_turn_changes_no_turn() {
     assert_eq!(run.ledger()[2], "main user success");
     assert_eq!(run.noted(Diag::TurnOriginFromTranscript), 0);
 }
+
+/// Qwen Code 0.24.4's `/compress`, as `corpus/qwen-code/qwen-code-0.24.4-compaction`
+/// recorded it: one that keeps the history ("not beneficial") fires `PreCompact` and then
+/// only `Notification(idle_prompt)`; one that replaces it `PostCompact` first.
+#[test]
+fn qwen_compress_that_keeps_the_history_ends_at_the_idle_prompt() {
+    let mut run = Run::new(
+        Agent::QwenCode,
+        r#""session_id":"s1","transcript_path":"/h/.qwen/projects/p/chats/s1.jsonl","cwd":"/p""#,
+    );
+    run.feed("SessionStart", r#""source":"startup""#);
+    let p = run.feed(
+        "PreCompact",
+        r#""trigger":"manual","custom_instructions":"""#,
+    );
+    assert!(p.maintenance.compacting);
+    let p = run.feed(
+        "Notification",
+        r#""notification_type":"idle_prompt","message":"Qwen Code is waiting for your input""#,
+    );
+    assert!(!p.maintenance.compacting, "the input prompt is back");
+    assert_eq!(p.turn.phase, Phase::Ready);
+    run.feed(
+        "UserPromptSubmit",
+        r#""prompt":"hello","prompt_id":"s1########1""#,
+    );
+    run.feed("Stop", r#""stop_hook_active":false"#);
+    assert_eq!(run.noted(Diag::CompactionUnclosed), 0);
+    // Another notification (a permission dialog) ends nothing.
+    run.feed(
+        "PreCompact",
+        r#""trigger":"manual","custom_instructions":"""#,
+    );
+    let p = run.feed(
+        "Notification",
+        r#""notification_type":"permission_prompt","message":"Qwen Code needs your permission""#,
+    );
+    assert!(p.maintenance.compacting);
+    let p = run.feed("PostCompact", r#""trigger":"manual","compact_summary":"s""#);
+    assert!(!p.maintenance.compacting);
+    assert_eq!(run.ledger(), ["main user success"]);
+}
