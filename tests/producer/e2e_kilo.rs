@@ -21,7 +21,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::e2e::{Mock, run_bounded};
-use super::e2e_opencode::mock_config;
+use super::e2e_opencode::{escape_twice_during_a_slow_call, mock_config};
 use super::util::*;
 
 const PACKAGES: [&str; 1] = ["@kilocode/cli@7.7.7"];
@@ -139,47 +139,8 @@ fn kilo_escape_twice_during_a_tool_in_tmux_ends_interrupted() {
     let world = World::new(&mock, json!({}));
     // The session's whole command line and environment, in a script tmux runs.
     let cmd = world.command(&kilo, &[]);
-    let tmux = Tmux::start(
-        format!("hooktrack-e2e-kilo-{}", std::process::id()),
-        &cmd,
-        &world.work,
-        &world.home,
-    );
-    let limit = Duration::from_secs(120);
-    let seen = |event: &str, status: &str| {
-        world
-            .lines()
-            .iter()
-            .any(|l| l["event"] == event && l["changed"].to_string().contains(status))
-            .then_some(())
-    };
-    wait_for(limit, "the TUI's input box", || {
-        tmux.screen().contains("Ask anything").then_some(())
-    });
-    tmux.keys(&["-l", "Wait a while. [[slow]]"]);
-    wait_for(limit, "the prompt typed", || {
-        tmux.screen().contains("[[slow]]").then_some(())
-    });
-    tmux.keys(&["Enter"]);
-    wait_for(limit, "the slow bash call running", || {
-        seen("message.part.updated", "tools")
-    });
-    // As in OpenCode, the first Escape only arms the interrupt ("esc again to interrupt").
-    tmux.keys(&["Escape"]);
-    wait_for(limit, "the second Escape's prompt", || {
-        tmux.screen().contains("esc again").then_some(())
-    });
-    tmux.keys(&["Escape"]);
-    wait_for(limit, "the turn's end", || {
-        seen("session.error", "interrupted")
-    });
-    tmux.keys(&["C-c"]);
-    std::thread::sleep(Duration::from_millis(500));
-    tmux.keys(&["C-c"]);
-    let end = wait_for(limit, "the session's end line", || {
-        world.lines().into_iter().find(|l| l["kind"] == "end")
-    });
-    let context = format!("screen:\n{}\nsession:\n{:#?}", tmux.screen(), world.lines());
+    // As in OpenCode, the same TUI.
+    let (end, context) = escape_twice_during_a_slow_call(&world, &cmd, "kilo");
     // `session.error {MessageAbortedError}` ends the turn before its `idle`.
     assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
 }

@@ -245,9 +245,23 @@ fn opencode_escape_twice_during_a_tool_in_tmux_ends_interrupted() {
     let world = World::new(&modules, &mock, json!({}));
     // The session's whole command line and environment, in a script tmux runs.
     let cmd = world.command(&modules, &[]);
+    let (end, context) = escape_twice_during_a_slow_call(&world, &cmd, "opencode");
+    // `session.error {MessageAbortedError}` ends the turn before its `idle`.
+    assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
+}
+
+/// OpenCode's TUI (or Kilo's: the same TUI) in a private tmux server running `cmd`: a slow
+/// bash call, Escape twice while it runs (the first only arms the interrupt: "esc again to
+/// interrupt"), then Ctrl-C twice. The session's end line, and the screen and lines for a
+/// failure's message.
+pub(super) fn escape_twice_during_a_slow_call(
+    world: &SessionWorld,
+    cmd: &Command,
+    name: &str,
+) -> (Value, String) {
     let tmux = Tmux::start(
-        format!("hooktrack-e2e-opencode-{}", std::process::id()),
-        &cmd,
+        format!("hooktrack-e2e-{name}-{}", std::process::id()),
+        cmd,
         &world.work,
         &world.home,
     );
@@ -270,7 +284,6 @@ fn opencode_escape_twice_during_a_tool_in_tmux_ends_interrupted() {
     wait_for(limit, "the slow bash call running", || {
         seen("message.part.updated", "tools")
     });
-    // The first Escape only arms the interrupt ("esc again to interrupt").
     tmux.keys(&["Escape"]);
     wait_for(limit, "the second Escape's prompt", || {
         tmux.screen().contains("esc again").then_some(())
@@ -286,8 +299,7 @@ fn opencode_escape_twice_during_a_tool_in_tmux_ends_interrupted() {
         world.lines().into_iter().find(|l| l["kind"] == "end")
     });
     let context = format!("screen:\n{}\nsession:\n{:#?}", tmux.screen(), world.lines());
-    // `session.error {MessageAbortedError}` ends the turn before its `idle`.
-    assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
+    (end, context)
 }
 
 /// `check opencode` asks OpenCode itself (`opencode debug info`) which plugins it loads:
