@@ -218,18 +218,7 @@ fn qwen_code_escape_during_a_tool_in_tmux_ends_interrupted() {
     wait_for(limit, "the input prompt again", || {
         tmux.screen().contains("Request cancelled").then_some(())
     });
-    tmux.keys(&["-l", "/quit"]);
-    tmux.keys(&["Enter"]);
-    let end = wait_for(limit, "the session's end line", || {
-        session_lines(&output)
-            .into_iter()
-            .find(|l| l["kind"] == "end")
-    });
-    let context = format!(
-        "screen:\n{}\nsession:\n{:#?}",
-        tmux.screen(),
-        session_lines(&output)
-    );
+    let (end, context) = quit_tui(&tmux, &world, "/quit");
     // Escape leaves `PostToolUseFailure {is_interrupt: true}` and no Stop.
     assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
 }
@@ -420,18 +409,7 @@ fn copilot_cli_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_lo
             .any(|l| l["posture"]["last_turn"]["result"] == "interrupted")
             .then_some(())
     });
-    tmux.keys(&["-l", "/exit"]);
-    tmux.keys(&["Enter"]);
-    let end = wait_for(limit, "the session's end line", || {
-        session_lines(&output)
-            .into_iter()
-            .find(|l| l["kind"] == "end")
-    });
-    let context = format!(
-        "screen:\n{}\nsession:\n{:#?}",
-        tmux.screen(),
-        session_lines(&output)
-    );
+    let (end, context) = quit_tui(&tmux, &world, "/exit");
     // No hook fires on Escape: the session log's `abort` ends the turn.
     assert_eq!(
         ledger(&end["turns"]),
@@ -489,18 +467,7 @@ fn copilot_cli_escape_in_the_first_turn_in_tmux_ends_interrupted_from_its_sessio
             .any(|l| l["posture"]["last_turn"]["result"] == "interrupted")
             .then_some(())
     });
-    tmux.keys(&["-l", "/exit"]);
-    tmux.keys(&["Enter"]);
-    let end = wait_for(limit, "the session's end line", || {
-        session_lines(&output)
-            .into_iter()
-            .find(|l| l["kind"] == "end")
-    });
-    let context = format!(
-        "screen:\n{}\nsession:\n{:#?}",
-        tmux.screen(),
-        session_lines(&output)
-    );
+    let (end, context) = quit_tui(&tmux, &world, "/exit");
     assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
     assert_eq!(end["turns"][0]["ended_by"], "transcript", "{context}");
 }
@@ -706,18 +673,7 @@ fn factory_droid_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_
     wait_for(limit, "the Stop after Escape", || {
         (count("Stop") == 2).then_some(())
     });
-    tmux.keys(&["-l", "/quit"]);
-    tmux.keys(&["Enter"]);
-    let end = wait_for(limit, "the session's end line", || {
-        session_lines(&output)
-            .into_iter()
-            .find(|l| l["kind"] == "end")
-    });
-    let context = format!(
-        "screen:\n{}\nsession:\n{:#?}",
-        tmux.screen(),
-        session_lines(&output)
-    );
+    let (end, context) = quit_tui(&tmux, &world, "/quit");
     // Escape ends the turn with a plain Stop: the session file's cancelled tool result,
     // written before it, ends the turn first.
     assert_eq!(

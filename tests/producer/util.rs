@@ -675,3 +675,15 @@ pub fn assert_one_finding_then_a_whole_run(
         "{context}"
     );
 }
+
+/// Types `quit` (the agent's own command) into the pane and waits (at most 120 s) for the
+/// session's end line: that line, and the screen and every line for a failure's message.
+pub fn quit_tui(tmux: &Tmux, world: &SessionWorld, quit: &str) -> (serde_json::Value, String) {
+    tmux.keys(&["-l", quit]);
+    tmux.keys(&["Enter"]);
+    let end = wait_for(Duration::from_secs(120), "the session's end line", || {
+        world.lines().into_iter().find(|l| l["kind"] == "end")
+    });
+    let context = format!("screen:\n{}\nsession:\n{:#?}", tmux.screen(), world.lines());
+    (end, context)
+}
