@@ -178,18 +178,34 @@ fn headless(world: &World, bin: &Path, prompt: &str) -> (Value, Vec<Value>, Stri
     let mut err = String::new();
     let _ = std::io::Read::read_to_string(&mut child.stderr.take().expect("err"), &mut err);
     let lines = world.lines();
+    let rows = session_rows(&world.events_file(), 1);
+    // Each hook row's delivery and call, so a row too many or too few can be told apart.
+    let row_summary: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{} via {} emitter_seq {} call {} agent {}",
+                r["event"],
+                r["via"],
+                r["emitter_seq"],
+                r["payload"]["tool_call_id"],
+                r["payload"]["agent_id"]
+            )
+        })
+        .collect();
     let context = format!(
-        "exit {status}\nagent stdout:\n{out}\nstderr:\n{err}\nsession:\n{}",
+        "exit {status}\nagent stdout:\n{out}\nstderr:\n{err}\nsession:\n{}\nhook rows:\n{}",
         lines
             .iter()
             .map(Value::to_string)
             .collect::<Vec<_>>()
-            .join("\n")
+            .join("\n"),
+        row_summary.join("\n")
     );
     assert_eq!(status.code(), Some(0), "{context}");
     let end = lines.last().cloned().unwrap_or(Value::Null);
     assert_eq!(end["kind"], "end", "{context}");
-    (end, session_rows(&world.events_file(), 1), context)
+    (end, rows, context)
 }
 
 fn events(rows: &[Value]) -> Vec<String> {
@@ -366,7 +382,6 @@ fn kimi_code_wire_file_ends_a_stop_hook_continuation_live() {
     assert_eq!(ledger(&end["turns"]), ["main success 0"], "{context}");
 }
 
-/// A tmux server on a private socket, killed (that server only) on drop.
 /// The shared private tmux server, with the waits these tests use.
 struct Tmux(super::util::Tmux);
 
