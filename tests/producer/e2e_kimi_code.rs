@@ -178,9 +178,9 @@ fn headless(world: &World, bin: &Path, prompt: &str) -> (Value, Vec<Value>, Stri
     let mut err = String::new();
     let _ = std::io::Read::read_to_string(&mut child.stderr.take().expect("err"), &mut err);
     let lines = world.lines();
-    let rows = session_rows(&world.events_file(), 1);
+    let raw = session_rows(&world.events_file(), 1);
     // Each hook row's delivery and call, so a row too many or too few can be told apart.
-    let row_summary: Vec<String> = rows
+    let row_summary: Vec<String> = raw
         .iter()
         .map(|r| {
             format!(
@@ -205,7 +205,54 @@ fn headless(world: &World, bin: &Path, prompt: &str) -> (Value, Vec<Value>, Stri
     assert_eq!(status.code(), Some(0), "{context}");
     let end = lines.last().cloned().unwrap_or(Value::Null);
     assert_eq!(end["kind"], "end", "{context}");
-    (end, rows, context)
+    (end, delivered(raw), context)
+}
+
+/// The hook rows, less each `SIGTERM` give-up row whose delivery reached the store anyway.
+/// Kimi Code ends fire-and-forget hooks with `SIGTERM` (docs/producer.md); a hook slowed by
+/// load writes its give-up row (no payload) when the collector's answer has not come 10 ms
+/// later, though the collector may already have appended the delivery. Both rows name the
+/// same hook process (`emitter_parent.pid`, the `sh` the agent started for that one hook),
+/// so the pair is told apart from a give-up that stands alone, which stays.
+fn delivered(rows: Vec<Value>) -> Vec<Value> {
+    let sigterm = |r: &Value| {
+        r["payload_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("SIGTERM"))
+    };
+    let delivered_by: Vec<(Value, Value)> = rows
+        .iter()
+        .filter(|r| !sigterm(r))
+        .map(|r| (r["event"].clone(), r["emitter_parent"]["pid"].clone()))
+        .collect();
+    rows.iter()
+        .filter(|r| {
+            !(sigterm(r)
+                && !r["emitter_parent"]["pid"].is_null()
+                && delivered_by.contains(&(r["event"].clone(), r["emitter_parent"]["pid"].clone())))
+        })
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_sigterm_give_up_beside_its_delivered_row_is_dropped_and_one_alone_stays() {
+    let row = |event: &str, pid: u32, error: Option<&str>| serde_json::json!({"event": event, "emitter_parent": {"pid": pid}, "payload_error": error});
+    let term = Some("the agent ended the hook (SIGTERM) and the delivery was not done 10 ms later");
+    let rows = vec![
+        row("PostToolUse", 7, term),
+        row("PostToolUse", 7, None),
+        row("PostToolUse", 8, term),
+        row("Stop", 9, None),
+    ];
+    assert_eq!(
+        delivered(rows),
+        [
+            row("PostToolUse", 7, None),
+            row("PostToolUse", 8, term),
+            row("Stop", 9, None)
+        ]
+    );
 }
 
 fn events(rows: &[Value]) -> Vec<String> {
