@@ -280,10 +280,15 @@ pub enum Which {
     Events,
 }
 
+/// What a give-up row knows of its delivery: nothing confirmed it, yet a collector that
+/// had the request may have appended it before its answer came (seen under load: Kimi
+/// Code's `SIGTERM` 10 ms before the answer). That row names the same `emitter_parent`.
+const UNCONFIRMED: &str = "the delivery was not confirmed (a row of it from the collector, with the same emitter_parent, may be in the store too)";
+
 /// The `payload_error` of a give-up row, and the end of its log line.
 fn give_up_cause() -> String {
     format!(
-        "the emitter gave up after {} ms (stdin not closed, or the store stuck); the payload was not delivered",
+        "the emitter gave up after {} ms (stdin not closed, or the store stuck); {UNCONFIRMED}",
         HARD_DEADLINE.as_millis()
     )
 }
@@ -291,7 +296,7 @@ fn give_up_cause() -> String {
 /// The cause when `SIGTERM` brought the deadline forward.
 fn term_cause() -> String {
     format!(
-        "the agent ended the hook (SIGTERM) and the delivery was not done {} ms later; the payload was not delivered",
+        "the agent ended the hook (SIGTERM) and the delivery was not done {} ms later; {UNCONFIRMED}",
         TERM_GRACE.as_millis()
     )
 }
@@ -662,7 +667,7 @@ mod tests {
         assert!(hooktrack_core::row::parse_line(text.trim_end().as_bytes()).is_ok());
         let log = std::fs::read_to_string(dir.join("emit.log")).unwrap();
         assert!(
-            log.ends_with("event=PreToolUse delivered=recorded as a command_fallback row: the emitter gave up after 3000 ms (stdin not closed, or the store stuck); the payload was not delivered\n"),
+            log.ends_with("event=PreToolUse delivered=recorded as a command_fallback row: the emitter gave up after 3000 ms (stdin not closed, or the store stuck); the delivery was not confirmed (a row of it from the collector, with the same emitter_parent, may be in the store too)\n"),
             "{log}"
         );
         assert!(
