@@ -21,7 +21,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::e2e::{Mock, run_bounded};
-use super::e2e_opencode::{escape_twice_during_a_slow_call, mock_config};
+use super::e2e_opencode::{
+    PluginAgent, check_asks_whether_the_plugin_loads, escape_twice_during_a_slow_call, mock_config,
+};
 use super::util::*;
 
 const PACKAGES: [&str; 1] = ["@kilocode/cli@7.7.7"];
@@ -199,61 +201,12 @@ fn check_kilo_asks_kilo_whether_it_loads_the_plugin() {
     };
     let mock = Mock::start(Path::new("python3"));
     let world = World::new(&mock, json!({}));
-    let run = |args: &[&str], pure: Option<&str>| {
-        let mut cmd = hooktrack();
-        cmd.args(args)
-            .arg("--agent-bin")
-            .arg(&kilo)
-            .current_dir(&world.work)
-            .env("HOME", &world.home)
-            .env("KILO_DISABLE_MODELS_FETCH", "true")
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("KILO_CONFIG_DIR")
-            .env_remove("KILO_PURE");
-        if let Some(pure) = pure {
-            cmd.env("KILO_PURE", pure);
-        }
-        let out = cmd.output().expect("run hooktrack");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out.status.success(), text)
+    let agent = PluginAgent {
+        name: "kilo",
+        label: "Kilo",
+        env_prefix: "KILO",
     };
-    let out = hooktrack()
-        .args(["install", "kilo"])
-        .env("HOME", &world.home)
-        .env_remove("KILO_CONFIG_DIR")
-        .output()
-        .expect("install");
-    assert!(out.status.success(), "{out:?}");
-    let (ok, text) = run(&["check", "kilo"], None);
-    assert!(ok, "{text}");
-    assert!(text.starts_with("ok: "), "{text}");
-
-    let (ok, text) = run(&["check", "kilo"], Some("1"));
-    assert!(!ok, "{text}");
-    assert!(
-        text.contains("KILO_PURE=1 in the environment makes Kilo skip every external plugin"),
-        "{text}"
-    );
-
-    // The same plugin text where Kilo does not look for plugins.
-    let elsewhere = world.work.join("elsewhere/hooktrack.js");
-    fs::create_dir_all(elsewhere.parent().expect("parent")).expect("mkdir");
-    fs::copy(
-        world.home.join(".config/kilo/plugin/hooktrack.js"),
-        &elsewhere,
-    )
-    .expect("copy");
-    let path = elsewhere.to_string_lossy().into_owned();
-    let (ok, text) = run(&["check", "kilo", "--config", &path], None);
-    assert!(!ok, "{text}");
-    assert!(
-        text.contains("`kilo debug info` does not list this file among the plugins Kilo loads"),
-        "{text}"
-    );
+    check_asks_whether_the_plugin_loads(&world, &kilo, agent, "1");
 }
 
 /// `session -- kilo --pure` says once that the plugin will not load, and runs the agent

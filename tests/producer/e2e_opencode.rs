@@ -313,20 +313,46 @@ fn check_opencode_asks_opencode_whether_it_loads_the_plugin() {
     };
     let mock = Mock::start(Path::new("python3"));
     let world = World::new(&modules, &mock, json!({}));
-    let bin = modules.join(".bin/opencode");
+    check_asks_whether_the_plugin_loads(&world, &modules.join(".bin/opencode"), OPENCODE, "true");
+}
+
+/// An agent that loads OpenCode's plugin: its name, its label in findings, the prefix of
+/// its environment variables (`{prefix}_PURE`, `{prefix}_CONFIG_DIR`, ...).
+pub(super) struct PluginAgent {
+    pub(super) name: &'static str,
+    pub(super) label: &'static str,
+    pub(super) env_prefix: &'static str,
+}
+
+const OPENCODE: PluginAgent = PluginAgent {
+    name: "opencode",
+    label: "OpenCode",
+    env_prefix: "OPENCODE",
+};
+
+/// `install NAME`, then `check NAME` against the agent itself (`NAME debug info`): the
+/// plugin is listed; `{prefix}_PURE=pure` stops it; the same plugin text in a folder the
+/// agent does not read is not listed.
+pub(super) fn check_asks_whether_the_plugin_loads(
+    world: &SessionWorld,
+    bin: &Path,
+    agent: PluginAgent,
+    pure: &str,
+) {
+    let var = |suffix: &str| format!("{}_{suffix}", agent.env_prefix);
     let run = |args: &[&str], pure: Option<&str>| {
         let mut cmd = hooktrack();
         cmd.args(args)
             .arg("--agent-bin")
-            .arg(&bin)
+            .arg(bin)
             .current_dir(&world.work)
             .env("HOME", &world.home)
-            .env("OPENCODE_DISABLE_MODELS_FETCH", "true")
+            .env(var("DISABLE_MODELS_FETCH"), "true")
             .env_remove("XDG_CONFIG_HOME")
-            .env_remove("OPENCODE_CONFIG_DIR")
-            .env_remove("OPENCODE_PURE");
+            .env_remove(var("CONFIG_DIR"))
+            .env_remove(var("PURE"));
         if let Some(pure) = pure {
-            cmd.env("OPENCODE_PURE", pure);
+            cmd.env(var("PURE"), pure);
         }
         let out = cmd.output().expect("run hooktrack");
         let text = format!(
@@ -337,40 +363,45 @@ fn check_opencode_asks_opencode_whether_it_loads_the_plugin() {
         (out.status.success(), text)
     };
     let out = hooktrack()
-        .args(["install", "opencode"])
+        .args(["install", agent.name])
         .env("HOME", &world.home)
-        .env_remove("OPENCODE_CONFIG_DIR")
+        .env_remove(var("CONFIG_DIR"))
         .output()
         .expect("install");
     assert!(out.status.success(), "{out:?}");
-    let (ok, text) = run(&["check", "opencode"], None);
+    let (ok, text) = run(&["check", agent.name], None);
     assert!(ok, "{text}");
     assert!(text.starts_with("ok: "), "{text}");
 
-    let (ok, text) = run(&["check", "opencode"], Some("true"));
+    let (ok, text) = run(&["check", agent.name], Some(pure));
     assert!(!ok, "{text}");
     assert!(
-        text.contains(
-            "OPENCODE_PURE=true in the environment makes OpenCode skip every external plugin"
-        ),
+        text.contains(&format!(
+            "{}={pure} in the environment makes {} skip every external plugin",
+            var("PURE"),
+            agent.label
+        )),
         "{text}"
     );
 
-    // The same plugin text where OpenCode does not look for plugins.
+    // The same plugin text where the agent does not look for plugins.
     let elsewhere = world.work.join("elsewhere/hooktrack.js");
     fs::create_dir_all(elsewhere.parent().expect("parent")).expect("mkdir");
     fs::copy(
-        world.home.join(".config/opencode/plugin/hooktrack.js"),
+        world
+            .home
+            .join(format!(".config/{}/plugin/hooktrack.js", agent.name)),
         &elsewhere,
     )
     .expect("copy");
     let path = elsewhere.to_string_lossy().into_owned();
-    let (ok, text) = run(&["check", "opencode", "--config", &path], None);
+    let (ok, text) = run(&["check", agent.name, "--config", &path], None);
     assert!(!ok, "{text}");
     assert!(
-        text.contains(
-            "`opencode debug info` does not list this file among the plugins OpenCode loads"
-        ),
+        text.contains(&format!(
+            "`{} debug info` does not list this file among the plugins {} loads",
+            agent.name, agent.label
+        )),
         "{text}"
     );
 }
