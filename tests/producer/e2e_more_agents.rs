@@ -347,6 +347,32 @@ fn copilot_tui(world: &World, bin: &Path, mock: &Mock, name: &str) -> Tmux {
     )
 }
 
+/// In a TUI that shows its input line: a plain turn to its `Stop` (Copilot's names the
+/// session log, Droid's session file is then known), then the mock's slow shell call, until
+/// it runs (`running` on the screen).
+fn plain_turn_then_a_slow_call(tmux: &Tmux, world: &World, running: &str) {
+    let limit = Duration::from_secs(120);
+    let count = |event: &str| world.lines().iter().filter(|l| l["event"] == event).count();
+    let type_prompt = |text: &str| {
+        tmux.keys(&["-l", text]);
+        wait_for(limit, "the prompt typed", || {
+            tmux.screen().contains(text).then_some(())
+        });
+        tmux.keys(&["Enter"]);
+    };
+    type_prompt("Say hi. [[plain]]");
+    wait_for(limit, "the first turn's Stop", || {
+        (count("Stop") == 1).then_some(())
+    });
+    type_prompt("Wait a while. [[slow]]");
+    wait_for(limit, "the slow call's PreToolUse", || {
+        (count("PreToolUse") == 1).then_some(())
+    });
+    wait_for(limit, "the running call", || {
+        tmux.screen().contains(running).then_some(())
+    });
+}
+
 #[test]
 fn copilot_cli_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_log() {
     let bin = match copilot_installed() {
@@ -361,34 +387,11 @@ fn copilot_cli_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_lo
     let tmux = copilot_tui(&world, &bin, &mock, "escape");
     let limit = Duration::from_secs(120);
     let output = world.output();
-    let count = |event: &str| {
-        session_lines(&output)
-            .iter()
-            .filter(|l| l["event"] == event)
-            .count()
-    };
-    let type_prompt = |text: &str| {
-        tmux.keys(&["-l", text]);
-        wait_for(limit, "the prompt typed", || {
-            tmux.screen().contains(text).then_some(())
-        });
-        tmux.keys(&["Enter"]);
-    };
     wait_for(limit, "the TUI's input line", || {
         tmux.screen().contains("/ commands").then_some(())
     });
     // A first turn's `Stop` names the session log, which then tells the Escape.
-    type_prompt("Say hi. [[plain]]");
-    wait_for(limit, "the first turn's Stop", || {
-        (count("Stop") == 1).then_some(())
-    });
-    type_prompt("Wait a while. [[slow]]");
-    wait_for(limit, "the slow call's PreToolUse", || {
-        (count("PreToolUse") == 1).then_some(())
-    });
-    wait_for(limit, "the running call", || {
-        tmux.screen().contains("esc esc interrupt").then_some(())
-    });
+    plain_turn_then_a_slow_call(&tmux, &world, "esc esc interrupt");
     // One Escape only arms the interrupt ("esc again to interrupt"); a second one, sent
     // once that shows, aborts.
     tmux.keys(&["Escape"]);
@@ -633,13 +636,6 @@ fn factory_droid_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_
             .filter(|l| l["event"] == event)
             .count()
     };
-    let type_prompt = |text: &str| {
-        tmux.keys(&["-l", text]);
-        wait_for(limit, "the prompt typed", || {
-            tmux.screen().contains(text).then_some(())
-        });
-        tmux.keys(&["Enter"]);
-    };
     // The screen goes into the failure: the one time this wait gave up, nothing said why.
     let started = std::time::Instant::now();
     let drawn = loop {
@@ -653,17 +649,7 @@ fn factory_droid_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_
         drawn.contains("? for help"),
         "the TUI's help line never came; the screen:\n{drawn}"
     );
-    type_prompt("Say hi. [[plain]]");
-    wait_for(limit, "the first turn's Stop", || {
-        (count("Stop") == 1).then_some(())
-    });
-    type_prompt("Wait a while. [[slow]]");
-    wait_for(limit, "the slow call's PreToolUse", || {
-        (count("PreToolUse") == 1).then_some(())
-    });
-    wait_for(limit, "the running call", || {
-        tmux.screen().contains("Press ESC to stop").then_some(())
-    });
+    plain_turn_then_a_slow_call(&tmux, &world, "Press ESC to stop");
     tmux.keys(&["Escape"]);
     wait_for(limit, "the cancellation on screen", || {
         tmux.screen()
