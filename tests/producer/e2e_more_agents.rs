@@ -117,28 +117,9 @@ fn qwen_code_tool_turn_through_session_ends_success_with_three_tools() {
         &mock,
         &["-p", "Run a command, write a file, read it back. [[tools]]"],
     );
-    let mut child = session_command(&world, &cli, &argv)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn session");
-    let status = wait_child(&mut child, Duration::from_secs(180));
-    let mut out = String::new();
-    let _ = std::io::Read::read_to_string(&mut child.stdout.take().expect("out"), &mut out);
-    let lines = session_lines(&world.output());
-    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
-    assert_eq!(status.code(), Some(0), "{context}");
-    assert!(out.contains("The file holds two lines. Done."), "{context}");
-    assert_eq!(
-        fs::read_to_string(world.work.join("notes.txt")).expect("write_file ran"),
-        "line one\nline two\n"
-    );
-    let start = lines.first().expect("start line");
-    let end = lines.last().expect("end line");
-    assert_eq!(start["provider"], "qwen", "{context}");
+    let (code, out, lines) = world.run(session_command(&world, &cli, &argv));
+    let (start, end, context) = assert_tools_run(&world, code, &out, &lines, "qwen");
     assert_eq!(start["findings"], serde_json::json!([]), "{context}");
-    assert_eq!(end["kind"], "end", "{context}");
     // The empty `UserPromptSubmit` after each tool batch is the same turn going on.
     assert_eq!(ledger(&end["turns"]), ["main success 3"], "{context}");
     let settings = fs::read_to_string(world.home.join(".qwen/settings.json")).expect("settings");
@@ -283,7 +264,7 @@ fn copilot_cli_tool_turn_through_session_ends_success_with_three_tools() {
     };
     let mock = Mock::start(Path::new("python3"));
     let world = World::new();
-    let mut child = copilot_session(
+    let (code, out, lines) = world.run(copilot_session(
         &world,
         &bin,
         &mock,
@@ -292,29 +273,10 @@ fn copilot_cli_tool_turn_through_session_ends_success_with_three_tools() {
             "Run a command, write a file, read it back. [[tools]]",
             "--allow-all-tools",
         ],
-    )
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .expect("spawn session");
-    let status = wait_child(&mut child, Duration::from_secs(180));
-    let mut out = String::new();
-    let _ = std::io::Read::read_to_string(&mut child.stdout.take().expect("out"), &mut out);
-    let lines = session_lines(&world.output());
-    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
-    assert_eq!(status.code(), Some(0), "{context}");
-    assert!(out.contains("The file holds two lines. Done."), "{context}");
-    assert_eq!(
-        fs::read_to_string(world.work.join("notes.txt")).expect("the bash call ran"),
-        "line one\nline two\n"
-    );
-    let start = lines.first().expect("start line");
-    let end = lines.last().expect("end line");
-    assert_eq!(start["provider"], "copilot", "{context}");
+    ));
+    let (start, end, context) = assert_tools_run(&world, code, &out, &lines, "copilot");
     assert_eq!(start["agent_version"], "1.0.102", "{context}");
     assert_eq!(start["findings"], serde_json::json!([]), "{context}");
-    assert_eq!(end["kind"], "end", "{context}");
     // `PermissionRequest` fires for each bash call though nobody is asked: no blocked phase.
     assert!(
         lines
@@ -560,7 +522,7 @@ fn factory_droid_exec_tool_turn_through_session_ends_success_with_three_tools() 
     let _one_droid = ONE_DROID.lock().unwrap_or_else(|e| e.into_inner());
     let mock = Mock::start(Path::new("python3"));
     let world = droid_world(&mock);
-    let mut child = droid_session(
+    let (code, out, lines) = world.run(droid_session(
         &world,
         &bin,
         &[
@@ -571,29 +533,10 @@ fn factory_droid_exec_tool_turn_through_session_ends_success_with_three_tools() 
             "custom:droid-mock",
             "Run a command, write a file, read it back. [[tools]]",
         ],
-    )
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .expect("spawn session");
-    let status = wait_child(&mut child, Duration::from_secs(180));
-    let mut out = String::new();
-    let _ = std::io::Read::read_to_string(&mut child.stdout.take().expect("out"), &mut out);
-    let lines = session_lines(&world.output());
-    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
-    assert_eq!(status.code(), Some(0), "{context}");
-    assert!(out.contains("The file holds two lines. Done."), "{context}");
-    assert_eq!(
-        fs::read_to_string(world.work.join("notes.txt")).expect("the Execute call ran"),
-        "line one\nline two\n"
-    );
-    let start = lines.first().expect("start line");
-    let end = lines.last().expect("end line");
-    assert_eq!(start["provider"], "droid", "{context}");
+    ));
+    let (start, end, context) = assert_tools_run(&world, code, &out, &lines, "droid");
     assert_eq!(start["agent_version"], "0.225.2", "{context}");
     assert_eq!(start["findings"], serde_json::json!([]), "{context}");
-    assert_eq!(end["kind"], "end", "{context}");
     // `exec` sends no UserPromptSubmit: the first call starts the turn, so all three are
     // its own.
     assert_eq!(ledger(&end["turns"]), ["main success 3"], "{context}");

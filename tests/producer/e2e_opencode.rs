@@ -127,17 +127,7 @@ fn opencode_tool_turn_through_session_ends_success_with_three_tools() {
     let mock = Mock::start(Path::new("python3"));
     let world = World::new(&modules, &mock, json!({}));
     let (code, out, lines) = world.run(&modules, "Run a command, write a file, read it. [[tools]]");
-    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
-    assert_eq!(code, Some(0), "{context}");
-    assert!(out.contains("The file holds two lines. Done."), "{context}");
-    assert_eq!(
-        fs::read_to_string(world.work.join("notes.txt")).expect("write ran"),
-        "line one\nline two\n"
-    );
-    let start = lines.first().expect("start line");
-    let end = lines.last().expect("end line");
-    assert_eq!(start["provider"], "opencode", "{context}");
-    assert_eq!(end["kind"], "end", "{context}");
+    let (_, end, context) = assert_tools_run(&world, code, &out, &lines, "opencode");
     // `busy` … `idle` is one turn whatever OpenCode repeats in between; its three tool
     // parts pair by `callID`.
     assert_eq!(ledger(&end["turns"]), ["main success 3"], "{context}");

@@ -102,20 +102,7 @@ fn pi_tool_turn_through_session_ends_success_with_three_tools() {
     let mock = Mock::start(Path::new("python3"));
     let world = World::new(&mock);
     let (code, out, lines) = world.run(&modules, "Run a command, write a file, read it. [[tools]]");
-    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
-    assert_eq!(code, Some(0), "{context}");
-    assert!(out.contains("The file holds two lines. Done."), "{context}");
-    assert_eq!(
-        fs::read_to_string(world.work.join("notes.txt")).expect("write ran"),
-        "line one\nline two\n"
-    );
-    let end = lines.last().expect("end line");
-    assert_eq!(
-        lines.first().expect("start line")["provider"],
-        "pi",
-        "{context}"
-    );
-    assert_eq!(end["kind"], "end", "{context}");
+    let (_, end, context) = assert_tools_run(&world, code, &out, &lines, "pi");
     // Three model calls, one user turn (`agent_start` … `agent_end`); the calls pair by
     // `toolCallId`.
     assert_eq!(ledger(&end["turns"]), ["main success 3"], "{context}");

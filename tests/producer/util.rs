@@ -687,3 +687,32 @@ pub fn quit_tui(tmux: &Tmux, world: &SessionWorld, quit: &str) -> (serde_json::V
     let context = format!("screen:\n{}\nsession:\n{:#?}", tmux.screen(), world.lines());
     (end, context)
 }
+
+/// The checks every headless "[[tools]]" run shares (the mock's script: a shell command,
+/// `notes.txt` written, read back, then the answer): the session exited 0, the agent
+/// printed the answer, the file holds the two lines, the session's first line names
+/// `provider` and its last is the end line. Returns those two lines and the context a
+/// failure prints.
+pub fn assert_tools_run(
+    world: &SessionWorld,
+    code: Option<i32>,
+    out: &str,
+    lines: &[serde_json::Value],
+    provider: &str,
+) -> (serde_json::Value, serde_json::Value, String) {
+    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
+    assert_eq!(code, Some(0), "{context}");
+    assert!(out.contains("The file holds two lines. Done."), "{context}");
+    assert_eq!(
+        fs::read_to_string(world.work.join("notes.txt"))
+            .ok()
+            .as_deref(),
+        Some("line one\nline two\n"),
+        "the tool calls' file\n{context}"
+    );
+    let start = lines.first().cloned().unwrap_or_default();
+    let end = lines.last().cloned().unwrap_or_default();
+    assert_eq!(start["provider"], provider, "{context}");
+    assert_eq!(end["kind"], "end", "{context}");
+    (start, end, context)
+}
