@@ -322,6 +322,34 @@ struct TmuxServer {
 }
 
 impl TmuxServer {
+    /// A private server named `name-<pid>` whose first pane (`columns`x`rows`) runs
+    /// `script`; the server and that pane's id.
+    fn start(name: &str, script: &Path, (columns, rows): (u16, u16)) -> (Self, String) {
+        let tmux = TmuxServer {
+            socket: format!("{name}-{}", std::process::id()),
+        };
+        let (columns, rows) = (columns.to_string(), rows.to_string());
+        let started = tmux
+            .tmux()
+            .args([
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-x",
+                &columns,
+                "-y",
+                &rows,
+            ])
+            .args(["-P", "-F", "#{pane_id}"])
+            .arg(script)
+            .output()
+            .unwrap();
+        assert!(started.status.success(), "{}", text(&started));
+        let pane = String::from_utf8_lossy(&started.stdout).trim().to_owned();
+        (tmux, pane)
+    }
+
     fn tmux(&self) -> Command {
         let mut c = Command::new("tmux");
         c.args(["-L", &self.socket]);
@@ -342,6 +370,13 @@ impl TmuxServer {
     fn screen(&self, pane: &str) -> String {
         self.run(&["capture-pane", "-p", "-t", pane])
     }
+}
+
+/// Writes `text` to `path` as a script only its owner may run.
+fn write_script(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::write(path, text).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o700)).unwrap();
 }
 
 impl Drop for TmuxServer {
@@ -484,9 +519,9 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
 
     let mock = crate::producer::e2e::Mock::start(Path::new("python3"));
     let script = h.home.join("claude.sh");
-    fs::write(
+    write_script(
         &script,
-        format!(
+        &format!(
             "#!/bin/sh\ncd '{work}'\nexec env -i PATH='{path}' HOME='{home}' XDG_STATE_HOME='{state}' \
              TERM=xterm-256color TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\" \
              ANTHROPIC_BASE_URL=http://127.0.0.1:{port} ANTHROPIC_API_KEY=dummy \
@@ -496,38 +531,13 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
             state = h.state.display(),
             port = mock.port,
         ),
-    )
-    .unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&script, fs::Permissions::from_mode(0o700)).unwrap();
-    }
-    let tmux = TmuxServer {
-        socket: format!("hooktrack-setup-{}", std::process::id()),
-    };
-    let started = tmux
-        .tmux()
-        .args([
-            "-f",
-            "/dev/null",
-            "new-session",
-            "-d",
-            "-x",
-            "160",
-            "-y",
-            "45",
-        ])
-        .args(["-P", "-F", "#{pane_id}"])
-        .arg(&script)
-        .output()
-        .unwrap();
-    assert!(started.status.success(), "{}", text(&started));
-    let pane = String::from_utf8_lossy(&started.stdout).trim().to_owned();
+    );
+    let (tmux, pane) = TmuxServer::start("hooktrack-setup", &script, (160, 45));
     // Qwen Code in a second window of the same server, Node 22 first on its PATH.
     let qwen_script = h.home.join("qwen.sh");
-    fs::write(
+    write_script(
         &qwen_script,
-        format!(
+        &format!(
             "#!/bin/sh\ncd '{work}'\nexec env -i PATH='{node22}:{path}' HOME='{home}' XDG_STATE_HOME='{state}' \
              TERM=xterm-256color TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\" \
              qwen --auth-type openai --openai-base-url http://127.0.0.1:{port}/v1 \
@@ -538,12 +548,7 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
             state = h.state.display(),
             port = mock.port,
         ),
-    )
-    .unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&qwen_script, fs::Permissions::from_mode(0o700)).unwrap();
-    }
+    );
     // Its pane waits for a line: it also keeps the server up once Claude Code's closes.
     let started = tmux
         .tmux()
@@ -892,42 +897,17 @@ sys.stdin.readline()
     )
     .unwrap();
     let script = h.home.join("agent.sh");
-    fs::write(
+    write_script(
         &script,
-        format!(
+        &format!(
             "#!/bin/sh\nexport HOME='{home}' XDG_STATE_HOME='{state}'\npython3 '{agent}' '{hook}'\necho agent-ended\nexec cat\n",
             home = h.home.display(),
             state = h.state.display(),
             agent = agent.display(),
             hook = env!("CARGO_BIN_EXE_hooktrack-hook"),
         ),
-    )
-    .unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&script, fs::Permissions::from_mode(0o700)).unwrap();
-    }
-    let tmux = TmuxServer {
-        socket: format!("hooktrack-drop-{}", std::process::id()),
-    };
-    let started = tmux
-        .tmux()
-        .args([
-            "-f",
-            "/dev/null",
-            "new-session",
-            "-d",
-            "-x",
-            "100",
-            "-y",
-            "20",
-        ])
-        .args(["-P", "-F", "#{pane_id}"])
-        .arg(&script)
-        .output()
-        .unwrap();
-    assert!(started.status.success(), "{}", text(&started));
-    let pane = String::from_utf8_lossy(&started.stdout).trim().to_owned();
+    );
+    let (tmux, pane) = TmuxServer::start("hooktrack-drop", &script, (100, 20));
 
     let mut watch = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
         .args([
