@@ -140,28 +140,13 @@ fn kilo_escape_twice_during_a_tool_in_tmux_ends_interrupted() {
 /// Needs no npm: the plugin is written, checked and removed by the CLI as any config is.
 #[test]
 fn install_check_uninstall_write_check_and_remove_the_kilo_plugin() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let home = tmp.path();
-    let plugin = home.join(".config/kilo/plugin/hooktrack.js");
-    let run = |args: &[&str]| {
-        hooktrack()
-            .args(args)
-            .env("HOME", home)
-            .env_remove("KILO_CONFIG_DIR")
-            .output()
-            .expect("run hooktrack")
-    };
-    let out = run(&["check", "kilo", "--file-only"]);
-    assert!(!out.status.success(), "no plugin yet: {out:?}");
-    let out = run(&["install", "kilo"]);
-    assert!(out.status.success(), "{out:?}");
-    let text = fs::read_to_string(&plugin).expect("the plugin");
+    let h = PluginHome::new("kilo", "KILO_CONFIG_DIR");
+    let home = h.home();
+    let run = |args: &[&str]| h.run(args);
+    let (plugin, text) = h.install_checked(".config/kilo/plugin/hooktrack.js");
     // OpenCode's plugin, rendered for Kilo: its rows go to Kilo's store.
-    assert!(text.contains("\"--agent\", \"kilo\""), "{text}");
     assert!(text.contains("for Kilo CLI"), "{text}");
     assert!(!home.join(".config/opencode").exists());
-    let out = run(&["check", "kilo", "--file-only"]);
-    assert!(out.status.success(), "{out:?}");
     // An OpenCode plugin is not Kilo's, though the code is the same.
     let opencode = hooktrack()
         .args(["install", "opencode"])

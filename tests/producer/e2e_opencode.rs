@@ -165,25 +165,9 @@ fn opencode_failed_model_call_through_session_ends_known_failure() {
 /// Needs no npm: the plugin is written, checked and removed by the CLI as any config is.
 #[test]
 fn install_check_uninstall_write_check_and_remove_the_opencode_plugin() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let home = tmp.path();
-    let plugin = home.join(".config/opencode/plugin/hooktrack.js");
-    let run = |args: &[&str]| {
-        hooktrack()
-            .args(args)
-            .env("HOME", home)
-            .env_remove("OPENCODE_CONFIG_DIR")
-            .output()
-            .expect("run hooktrack")
-    };
-    let out = run(&["check", "opencode", "--file-only"]);
-    assert!(!out.status.success(), "no plugin yet: {out:?}");
-    let out = run(&["install", "opencode"]);
-    assert!(out.status.success(), "{out:?}");
-    let text = fs::read_to_string(&plugin).expect("the plugin");
-    assert!(text.contains("\"--agent\", \"opencode\""), "{text}");
-    let out = run(&["check", "opencode", "--file-only"]);
-    assert!(out.status.success(), "{out:?}");
+    let h = PluginHome::new("opencode", "OPENCODE_CONFIG_DIR");
+    let run = |args: &[&str]| h.run(args);
+    let (plugin, text) = h.install_checked(".config/opencode/plugin/hooktrack.js");
     // A plugin of another hooktrack version is stale: check says so.
     fs::write(
         &plugin,

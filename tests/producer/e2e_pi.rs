@@ -133,25 +133,10 @@ fn pi_failed_model_call_through_session_ends_known_failure() {
 /// Needs no npm: the extension is written, checked and removed by the CLI as any config is.
 #[test]
 fn install_check_uninstall_write_check_and_remove_the_pi_extension() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let home = tmp.path();
-    let extension = home.join(".pi/agent/extensions/hooktrack.ts");
-    let run = |args: &[&str]| {
-        hooktrack()
-            .args(args)
-            .env("HOME", home)
-            .env_remove("PI_CODING_AGENT_DIR")
-            .output()
-            .expect("run hooktrack")
-    };
-    let out = run(&["check", "pi", "--file-only"]);
-    assert!(!out.status.success(), "no extension yet: {out:?}");
-    let out = run(&["install", "pi"]);
-    assert!(out.status.success(), "{out:?}");
-    let text = fs::read_to_string(&extension).expect("the extension");
-    assert!(text.contains("\"--agent\", \"pi\""), "{text}");
-    let out = run(&["check", "pi", "--file-only"]);
-    assert!(out.status.success(), "{out:?}");
+    let h = PluginHome::new("pi", "PI_CODING_AGENT_DIR");
+    let home = h.home();
+    let run = |args: &[&str]| h.run(args);
+    let (extension, text) = h.install_checked(".pi/agent/extensions/hooktrack.ts");
     // An extension of another hooktrack version is stale: check says so.
     fs::write(
         &extension,

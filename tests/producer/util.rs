@@ -716,3 +716,54 @@ pub fn assert_tools_run(
     assert_eq!(end["kind"], "end", "{context}");
     (start, end, context)
 }
+
+/// A scratch HOME for a plugin agent's file written by `install` (OpenCode, Kilo, Pi),
+/// with the agent's own home variable unset so the default folder is used.
+pub struct PluginHome {
+    tmp: tempfile::TempDir,
+    name: &'static str,
+    home_var: &'static str,
+}
+
+impl PluginHome {
+    pub fn new(name: &'static str, home_var: &'static str) -> Self {
+        Self {
+            tmp: tempfile::tempdir().expect("tempdir"),
+            name,
+            home_var,
+        }
+    }
+
+    pub fn home(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// `hooktrack ARGS` in this HOME.
+    pub fn run(&self, args: &[&str]) -> Output {
+        hooktrack()
+            .args(args)
+            .env("HOME", self.home())
+            .env_remove(self.home_var)
+            .output()
+            .expect("run hooktrack")
+    }
+
+    /// `check --file-only` fails before `install`; `install` writes `rel` (under HOME),
+    /// whose text runs the emitter for this agent; `check --file-only` passes. The file
+    /// and its text.
+    pub fn install_checked(&self, rel: &str) -> (std::path::PathBuf, String) {
+        let file = self.home().join(rel);
+        let out = self.run(&["check", self.name, "--file-only"]);
+        assert!(!out.status.success(), "nothing installed yet: {out:?}");
+        let out = self.run(&["install", self.name]);
+        assert!(out.status.success(), "{out:?}");
+        let text = fs::read_to_string(&file).expect("the installed file");
+        assert!(
+            text.contains(&format!("\"--agent\", \"{}\"", self.name)),
+            "{text}"
+        );
+        let out = self.run(&["check", self.name, "--file-only"]);
+        assert!(out.status.success(), "{out:?}");
+        (file, text)
+    }
+}
