@@ -341,6 +341,27 @@ pub struct InstallFacts {
 }
 
 impl InstallFacts {
+    /// An agent that loads hooktrack as a plugin file (OpenCode, Kilo, Pi) and reports a
+    /// file that fails to load as `strictness` says. Its timeout is not a hook's: the
+    /// plugin never waits for the emitter (which gives up after 3 s); it is kept for the
+    /// descriptor's completeness.
+    pub const fn plugin(strictness: &'static str) -> Self {
+        Self {
+            timeout: 5,
+            timeout_unit: TimeoutUnit::Seconds,
+            shorter_timeouts: &[],
+            unknown_entry_keys_fatal: false,
+            top_level_keys: None,
+            strict: Strictness::Lenient,
+            strictness,
+            schema: COMMON_SCHEMA,
+            off_switches: &[],
+            per_session_entries: false,
+        }
+    }
+}
+
+impl InstallFacts {
     /// The `timeout` of hooktrack's entry for `event`, in the file's unit.
     pub fn timeout_for(&self, event: &str) -> u64 {
         self.shorter_timeouts
@@ -440,6 +461,18 @@ pub struct PreflightFacts {
     pub config_doctor: Option<ConfigDoctor>,
     /// The agent is a script whose interpreter must be at least this new.
     pub runtime: Option<Runtime>,
+}
+
+impl PreflightFacts {
+    /// An agent that consults nothing beyond its hooks file.
+    pub const NONE: Self = Self {
+        feature_switches: None,
+        hook_trust: None,
+        required_setting: None,
+        folder_trust: None,
+        config_doctor: None,
+        runtime: None,
+    };
 }
 
 /// A script agent's interpreter (named in its `#!` line) and the oldest version it runs

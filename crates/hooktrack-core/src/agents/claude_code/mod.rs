@@ -88,14 +88,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         }],
         per_session_entries: false,
     },
-    preflight: PreflightFacts {
-        feature_switches: None,
-        hook_trust: None,
-        required_setting: None,
-        folder_trust: None,
-        config_doctor: None,
-        runtime: None,
-    },
+    preflight: PreflightFacts::NONE,
     // `-p` / `--print`: the prompt is an argument or stdin.
     headless: Headless {
         flags: &["-p", "--print"],

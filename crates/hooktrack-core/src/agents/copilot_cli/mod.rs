@@ -96,18 +96,11 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         off_switches: &[],
         per_session_entries: false,
     },
-    preflight: PreflightFacts {
-        feature_switches: None,
-        hook_trust: None,
-        required_setting: None,
-        // Folder trust (`config.json` `trustedFolders`) gates repo hooks only: user-level
-        // hooks fired in 1.0.102 in an untrusted folder, in `-p` as in the TUI (which asks
-        // to trust the folder before the first prompt, when no hook has fired yet).
-        folder_trust: None,
-        config_doctor: None,
-        // A native binary (`@github/copilot-linux-x64`) behind a Node launcher.
-        runtime: None,
-    },
+    // Folder trust (`config.json` `trustedFolders`) gates repo hooks only: user-level
+    // hooks fired in 1.0.102 in an untrusted folder, in `-p` as in the TUI (which asks
+    // to trust the folder before the first prompt, when no hook has fired yet).
+    // A native binary (`@github/copilot-linux-x64`) behind a Node launcher.
+    preflight: PreflightFacts::NONE,
     headless: Headless {
         flags: &["-p", "--prompt"],
         subcommands: &[],

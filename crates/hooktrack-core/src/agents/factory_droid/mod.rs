@@ -90,16 +90,9 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         off_switches: &[],
         per_session_entries: false,
     },
-    preflight: PreflightFacts {
-        feature_switches: None,
-        hook_trust: None,
-        required_setting: None,
-        // Folder trust gates a project's own settings only (see `project_install`).
-        folder_trust: None,
-        config_doctor: None,
-        // A native binary (`@factory/cli-linux-x64`).
-        runtime: None,
-    },
+    // Folder trust gates a project's own settings only (see `project_install`).
+    // A native binary (`@factory/cli-linux-x64`).
+    preflight: PreflightFacts::NONE,
     headless: Headless {
         flags: &[],
         subcommands: &["exec"],

@@ -7,8 +7,8 @@
 use serde::Deserialize;
 
 use super::{
-    COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, PluginLoading, PreflightFacts,
-    Strictness, TimeoutUnit, Versions, opencode,
+    Descriptor, DetectRule, Headless, InstallFacts, PluginLoading, PreflightFacts, Versions,
+    opencode,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::row::Row;
@@ -44,28 +44,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     }],
     named_by_row: "the row names kilo",
     transcript: None,
-    install: InstallFacts {
-        // Not a hook timeout: the plugin never waits for the emitter. Kept for the
-        // descriptor's completeness (the emitter gives up after 3 s).
-        timeout: 5,
-        timeout_unit: TimeoutUnit::Seconds,
-        shorter_timeouts: &[],
-        unknown_entry_keys_fatal: false,
-        top_level_keys: None,
-        strict: Strictness::Lenient,
-        strictness: "Kilo logs a plugin that fails to load and runs without it",
-        schema: COMMON_SCHEMA,
-        off_switches: &[],
-        per_session_entries: false,
-    },
-    preflight: PreflightFacts {
-        feature_switches: None,
-        hook_trust: None,
-        required_setting: None,
-        folder_trust: None,
-        config_doctor: None,
-        runtime: None,
-    },
+    install: InstallFacts::plugin("Kilo logs a plugin that fails to load and runs without it"),
+    preflight: PreflightFacts::NONE,
     // `kilo run MESSAGE` is one headless turn.
     headless: Headless {
         flags: &[],

@@ -54,14 +54,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         per_session_entries: false,
         ..TOML_INSTALL
     },
-    preflight: PreflightFacts {
-        feature_switches: None,
-        hook_trust: None,
-        required_setting: None,
-        folder_trust: None,
-        config_doctor: None,
-        runtime: None,
-    },
+    preflight: PreflightFacts::NONE,
     headless: HEADLESS,
     launch_gate: Some(LaunchGate {
         program: "kimi",

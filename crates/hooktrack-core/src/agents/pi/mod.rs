@@ -9,8 +9,7 @@
 pub(crate) mod adapter;
 
 use super::{
-    COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, PluginLoading, PreflightFacts,
-    Strictness, TimeoutUnit, Versions,
+    Descriptor, DetectRule, Headless, InstallFacts, PluginLoading, PreflightFacts, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
@@ -64,29 +63,9 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     }],
     named_by_row: "the row names pi",
     transcript: None,
-    install: InstallFacts {
-        // Not a hook timeout: the extension never waits for the emitter. Kept for the
-        // descriptor's completeness (the emitter gives up after 3 s).
-        timeout: 5,
-        timeout_unit: TimeoutUnit::Seconds,
-        shorter_timeouts: &[],
-        unknown_entry_keys_fatal: false,
-        top_level_keys: None,
-        strict: Strictness::Lenient,
-        strictness: "Pi reports an extension that fails to load and runs without it",
-        schema: COMMON_SCHEMA,
-        // `--no-extensions` (`-ne`) on Pi's command line skips discovered extensions.
-        off_switches: &[],
-        per_session_entries: false,
-    },
-    preflight: PreflightFacts {
-        feature_switches: None,
-        hook_trust: None,
-        required_setting: None,
-        folder_trust: None,
-        config_doctor: None,
-        runtime: None,
-    },
+    // `--no-extensions` (`-ne`) is a command-line switch, not a file's: `PLUGIN_LOADING`.
+    install: InstallFacts::plugin("Pi reports an extension that fails to load and runs without it"),
+    preflight: PreflightFacts::NONE,
     // `pi -p MESSAGE` is one headless turn.
     headless: Headless {
         flags: &["-p", "--print"],
