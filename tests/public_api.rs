@@ -57,6 +57,9 @@ fn rustdoc_json() -> PathBuf {
         .env("CARGO_TARGET_DIR", &target)
         .env("RUSTC_BOOTSTRAP", "1")
         .env("RUSTDOCFLAGS", "-Z unstable-options --output-format json")
+        // Flags the caller set for its own build would override or change these.
+        .env_remove("CARGO_ENCODED_RUSTDOCFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("RUSTFLAGS");
     let output = command.output().expect("cargo runs");
     assert!(
