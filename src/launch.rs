@@ -79,8 +79,10 @@ pub struct LaunchConfig {
     pub channel: ChannelConfig,
 }
 
-/// Why a launch could not start or finish cleanly.
+/// Why [`Launch::start`] could not start: the session root, the store, the token or the
+/// collector.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum LaunchError {
     #[error("bad session root {path}")]
     Root {
@@ -94,20 +96,41 @@ pub enum LaunchError {
     Token(#[from] TokenError),
     #[error(transparent)]
     Collect(#[from] CollectError),
-    #[error(transparent)]
-    Uninstall(#[from] InstallError),
-    #[error("the collector thread panicked")]
-    CollectorPanicked,
+}
+
+/// Why the agent was not started: [`SignalForwarding::install`], [`find_program`] and
+/// [`Launch::spawn`].
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum SpawnError {
     #[error("cannot handle signals")]
     Signals(#[source] io::Error),
     #[error("cannot start {command}")]
-    Spawn {
+    Start {
         command: String,
         #[source]
         source: io::Error,
     },
+}
+
+/// Why [`Launch::wait`] could not learn whether the agent ended.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum WaitError {
     #[error("cannot wait for the agent")]
     Wait(#[source] io::Error),
+}
+
+/// Why [`Launch::finish`] could not clean up: the observer's removal or the collector.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum FinishError {
+    #[error(transparent)]
+    Uninstall(#[from] InstallError),
+    #[error(transparent)]
+    Collect(#[from] CollectError),
+    #[error("the collector thread panicked")]
+    CollectorPanicked,
 }
 
 /// What the observer install did at start.
@@ -377,7 +400,7 @@ impl Launch {
         &mut self,
         command: &[OsString],
         signals: Option<SignalForwarding>,
-    ) -> Result<u32, LaunchError> {
+    ) -> Result<u32, SpawnError> {
         let env = self.env();
         self.signals = signals;
         if self
@@ -408,7 +431,7 @@ impl Launch {
     /// learned once, through [`Launch::agent_exited`]; afterwards, and for an agent this
     /// launch did not start, it is what [`Launch::agent_exit`] says (after `up_to` while
     /// that is nothing, so that a loop over `poll` and `wait` never spins).
-    pub fn wait(&mut self, up_to: Duration) -> Result<Option<AgentExit>, LaunchError> {
+    pub fn wait(&mut self, up_to: Duration) -> Result<Option<AgentExit>, WaitError> {
         let Some(child) = self.child.as_mut() else {
             if self.exit.is_none() {
                 std::thread::sleep(up_to);
@@ -565,7 +588,7 @@ impl Launch {
     }
 
     /// Removes a generation-scoped block, stops the collector, reads the last rows.
-    pub fn finish(mut self, now: Timestamp) -> Result<Finished, LaunchError> {
+    pub fn finish(mut self, now: Timestamp) -> Result<Finished, FinishError> {
         let uninstall = self.remove_observer();
         let collected = self.stop_collector();
         self.poll(now);
@@ -576,7 +599,7 @@ impl Launch {
         })
     }
 
-    fn remove_observer(&mut self) -> Result<(), LaunchError> {
+    fn remove_observer(&mut self) -> Result<(), FinishError> {
         if self.installed.routed || !self.installed.record.ok {
             return Ok(());
         }
@@ -585,15 +608,15 @@ impl Launch {
         Ok(())
     }
 
-    fn stop_collector(&mut self) -> Result<CollectSummary, LaunchError> {
+    fn stop_collector(&mut self) -> Result<CollectSummary, FinishError> {
         let Some((stopper, thread)) = self.collector.take() else {
-            return Err(LaunchError::CollectorPanicked);
+            return Err(FinishError::CollectorPanicked);
         };
         stopper.stop();
         thread
             .join()
-            .map_err(|_| LaunchError::CollectorPanicked)?
-            .map_err(LaunchError::from)
+            .map_err(|_| FinishError::CollectorPanicked)?
+            .map_err(FinishError::from)
     }
 }
 

@@ -48,8 +48,8 @@ mod output;
 pub mod transcripts;
 
 pub use launch::{
-    AgentExit, AgentStatus, Finished, Installed, Launch, LaunchConfig, LaunchError,
-    SignalForwarding, default_session_root, find_program, prompt_at_launch,
+    AgentExit, AgentStatus, FinishError, Finished, Installed, Launch, LaunchConfig, LaunchError,
+    SignalForwarding, SpawnError, WaitError, default_session_root, find_program, prompt_at_launch,
 };
 
 pub use output::{
@@ -60,7 +60,7 @@ pub use output::{
 pub use hooktrack_core::agent::{Agent, ConfigFormat, ConfigLocation, UnknownAgent};
 pub use hooktrack_core::channel::{ChannelConfig, ChannelStatus};
 pub use hooktrack_core::correlate::{Outcome, TurnRecord};
-pub use hooktrack_core::diagnostics::{Diag, Diagnostics, Note};
+pub use hooktrack_core::diagnostics::{Diag, Diagnostics, Note, error_chain};
 pub use hooktrack_core::event::{Event, TurnId};
 pub use hooktrack_core::pipeline::{Fed, Pipeline, Skip, Step};
 pub use hooktrack_core::provider::{Detection, ProviderChoice};
@@ -110,9 +110,22 @@ pub mod provenance {
 }
 
 /// The one tracker replay and live both drive (session router, transcript merge, closed
-/// turns and the ledger), for a supervisor that reads the files itself.
+/// turns and the ledger), for a supervisor that reads the files itself: its session
+/// router ([`Sessions`](tracker::Sessions), one [`SessionPipeline`](tracker::SessionPipeline)
+/// per agent session).
 pub mod tracker {
+    pub use hooktrack_core::sessions::{MAX_SESSIONS, SessionPipeline, Sessions};
     pub use hooktrack_core::tracker::*;
+}
+
+/// Reading a store's lines yourself, as [`Tracker::feed_hook`] and
+/// [`Pipeline::feed_row`] take them: a byte stream into numbered lines
+/// ([`LineReader`](read::LineReader), [`ReadLine`](read::ReadLine)), a line into a
+/// [`Row`](read::Row) (its delivery facts and typed [`Payload`](read::Payload)).
+pub mod read {
+    pub use hooktrack_core::payload::{Payload, PromptText, Text, TurnIdField};
+    pub use hooktrack_core::read::{LineReader, LineSplitter, ReadLine, SKIM_WINDOW};
+    pub use hooktrack_core::row::{MAX_LINE_BYTES, Row, RowMeta, Via, parse_line, parse_read_line};
 }
 
 /// Following a file by offset: the tailer's notices and the checkpoint a follower resumes
@@ -123,16 +136,70 @@ pub mod tail {
     };
 }
 
-/// The errors under [`LaunchError`] and [`ReplayError`], nameable for matching.
+/// The errors under the facade's own ([`LaunchError`], [`ReplayError`], ...) and the
+/// reasons they carry, nameable for matching.
 pub mod error {
     pub use hooktrack_core::row::LineError;
+    pub use hooktrack_live::tail::TailError;
     pub use hooktrack_producer::collect::CollectError;
-    pub use hooktrack_producer::install::InstallError;
+    pub use hooktrack_producer::http::UrlError;
+    pub use hooktrack_producer::install::{InstallError, MarkerError, Refusal, Violation};
     pub use hooktrack_producer::store::StoreError;
+    pub use hooktrack_producer::store::secure::Distrust;
     pub use hooktrack_producer::token::TokenError;
 }
 
 /// Combining the hook posture with facts the supervisor reads off the terminal.
 pub mod merge {
     pub use hooktrack_core::merge::*;
+}
+
+// What the `hooktrack` binary's subcommands run (`collect`, `emit`, `install`, `setup`):
+// the producer's edge, named here so that the binary uses only this facade.
+
+/// The loopback collector a session's hooks deliver to (`hooktrack collect`).
+pub mod collect {
+    pub use hooktrack_producer::collect::{
+        CollectConfig, CollectError, CollectSummary, Collector, Stopper,
+    };
+}
+
+/// The hook command (`hooktrack emit`, `hooktrack-hook emit`) and the per-user default
+/// store an agent started without hooktrack's environment delivers to.
+pub mod emit {
+    pub use hooktrack_core::delivery::{DEFAULT_PROVIDER, agent_named};
+    pub use hooktrack_producer::emit::argv::{FLAGS, Flag, run};
+    pub use hooktrack_producer::emit::default_store::{
+        ROTATE_BYTES, STORES_DIR, default_store, state_dir, stores_root,
+    };
+}
+
+/// Observer entries in the agents' configs: install, uninstall, check, and the preflight
+/// (will the hooks fire).
+pub mod install {
+    pub use hooktrack_producer::install::detect::{detect_kimi, detect_member};
+    pub use hooktrack_producer::install::plugin::VERSION as PLUGIN_VERSION;
+    pub use hooktrack_producer::install::{
+        CheckReport, Destination, InstallError, InstallReport, Observer, Replaced, Route,
+        Uninstalled, Validation, check_for, install, uninstall, version_of,
+    };
+
+    /// Whether the hooks will fire: the descriptor's preflight facts asked of the disk
+    /// and the agent.
+    pub mod preflight {
+        pub use hooktrack_producer::install::preflight::{
+            Finding, Probe, doctor_disagreement, preflight,
+        };
+    }
+}
+
+/// The store on disk as its writers see it: private directories, atomic writes, the
+/// environment variables that route a hook, and the clock rows are stamped with.
+pub mod store {
+    pub use hooktrack_core::store::DEFAULT_PROVIDER_DIR;
+    pub use hooktrack_producer::store::secure::ensure_dir;
+    pub use hooktrack_producer::store::{
+        DIR_ENV, GENERATION_ENV, MAX_BODY_BYTES, StoreError, TOKEN_ENV, URL_ENV, now, write_atomic,
+        write_json_atomic,
+    };
 }

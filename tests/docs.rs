@@ -46,8 +46,10 @@ fn the_readme_first_command_names_a_bundled_campaign_and_cargo_knows_what_to_run
     );
 }
 
-/// What `docs/ARCHITECTURE.md` says must stay true: every path it names exists, and the
-/// files it lists as reading the clock or the environment are exactly the ones that do.
+/// What `docs/ARCHITECTURE.md` says must stay true: every path it names exists, the files
+/// it lists as reading the clock, the environment or writing to stderr are exactly the ones
+/// that do, every "Architecture invariant" names the tests that check it, and those tests
+/// exist.
 mod architecture {
     use std::collections::BTreeSet;
     use std::path::{Path, PathBuf};
@@ -148,8 +150,14 @@ mod architecture {
         );
     }
 
-    /// The files under `src/` and `crates/*/src/` whose text contains one of `needles`.
+    /// The files under `src/` and `crates/*/src/` whose code contains one of `needles`.
     fn files_containing(needles: &[&str]) -> BTreeSet<String> {
+        files_matching(|line| needles.iter().any(|n| line.contains(n)))
+    }
+
+    /// The files under `src/` and `crates/*/src/` with a line of code (not a comment, not
+    /// the unit tests at the end of a file) that `matches`.
+    fn files_matching(matches: impl Fn(&str) -> bool) -> BTreeSet<String> {
         let mut found = BTreeSet::new();
         let mut dirs = vec![root().join("src")];
         for entry in std::fs::read_dir(root().join("crates"))
@@ -171,7 +179,7 @@ mod architecture {
                         .take_while(|l| l.trim() != "#[cfg(test)]")
                         .filter(|l| !l.trim_start().starts_with("//"))
                         .collect();
-                    if code.iter().any(|l| needles.iter().any(|n| l.contains(n))) {
+                    if code.iter().any(|l| matches(l)) {
                         let relative = path.strip_prefix(root()).expect("under the root");
                         found.insert(relative.to_string_lossy().replace('\\', "/"));
                     }
@@ -240,6 +248,197 @@ mod architecture {
             reads
                 .iter()
                 .all(|f| !f.starts_with("crates/hooktrack-core/"))
+        );
+    }
+
+    /// The core is sans-IO: no file, no environment, no process or thread, no clock (the
+    /// clock and the environment are also checked against the doc's lists above).
+    #[test]
+    fn the_core_reads_no_clock_file_or_environment_and_spawns_nothing() {
+        let io = files_containing(&[
+            "std::fs",
+            "fs::",
+            "File::",
+            "OpenOptions",
+            "std::env",
+            "env::",
+            "Command::new",
+            "process::",
+            "thread::spawn",
+            "SystemTime",
+            "Instant",
+            "std::net",
+            "std::io::stdin",
+        ]);
+        let core: Vec<&String> = io
+            .iter()
+            .filter(|f| f.starts_with("crates/hooktrack-core/"))
+            .collect();
+        assert!(core.is_empty(), "the core does I/O in {core:#?}");
+    }
+
+    /// Whether a line of code writes to standard output (or debug-prints to stderr).
+    fn prints_to_stdout(line: &str) -> bool {
+        let printing = ["print!(", "println!("]
+            .iter()
+            .any(|m| line.contains(m) && !line.contains(&format!("e{m}")));
+        printing || line.contains("dbg!(") || line.contains("stdout()")
+    }
+
+    /// Whether a line of code writes to standard error.
+    fn prints_to_stderr(line: &str) -> bool {
+        line.contains("eprint!(") || line.contains("eprintln!(") || line.contains("stderr()")
+    }
+
+    /// The binaries' own code: the CLI, `main.rs` and `entry.rs` it starts from, and the
+    /// hook binary.
+    fn is_binary(file: &str) -> bool {
+        file.starts_with("src/cli/")
+            || file.starts_with("src/bin/")
+            || file == "src/main.rs"
+            || file == "src/entry.rs"
+    }
+
+    /// Only the binaries print; in the libraries, only the hook command's last resorts write
+    /// to stderr, and they are the doc's list.
+    #[test]
+    fn nothing_outside_the_binaries_prints() {
+        let library = |files: BTreeSet<String>| -> BTreeSet<String> {
+            files.into_iter().filter(|f| !is_binary(f)).collect()
+        };
+        let stdout = library(files_matching(prints_to_stdout));
+        assert!(
+            stdout.is_empty(),
+            "library code writes to stdout (or debug-prints) in {stdout:#?}"
+        );
+        assert_eq!(
+            library(files_matching(prints_to_stderr)),
+            listed("Stderr"),
+            "the library files that write to stderr (left) differ from ARCHITECTURE.md's list (right)"
+        );
+    }
+
+    /// The member crates, as a path names them.
+    const MEMBER_CRATES: [&str; 3] = ["hooktrack_core", "hooktrack_live", "hooktrack_producer"];
+
+    /// Pending the move of `watch` into the library (`src/watch/`): these CLI files still
+    /// name member crates. The move removes them, and this list with them.
+    const PENDING_WATCH_MOVE: [&str; 4] = [
+        "src/cli/watch.rs",
+        "src/cli/watch/facts.rs",
+        "src/cli/watch/notify.rs",
+        "src/cli/watch/tmux.rs",
+    ];
+
+    /// The CLI parses and prints; what it runs is the library's, reached through the facade
+    /// only (its unit tests included): no file of `src/cli/` or `src/main.rs` names a member
+    /// crate.
+    #[test]
+    fn the_cli_uses_only_the_facade() {
+        let mut naming = BTreeSet::new();
+        let mut dirs = vec![root().join("src/cli")];
+        let mut files = vec![root().join("src/main.rs")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("src/cli").flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    files.push(path);
+                }
+            }
+        }
+        assert!(files.len() > 5, "src/cli has {} files?", files.len());
+        for path in files {
+            let text = std::fs::read_to_string(&path).expect("a source file");
+            let code = text
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .any(|l| MEMBER_CRATES.iter().any(|c| l.contains(c)));
+            if code {
+                let relative = path.strip_prefix(root()).expect("under the root");
+                naming.insert(relative.to_string_lossy().replace('\\', "/"));
+            }
+        }
+        let pending: BTreeSet<String> = PENDING_WATCH_MOVE.iter().map(|f| f.to_string()).collect();
+        let wrong: Vec<&String> = naming.difference(&pending).collect();
+        assert!(
+            wrong.is_empty(),
+            "the CLI names a member crate in {wrong:#?}: use (or add) the facade's re-export"
+        );
+    }
+
+    /// `tests/x.rs::name`, `tests/x.rs::module::name` or `crates/c/src/x.rs::name`: the file
+    /// and the test function it names.
+    fn test_reference(span: &str) -> Option<(&str, &str)> {
+        let end = span.find(".rs::")? + 3;
+        let name = span.rsplit("::").next()?;
+        Some((&span[..end], name))
+    }
+
+    /// Whether `file` has a `#[test]` function called `name`.
+    fn has_test(file: &Path, name: &str) -> bool {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            return false;
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        lines.iter().enumerate().any(|(i, line)| {
+            line.trim_start().starts_with(&format!("fn {name}("))
+                && lines[..i]
+                    .iter()
+                    .rev()
+                    .map(|l| l.trim())
+                    .take_while(|l| l.starts_with("#[") || l.starts_with("///"))
+                    .any(|l| l == "#[test]")
+        })
+    }
+
+    /// Every "Architecture invariant" paragraph names at least one test that checks it
+    /// ("checked by `tests/….rs::name`"), and every test the doc names that way exists.
+    #[test]
+    fn every_architecture_invariant_names_an_existing_test() {
+        let doc = doc();
+        let paragraphs: Vec<&str> = doc.split("\n\n").collect();
+        let mut unchecked = Vec::new();
+        let mut missing = Vec::new();
+        let mut invariants = 0;
+        for paragraph in &paragraphs {
+            let tests: Vec<(&str, &str)> = paragraph
+                .split("checked by")
+                .skip(1)
+                .flat_map(|after| {
+                    // The spans up to the closing parenthesis of "(checked by …)".
+                    let until = after.find(')').unwrap_or(after.len());
+                    code_spans(&after[..until])
+                })
+                .filter_map(test_reference)
+                .collect();
+            if paragraph
+                .trim_start()
+                .starts_with("**Architecture invariant:**")
+            {
+                invariants += 1;
+                if tests.is_empty() {
+                    unchecked.push(paragraph.lines().next().unwrap_or_default().to_owned());
+                }
+            }
+            for (file, name) in tests {
+                if !has_test(&root().join(file), name) {
+                    missing.push(format!("{file}::{name}"));
+                }
+            }
+        }
+        assert!(
+            invariants >= 4,
+            "only {invariants} architecture invariants found"
+        );
+        assert!(
+            unchecked.is_empty(),
+            "architecture invariants that name no test (\"(checked by `tests/….rs::name`)\"): {unchecked:#?}"
+        );
+        assert!(
+            missing.is_empty(),
+            "ARCHITECTURE.md names tests that do not exist: {missing:#?}"
         );
     }
 }

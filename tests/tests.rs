@@ -15,6 +15,7 @@ mod merge;
 mod notify;
 mod producer;
 mod properties;
+mod public_api;
 mod regressions;
 mod setup;
 mod signals;

@@ -8,13 +8,13 @@ use clap::Args;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use hooktrack_core::agent::Agent;
-use hooktrack_core::delivery::{DEFAULT_PROVIDER, agent_named};
-use hooktrack_producer::collect::{CollectConfig, Collector};
-use hooktrack_producer::store::{MAX_BODY_BYTES, TOKEN_ENV};
+use hooktrack::Agent;
+use hooktrack::collect::{CollectConfig, Collector};
+use hooktrack::emit::{DEFAULT_PROVIDER, agent_named};
+use hooktrack::store::{MAX_BODY_BYTES, TOKEN_ENV};
 
 use super::fail;
-use hooktrack_core::diagnostics::error_chain;
+use hooktrack::error_chain;
 
 /// Run a session's collector: 127.0.0.1 only, bearer token from $HOOKTRACK_TOKEN.
 ///

@@ -1,12 +1,12 @@
 //! `hooktrack emit`: the hook command. Always exits 0, never writes to stdout (but for
 //! `--help`, asked by a person).
 //!
-//! One parser reads its argv: `hooktrack_producer::emit::argv`, the hand parser that
+//! One parser reads its argv: `hooktrack::emit::run`, the hand parser that
 //! `hooktrack-hook emit` runs too. A malformed argv must not make the hook print usage and
 //! exit 2 (clap's way), and a hook's start-up time is the agent's latency, so clap never
 //! parses an `emit` argv: [`EmitArgs`] only gives `hooktrack emit --help` and
 //! `hooktrack --help` their text, and a test checks that it names exactly the hand
-//! parser's flags ([`argv::FLAGS`]).
+//! parser's flags ([`hooktrack::emit::FLAGS`]).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use clap::{Args, CommandFactory};
 
-use hooktrack_producer::emit::argv;
+use hooktrack::emit;
 
 /// The hook command an agent CLI runs on every event (reads the payload on stdin).
 ///
@@ -40,7 +40,7 @@ pub struct EmitArgs {
     #[arg(long)]
     dir: Option<PathBuf>,
     /// The provider written into the row (kimi, kimi-cli, claude, codex, gemini).
-    #[arg(long, visible_alias = "agent", default_value = hooktrack_core::store::DEFAULT_PROVIDER_DIR)]
+    #[arg(long, visible_alias = "agent", default_value = hooktrack::store::DEFAULT_PROVIDER_DIR)]
     provider: String,
     /// The channel generation (default: $HOOKTRACK_GENERATION, else 0).
     #[arg(long)]
@@ -59,7 +59,7 @@ pub struct EmitArgs {
 pub fn run(args: &[OsString]) -> ExitCode {
     match args.iter().find(|a| *a == "--help" || *a == "-h") {
         Some(flag) => print_help(flag == "--help"),
-        None => argv::run(args),
+        None => emit::run(args),
     }
     ExitCode::SUCCESS
 }
@@ -104,7 +104,10 @@ mod tests {
                 names.map(|n| format!("--{n}")).collect::<Vec<_>>()
             })
             .collect();
-        let parsed: BTreeSet<String> = argv::FLAGS.iter().map(|(f, _)| (*f).to_owned()).collect();
+        let parsed: BTreeSet<String> = hooktrack::emit::FLAGS
+            .iter()
+            .map(|(f, _)| (*f).to_owned())
+            .collect();
         assert_eq!(documented, parsed);
     }
 }

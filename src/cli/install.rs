@@ -10,16 +10,16 @@ use clap::Args;
 use thiserror::Error;
 
 use hooktrack::ConfigFormat;
-use hooktrack::{Agent, ProviderChoice};
-use hooktrack_producer::install::{
+use hooktrack::install::{
     self, CheckReport, Destination, InstallError, InstallReport, Observer, Replaced, Route,
     Uninstalled,
 };
+use hooktrack::{Agent, ProviderChoice};
 
-use hooktrack_producer::install::preflight::{self, Probe};
+use hooktrack::install::preflight::{self, Probe};
 
 use super::{fail, parse_agent_choice};
-use hooktrack_core::diagnostics::error_chain;
+use hooktrack::error_chain;
 
 /// Why a command could not find its file or binary, or what the installer refused.
 #[derive(Debug, Error)]
@@ -60,11 +60,7 @@ pub fn choose(
         home.map(|h| member.config().file_in_home(h))
     });
     let env = |name: &str| std::env::var_os(name);
-    Ok(install::detect::detect_member(
-        family,
-        env,
-        explicit.as_deref(),
-    )?)
+    Ok(install::detect_member(family, env, explicit.as_deref())?)
 }
 
 /// Which agent, and which of its files.
@@ -473,7 +469,7 @@ fn check_line(agent: Agent, report: &CheckReport) -> String {
         ConfigFormat::Plugin => format!(
             "{} is hooktrack {}'s plugin for {} ({}), forwarding every event hooktrack reads",
             report.config.display(),
-            install::plugin::VERSION,
+            install::PLUGIN_VERSION,
             agent.label(),
             scope(v)
         ),

@@ -13,7 +13,7 @@ use hooktrack::ProviderChoice;
 use hooktrack::transcripts::{TranscriptLookup, replay_named};
 
 use super::fail;
-use hooktrack_core::diagnostics::error_chain;
+use hooktrack::error_chain;
 
 /// Replay a hook-event log and show, after every event, what the agent was doing.
 ///

@@ -19,21 +19,22 @@ use thiserror::Error;
 
 use hooktrack::Diagnostics;
 use hooktrack::TurnRecord;
+use hooktrack::collect::CollectSummary;
+use hooktrack::install::preflight::Finding;
 use hooktrack::posture::Posture;
+use hooktrack::store;
 use hooktrack::wall_clock;
 use hooktrack::{Agent, ProviderChoice, Timestamp};
 use hooktrack::{ChannelConfig, ChannelState, ChannelStatus};
+use hooktrack::{FinishError, LaunchError, SpawnError, WaitError};
 use hooktrack::{InstallRecord as InstallState, StorePaths as StoreDir};
-use hooktrack::{Launch, LaunchConfig, LaunchError, SignalForwarding};
+use hooktrack::{Launch, LaunchConfig, SignalForwarding};
 use hooktrack::{LineReport, SessionNotice};
 use hooktrack::{default_session_root, find_program};
-use hooktrack_producer::collect::CollectSummary;
-use hooktrack_producer::install::preflight::Finding;
-use hooktrack_producer::store;
 
 use super::fail;
 use super::install::{TargetError, choose, hook_binary};
-use hooktrack_core::diagnostics::error_chain;
+use hooktrack::error_chain;
 
 /// Observe an agent live: collector, observer, agent, tracking, cleanup — one command.
 ///
@@ -108,6 +109,12 @@ enum SessionError {
     NoRoot,
     #[error(transparent)]
     Launch(#[from] LaunchError),
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    #[error(transparent)]
+    Wait(#[from] WaitError),
+    #[error(transparent)]
+    Finish(#[from] FinishError),
     #[error("cannot create {path}")]
     Output {
         path: PathBuf,
@@ -210,14 +217,17 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
     out.start(&launch, gate.as_deref());
 
     // The agent, followed until it exits.
-    let exit = launch.spawn(&args.command, Some(signals)).and_then(|_| {
-        loop {
-            out.updates(&mut launch);
-            if let Some(exit) = launch.wait(POLL)? {
-                break Ok(exit);
+    let exit = launch
+        .spawn(&args.command, Some(signals))
+        .map_err(SessionError::from)
+        .and_then(|_| {
+            loop {
+                out.updates(&mut launch);
+                if let Some(exit) = launch.wait(POLL)? {
+                    break Ok(exit);
+                }
             }
-        }
-    });
+        });
 
     // Late hooks (fire-and-forget ones can outlive the agent), then cleanup.
     let linger = Duration::from_millis(args.linger_ms).min(MAX_LINGER);
@@ -351,7 +361,7 @@ struct EventLine<'a> {
     kind: &'static str,
     line: u64,
     /// hook, transcript or process.
-    source: hooktrack_core::source::Source,
+    source: hooktrack::Source,
     #[serde(skip_serializing_if = "Option::is_none")]
     at: Option<Timestamp>,
     #[serde(skip_serializing_if = "Option::is_none")]

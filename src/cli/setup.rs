@@ -21,11 +21,11 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use hooktrack::Agent;
-use hooktrack_core::diagnostics::error_chain;
-use hooktrack_producer::emit::default_store;
-use hooktrack_producer::install::preflight::{self, Probe};
-use hooktrack_producer::install::{self, Observer, Route, Uninstalled};
-use hooktrack_producer::store::StoreError;
+use hooktrack::emit::state_dir;
+use hooktrack::error_chain;
+use hooktrack::install::preflight::{self, Probe};
+use hooktrack::install::{self, Observer, Route, Uninstalled};
+use hooktrack::store::StoreError;
 
 use super::fail;
 use super::install::{TargetError, hook_binary};
@@ -99,7 +99,7 @@ enum SetupError {
 
 pub fn run(args: &SetupArgs) -> ExitCode {
     let env = |name: &str| std::env::var_os(name);
-    let Some(state) = default_store::state_dir(env) else {
+    let Some(state) = state_dir(env) else {
         return fail(&SetupError::NoStateDir.to_string());
     };
     let ledger_path = state.join("setup.json");
@@ -131,7 +131,7 @@ fn found_agents(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<(Agent, Result<()
             if !family.members().any(found) {
                 continue;
             }
-            match install::detect::detect_member(family, env, None) {
+            match install::detect_member(family, env, None) {
                 Ok(member) => out.push((member, Ok(()))),
                 Err(e) => out.push((agent, Err(error_chain(&e)))),
             }
@@ -320,9 +320,9 @@ fn record(
 fn write_ledger(path: &Path, ledger: &Ledger) -> Result<(), SetupError> {
     let write = || {
         if let Some(dir) = path.parent() {
-            hooktrack_producer::store::secure::ensure_dir(dir)?;
+            hooktrack::store::ensure_dir(dir)?;
         }
-        hooktrack_producer::store::write_json_atomic(path, ledger)
+        hooktrack::store::write_json_atomic(path, ledger)
     };
     write().map_err(|source| SetupError::WriteLedger { source })
 }
@@ -357,7 +357,7 @@ fn undo(ledger_path: &Path) -> Result<ExitCode, SetupError> {
         let now = fs::read(file).ok();
         if now.as_deref() == Some(changed.after.as_bytes()) {
             let restored = match &changed.before {
-                Some(before) => hooktrack_producer::store::write_atomic(
+                Some(before) => hooktrack::store::write_atomic(
                     file,
                     before.as_bytes(),
                     changed.mode.unwrap_or(0o600),

@@ -20,7 +20,7 @@ use signal_hook::iterator::{Handle, Signals};
 use hooktrack_core::envelope::{ProcessEnd, process_ended_row};
 use hooktrack_core::time::Timestamp;
 
-use super::LaunchError;
+use super::{SpawnError, WaitError};
 
 /// How the agent process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,8 +101,8 @@ pub struct SignalForwarding {
 
 impl SignalForwarding {
     /// Registers the handlers and starts the thread that forwards.
-    pub fn install() -> Result<Self, LaunchError> {
-        let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP]).map_err(LaunchError::Signals)?;
+    pub fn install() -> Result<Self, SpawnError> {
+        let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP]).map_err(SpawnError::Signals)?;
         let target = Arc::new(AtomicI32::new(NO_AGENT));
         let handle = signals.handle();
         let thread = {
@@ -181,8 +181,8 @@ fn forward(target: &AtomicI32, signal: i32) {
 /// The program as `PATH` finds it (what [`LaunchConfig::program`](super::LaunchConfig)
 /// wants for the preflight), so that a command that is not there is refused before
 /// anything is installed.
-pub fn find_program(program: &OsStr) -> Result<PathBuf, LaunchError> {
-    let not_found = || LaunchError::Spawn {
+pub fn find_program(program: &OsStr) -> Result<PathBuf, SpawnError> {
+    let not_found = || SpawnError::Start {
         command: program.to_string_lossy().into_owned(),
         source: io::Error::from(io::ErrorKind::NotFound),
     };
@@ -208,7 +208,7 @@ pub(super) fn spawn(
     command: &[OsString],
     env: Vec<(String, OsString)>,
     death_signal: Option<i32>,
-) -> Result<Child, LaunchError> {
+) -> Result<Child, SpawnError> {
     let Some((program, args)) = command.split_first() else {
         return Err(spawn_error(
             command,
@@ -242,8 +242,8 @@ pub(super) fn spawn(
 }
 
 /// Why `command` was not started.
-pub(super) fn spawn_error(command: &[OsString], source: io::Error) -> LaunchError {
-    LaunchError::Spawn {
+pub(super) fn spawn_error(command: &[OsString], source: io::Error) -> SpawnError {
+    SpawnError::Start {
         command: command
             .first()
             .map(|p| p.to_string_lossy().into_owned())
@@ -256,12 +256,12 @@ pub(super) fn spawn_error(command: &[OsString], source: io::Error) -> LaunchErro
 pub(super) fn wait_up_to(
     child: &mut Child,
     up_to: Duration,
-) -> Result<Option<ExitStatus>, LaunchError> {
-    if let Some(status) = child.try_wait().map_err(LaunchError::Wait)? {
+) -> Result<Option<ExitStatus>, WaitError> {
+    if let Some(status) = child.try_wait().map_err(WaitError::Wait)? {
         return Ok(Some(status));
     }
     std::thread::sleep(up_to);
-    child.try_wait().map_err(LaunchError::Wait)
+    child.try_wait().map_err(WaitError::Wait)
 }
 
 #[cfg(test)]
@@ -291,7 +291,7 @@ mod tests {
     fn a_missing_program_is_refused_by_name() {
         let missing = find_program(OsStr::new("/nonexistent/agent-binary"));
         assert!(
-            matches!(&missing, Err(LaunchError::Spawn { command, source })
+            matches!(&missing, Err(SpawnError::Start { command, source })
                 if command == "/nonexistent/agent-binary" && source.kind() == io::ErrorKind::NotFound),
             "{missing:?}"
         );

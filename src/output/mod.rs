@@ -44,6 +44,7 @@ pub enum Format {
 
 /// Errors of a replay: reading its input or writing its output.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum ReplayError {
     #[error("cannot read {source_name} after line {line}")]
     Read {

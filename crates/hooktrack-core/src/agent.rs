@@ -116,6 +116,7 @@ impl ConfigLocation {
 /// A name no agent answers to.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[error("unknown agent `{name}` (expected {})", Agent::names_for_help())]
+#[non_exhaustive]
 pub struct UnknownAgent {
     pub name: String,
 }

@@ -47,6 +47,7 @@ pub struct Delivery<'a> {
 
 /// Why a collector cannot take a body as a delivery (it answers 400).
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum DeliveryError {
     #[error("body is not a JSON object")]
     NotAnObject(#[source] serde_json::Error),

@@ -136,6 +136,7 @@ impl EmitterParent {
 
 /// Why a line is not an envelope row the store wrote.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EnvelopeError {
     #[error("not an envelope row")]
     Json(#[from] serde_json::Error),

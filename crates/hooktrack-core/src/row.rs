@@ -22,6 +22,7 @@ pub const MAX_LINE_BYTES: usize = 1024 * 1024;
 
 /// Why a line was skipped.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LineError {
     #[error("not valid UTF-8 (first bad byte at column {column})")]
     NotUtf8 { column: usize },

@@ -187,6 +187,7 @@ impl ChannelRecord {
 
 /// Why a metadata record could not be used.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum RecordError {
     #[error("{file} is not a valid record")]
     Parse {

@@ -54,6 +54,7 @@ impl Default for HubConfig {
 }
 
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum HubError {
     #[error("cannot start the file watcher")]
     Watcher {

@@ -10,6 +10,7 @@ use thiserror::Error;
 use hooktrack_core::store::{DEFAULT_PROVIDER_DIR, EVENTS_FILE, OBSERVATION_DIR, StorePaths};
 
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum LocateError {
     #[error("{root} has stores of several providers ({found}); name one")]
     SeveralProviders { root: PathBuf, found: String },

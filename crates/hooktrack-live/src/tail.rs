@@ -54,6 +54,7 @@ pub const DEFAULT_POLL_BUDGET: u64 = 8 * 1024 * 1024;
 
 /// Why a poll failed. The tailer's state stays consistent: the next poll retries.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum TailError {
     #[error("cannot open {path}")]
     Open {

@@ -107,6 +107,7 @@ impl CollectConfig {
 }
 
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum CollectError {
     #[error("refusing to listen on {addr}: a collector binds 127.0.0.1 only")]
     NotLoopback { addr: IpAddr },

@@ -79,6 +79,7 @@ pub struct EmitConfig {
 
 /// Something that went wrong in one invocation. None of these stops the emitter.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum EmitError {
     #[error("bad arguments: {detail}")]
     Args { detail: String },

@@ -38,6 +38,7 @@ pub struct Url {
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum UrlError {
     #[error("{url:?} is not an http:// URL")]
     Scheme { url: String },
@@ -122,6 +123,7 @@ impl Url {
 
 /// Why a POST did not get a 2xx answer.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum PostError {
     #[error("cannot connect to {to}")]
     Connect {

@@ -62,6 +62,7 @@ pub const GENERATION_ENV: &str = "HOOKTRACK_GENERATION";
 
 /// Errors of the store files.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum StoreError {
     #[error("cannot create the directory {path}")]
     CreateDir {

@@ -66,6 +66,7 @@ struct OnDisk {
 }
 
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum CheckpointError {
     #[error("cannot read the checkpoint {path}")]
     Read {

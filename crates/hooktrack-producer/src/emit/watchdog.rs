@@ -76,6 +76,7 @@ const STAMP_LEN: usize = 24;
 
 /// Why the timer was not armed (the caller then needs another watchdog).
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum WatchdogError {
     #[error("the watchdog is already armed in this process")]
     AlreadyArmed,

@@ -11,6 +11,7 @@ use crate::http::UrlError;
 use crate::store::StoreError;
 
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum InstallError {
     #[error("{what} {path} is not an absolute path")]
     NotAbsolute { what: &'static str, path: PathBuf },
@@ -82,6 +83,7 @@ pub enum InstallError {
 
 /// What is wrong with the Kimi block's markers (lines are 1-based).
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum MarkerError {
     #[error("a second hooktrack begin marker at line {line}")]
     SecondBegin { line: usize },
@@ -93,6 +95,7 @@ pub enum MarkerError {
 
 /// Why a JSON hooks file cannot be edited. The words follow the file's name.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum Refusal {
     #[error("is not valid JSON ({cause})")]
     NotJson { cause: serde_json::Error },
