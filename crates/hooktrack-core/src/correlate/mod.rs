@@ -8,23 +8,24 @@
 //!
 //! Each part of the state is a struct private to its file, changed only through named
 //! methods that check the state they leave: `main_state.rs` (the main scope), `scopes.rs`
-//! (nested scopes), `tools.rs` (open calls), `permissions.rs` (pending windows). The
-//! `Correlator` decides which to take: `turns.rs` for the main scope, `nested.rs` for
-//! nested scopes, `calls.rs` for tool and permission events, `transcript.rs` for what a
-//! transcript marker may settle. The event being correlated travels as a `Ctx` (its
+//! (nested scopes), `tools.rs` (open calls), `blocking.rs` (what waits on the user:
+//! permission windows, dialogs, ask-the-user calls, and the events that open and end them).
+//! The `Correlator` decides which to take: `turns.rs` for the main scope, `nested.rs` for
+//! nested scopes, `calls.rs` for tool events, `transcript.rs` for what a transcript marker
+//! may settle. The event being correlated travels as a `Ctx` (its
 //! line, time, source, and the notes and turns it produced), not as state. Agent
 //! differences come in as [`Capabilities`]. Every guess leaves a [`Note`].
 //!
 //! [`Note`]: crate::diagnostics::Note
 
 mod background;
+mod blocking;
 mod calls;
 mod ctx;
 mod keys;
 mod ledger;
 mod main_state;
 mod nested;
-mod permissions;
 mod scopes;
 #[cfg(test)]
 mod tests;
@@ -36,10 +37,10 @@ use std::collections::VecDeque;
 
 pub use ledger::{Origin, Scope, TurnRecord};
 
-use background::{BackgroundTasks, Dialogs};
+use background::BackgroundTasks;
+use blocking::Blocking;
 use ctx::Ctx;
 use main_state::MainState;
-use permissions::Permissions;
 use scopes::Scopes;
 use tools::Tools;
 
@@ -102,12 +103,11 @@ pub struct Correlator {
     main: MainState,
     scopes: Scopes,
     tools: Tools,
-    permissions: Permissions,
+    blocking: Blocking,
     queue_length: u64,
     compaction: Option<Compaction>,
     last_turn: LastTurn,
     background_tasks: BackgroundTasks,
-    dialogs: Dialogs,
     /// Tool activity after the last turn ended, with no prompt since (contract section 11).
     continuation: bool,
     /// A subagent was launched in the background before its scope opened: the next scope
@@ -138,12 +138,11 @@ impl Correlator {
             main: MainState::new(),
             scopes: Scopes::default(),
             tools: Tools::default(),
-            permissions: Permissions::default(),
+            blocking: Blocking::default(),
             queue_length: 0,
             compaction: None,
             last_turn: LastTurn::default(),
             background_tasks: BackgroundTasks::default(),
-            dialogs: Dialogs::default(),
             continuation: false,
             background_launch: false,
             agent_turn_named: None,
@@ -200,6 +199,7 @@ impl Correlator {
         self.check_presence(&mut ctx, obs.event);
         let was_running = self.main.running().is_some();
         self.apply(&mut ctx, obs.event);
+        self.sign_of_life(obs.event, ctx.attributed);
         if obs.source == Source::Transcript && was_running && self.main.is_idle() {
             self.stop_owed = true;
         }
@@ -223,10 +223,7 @@ impl Correlator {
     fn phase(&self) -> Phase {
         if self.presence != Presence::Present {
             Phase::Unknown
-        } else if !self.permissions.is_empty()
-            || !self.dialogs.is_empty()
-            || self.tools.asking_user().is_some()
-        {
+        } else if self.blocking.blocks(&self.tools) {
             Phase::Blocked
         } else if self.main.running().is_none() && !self.continuation {
             // An armed prompt is no turn yet: the agent accepts it by its TurnStarted, and a
@@ -261,12 +258,10 @@ impl Correlator {
                 turn_id: self.main.running().and_then(|rec| rec.turn_id.clone()),
                 scope_depth: self.scopes.len(),
                 open_tool_calls: self.tools.len(),
-                pending_permissions: self.permissions.len(),
+                pending_permissions: self.blocking.pending_permissions(),
                 queue_length: self.queue_length,
                 blocked_tool: if phase == Phase::Blocked {
-                    self.permissions
-                        .blocked_tool()
-                        .or_else(|| self.tools.asking_user().map(str::to_owned))
+                    self.blocking.blocked_tool(&self.tools)
                 } else {
                     None
                 },

@@ -228,8 +228,7 @@ impl Correlator {
         let ends_with_turn =
             move |owner: Owner| !keep_scopes || matches!(owner, Owner::Main | Owner::NoTurn);
         self.tools.close_where(ctx, ends_with_turn);
-        self.permissions.close_where(ctx, ends_with_turn);
-        self.dialogs.close_where(ends_with_turn);
+        self.blocking.turn_ended(ctx, ends_with_turn);
         self.end_continuation();
         if self.queue_length > 0 {
             // What was queued while the turn ran is behind it: a steered message (Kimi Code
@@ -264,7 +263,7 @@ impl Correlator {
         };
         let to = Owner::Nested(background);
         let moved = self.tools.reassign(Owner::Main, to);
-        self.permissions.reassign(Owner::Main, to);
+        self.blocking.reassign(Owner::Main, to);
         if moved == 0 {
             return;
         }
@@ -286,8 +285,7 @@ impl Correlator {
             }
         }
         self.tools.drop_all();
-        self.permissions.drop_all();
-        self.dialogs.close_where(|_| true);
+        self.blocking.session_ended();
         self.background_tasks.clear();
         self.background_launch = false;
         self.end_continuation();
