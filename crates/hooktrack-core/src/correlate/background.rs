@@ -66,7 +66,7 @@ impl Correlator {
                 Some(top) if !self.scopes.is_background(top) => {
                     self.scopes.send_to_background(top);
                 }
-                _ => self.background_launch = true,
+                _ => self.scopes.launched_in_background(),
             },
             _ => {}
         }
@@ -109,14 +109,13 @@ impl Correlator {
     /// goes on (a Stop hook that blocked, where the CLI fires no second Stop). Work, not a
     /// turn: the latched result stays. Whether the call is part of one.
     pub(super) fn continues(&mut self, ctx: &mut Ctx, tool: Option<&str>) -> bool {
-        if self.continuation {
+        if self.main.continuing() {
             return true;
         }
         let after_a_turn = self.last_turn.result != crate::posture::TurnResult::None;
-        if !after_a_turn || !self.main.is_idle() {
+        if !after_a_turn || !self.main.go_on() {
             return false;
         }
-        self.continuation = true;
         ctx.note(Diag::ContinuationAfterStop, tool.map(str::to_owned));
         true
     }
@@ -124,6 +123,6 @@ impl Correlator {
     /// The continuation (if any) ended: a terminal event, a prompt, a turn, or a
     /// transcript's end-of-turn marker.
     pub(super) fn end_continuation(&mut self) {
-        self.continuation = false;
+        self.main.end_continuation();
     }
 }

@@ -43,6 +43,7 @@ use ctx::Ctx;
 use main_state::MainState;
 use scopes::Scopes;
 use tools::Tools;
+use transcript::Ahead;
 
 use crate::diagnostics::{Diag, Note};
 use crate::event::{Event, OriginKind};
@@ -108,22 +109,8 @@ pub struct Correlator {
     compaction: Option<Compaction>,
     last_turn: LastTurn,
     background_tasks: BackgroundTasks,
-    /// Tool activity after the last turn ended, with no prompt since (contract section 11).
-    continuation: bool,
-    /// A subagent was launched in the background before its scope opened: the next scope
-    /// to open is its.
-    background_launch: bool,
-    /// The turn id a transcript named as one the agent started itself, before the hook
-    /// that starts that turn was seen (Claude Code writes the entry first), and the epoch
-    /// then: a main turn of a later epoch with another id means it will not start.
-    agent_turn_named: Option<(crate::event::TurnId, u64)>,
-    /// A transcript marker ended the main turn before the hook that ends it (Factory
-    /// Droid's `Stop` follows its session file's error or cancellation): that `Stop`,
-    /// with no turn open, is not a turn that ran unannounced.
-    stop_owed: bool,
-    /// A transcript marker ended a turn no hook announced (Factory Droid `exec`: no
-    /// prompt hook, no call yet): the `Stop` that follows ends that turn with this result.
-    unannounced_end: Option<TurnResult>,
+    /// What transcript markers told before the hooks did.
+    ahead: Ahead,
 }
 
 impl Correlator {
@@ -143,11 +130,7 @@ impl Correlator {
             compaction: None,
             last_turn: LastTurn::default(),
             background_tasks: BackgroundTasks::default(),
-            continuation: false,
-            background_launch: false,
-            agent_turn_named: None,
-            stop_owed: false,
-            unannounced_end: None,
+            ahead: Ahead::default(),
         }
     }
 
@@ -201,7 +184,7 @@ impl Correlator {
         self.apply(&mut ctx, obs.event);
         self.sign_of_life(obs.event, ctx.attributed);
         if obs.source == Source::Transcript && was_running && self.main.is_idle() {
-            self.stop_owed = true;
+            self.ahead.turn_ended();
         }
         self.settle_named_agent_turn(&mut ctx);
         ctx.out
@@ -225,7 +208,7 @@ impl Correlator {
             Phase::Unknown
         } else if self.blocking.blocks(&self.tools) {
             Phase::Blocked
-        } else if self.main.running().is_none() && !self.continuation {
+        } else if self.main.running().is_none() && !self.main.continuing() {
             // An armed prompt is no turn yet: the agent accepts it by its TurnStarted, and a
             // prompt a UserPromptSubmit hook blocked gets none and nothing after it (Kimi
             // Code 2.1.0), so until then the phase stays as it was.

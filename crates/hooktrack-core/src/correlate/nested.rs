@@ -15,11 +15,6 @@ impl Correlator {
         if let Some(evicted) = self.scopes.open(ctx, scope) {
             self.close_nested(ctx, evicted, TurnResult::TerminalGap);
         }
-        if std::mem::take(&mut self.background_launch)
-            && let Some(top) = self.scopes.top()
-        {
-            self.scopes.send_to_background(top);
-        }
     }
 
     /// Ends a nested turn that has left its scope, with everything it owned.

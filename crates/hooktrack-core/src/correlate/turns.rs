@@ -3,6 +3,7 @@
 
 use super::ctx::Ctx;
 use super::main_state::{Armed, Left};
+use super::transcript::PendingStop;
 use super::{Correlator, Origin, Owner, Scope, TurnRecord};
 use crate::diagnostics::Diag;
 use crate::event::TurnId;
@@ -39,8 +40,7 @@ impl Correlator {
     /// Idle/Armed/Running → Armed (or Running where the prompt starts the turn).
     fn arm(&mut self, ctx: &mut Ctx, turn_id: Option<TurnId>) {
         self.end_continuation();
-        self.stop_owed = false;
-        self.unannounced_end = None;
+        self.ahead.turn_begins();
         self.clear_main(ctx, TurnResult::TerminalGap, Diag::TurnSuperseded);
         self.close_unended_compaction(ctx);
         let epoch = self.next_epoch();
@@ -160,8 +160,7 @@ impl Correlator {
             return;
         }
         self.end_continuation();
-        self.stop_owed = false;
-        self.unannounced_end = None;
+        self.ahead.turn_begins();
         ctx.note(Diag::UnannouncedTurn, None);
         let epoch = self.next_epoch();
         let rec = self.new_record(ctx, epoch, Scope::Main, Origin::Unannounced, None);
@@ -287,7 +286,7 @@ impl Correlator {
         self.tools.drop_all();
         self.blocking.session_ended();
         self.background_tasks.clear();
-        self.background_launch = false;
+        self.scopes.forget_launch();
         self.end_continuation();
         self.close_unended_compaction(ctx);
         self.queue_length = 0;
@@ -359,16 +358,22 @@ impl Correlator {
         }
         // Armed: the turn ran unannounced between its prompt and this end.
         self.start_implied(ctx);
-        let owed = std::mem::take(&mut self.stop_owed);
-        let settled = self.unannounced_end.take();
+        let owed = self.ahead.take_stop();
         if let Some(rec) = self.main.finish() {
             self.finish_main(ctx, rec, result);
-        } else if self.caps.unannounced_turns && self.presence == Presence::Present && !owed {
+        } else if self.caps.unannounced_turns
+            && self.presence == Presence::Present
+            && !matches!(owed, PendingStop::TurnEnded)
+        {
             // A late Stop after SessionEnd is not a turn that ran: the process is gone.
             ctx.note(Diag::UnannouncedTurn, None);
             let epoch = self.next_epoch();
             let rec = self.new_record(ctx, epoch, Scope::Main, Origin::Unannounced, None);
-            self.finish_main(ctx, rec, settled.unwrap_or(result));
+            let result = match owed {
+                PendingStop::Unannounced(settled) => settled,
+                PendingStop::Nothing | PendingStop::TurnEnded => result,
+            };
+            self.finish_main(ctx, rec, result);
         } else {
             self.end_continuation();
             ctx.note(Diag::StopWithoutTurn, Some(result.name().into()));
