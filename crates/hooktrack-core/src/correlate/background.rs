@@ -112,7 +112,7 @@ impl Correlator {
         if self.main.continuing() {
             return true;
         }
-        let after_a_turn = self.last_turn.result != crate::posture::TurnResult::None;
+        let after_a_turn = self.history.last_turn().result != crate::posture::TurnResult::None;
         if !after_a_turn || !self.main.go_on() {
             return false;
         }

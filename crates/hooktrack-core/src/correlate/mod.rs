@@ -22,8 +22,10 @@ mod background;
 mod blocking;
 mod calls;
 mod ctx;
+mod history;
 mod keys;
 mod ledger;
+mod life;
 mod main_state;
 mod nested;
 mod scopes;
@@ -40,6 +42,8 @@ pub use ledger::{Origin, Scope, TurnRecord};
 use background::BackgroundTasks;
 use blocking::Blocking;
 use ctx::Ctx;
+use history::History;
+use life::Life;
 use main_state::MainState;
 use scopes::Scopes;
 use tools::Tools;
@@ -47,7 +51,7 @@ use transcript::Ahead;
 
 use crate::diagnostics::{Diag, Note};
 use crate::event::{Event, OriginKind};
-use crate::posture::{LastTurn, Maintenance, Phase, Posture, Presence, TurnPosture, TurnResult};
+use crate::posture::{Maintenance, Phase, Posture, Presence, TurnPosture, TurnResult};
 use crate::provenance::{Changed, Facts};
 use crate::provider::Capabilities;
 use crate::source::Source;
@@ -96,21 +100,24 @@ struct Compaction {
 /// and closed turns out.
 #[derive(Debug)]
 pub struct Correlator {
+    /// How the agent delimits turns and shows its dialogs.
     caps: Capabilities,
-    presence: Presence,
-    generation: Option<u64>,
-    epoch: u64,
-    next_record: u64,
+    /// The agent process: present or not, which generation.
+    life: Life,
+    /// Turn numbering and how the last main turn ended.
+    history: History,
+    /// The turns: the main scope (idle, continuing, armed, running) and the nested scopes.
     main: MainState,
     scopes: Scopes,
+    /// Open tool calls, and what waits on the user.
     tools: Tools,
     blocking: Blocking,
-    queue_length: u64,
-    compaction: Option<Compaction>,
-    last_turn: LastTurn,
-    background_tasks: BackgroundTasks,
     /// What transcript markers told before the hooks did.
     ahead: Ahead,
+    /// Besides the turns: a compaction window, prompts queued, background shell tasks.
+    compaction: Option<Compaction>,
+    queue_length: u64,
+    background_tasks: BackgroundTasks,
 }
 
 impl Correlator {
@@ -118,19 +125,16 @@ impl Correlator {
     pub fn new(caps: Capabilities) -> Self {
         Self {
             caps,
-            presence: Presence::Unknown,
-            generation: None,
-            epoch: 0,
-            next_record: 0,
+            life: Life::new(),
+            history: History::default(),
             main: MainState::new(),
             scopes: Scopes::default(),
             tools: Tools::default(),
             blocking: Blocking::default(),
-            queue_length: 0,
-            compaction: None,
-            last_turn: LastTurn::default(),
-            background_tasks: BackgroundTasks::default(),
             ahead: Ahead::default(),
+            compaction: None,
+            queue_length: 0,
+            background_tasks: BackgroundTasks::default(),
         }
     }
 
@@ -163,23 +167,17 @@ impl Correlator {
                 return ctx.out;
             }
         }
-        if let Some(generation) = obs.generation {
-            match self.generation {
-                Some(current) if generation > current => {
-                    self.end_session(
-                        &mut ctx,
-                        TurnResult::TerminalGap,
-                        Diag::TerminalGapNewSession,
-                    );
-                    self.last_turn = LastTurn::default();
-                    self.presence = Presence::Unknown;
-                    self.generation = Some(generation);
-                }
-                None => self.generation = Some(generation),
-                _ => {}
-            }
+        if let Some(generation) = obs.generation
+            && self.life.row_generation(generation)
+        {
+            self.end_session(
+                &mut ctx,
+                TurnResult::TerminalGap,
+                Diag::TerminalGapNewSession,
+            );
+            self.history.forget_last();
         }
-        self.check_presence(&mut ctx, obs.event);
+        self.life.sign(&mut ctx, obs.event);
         let was_running = self.main.running().is_some();
         self.apply(&mut ctx, obs.event);
         self.sign_of_life(obs.event, ctx.attributed);
@@ -204,7 +202,7 @@ impl Correlator {
     /// armed prompt is not a running turn; one left without its turn is counted when it is
     /// superseded (`epoch_abandoned`).
     fn phase(&self) -> Phase {
-        if self.presence != Presence::Present {
+        if !self.life.is_present() {
             Phase::Unknown
         } else if self.blocking.blocks(&self.tools) {
             Phase::Blocked
@@ -222,10 +220,10 @@ impl Correlator {
     /// what [`Correlator::posture`] would show of them, without building a posture.
     pub fn update_facts(&self, seen: &mut Facts) -> Changed {
         seen.update(
-            self.presence,
+            self.life.presence(),
             self.phase(),
             self.compaction.is_some(),
-            &self.last_turn,
+            self.history.last_turn(),
         )
     }
 
@@ -234,10 +232,10 @@ impl Correlator {
     pub fn posture(&self) -> Posture {
         let phase = self.phase();
         Posture {
-            presence: self.presence,
+            presence: self.life.presence(),
             turn: TurnPosture {
                 phase,
-                epoch: self.epoch,
+                epoch: self.history.epoch(),
                 turn_id: self.main.running().and_then(|rec| rec.turn_id.clone()),
                 scope_depth: self.scopes.len(),
                 open_tool_calls: self.tools.len(),
@@ -263,40 +261,8 @@ impl Correlator {
                 },
                 None => Maintenance::default(),
             },
-            last_turn: self.last_turn.clone(),
+            last_turn: self.history.last_turn().clone(),
             ..Posture::default()
-        }
-    }
-
-    fn check_presence(&mut self, ctx: &mut Ctx, event: &Event<'_>) {
-        if matches!(
-            event,
-            Event::SessionStarted { .. } | Event::SessionEnded { .. } | Event::ProcessEnded { .. }
-        ) || ctx.source == Source::Transcript
-        {
-            // A transcript entry is no sign of life (it may be read long after the process
-            // ended); the process ending is judged in `apply`.
-            return;
-        }
-        match self.presence {
-            Presence::Present => {}
-            Presence::Unknown => {
-                self.presence = Presence::Present;
-                ctx.note(Diag::PresenceImplied, None);
-            }
-            Presence::Absent => {
-                // Late fire-and-forget deliveries do not bring the process back; a new
-                // prompt or turn does.
-                if matches!(
-                    event,
-                    Event::PromptSubmitted { .. } | Event::TurnStarted { .. } | Event::Heartbeat
-                ) {
-                    self.presence = Presence::Present;
-                    ctx.note(Diag::PresenceImplied, Some("after SessionEnd".into()));
-                } else {
-                    ctx.note(Diag::EventAfterSessionEnd, None);
-                }
-            }
         }
     }
 
@@ -305,28 +271,27 @@ impl Correlator {
             // Claude and Codex announce a compacted context as a session start: it is the
             // same process and the same conversation, so nothing resets.
             Event::SessionStarted { source } if source.as_deref() == Some("compact") => {
-                if self.presence != Presence::Present {
-                    self.presence = Presence::Present;
+                if self.life.started() != Presence::Present {
                     ctx.note(Diag::PresenceImplied, Some("SessionStart(compact)".into()));
                 }
             }
             Event::SessionStarted { source } => {
-                if self.presence == Presence::Present {
+                if self.life.is_present() {
                     ctx.note(
                         Diag::SessionRestartWithoutEnd,
                         source.as_deref().map(|s| format!("source {s}")),
                     );
                 }
                 self.end_session(ctx, TurnResult::TerminalGap, Diag::TerminalGapNewSession);
-                self.presence = Presence::Present;
-                self.last_turn = LastTurn::default();
+                self.life.started();
+                self.history.forget_last();
             }
             Event::SessionEnded { .. } => {
-                if self.presence != Presence::Present {
+                if !self.life.is_present() {
                     ctx.note(Diag::SessionEndWhileAbsent, None);
                 }
                 self.end_session(ctx, TurnResult::TerminalGap, Diag::TerminalGapSessionEnd);
-                self.presence = Presence::Absent;
+                self.life.ended();
             }
             Event::TaskStarted { task_id, kind } => {
                 self.task_started(ctx, kind.as_deref(), task_id.as_deref())
@@ -354,7 +319,7 @@ impl Correlator {
                 // After a SessionEnd this is how every agent exits: nothing to settle, no
                 // guess to count.
                 self.end_session(ctx, TurnResult::TerminalGap, Diag::TerminalGapProcessEnded);
-                self.presence = Presence::Absent;
+                self.life.ended();
             }
             Event::PromptSubmitted {
                 steer,
@@ -443,9 +408,8 @@ impl Correlator {
         origin: Origin,
         turn_id: Option<crate::event::TurnId>,
     ) -> TurnRecord {
-        self.next_record += 1;
         TurnRecord {
-            id: self.next_record,
+            id: self.history.next_record(),
             epoch,
             turn_id,
             scope,

@@ -250,7 +250,7 @@ impl Correlator {
             self.make_agent_turn(ctx);
             return;
         }
-        if let Some(unused) = self.ahead.await_turn(named.clone(), self.epoch) {
+        if let Some(unused) = self.ahead.await_turn(named.clone(), self.history.epoch()) {
             ctx.note(
                 Diag::TranscriptMarkerStale,
                 Some(format!("turn {unused} never started")),

@@ -7,7 +7,7 @@ use super::transcript::PendingStop;
 use super::{Correlator, Origin, Owner, Scope, TurnRecord};
 use crate::diagnostics::Diag;
 use crate::event::TurnId;
-use crate::posture::{LastTurn, Presence, TurnResult};
+use crate::posture::{LastTurn, TurnResult};
 
 impl Correlator {
     /// A prompt: a steer folded into the running turn, a subagent's prompt, a nested turn
@@ -69,8 +69,7 @@ impl Correlator {
     }
 
     pub(super) fn next_epoch(&mut self) -> u64 {
-        self.epoch += 1;
-        self.epoch
+        self.history.next_epoch()
     }
 
     /// The record of the armed prompt's turn: it starts at the prompt.
@@ -155,7 +154,7 @@ impl Correlator {
         if !self.caps.tool_starts_turn
             || agent.is_some()
             || !self.main.is_idle()
-            || self.presence != Presence::Present
+            || !self.life.is_present()
         {
             return;
         }
@@ -240,12 +239,12 @@ impl Correlator {
             self.queue_length = 0;
         }
         ctx.latch(&mut rec, result);
-        self.last_turn = LastTurn {
+        self.history.latch(LastTurn {
             result,
             epoch: Some(rec.epoch),
             turn_id: rec.turn_id.clone(),
             at: ctx.now,
-        };
+        });
         ctx.out.closed.push(rec);
     }
 
@@ -362,7 +361,7 @@ impl Correlator {
         if let Some(rec) = self.main.finish() {
             self.finish_main(ctx, rec, result);
         } else if self.caps.unannounced_turns
-            && self.presence == Presence::Present
+            && self.life.is_present()
             && !matches!(owed, PendingStop::TurnEnded)
         {
             // A late Stop after SessionEnd is not a turn that ran: the process is gone.
@@ -446,7 +445,7 @@ impl Correlator {
         match (self.main.running(), self.main.armed()) {
             (Some(rec), _) => rec.epoch,
             (None, Some(armed)) => armed.epoch,
-            (None, None) => self.epoch,
+            (None, None) => self.history.epoch(),
         }
     }
 }
