@@ -287,3 +287,338 @@ fn window_key(
     ctx.note(Diag::PermissionUnmatched, Some(key.to_string()));
     key
 }
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::super::ctx::Ctx;
+    use super::super::keys::{PermissionKey, ToolKeyRef};
+    use super::super::tools::Tools;
+    use super::super::{Correlator, Observation, Owner};
+    use super::Blocking;
+    use crate::agent::Agent;
+    use crate::diagnostics::Diag;
+    use crate::event::{Event, ToolRef};
+    use crate::posture::Phase;
+    use crate::provider::PermissionAnswer;
+    use crate::source::Source;
+
+    fn ctx() -> Ctx {
+        Ctx::new(1, None, Source::Hook)
+    }
+
+    fn diags(ctx: &Ctx) -> Vec<Diag> {
+        ctx.out.notes.iter().map(|n| n.diag).collect()
+    }
+
+    fn id(id: &str) -> PermissionKey {
+        PermissionKey::Id(id.to_owned())
+    }
+
+    #[test]
+    fn a_request_opens_a_window_and_its_answer_closes_it() {
+        let (mut b, mut ctx, tools) = (Blocking::default(), ctx(), Tools::default());
+        b.request(&mut ctx, id("call_1"), Owner::Main, Some("Bash"));
+        assert!(b.blocks(&tools));
+        assert_eq!(b.pending_permissions(), 1);
+        assert_eq!(b.blocked_tool(&tools).as_deref(), Some("Bash"));
+        b.resolve(&mut ctx, id("call_1"), None);
+        assert!(!b.blocks(&tools));
+        assert_eq!(diags(&ctx), []);
+    }
+
+    #[test]
+    fn an_answer_naming_the_approval_id_closes_the_window_of_that_id() {
+        let (mut b, mut ctx) = (Blocking::default(), ctx());
+        b.request(&mut ctx, id("approval_1"), Owner::Main, None);
+        b.resolve(
+            &mut ctx,
+            PermissionKey::ByName("Shell".into()),
+            Some("approval_1"),
+        );
+        assert_eq!(b.pending_permissions(), 0);
+        assert_eq!(diags(&ctx), []);
+    }
+
+    #[test]
+    fn a_request_for_an_open_window_is_a_noted_duplicate_and_changes_nothing() {
+        let (mut b, mut ctx) = (Blocking::default(), ctx());
+        b.request(&mut ctx, id("call_1"), Owner::Main, Some("Bash"));
+        b.request(&mut ctx, id("call_1"), Owner::Nested(3), Some("Edit"));
+        assert_eq!(diags(&ctx), [Diag::PermissionDuplicate]);
+        assert_eq!(b.pending_permissions(), 1);
+        assert_eq!(b.blocked_tool(&Tools::default()).as_deref(), Some("Bash"));
+    }
+
+    #[test]
+    fn an_answer_with_no_window_open_is_noted() {
+        let (mut b, mut ctx) = (Blocking::default(), ctx());
+        b.request(&mut ctx, id("call_1"), Owner::Main, None);
+        b.resolve(&mut ctx, id("call_2"), Some("approval_2"));
+        assert_eq!(diags(&ctx), [Diag::PermissionResultWithoutRequest]);
+        assert_eq!(b.pending_permissions(), 1);
+    }
+
+    #[test]
+    fn at_the_bound_the_oldest_window_leaves_noted() {
+        let (mut b, mut ctx) = (Blocking::default(), ctx());
+        for n in 0..=super::MAX_PENDING_PERMISSIONS {
+            b.request(&mut ctx, id(&n.to_string()), Owner::Main, None);
+        }
+        assert_eq!(diags(&ctx), [Diag::StateLimitReached]);
+        assert_eq!(b.pending_permissions(), super::MAX_PENDING_PERMISSIONS);
+        b.resolve(&mut ctx, id("0"), None);
+        assert_eq!(
+            diags(&ctx),
+            [
+                Diag::StateLimitReached,
+                Diag::PermissionResultWithoutRequest
+            ]
+        );
+    }
+
+    #[test]
+    fn the_call_going_on_answers_only_where_the_agent_sends_no_answer() {
+        let (mut b, mut ctx) = (Blocking::default(), ctx());
+        for answer in [PermissionAnswer::Event, PermissionAnswer::CallGoesOn] {
+            b.request(
+                &mut ctx,
+                PermissionKey::ByName("Bash".into()),
+                Owner::Main,
+                None,
+            );
+            b.request(&mut ctx, id("call_1"), Owner::Main, None);
+            // A call of that name starts: the window opened by name alone was allowed.
+            b.call_started(answer, Some("Bash"));
+            // The call a window was about finishes: it was allowed.
+            b.call_finished(answer, ToolKeyRef::Id("call_1"));
+            let left = match answer {
+                PermissionAnswer::Event => 2,
+                PermissionAnswer::CallGoesOn => 0,
+            };
+            assert_eq!(b.pending_permissions(), left, "{answer:?}");
+            b.session_ended();
+        }
+        assert_eq!(diags(&ctx), []);
+    }
+
+    #[test]
+    fn a_dialog_opens_once_per_turn_and_a_sign_of_life_of_that_turn_answers_it() {
+        let (mut b, tools) = (Blocking::default(), Tools::default());
+        b.open_dialog(Owner::Main);
+        b.open_dialog(Owner::Main);
+        b.open_dialog(Owner::Nested(2));
+        assert!(b.blocks(&tools));
+        assert_eq!(b.blocked_tool(&tools), None, "a dialog names no tool");
+        b.went_on(Owner::Main);
+        assert!(b.blocks(&tools), "the subagent's dialog still waits");
+        b.went_on(Owner::Nested(2));
+        assert!(!b.blocks(&tools));
+    }
+
+    #[test]
+    fn the_main_turn_end_closes_its_own_windows_noted_and_its_dialogs() {
+        let (mut b, mut ctx, tools) = (Blocking::default(), ctx(), Tools::default());
+        b.request(&mut ctx, id("call_1"), Owner::Main, None);
+        b.request(&mut ctx, id("call_2"), Owner::Nested(2), Some("Edit"));
+        b.open_dialog(Owner::Main);
+        b.turn_ended(&mut ctx, |o| o == Owner::Main);
+        assert_eq!(diags(&ctx), [Diag::PermissionOpenAtTurnEnd]);
+        assert_eq!(ctx.out.notes[0].detail.as_deref(), Some("call_1"));
+        // The background scope's window stays, and still blocks.
+        assert_eq!(b.pending_permissions(), 1);
+        assert_eq!(b.blocked_tool(&tools).as_deref(), Some("Edit"));
+    }
+
+    #[test]
+    fn a_nested_turn_end_and_the_session_end_close_their_windows_unseen() {
+        let (mut b, mut ctx, tools) = (Blocking::default(), ctx(), Tools::default());
+        b.request(&mut ctx, id("call_1"), Owner::Nested(2), None);
+        b.open_dialog(Owner::Nested(2));
+        b.request(&mut ctx, id("call_2"), Owner::Main, None);
+        b.open_dialog(Owner::Main);
+        b.nested_turn_ended(Owner::Nested(2));
+        assert_eq!(b.pending_permissions(), 1);
+        b.session_ended();
+        assert!(!b.blocks(&tools));
+        assert_eq!(diags(&ctx), [], "their turn's or session's end is the note");
+    }
+
+    #[test]
+    fn windows_moved_to_another_turn_close_with_that_turn() {
+        let (mut b, mut ctx) = (Blocking::default(), ctx());
+        b.request(&mut ctx, id("call_1"), Owner::Main, None);
+        b.reassign(Owner::Main, Owner::Nested(4));
+        b.turn_ended(&mut ctx, |o| o == Owner::Main);
+        assert_eq!(b.pending_permissions(), 1);
+        b.nested_turn_ended(Owner::Nested(4));
+        assert_eq!(b.pending_permissions(), 0);
+        assert_eq!(diags(&ctx), []);
+    }
+
+    #[test]
+    fn an_open_ask_the_user_call_blocks_until_it_ends() {
+        let (b, mut ctx, mut tools) = (Blocking::default(), ctx(), Tools::default());
+        let ask = ToolRef {
+            call_id: Some(Cow::Borrowed("call_q")),
+            name: Some(Cow::Borrowed("AskUserQuestion")),
+            ..ToolRef::default()
+        };
+        let asks = Agent::ClaudeCode.capabilities().dialogs.asks_user(&ask);
+        assert_eq!(asks, Some("AskUserQuestion"));
+        tools.start(&mut ctx, &ask, Owner::Main, true, asks);
+        assert!(b.blocks(&tools));
+        assert_eq!(b.blocked_tool(&tools).as_deref(), Some("AskUserQuestion"));
+        let _ = tools.finish(&mut ctx, &ask, true);
+        assert!(!b.blocks(&tools));
+        assert_eq!(diags(&ctx), []);
+    }
+
+    /// Feeds events to a correlator of `agent`: the correlator, and the notes of the last
+    /// event.
+    fn feed(agent: Agent, events: &[Event<'_>]) -> (Correlator, Vec<Diag>) {
+        let mut c = Correlator::new(agent.capabilities());
+        let mut notes = Vec::new();
+        for (line, event) in (1..).zip(events) {
+            let obs = Observation {
+                line,
+                generation: None,
+                event,
+                source: Source::Hook,
+            };
+            notes = c.observe(obs, None).notes.iter().map(|n| n.diag).collect();
+        }
+        (c, notes)
+    }
+
+    /// The notes of the last event, and the phase after all.
+    fn run(agent: Agent, events: &[Event<'_>]) -> (Vec<Diag>, Phase) {
+        let (c, notes) = feed(agent, events);
+        (notes, c.posture().turn.phase)
+    }
+
+    fn prompt() -> Event<'static> {
+        Event::PromptSubmitted {
+            text: Cow::Borrowed("go"),
+            steer: false,
+            turn_id: None,
+            agent: None,
+        }
+    }
+
+    fn call(name: &'static str, agent: Option<&'static str>) -> ToolRef<'static> {
+        ToolRef {
+            call_id: Some(Cow::Borrowed("call_1")),
+            name: Some(Cow::Borrowed(name)),
+            agent: agent.map(Cow::Borrowed),
+            ..ToolRef::default()
+        }
+    }
+
+    fn dialog(kind: &'static str, agent: Option<&'static str>) -> Event<'static> {
+        Event::InputRequested {
+            kind: Some(Cow::Borrowed(kind)),
+            agent: agent.map(Cow::Borrowed),
+        }
+    }
+
+    #[test]
+    fn a_sign_of_life_answers_only_the_dialog_of_the_turn_it_belongs_to() {
+        let subagent = Event::SubagentStarted {
+            name: Some(Cow::Borrowed("explore")),
+            agent_id: Some(Cow::Borrowed("a1")),
+        };
+        let its_dialog = dialog("agent_needs_input", Some("a1"));
+        let events = [prompt(), subagent.clone(), its_dialog.clone()];
+        let (notes, phase) = run(Agent::ClaudeCode, &events);
+        assert_eq!(
+            (notes, phase),
+            (vec![Diag::BlockedByNotification], Phase::Blocked)
+        );
+        let read = |agent| Event::ToolStarted {
+            tool: call("Read", agent),
+        };
+        let request = |agent| Event::PermissionRequested {
+            tool: call("Bash", agent),
+            approval_id: None,
+            turn_id: None,
+        };
+        let queued = Event::PromptQueued {
+            prompt_id: None,
+            queue_length: Some(1),
+        };
+        for (sign, answers) in [
+            // The main agent's call is no sign of the subagent going on.
+            (read(None), false),
+            (request(None), false),
+            // Nor is a prompt queued.
+            (queued, false),
+            // Its own call or permission request is.
+            (read(Some("a1")), true),
+            (request(Some("a1")), true),
+        ] {
+            let events = [prompt(), subagent.clone(), its_dialog.clone(), sign.clone()];
+            let (c, _) = feed(Agent::ClaudeCode, &events);
+            assert_eq!(c.blocking.dialogs.is_empty(), answers, "{sign:?}");
+        }
+        // The main agent launching a subagent goes on: its dialog was answered.
+        let events = [prompt(), dialog("agent_needs_input", None), subagent];
+        assert_eq!(run(Agent::ClaudeCode, &events).1, Phase::Active);
+    }
+
+    #[test]
+    fn a_request_echo_blocks_only_while_a_call_is_open_and_no_window_is() {
+        let echo = dialog("permission_prompt", None);
+        let start = Event::ToolStarted {
+            tool: call("Bash", None),
+        };
+        let request = Event::PermissionRequested {
+            tool: call("Bash", None),
+            approval_id: None,
+            turn_id: None,
+        };
+        // No call open: Claude Code's echo of an answered request, late.
+        let (notes, phase) = run(Agent::ClaudeCode, &[prompt(), echo.clone()]);
+        assert_eq!((notes, phase), (vec![], Phase::Active));
+        // A window already says so.
+        let events = [prompt(), start.clone(), request, echo.clone()];
+        assert_eq!(run(Agent::ClaudeCode, &events).0, []);
+        // A call open and no window: the echo is the only sign of the dialog.
+        let (notes, phase) = run(Agent::ClaudeCode, &[prompt(), start, echo.clone()]);
+        assert_eq!(
+            (notes, phase),
+            (vec![Diag::BlockedByNotification], Phase::Blocked)
+        );
+        // An agent whose dialogs have no echo takes the notification at its word.
+        let (notes, phase) = run(Agent::OpenCode, &[prompt(), echo]);
+        assert_eq!(
+            (notes, phase),
+            (vec![Diag::BlockedByNotification], Phase::Blocked)
+        );
+    }
+
+    #[test]
+    fn which_calls_ask_the_user_is_the_agents_own_list() {
+        for (agent, name, phase) in [
+            (Agent::ClaudeCode, "AskUserQuestion", Phase::Blocked),
+            (Agent::KimiCode, "AskUserQuestion", Phase::Blocked),
+            (Agent::OpenCode, "question", Phase::Blocked),
+            (Agent::ClaudeCode, "question", Phase::Active),
+            (Agent::OpenCode, "AskUserQuestion", Phase::Active),
+        ] {
+            let events = [
+                prompt(),
+                Event::TurnStarted {
+                    turn_id: None,
+                    origin: crate::event::OriginKind::User,
+                    origin_name: None,
+                },
+                Event::ToolStarted {
+                    tool: call(name, None),
+                },
+            ];
+            assert_eq!(run(agent, &events).1, phase, "{agent:?} {name}");
+        }
+    }
+}
