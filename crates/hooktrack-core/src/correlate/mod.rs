@@ -2,19 +2,23 @@
 //! reads a clock, a file or the environment.
 //!
 //! The main scope moves Idle → Armed (a prompt) → Running (bound by TurnStarted, or at
-//! once where the provider has no TurnStarted) → Idle. Nested scopes (subagents,
-//! system-triggered turns) sit on top of a running main turn and never end it. Tool calls
-//! and permission windows belong to the turn that was open when they started.
+//! once where the provider has no TurnStarted) → Idle, and Idle ⇄ Continuing while the
+//! agent works on after a turn with no prompt. Nested scopes (subagents, system-triggered
+//! turns) sit on top of a running main turn and never end it. Tool calls and permission
+//! windows belong to the turn that was open when they started.
 //!
-//! Each part of the state is a struct private to its file, changed only through named
-//! methods that check the state they leave: `main_state.rs` (the main scope), `scopes.rs`
-//! (nested scopes), `tools.rs` (open calls), `blocking.rs` (what waits on the user:
-//! permission windows, dialogs, ask-the-user calls, and the events that open and end them).
-//! The `Correlator` decides which to take: `turns.rs` for the main scope, `nested.rs` for
-//! nested scopes, `calls.rs` for tool events, `transcript.rs` for what a transcript marker
-//! may settle. The event being correlated travels as a `Ctx` (its
-//! line, time, source, and the notes and turns it produced), not as state. Agent
-//! differences come in as [`Capabilities`]. Every guess leaves a [`Note`].
+//! The state is grouped by concern, each part a struct private to its file, changed only
+//! through named methods that check the state they leave: `life.rs` (the process),
+//! `history.rs` (turn numbering, the last turn's result), `main_state.rs` (the main
+//! scope), `scopes.rs` (nested scopes), `tools.rs` (open calls), `blocking.rs` (what waits
+//! on the user: permission windows, dialogs, ask-the-user calls, and every event that
+//! opens or ends them), `transcript.rs`'s `Ahead` (what a transcript marker told before
+//! the hooks did). The `Correlator` decides which to take: `turns.rs` for the main scope,
+//! `nested.rs` for nested scopes, `calls.rs` for tool events, `blocking.rs` for permission
+//! and dialog events, `transcript.rs` for what a transcript marker may settle. The event
+//! being correlated travels as a `Ctx` (its line, time, source, the turn it was
+//! attributed to, and the notes and turns it produced), not as state. Agent differences
+//! come in as [`Capabilities`]. Every guess leaves a [`Note`].
 //!
 //! [`Note`]: crate::diagnostics::Note
 
