@@ -13,7 +13,7 @@
 //! scope), `scopes.rs` (nested scopes), `tools.rs` (open calls), `blocking.rs` (what waits
 //! on the user: permission windows, dialogs, ask-the-user calls, and every event that
 //! opens or ends them), `transcript.rs`'s `Ahead` (what a transcript marker told before
-//! the hooks did). The `Correlator` decides which to take: `turns.rs` for the main scope,
+//! the hooks did), `compaction.rs` (the compaction window). The `Correlator` decides which to take: `turns.rs` for the main scope,
 //! `nested.rs` for nested scopes, `calls.rs` for tool events, `blocking.rs` for permission
 //! and dialog events, `transcript.rs` for what a transcript marker may settle. The event
 //! being correlated travels as a `Ctx` (its line, time, source, the turn it was
@@ -25,6 +25,7 @@
 mod background;
 mod blocking;
 mod calls;
+mod compaction;
 mod ctx;
 mod history;
 mod keys;
@@ -45,6 +46,7 @@ pub use ledger::{Origin, Scope, TurnRecord};
 
 use background::BackgroundTasks;
 use blocking::Blocking;
+use compaction::Compaction;
 use ctx::Ctx;
 use history::History;
 use life::Life;
@@ -55,7 +57,7 @@ use transcript::Ahead;
 
 use crate::diagnostics::{Diag, Note};
 use crate::event::{Event, OriginKind};
-use crate::posture::{Maintenance, Phase, Posture, Presence, TurnPosture, TurnResult};
+use crate::posture::{Phase, Posture, Presence, TurnPosture, TurnResult};
 use crate::provenance::{Changed, Facts};
 use crate::provider::Capabilities;
 use crate::source::Source;
@@ -94,12 +96,6 @@ enum Owner {
     NoTurn,
 }
 
-#[derive(Debug)]
-struct Compaction {
-    trigger: Option<String>,
-    since: Option<Timestamp>,
-}
-
 /// The turn state machine of one session: events in (with their time), postures, notes
 /// and closed turns out.
 #[derive(Debug)]
@@ -118,8 +114,8 @@ pub struct Correlator {
     blocking: Blocking,
     /// What transcript markers told before the hooks did.
     ahead: Ahead,
-    /// Besides the turns: a compaction window, prompts queued, background shell tasks.
-    compaction: Option<Compaction>,
+    /// Besides the turns: the compaction window, prompts queued, background shell tasks.
+    compaction: Compaction,
     queue_length: u64,
     background_tasks: BackgroundTasks,
 }
@@ -136,7 +132,7 @@ impl Correlator {
             tools: Tools::default(),
             blocking: Blocking::default(),
             ahead: Ahead::default(),
-            compaction: None,
+            compaction: Compaction::default(),
             queue_length: 0,
             background_tasks: BackgroundTasks::default(),
         }
@@ -226,7 +222,7 @@ impl Correlator {
         seen.update(
             self.life.presence(),
             self.phase(),
-            self.compaction.is_some(),
+            self.compaction.is_open(),
             self.history.last_turn(),
         )
     }
@@ -257,14 +253,7 @@ impl Correlator {
                     Owner::Main | Owner::NoTurn => false,
                 }),
             },
-            maintenance: match &self.compaction {
-                Some(c) => Maintenance {
-                    compacting: true,
-                    trigger: c.trigger.clone(),
-                    since: c.since,
-                },
-                None => Maintenance::default(),
-            },
+            maintenance: self.compaction.maintenance(),
             last_turn: self.history.last_turn().clone(),
             ..Posture::default()
         }
@@ -306,13 +295,10 @@ impl Correlator {
             Event::InputRequested { kind, agent } => {
                 self.input_requested(ctx, kind.as_deref(), agent.as_deref())
             }
-            // `idle_prompt`: the agent waits at its input prompt, so nothing runs, a
-            // compaction neither. Qwen Code's `/compress` that keeps the history ("not
-            // beneficial", "Could not compress") fires no `PostCompact`, only this; closing
-            // it here keeps the window to what the screen shows, not until the next prompt.
+            // `idle_prompt`: the agent waits at its input prompt.
             Event::Notification { kind, .. } => {
                 if kind.as_deref() == Some("idle_prompt") {
-                    self.compaction = None;
+                    self.compaction.agent_idle();
                 }
             }
             Event::Heartbeat
@@ -379,27 +365,9 @@ impl Correlator {
                 self.subagent_stopped(ctx, name.as_deref(), agent_id.as_deref())
             }
             Event::CompactionStarted { trigger } => {
-                if self.compaction.is_some() {
-                    ctx.note(Diag::CompactionStartWhileOpen, None);
-                }
-                self.compaction = Some(Compaction {
-                    trigger: trigger.as_deref().map(str::to_owned),
-                    since: ctx.now,
-                });
+                self.compaction.start(ctx, trigger.as_deref());
             }
-            Event::CompactionFinished { .. } => {
-                if self.compaction.take().is_none() {
-                    ctx.note(Diag::CompactionEndWithoutStart, None);
-                }
-            }
-        }
-    }
-
-    /// A compaction window never spans a new prompt or a session boundary: one still open
-    /// then had no end event (Gemini sends none; a failed Claude compaction neither).
-    fn close_unended_compaction(&mut self, ctx: &mut Ctx) {
-        if self.compaction.take().is_some() {
-            ctx.note(Diag::CompactionUnclosed, None);
+            Event::CompactionFinished { .. } => self.compaction.finish(ctx),
         }
     }
 

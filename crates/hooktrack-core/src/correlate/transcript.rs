@@ -120,14 +120,14 @@ impl Correlator {
         // A compaction's end, which only GitHub Copilot CLI's session log tells, settles
         // the open compaction window and nothing else; it may come outside any turn.
         if let Event::CompactionFinished { .. } = event {
-            let Some(open) = &self.compaction else {
+            let Some(since) = self.compaction.open_since() else {
                 ctx.note(
                     Diag::TranscriptMarkerStale,
                     Some("no compaction open".into()),
                 );
                 return false;
             };
-            if let (Some(since), Some(at)) = (open.since, ctx.now)
+            if let (Some(since), Some(at)) = (since, ctx.now)
                 && at < since
             {
                 ctx.note(

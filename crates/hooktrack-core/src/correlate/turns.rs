@@ -42,7 +42,7 @@ impl Correlator {
         self.end_continuation();
         self.ahead.turn_begins();
         self.clear_main(ctx, TurnResult::TerminalGap, Diag::TurnSuperseded);
-        self.close_unended_compaction(ctx);
+        self.compaction.close_unended(ctx);
         let epoch = self.next_epoch();
         if self.caps.prompt_starts_turn {
             let rec = self.new_record(ctx, epoch, Scope::Main, Origin::User, turn_id);
@@ -287,7 +287,7 @@ impl Correlator {
         self.background_tasks.clear();
         self.scopes.forget_launch();
         self.end_continuation();
-        self.close_unended_compaction(ctx);
+        self.compaction.close_unended(ctx);
         self.queue_length = 0;
     }
 
