@@ -96,3 +96,66 @@ impl Life {
         std::mem::replace(&mut self.presence, Presence::Absent)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::super::ctx::Ctx;
+    use super::Life;
+    use crate::diagnostics::Diag;
+    use crate::event::Event;
+    use crate::posture::Presence;
+    use crate::source::Source;
+
+    #[test]
+    fn a_hook_event_implies_presence_and_after_the_end_only_a_new_prompt_brings_it_back() {
+        let mut ctx = Ctx::new(1, None, Source::Hook);
+        let mut life = Life::new();
+        let activity = Event::Activity {
+            name: Cow::Borrowed("BeforeModel"),
+        };
+        let prompt = Event::PromptSubmitted {
+            text: Cow::Borrowed("go"),
+            steer: false,
+            turn_id: None,
+            agent: None,
+        };
+        life.sign(&mut ctx, &activity);
+        assert_eq!(life.presence(), Presence::Present);
+        assert_eq!(life.ended(), Presence::Present);
+        life.sign(&mut ctx, &activity);
+        assert_eq!(life.presence(), Presence::Absent, "a late delivery");
+        life.sign(&mut ctx, &prompt);
+        assert!(life.is_present());
+        let notes: Vec<_> = ctx.out.notes.iter().map(|n| n.diag).collect();
+        assert_eq!(
+            notes,
+            [
+                Diag::PresenceImplied,
+                Diag::EventAfterSessionEnd,
+                Diag::PresenceImplied
+            ]
+        );
+        // A transcript entry is no sign of life.
+        let mut ctx = Ctx::new(2, None, Source::Transcript);
+        life.ended();
+        life.sign(&mut ctx, &prompt);
+        assert_eq!(
+            (life.presence(), ctx.out.notes.len()),
+            (Presence::Absent, 0)
+        );
+    }
+
+    #[test]
+    fn only_a_newer_generation_is_a_new_process() {
+        let mut life = Life::new();
+        life.started();
+        assert!(!life.row_generation(2), "the first one seen");
+        assert!(!life.row_generation(1));
+        assert!(!life.row_generation(2));
+        assert!(life.is_present());
+        assert!(life.row_generation(3));
+        assert_eq!(life.presence(), Presence::Unknown);
+    }
+}

@@ -158,3 +158,25 @@ impl MainState {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Left, MainState};
+
+    #[test]
+    fn a_continuation_is_idle_work_that_only_an_idle_scope_begins_and_clear_keeps() {
+        let mut main = MainState::new();
+        assert!(main.go_on(), "Idle → Continuing");
+        assert!(main.is_idle() && main.continuing());
+        assert!(!main.go_on(), "already continuing");
+        // A blocked prompt clears the main scope: the continuation is no turn, it stays.
+        assert!(matches!(main.clear(), Left::Idle));
+        assert!(main.continuing());
+        assert!(main.finish().is_none(), "no turn to end");
+        assert!(main.continuing());
+        main.end_continuation();
+        assert!(main.is_idle() && !main.continuing());
+        main.end_continuation();
+        assert!(main.is_idle(), "from Idle nothing changes");
+    }
+}

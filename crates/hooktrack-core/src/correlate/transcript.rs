@@ -292,3 +292,29 @@ impl Correlator {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Ahead, PendingStop};
+    use crate::posture::TurnResult;
+
+    #[test]
+    fn a_stop_owed_for_an_ended_turn_is_not_replaced_by_an_unannounced_end() {
+        let mut ahead = Ahead::default();
+        assert!(ahead.unannounced_ended(TurnResult::Interrupted));
+        assert!(
+            ahead.unannounced_ended(TurnResult::KnownFailure),
+            "the newer end"
+        );
+        ahead.turn_ended();
+        assert!(!ahead.unannounced_ended(TurnResult::Interrupted));
+        assert!(matches!(ahead.take_stop(), PendingStop::TurnEnded));
+        assert!(
+            matches!(ahead.take_stop(), PendingStop::Nothing),
+            "taken once"
+        );
+        assert!(ahead.unannounced_ended(TurnResult::KnownFailure));
+        ahead.turn_begins();
+        assert!(matches!(ahead.take_stop(), PendingStop::Nothing));
+    }
+}
