@@ -90,7 +90,7 @@ pub mod posture {
 /// [`Descriptor`](agents::Descriptor).
 pub mod agents {
     pub use hooktrack_core::agents::*;
-    pub use hooktrack_core::provider::Capabilities;
+    pub use hooktrack_core::provider::{Capabilities, Dialogs, PermissionAnswer};
 }
 
 /// The canonical event vocabulary every agent's payloads are mapped into, and its parts.

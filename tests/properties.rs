@@ -88,7 +88,12 @@ impl Checker {
         // notification announced, an ask-the-user call.
         let asks = match &step.event {
             Event::PermissionRequested { .. } | Event::InputRequested { .. } => true,
-            Event::ToolStarted { tool } => tool.asks_user().is_some(),
+            Event::ToolStarted { tool } => step
+                .provider
+                .capabilities()
+                .dialogs
+                .asks_user(tool)
+                .is_some(),
             _ => false,
         };
         if asks {

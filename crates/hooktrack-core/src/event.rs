@@ -72,22 +72,6 @@ pub struct ToolRef<'a> {
     pub agent: Option<Cow<'a, str>>,
 }
 
-/// The tools that ask the user a question and wait for the answer while they are open
-/// (Kimi Code and Claude Code name theirs alike; OpenCode's and Kilo's is `question`). Their
-/// start is the only hook the dialog fires (OpenCode's `question.asked` comes just before
-/// the call runs, and the call ends only once the question is answered or dismissed), so an
-/// open call of one is the agent waiting on the user.
-pub const ASK_USER_TOOLS: &[&str] = &["AskUserQuestion", "question"];
-
-impl ToolRef<'_> {
-    /// The tool's name if the call asks the user and waits for the answer
-    /// ([`ASK_USER_TOOLS`]).
-    pub fn asks_user(&self) -> Option<&'static str> {
-        let name = self.name.as_deref()?;
-        ASK_USER_TOOLS.iter().copied().find(|&tool| tool == name)
-    }
-}
-
 /// One canonical event. Variants follow the Kimi Code event set, the reference mapping.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -1,16 +1,15 @@
 //! Work that goes on without a running main turn (contract section 11): background shell
-//! tasks, dialogs that wait on the user without a permission event, turns the agent starts
-//! itself, and continuations after a turn's `Stop`. Background scopes themselves are in
-//! `scopes.rs`.
+//! tasks, turns the agent starts itself, and continuations after a turn's `Stop`.
+//! Background scopes themselves are in `scopes.rs`.
 
 use std::collections::VecDeque;
 
 use super::ctx::Ctx;
-use super::{Correlator, Origin, Owner, Scope};
+use super::{Correlator, Origin, Scope};
 use crate::diagnostics::Diag;
 use crate::event::TurnId;
 
-/// Bound on tracked tasks and dialogs: memory stays flat whatever the input.
+/// Bound on tracked tasks: memory stays flat whatever the input.
 const MAX_BACKGROUND: usize = 256;
 
 /// Background shell tasks reported running, by id (an empty id where none was given),
@@ -54,35 +53,6 @@ impl BackgroundTasks {
     }
 }
 
-/// Dialogs that wait on the user with no permission window: the owners whose agent showed
-/// one. The next evidence of that agent going on answers it.
-#[derive(Debug, Default)]
-pub(super) struct Dialogs {
-    waiting: Vec<Owner>,
-}
-
-impl Dialogs {
-    pub(super) fn is_empty(&self) -> bool {
-        self.waiting.is_empty()
-    }
-
-    fn open(&mut self, owner: Owner) {
-        if !self.waiting.contains(&owner) && self.waiting.len() < MAX_BACKGROUND {
-            self.waiting.push(owner);
-        }
-    }
-
-    /// The agent of `owner` went on: its dialog was answered.
-    pub(super) fn answered(&mut self, owner: Owner) {
-        self.waiting.retain(|&o| o != owner);
-    }
-
-    /// Closes the dialogs of every owner `of` picks.
-    pub(super) fn close_where(&mut self, of: impl Fn(Owner) -> bool) {
-        self.waiting.retain(|&o| !of(o));
-    }
-}
-
 impl Correlator {
     /// `TaskStarted`: a shell task runs in the background; a subagent's task means its
     /// scope does (its launching call returns at once).
@@ -96,7 +66,7 @@ impl Correlator {
                 Some(top) if !self.scopes.is_background(top) => {
                     self.scopes.send_to_background(top);
                 }
-                _ => self.background_launch = true,
+                _ => self.scopes.launched_in_background(),
             },
             _ => {}
         }
@@ -135,39 +105,17 @@ impl Correlator {
         self.main.start(rec);
     }
 
-    /// A dialog waits on the user with no permission event. A `permission_prompt` blocks
-    /// only where no request did: it comes seconds after the request, or late after the
-    /// answer, so it counts only while a call of its agent is open and no window is.
-    pub(super) fn input_requested(
-        &mut self,
-        ctx: &mut Ctx,
-        kind: Option<&str>,
-        agent: Option<&str>,
-    ) {
-        self.check_agent(ctx, agent);
-        let owner = self.owner(agent);
-        if kind == Some("permission_prompt")
-            && (!self.permissions.is_empty() || self.tools.count_owned(|o| o == owner) == 0)
-        {
-            return;
-        }
-        ctx.note(Diag::BlockedByNotification, kind.map(str::to_owned));
-        self.touch(ctx, agent);
-        self.dialogs.open(owner);
-    }
-
     /// Tool activity with no turn open after a turn ended, and no prompt since: the agent
     /// goes on (a Stop hook that blocked, where the CLI fires no second Stop). Work, not a
     /// turn: the latched result stays. Whether the call is part of one.
     pub(super) fn continues(&mut self, ctx: &mut Ctx, tool: Option<&str>) -> bool {
-        if self.continuation {
+        if self.main.continuing() {
             return true;
         }
-        let after_a_turn = self.last_turn.result != crate::posture::TurnResult::None;
-        if !after_a_turn || !self.main.is_idle() {
+        let after_a_turn = self.history.last_turn().result != crate::posture::TurnResult::None;
+        if !after_a_turn || !self.main.go_on() {
             return false;
         }
-        self.continuation = true;
         ctx.note(Diag::ContinuationAfterStop, tool.map(str::to_owned));
         true
     }
@@ -175,6 +123,6 @@ impl Correlator {
     /// The continuation (if any) ended: a terminal event, a prompt, a turn, or a
     /// transcript's end-of-turn marker.
     pub(super) fn end_continuation(&mut self) {
-        self.continuation = false;
+        self.main.end_continuation();
     }
 }

@@ -1,9 +1,7 @@
-//! Tool and permission events: which turn they belong to, and what they do to it. The
-//! calls and windows themselves are in `tools.rs` and `permissions.rs`.
+//! Tool events: which turn they belong to, and what they do to it. The calls themselves
+//! are in `tools.rs`; what a call does to a permission window is `blocking.rs`'s.
 
 use super::ctx::Ctx;
-use super::keys::PermissionKey;
-use super::permissions::window_key;
 use super::tools::Finished;
 use super::{Correlator, Owner};
 use crate::diagnostics::Diag;
@@ -27,11 +25,17 @@ impl Correlator {
                 tool.name.as_deref().map(str::to_owned),
             );
         }
-        self.dialogs.answered(owner);
-        if self.caps.permission_ends_with_tool {
-            self.permissions.answered_by_start(tool.name.as_deref());
-        }
-        self.tools.start(ctx, tool, owner, self.caps.tool_ids);
+        ctx.attribute(owner);
+        let dialogs = self.caps.dialogs;
+        self.blocking
+            .call_started(dialogs.permission_answer, tool.name.as_deref());
+        self.tools.start(
+            ctx,
+            tool,
+            owner,
+            self.caps.tool_ids,
+            dialogs.asks_user(tool),
+        );
     }
 
     /// PostToolUse / PostToolUseFailure. `interrupt`: the user interrupted the call, which
@@ -46,7 +50,7 @@ impl Correlator {
             // provider's hooks carries (GitHub Copilot CLI's rejected call): the only open
             // call is it. A transcript line is not a row: no `last_row`.
             if let Some(owner) = self.tools.finish_sole() {
-                self.dialogs.answered(owner);
+                ctx.attribute(owner);
             }
             if interrupt {
                 self.interrupt_main(ctx);
@@ -55,69 +59,25 @@ impl Correlator {
         }
         match self.tools.finish(ctx, tool, self.caps.tool_ids) {
             Finished::Closed { key, owner } => {
-                self.dialogs.answered(owner);
+                ctx.attribute(owner);
                 // A transcript line is not a row: the turn's rows stay the hooks'.
                 if ctx.source == Source::Hook
                     && let Some(rec) = self.turn_mut(owner)
                 {
                     rec.last_row = ctx.line;
                 }
-                if self.caps.permission_ends_with_tool {
-                    // No answer event: the call going on to finish answers the request.
-                    self.permissions.answered_by_call(key);
-                }
+                self.blocking
+                    .call_finished(self.caps.dialogs.permission_answer, key);
             }
-            Finished::NotOpen => self.dialogs.answered(self.owner(tool.agent.as_deref())),
+            Finished::NotOpen => ctx.attribute(self.owner(tool.agent.as_deref())),
             Finished::Unpaired => {
-                self.dialogs.answered(self.owner(tool.agent.as_deref()));
+                ctx.attribute(self.owner(tool.agent.as_deref()));
                 self.touch(ctx, tool.agent.as_deref());
             }
         }
         if interrupt {
             self.interrupt_main(ctx);
         }
-    }
-
-    pub(super) fn permission_requested(
-        &mut self,
-        ctx: &mut Ctx,
-        tool: &ToolRef<'_>,
-        approval_id: Option<&str>,
-    ) {
-        self.start_implied(ctx);
-        let agent = tool.agent.as_deref();
-        let owner = self.owner(agent);
-        let key = window_key(ctx, &self.tools, tool, approval_id, owner);
-        self.touch(ctx, agent);
-        // The request's window says what the dialog's did.
-        self.dialogs.answered(owner);
-        self.permissions
-            .request(ctx, key, owner, tool.name.as_deref());
-    }
-
-    pub(super) fn permission_resolved(
-        &mut self,
-        ctx: &mut Ctx,
-        tool: &ToolRef<'_>,
-        approval_id: Option<&str>,
-    ) {
-        let agent = tool.agent.as_deref();
-        let owner = self.owner(agent);
-        self.dialogs.answered(owner);
-        if ctx.source == Source::Transcript {
-            // A transcript's answer (GitHub Copilot CLI's `permission.completed`, by its
-            // request id alone) ends the dialog a `permission_prompt` opened: no hook opened
-            // a window for it, so none missing is worth a note. A transcript line is not a
-            // row either.
-            if let Some(id) = approval_id {
-                self.permissions
-                    .close(&PermissionKey::Id(id.to_owned()), None);
-            }
-            return;
-        }
-        let key = window_key(ctx, &self.tools, tool, approval_id, owner);
-        self.touch(ctx, agent);
-        self.permissions.resolve(ctx, key, approval_id);
     }
 }
 

@@ -1,7 +1,7 @@
 //! The event being correlated: its line, time and source, and what it produced so far.
 //! Passed to every step by `&mut`, so that the state kept between events is only state.
 
-use super::{Outcome, TurnRecord};
+use super::{Outcome, Owner, TurnRecord};
 use crate::diagnostics::{Diag, Note};
 use crate::posture::TurnResult;
 use crate::source::Source;
@@ -16,6 +16,9 @@ pub(super) struct Ctx {
     pub source: Source,
     /// The notes and closed turns collected for this event.
     pub out: Outcome,
+    /// The turn the event was found to belong to, where its step decides one (a call's,
+    /// a permission's, a subagent launcher's): whose agent it shows going on.
+    pub attributed: Option<Owner>,
 }
 
 impl Ctx {
@@ -25,7 +28,13 @@ impl Ctx {
             now,
             source,
             out: Outcome::default(),
+            attributed: None,
         }
+    }
+
+    /// The event belongs to `owner`'s turn.
+    pub(super) fn attribute(&mut self, owner: Owner) {
+        self.attributed = Some(owner);
     }
 
     pub(super) fn note(&mut self, diag: Diag, detail: Option<String>) {

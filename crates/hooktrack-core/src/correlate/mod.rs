@@ -2,29 +2,37 @@
 //! reads a clock, a file or the environment.
 //!
 //! The main scope moves Idle → Armed (a prompt) → Running (bound by TurnStarted, or at
-//! once where the provider has no TurnStarted) → Idle. Nested scopes (subagents,
-//! system-triggered turns) sit on top of a running main turn and never end it. Tool calls
-//! and permission windows belong to the turn that was open when they started.
+//! once where the provider has no TurnStarted) → Idle, and Idle ⇄ Continuing while the
+//! agent works on after a turn with no prompt. Nested scopes (subagents, system-triggered
+//! turns) sit on top of a running main turn and never end it. Tool calls and permission
+//! windows belong to the turn that was open when they started.
 //!
-//! Each part of the state is a struct private to its file, changed only through named
-//! methods that check the state they leave: `main_state.rs` (the main scope), `scopes.rs`
-//! (nested scopes), `tools.rs` (open calls), `permissions.rs` (pending windows). The
-//! `Correlator` decides which to take: `turns.rs` for the main scope, `nested.rs` for
-//! nested scopes, `calls.rs` for tool and permission events, `transcript.rs` for what a
-//! transcript marker may settle. The event being correlated travels as a `Ctx` (its
-//! line, time, source, and the notes and turns it produced), not as state. Agent
-//! differences come in as [`Capabilities`]. Every guess leaves a [`Note`].
+//! The state is grouped by concern, each part a struct private to its file, changed only
+//! through named methods that check the state they leave: `life.rs` (the process),
+//! `history.rs` (turn numbering, the last turn's result), `main_state.rs` (the main
+//! scope), `scopes.rs` (nested scopes), `tools.rs` (open calls), `blocking.rs` (what waits
+//! on the user: permission windows, dialogs, ask-the-user calls, and every event that
+//! opens or ends them), `transcript.rs`'s `Ahead` (what a transcript marker told before
+//! the hooks did), `compaction.rs` (the compaction window). The `Correlator` decides which to take: `turns.rs` for the main scope,
+//! `nested.rs` for nested scopes, `calls.rs` for tool events, `blocking.rs` for permission
+//! and dialog events, `transcript.rs` for what a transcript marker may settle. The event
+//! being correlated travels as a `Ctx` (its line, time, source, the turn it was
+//! attributed to, and the notes and turns it produced), not as state. Agent differences
+//! come in as [`Capabilities`]. Every guess leaves a [`Note`].
 //!
 //! [`Note`]: crate::diagnostics::Note
 
 mod background;
+mod blocking;
 mod calls;
+mod compaction;
 mod ctx;
+mod history;
 mod keys;
 mod ledger;
+mod life;
 mod main_state;
 mod nested;
-mod permissions;
 mod scopes;
 #[cfg(test)]
 mod tests;
@@ -36,16 +44,20 @@ use std::collections::VecDeque;
 
 pub use ledger::{Origin, Scope, TurnRecord};
 
-use background::{BackgroundTasks, Dialogs};
+use background::BackgroundTasks;
+use blocking::Blocking;
+use compaction::Compaction;
 use ctx::Ctx;
+use history::History;
+use life::Life;
 use main_state::MainState;
-use permissions::Permissions;
 use scopes::Scopes;
 use tools::Tools;
+use transcript::Ahead;
 
 use crate::diagnostics::{Diag, Note};
 use crate::event::{Event, OriginKind};
-use crate::posture::{LastTurn, Maintenance, Phase, Posture, Presence, TurnPosture, TurnResult};
+use crate::posture::{Phase, Posture, Presence, TurnPosture, TurnResult};
 use crate::provenance::{Changed, Facts};
 use crate::provider::Capabilities;
 use crate::source::Source;
@@ -84,46 +96,28 @@ enum Owner {
     NoTurn,
 }
 
-#[derive(Debug)]
-struct Compaction {
-    trigger: Option<String>,
-    since: Option<Timestamp>,
-}
-
 /// The turn state machine of one session: events in (with their time), postures, notes
 /// and closed turns out.
 #[derive(Debug)]
 pub struct Correlator {
+    /// How the agent delimits turns and shows its dialogs.
     caps: Capabilities,
-    presence: Presence,
-    generation: Option<u64>,
-    epoch: u64,
-    next_record: u64,
+    /// The agent process: present or not, which generation.
+    life: Life,
+    /// Turn numbering and how the last main turn ended.
+    history: History,
+    /// The turns: the main scope (idle, continuing, armed, running) and the nested scopes.
     main: MainState,
     scopes: Scopes,
+    /// Open tool calls, and what waits on the user.
     tools: Tools,
-    permissions: Permissions,
+    blocking: Blocking,
+    /// What transcript markers told before the hooks did.
+    ahead: Ahead,
+    /// Besides the turns: the compaction window, prompts queued, background shell tasks.
+    compaction: Compaction,
     queue_length: u64,
-    compaction: Option<Compaction>,
-    last_turn: LastTurn,
     background_tasks: BackgroundTasks,
-    dialogs: Dialogs,
-    /// Tool activity after the last turn ended, with no prompt since (contract section 11).
-    continuation: bool,
-    /// A subagent was launched in the background before its scope opened: the next scope
-    /// to open is its.
-    background_launch: bool,
-    /// The turn id a transcript named as one the agent started itself, before the hook
-    /// that starts that turn was seen (Claude Code writes the entry first), and the epoch
-    /// then: a main turn of a later epoch with another id means it will not start.
-    agent_turn_named: Option<(crate::event::TurnId, u64)>,
-    /// A transcript marker ended the main turn before the hook that ends it (Factory
-    /// Droid's `Stop` follows its session file's error or cancellation): that `Stop`,
-    /// with no turn open, is not a turn that ran unannounced.
-    stop_owed: bool,
-    /// A transcript marker ended a turn no hook announced (Factory Droid `exec`: no
-    /// prompt hook, no call yet): the `Stop` that follows ends that turn with this result.
-    unannounced_end: Option<TurnResult>,
 }
 
 impl Correlator {
@@ -131,24 +125,16 @@ impl Correlator {
     pub fn new(caps: Capabilities) -> Self {
         Self {
             caps,
-            presence: Presence::Unknown,
-            generation: None,
-            epoch: 0,
-            next_record: 0,
+            life: Life::new(),
+            history: History::default(),
             main: MainState::new(),
             scopes: Scopes::default(),
             tools: Tools::default(),
-            permissions: Permissions::default(),
+            blocking: Blocking::default(),
+            ahead: Ahead::default(),
+            compaction: Compaction::default(),
             queue_length: 0,
-            compaction: None,
-            last_turn: LastTurn::default(),
             background_tasks: BackgroundTasks::default(),
-            dialogs: Dialogs::default(),
-            continuation: false,
-            background_launch: false,
-            agent_turn_named: None,
-            stop_owed: false,
-            unannounced_end: None,
         }
     }
 
@@ -181,27 +167,22 @@ impl Correlator {
                 return ctx.out;
             }
         }
-        if let Some(generation) = obs.generation {
-            match self.generation {
-                Some(current) if generation > current => {
-                    self.end_session(
-                        &mut ctx,
-                        TurnResult::TerminalGap,
-                        Diag::TerminalGapNewSession,
-                    );
-                    self.last_turn = LastTurn::default();
-                    self.presence = Presence::Unknown;
-                    self.generation = Some(generation);
-                }
-                None => self.generation = Some(generation),
-                _ => {}
-            }
+        if let Some(generation) = obs.generation
+            && self.life.row_generation(generation)
+        {
+            self.end_session(
+                &mut ctx,
+                TurnResult::TerminalGap,
+                Diag::TerminalGapNewSession,
+            );
+            self.history.forget_last();
         }
-        self.check_presence(&mut ctx, obs.event);
+        self.life.sign(&mut ctx, obs.event);
         let was_running = self.main.running().is_some();
         self.apply(&mut ctx, obs.event);
+        self.sign_of_life(obs.event, ctx.attributed);
         if obs.source == Source::Transcript && was_running && self.main.is_idle() {
-            self.stop_owed = true;
+            self.ahead.turn_ended();
         }
         self.settle_named_agent_turn(&mut ctx);
         ctx.out
@@ -221,14 +202,11 @@ impl Correlator {
     /// armed prompt is not a running turn; one left without its turn is counted when it is
     /// superseded (`epoch_abandoned`).
     fn phase(&self) -> Phase {
-        if self.presence != Presence::Present {
+        if !self.life.is_present() {
             Phase::Unknown
-        } else if !self.permissions.is_empty()
-            || !self.dialogs.is_empty()
-            || self.tools.asking_user().is_some()
-        {
+        } else if self.blocking.blocks(&self.tools) {
             Phase::Blocked
-        } else if self.main.running().is_none() && !self.continuation {
+        } else if self.main.running().is_none() && !self.main.continuing() {
             // An armed prompt is no turn yet: the agent accepts it by its TurnStarted, and a
             // prompt a UserPromptSubmit hook blocked gets none and nothing after it (Kimi
             // Code 2.1.0), so until then the phase stays as it was.
@@ -242,10 +220,10 @@ impl Correlator {
     /// what [`Correlator::posture`] would show of them, without building a posture.
     pub fn update_facts(&self, seen: &mut Facts) -> Changed {
         seen.update(
-            self.presence,
+            self.life.presence(),
             self.phase(),
-            self.compaction.is_some(),
-            &self.last_turn,
+            self.compaction.is_open(),
+            self.history.last_turn(),
         )
     }
 
@@ -254,19 +232,17 @@ impl Correlator {
     pub fn posture(&self) -> Posture {
         let phase = self.phase();
         Posture {
-            presence: self.presence,
+            presence: self.life.presence(),
             turn: TurnPosture {
                 phase,
-                epoch: self.epoch,
+                epoch: self.history.epoch(),
                 turn_id: self.main.running().and_then(|rec| rec.turn_id.clone()),
                 scope_depth: self.scopes.len(),
                 open_tool_calls: self.tools.len(),
-                pending_permissions: self.permissions.len(),
+                pending_permissions: self.blocking.pending_permissions(),
                 queue_length: self.queue_length,
                 blocked_tool: if phase == Phase::Blocked {
-                    self.permissions
-                        .blocked_tool()
-                        .or_else(|| self.tools.asking_user().map(str::to_owned))
+                    self.blocking.blocked_tool(&self.tools)
                 } else {
                     None
                 },
@@ -277,48 +253,9 @@ impl Correlator {
                     Owner::Main | Owner::NoTurn => false,
                 }),
             },
-            maintenance: match &self.compaction {
-                Some(c) => Maintenance {
-                    compacting: true,
-                    trigger: c.trigger.clone(),
-                    since: c.since,
-                },
-                None => Maintenance::default(),
-            },
-            last_turn: self.last_turn.clone(),
+            maintenance: self.compaction.maintenance(),
+            last_turn: self.history.last_turn().clone(),
             ..Posture::default()
-        }
-    }
-
-    fn check_presence(&mut self, ctx: &mut Ctx, event: &Event<'_>) {
-        if matches!(
-            event,
-            Event::SessionStarted { .. } | Event::SessionEnded { .. } | Event::ProcessEnded { .. }
-        ) || ctx.source == Source::Transcript
-        {
-            // A transcript entry is no sign of life (it may be read long after the process
-            // ended); the process ending is judged in `apply`.
-            return;
-        }
-        match self.presence {
-            Presence::Present => {}
-            Presence::Unknown => {
-                self.presence = Presence::Present;
-                ctx.note(Diag::PresenceImplied, None);
-            }
-            Presence::Absent => {
-                // Late fire-and-forget deliveries do not bring the process back; a new
-                // prompt or turn does.
-                if matches!(
-                    event,
-                    Event::PromptSubmitted { .. } | Event::TurnStarted { .. } | Event::Heartbeat
-                ) {
-                    self.presence = Presence::Present;
-                    ctx.note(Diag::PresenceImplied, Some("after SessionEnd".into()));
-                } else {
-                    ctx.note(Diag::EventAfterSessionEnd, None);
-                }
-            }
         }
     }
 
@@ -327,28 +264,27 @@ impl Correlator {
             // Claude and Codex announce a compacted context as a session start: it is the
             // same process and the same conversation, so nothing resets.
             Event::SessionStarted { source } if source.as_deref() == Some("compact") => {
-                if self.presence != Presence::Present {
-                    self.presence = Presence::Present;
+                if self.life.started() != Presence::Present {
                     ctx.note(Diag::PresenceImplied, Some("SessionStart(compact)".into()));
                 }
             }
             Event::SessionStarted { source } => {
-                if self.presence == Presence::Present {
+                if self.life.is_present() {
                     ctx.note(
                         Diag::SessionRestartWithoutEnd,
                         source.as_deref().map(|s| format!("source {s}")),
                     );
                 }
                 self.end_session(ctx, TurnResult::TerminalGap, Diag::TerminalGapNewSession);
-                self.presence = Presence::Present;
-                self.last_turn = LastTurn::default();
+                self.life.started();
+                self.history.forget_last();
             }
             Event::SessionEnded { .. } => {
-                if self.presence != Presence::Present {
+                if !self.life.is_present() {
                     ctx.note(Diag::SessionEndWhileAbsent, None);
                 }
                 self.end_session(ctx, TurnResult::TerminalGap, Diag::TerminalGapSessionEnd);
-                self.presence = Presence::Absent;
+                self.life.ended();
             }
             Event::TaskStarted { task_id, kind } => {
                 self.task_started(ctx, kind.as_deref(), task_id.as_deref())
@@ -359,13 +295,10 @@ impl Correlator {
             Event::InputRequested { kind, agent } => {
                 self.input_requested(ctx, kind.as_deref(), agent.as_deref())
             }
-            // `idle_prompt`: the agent waits at its input prompt, so nothing runs, a
-            // compaction neither. Qwen Code's `/compress` that keeps the history ("not
-            // beneficial", "Could not compress") fires no `PostCompact`, only this; closing
-            // it here keeps the window to what the screen shows, not until the next prompt.
+            // `idle_prompt`: the agent waits at its input prompt.
             Event::Notification { kind, .. } => {
                 if kind.as_deref() == Some("idle_prompt") {
-                    self.compaction = None;
+                    self.compaction.agent_idle();
                 }
             }
             Event::Heartbeat
@@ -376,7 +309,7 @@ impl Correlator {
                 // After a SessionEnd this is how every agent exits: nothing to settle, no
                 // guess to count.
                 self.end_session(ctx, TurnResult::TerminalGap, Diag::TerminalGapProcessEnded);
-                self.presence = Presence::Absent;
+                self.life.ended();
             }
             Event::PromptSubmitted {
                 steer,
@@ -432,27 +365,9 @@ impl Correlator {
                 self.subagent_stopped(ctx, name.as_deref(), agent_id.as_deref())
             }
             Event::CompactionStarted { trigger } => {
-                if self.compaction.is_some() {
-                    ctx.note(Diag::CompactionStartWhileOpen, None);
-                }
-                self.compaction = Some(Compaction {
-                    trigger: trigger.as_deref().map(str::to_owned),
-                    since: ctx.now,
-                });
+                self.compaction.start(ctx, trigger.as_deref());
             }
-            Event::CompactionFinished { .. } => {
-                if self.compaction.take().is_none() {
-                    ctx.note(Diag::CompactionEndWithoutStart, None);
-                }
-            }
-        }
-    }
-
-    /// A compaction window never spans a new prompt or a session boundary: one still open
-    /// then had no end event (Gemini sends none; a failed Claude compaction neither).
-    fn close_unended_compaction(&mut self, ctx: &mut Ctx) {
-        if self.compaction.take().is_some() {
-            ctx.note(Diag::CompactionUnclosed, None);
+            Event::CompactionFinished { .. } => self.compaction.finish(ctx),
         }
     }
 
@@ -465,9 +380,8 @@ impl Correlator {
         origin: Origin,
         turn_id: Option<crate::event::TurnId>,
     ) -> TurnRecord {
-        self.next_record += 1;
         TurnRecord {
-            id: self.next_record,
+            id: self.history.next_record(),
             epoch,
             turn_id,
             scope,

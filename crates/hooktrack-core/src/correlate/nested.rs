@@ -15,19 +15,13 @@ impl Correlator {
         if let Some(evicted) = self.scopes.open(ctx, scope) {
             self.close_nested(ctx, evicted, TurnResult::TerminalGap);
         }
-        if std::mem::take(&mut self.background_launch)
-            && let Some(top) = self.scopes.top()
-        {
-            self.scopes.send_to_background(top);
-        }
     }
 
     /// Ends a nested turn that has left its scope, with everything it owned.
     pub(super) fn close_nested(&mut self, ctx: &mut Ctx, rec: TurnRecord, result: TurnResult) {
         let owner = Owner::Nested(rec.id);
         self.tools.close_owned_by(ctx, owner);
-        self.permissions.close_owned_by(owner);
-        self.dialogs.answered(owner);
+        self.blocking.nested_turn_ended(owner);
         ctx.close(rec, result);
     }
 
@@ -49,9 +43,8 @@ impl Correlator {
     ) {
         self.start_implied(ctx);
         self.touch(ctx, None);
-        // The agent that launched it went on: a dialog it showed was answered.
-        let parent = self.owner(None);
-        self.dialogs.answered(parent);
+        // The event is the launching turn's: its agent went on.
+        ctx.attribute(self.owner(None));
         let label = Scope::Subagent(name.filter(|n| !n.is_empty()).map(str::to_owned));
         if !self.caps.agent_scopes
             && !self.caps.subagent_scope_is_turn

@@ -69,10 +69,21 @@ pub(super) struct Left {
     pub turn: Option<TurnRecord>,
 }
 
+/// Where the next scope to open runs.
+#[derive(Debug, Default, PartialEq, Eq)]
+enum NextScope {
+    #[default]
+    Foreground,
+    /// A subagent was launched in the background before its scope opened: the next scope
+    /// to open is its.
+    Background,
+}
+
 #[derive(Debug, Default)]
 pub(super) struct Scopes {
     /// Outermost first.
     stack: Vec<NestedScope>,
+    next: NextScope,
     /// Subagents whose scope ended, so that a late SubagentStop is told from one never
     /// started.
     recently_closed_agents: VecDeque<String>,
@@ -216,15 +227,29 @@ impl Scopes {
             .find(|t| t.id == id)
     }
 
-    /// Opens `scope` as the innermost. At the depth limit the outermost scope leaves
-    /// (noted); its turn is handed back for the caller to end.
+    /// Foreground → Background: a subagent was launched in the background and its scope
+    /// has not opened yet (Kimi Code's fire-and-forget hooks may send its `TaskStarted`
+    /// first): the next scope to open is its.
+    pub(super) fn launched_in_background(&mut self) {
+        self.next = NextScope::Background;
+    }
+
+    /// Background → Foreground: the session ended before the launched scope opened.
+    pub(super) fn forget_launch(&mut self) {
+        self.next = NextScope::Foreground;
+    }
+
+    /// Opens `scope` as the innermost, in the background if it was launched there. At the
+    /// depth limit the outermost scope leaves (noted); its turn is handed back for the
+    /// caller to end.
     #[must_use]
-    pub(super) fn open(&mut self, ctx: &mut Ctx, scope: NestedScope) -> Option<TurnRecord> {
+    pub(super) fn open(&mut self, ctx: &mut Ctx, mut scope: NestedScope) -> Option<TurnRecord> {
         let mut evicted = None;
         if self.stack.len() >= MAX_SCOPE_DEPTH {
             ctx.note(Diag::StateLimitReached, Some("nested scopes".into()));
             evicted = self.stack.remove(0).turn;
         }
+        scope.background |= std::mem::take(&mut self.next) == NextScope::Background;
         self.stack.push(scope);
         evicted
     }

@@ -26,8 +26,8 @@ struct OpenTool {
     owner: Owner,
     name_hash: Option<u64>,
     input_hash: Option<u64>,
-    /// The call asks the user and waits for the answer ([`ToolRef::asks_user`]): the
-    /// tool's name.
+    /// The call asks the user and waits for the answer (the agent's
+    /// [`Dialogs::asks_user`](crate::provider::Dialogs::asks_user)): the tool's name.
     asks_user: Option<&'static str>,
 }
 
@@ -72,13 +72,15 @@ impl Tools {
     }
 
     /// Opens a call owned by `owner`. `tool_ids`: the provider sends call ids, so a call
-    /// without one cannot be paired and is not kept.
+    /// without one cannot be paired and is not kept. `asks_user`: the call asks the user
+    /// (its tool's name), which blocks the turn while it is open (`blocking.rs`).
     pub(super) fn start(
         &mut self,
         ctx: &mut Ctx,
         tool: &ToolRef<'_>,
         owner: Owner,
         tool_ids: bool,
+        asks_user: Option<&'static str>,
     ) {
         let key = match tool.call_id.as_deref() {
             Some(id) => ToolKey::Id(id.to_owned()),
@@ -98,7 +100,7 @@ impl Tools {
             owner,
             name_hash: tool.name.as_deref().map(text_hash),
             input_hash: tool.input_hash,
-            asks_user: tool.asks_user(),
+            asks_user,
         };
         if let Some(previous) = self.open.get_mut(&key) {
             *previous = open;

@@ -16,24 +16,118 @@
 //! the named turn is not the open one yet.
 
 use super::ctx::Ctx;
-use super::{Correlator, Origin};
+use super::{Correlator, Origin, TurnRecord};
 use crate::diagnostics::Diag;
 use crate::event::{Event, TurnId};
 use crate::posture::TurnResult;
+
+/// What transcript markers told before the hooks did, kept until the hook that settles it:
+/// what the next `Stop` owes, and a turn named as the agent's own before it started.
+#[derive(Debug, Default)]
+pub(super) struct Ahead {
+    stop: PendingStop,
+    named: NamedTurn,
+}
+
+/// What a transcript marker already settled of the turn the next `Stop` ends.
+#[derive(Debug, Default)]
+pub(super) enum PendingStop {
+    #[default]
+    Nothing,
+    /// A marker ended the main turn before the hook that ends it (Factory Droid's `Stop`
+    /// follows its session file's error or cancellation): that `Stop`, with no turn open,
+    /// is not a turn that ran unannounced.
+    TurnEnded,
+    /// A marker ended a turn no hook announced (Factory Droid `exec`: no prompt hook, no
+    /// call yet): the `Stop` that follows ends that turn with this result.
+    Unannounced(TurnResult),
+}
+
+/// A turn a transcript named as one the agent started itself.
+#[derive(Debug, Default)]
+enum NamedTurn {
+    #[default]
+    None,
+    /// Named before the hook that starts it (Claude Code writes the entry first), in this
+    /// epoch: a main turn of a later epoch with another id means it will not start.
+    Awaited { turn: TurnId, epoch: u64 },
+}
+
+/// What became of an awaited turn name once a main turn runs.
+enum Named {
+    /// The running turn is the named one.
+    Started,
+    /// A later turn runs, with another id: the named one will not start.
+    Superseded(TurnId),
+}
+
+impl Ahead {
+    /// Any → `TurnEnded`: a marker ended the running main turn.
+    pub(super) fn turn_ended(&mut self) {
+        self.stop = PendingStop::TurnEnded;
+    }
+
+    /// Nothing (or an earlier unannounced end) → `Unannounced(result)`: a marker ended the
+    /// turn that runs unannounced. After `TurnEnded` the `Stop` owed ends nothing: false,
+    /// nothing changes.
+    fn unannounced_ended(&mut self, result: TurnResult) -> bool {
+        if matches!(self.stop, PendingStop::TurnEnded) {
+            return false;
+        }
+        self.stop = PendingStop::Unannounced(result);
+        true
+    }
+
+    /// Any → Nothing: a new turn begins (a prompt, an unannounced turn's first call); what
+    /// a marker said of the last one is spent.
+    pub(super) fn turn_begins(&mut self) {
+        self.stop = PendingStop::Nothing;
+    }
+
+    /// Any → Nothing, at a `Stop`: what it owes.
+    pub(super) fn take_stop(&mut self) -> PendingStop {
+        std::mem::take(&mut self.stop)
+    }
+
+    /// Any → Awaited: turn `turn` named in `epoch`. The turn awaited before, if another
+    /// was (it never started).
+    fn await_turn(&mut self, turn: TurnId, epoch: u64) -> Option<TurnId> {
+        match std::mem::replace(&mut self.named, NamedTurn::Awaited { turn, epoch }) {
+            NamedTurn::Awaited { turn, .. } => Some(turn),
+            NamedTurn::None => None,
+        }
+    }
+
+    /// Awaited → None once `open` is the named turn or a later one; else nothing changes.
+    fn settle_named(&mut self, open: &TurnRecord) -> Option<Named> {
+        let NamedTurn::Awaited { turn, epoch } = &self.named else {
+            return None;
+        };
+        let named = if open.turn_id.as_ref() == Some(turn) {
+            Named::Started
+        } else if open.epoch > *epoch {
+            Named::Superseded(turn.clone())
+        } else {
+            return None;
+        };
+        self.named = NamedTurn::None;
+        Some(named)
+    }
+}
 
 impl Correlator {
     pub(super) fn transcript_settles(&mut self, ctx: &mut Ctx, event: &Event<'_>) -> bool {
         // A compaction's end, which only GitHub Copilot CLI's session log tells, settles
         // the open compaction window and nothing else; it may come outside any turn.
         if let Event::CompactionFinished { .. } = event {
-            let Some(open) = &self.compaction else {
+            let Some(since) = self.compaction.open_since() else {
                 ctx.note(
                     Diag::TranscriptMarkerStale,
                     Some("no compaction open".into()),
                 );
                 return false;
             };
-            if let (Some(since), Some(at)) = (open.since, ctx.now)
+            if let (Some(since), Some(at)) = (since, ctx.now)
                 && at < since
             {
                 ctx.note(
@@ -58,13 +152,13 @@ impl Correlator {
                 if matches!(event, Event::Interrupted { .. } | Event::StopFailed { .. }) {
                     // An end-of-turn marker ends a continuation; the latched result stays.
                     self.end_continuation();
-                    if self.caps.unannounced_turns && !self.stop_owed {
-                        // Where turns run unannounced (Factory Droid `exec`), it ends the
-                        // one running now, which its `Stop` will record.
-                        self.unannounced_end = Some(match event {
-                            Event::Interrupted { .. } => TurnResult::Interrupted,
-                            _ => TurnResult::KnownFailure,
-                        });
+                    let result = match event {
+                        Event::Interrupted { .. } => TurnResult::Interrupted,
+                        _ => TurnResult::KnownFailure,
+                    };
+                    // Where turns run unannounced (Factory Droid `exec`), it ends the one
+                    // running now, which its `Stop` will record.
+                    if self.caps.unannounced_turns && self.ahead.unannounced_ended(result) {
                         return false;
                     }
                 }
@@ -156,7 +250,7 @@ impl Correlator {
             self.make_agent_turn(ctx);
             return;
         }
-        if let Some((unused, _)) = self.agent_turn_named.replace((named.clone(), self.epoch)) {
+        if let Some(unused) = self.ahead.await_turn(named.clone(), self.history.epoch()) {
             ctx.note(
                 Diag::TranscriptMarkerStale,
                 Some(format!("turn {unused} never started")),
@@ -168,21 +262,16 @@ impl Correlator {
     /// open one now, or a main turn that started since is another (then the named one will
     /// not start as a main turn, and the name settles nothing).
     pub(super) fn settle_named_agent_turn(&mut self, ctx: &mut Ctx) {
-        let Some((named, epoch)) = &self.agent_turn_named else {
-            return;
-        };
         let Some(open) = self.main.running() else {
             return;
         };
-        if open.turn_id.as_ref() == Some(named) {
-            self.agent_turn_named = None;
-            self.make_agent_turn(ctx);
-        } else if open.epoch > *epoch {
-            ctx.note(
+        match self.ahead.settle_named(open) {
+            Some(Named::Started) => self.make_agent_turn(ctx),
+            Some(Named::Superseded(named)) => ctx.note(
                 Diag::TranscriptMarkerStale,
                 Some(format!("names turn {named}, open turn is {}", open.id)),
-            );
-            self.agent_turn_named = None;
+            ),
+            None => {}
         }
     }
 
@@ -201,5 +290,31 @@ impl Correlator {
             Diag::TurnOriginFromTranscript,
             Some(format!("turn {} was {was}", rec.id)),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Ahead, PendingStop};
+    use crate::posture::TurnResult;
+
+    #[test]
+    fn a_stop_owed_for_an_ended_turn_is_not_replaced_by_an_unannounced_end() {
+        let mut ahead = Ahead::default();
+        assert!(ahead.unannounced_ended(TurnResult::Interrupted));
+        assert!(
+            ahead.unannounced_ended(TurnResult::KnownFailure),
+            "the newer end"
+        );
+        ahead.turn_ended();
+        assert!(!ahead.unannounced_ended(TurnResult::Interrupted));
+        assert!(matches!(ahead.take_stop(), PendingStop::TurnEnded));
+        assert!(
+            matches!(ahead.take_stop(), PendingStop::Nothing),
+            "taken once"
+        );
+        assert!(ahead.unannounced_ended(TurnResult::KnownFailure));
+        ahead.turn_begins();
+        assert!(matches!(ahead.take_stop(), PendingStop::Nothing));
     }
 }

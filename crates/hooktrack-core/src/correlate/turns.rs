@@ -3,10 +3,11 @@
 
 use super::ctx::Ctx;
 use super::main_state::{Armed, Left};
+use super::transcript::PendingStop;
 use super::{Correlator, Origin, Owner, Scope, TurnRecord};
 use crate::diagnostics::Diag;
 use crate::event::TurnId;
-use crate::posture::{LastTurn, Presence, TurnResult};
+use crate::posture::{LastTurn, TurnResult};
 
 impl Correlator {
     /// A prompt: a steer folded into the running turn, a subagent's prompt, a nested turn
@@ -39,10 +40,9 @@ impl Correlator {
     /// Idle/Armed/Running → Armed (or Running where the prompt starts the turn).
     fn arm(&mut self, ctx: &mut Ctx, turn_id: Option<TurnId>) {
         self.end_continuation();
-        self.stop_owed = false;
-        self.unannounced_end = None;
+        self.ahead.turn_begins();
         self.clear_main(ctx, TurnResult::TerminalGap, Diag::TurnSuperseded);
-        self.close_unended_compaction(ctx);
+        self.compaction.close_unended(ctx);
         let epoch = self.next_epoch();
         if self.caps.prompt_starts_turn {
             let rec = self.new_record(ctx, epoch, Scope::Main, Origin::User, turn_id);
@@ -69,8 +69,7 @@ impl Correlator {
     }
 
     pub(super) fn next_epoch(&mut self) -> u64 {
-        self.epoch += 1;
-        self.epoch
+        self.history.next_epoch()
     }
 
     /// The record of the armed prompt's turn: it starts at the prompt.
@@ -155,13 +154,12 @@ impl Correlator {
         if !self.caps.tool_starts_turn
             || agent.is_some()
             || !self.main.is_idle()
-            || self.presence != Presence::Present
+            || !self.life.is_present()
         {
             return;
         }
         self.end_continuation();
-        self.stop_owed = false;
-        self.unannounced_end = None;
+        self.ahead.turn_begins();
         ctx.note(Diag::UnannouncedTurn, None);
         let epoch = self.next_epoch();
         let rec = self.new_record(ctx, epoch, Scope::Main, Origin::Unannounced, None);
@@ -228,8 +226,7 @@ impl Correlator {
         let ends_with_turn =
             move |owner: Owner| !keep_scopes || matches!(owner, Owner::Main | Owner::NoTurn);
         self.tools.close_where(ctx, ends_with_turn);
-        self.permissions.close_where(ctx, ends_with_turn);
-        self.dialogs.close_where(ends_with_turn);
+        self.blocking.turn_ended(ctx, ends_with_turn);
         self.end_continuation();
         if self.queue_length > 0 {
             // What was queued while the turn ran is behind it: a steered message (Kimi Code
@@ -242,12 +239,12 @@ impl Correlator {
             self.queue_length = 0;
         }
         ctx.latch(&mut rec, result);
-        self.last_turn = LastTurn {
+        self.history.latch(LastTurn {
             result,
             epoch: Some(rec.epoch),
             turn_id: rec.turn_id.clone(),
             at: ctx.now,
-        };
+        });
         ctx.out.closed.push(rec);
     }
 
@@ -264,7 +261,7 @@ impl Correlator {
         };
         let to = Owner::Nested(background);
         let moved = self.tools.reassign(Owner::Main, to);
-        self.permissions.reassign(Owner::Main, to);
+        self.blocking.reassign(Owner::Main, to);
         if moved == 0 {
             return;
         }
@@ -286,12 +283,11 @@ impl Correlator {
             }
         }
         self.tools.drop_all();
-        self.permissions.drop_all();
-        self.dialogs.close_where(|_| true);
+        self.blocking.session_ended();
         self.background_tasks.clear();
-        self.background_launch = false;
+        self.scopes.forget_launch();
         self.end_continuation();
-        self.close_unended_compaction(ctx);
+        self.compaction.close_unended(ctx);
         self.queue_length = 0;
     }
 
@@ -361,16 +357,22 @@ impl Correlator {
         }
         // Armed: the turn ran unannounced between its prompt and this end.
         self.start_implied(ctx);
-        let owed = std::mem::take(&mut self.stop_owed);
-        let settled = self.unannounced_end.take();
+        let owed = self.ahead.take_stop();
         if let Some(rec) = self.main.finish() {
             self.finish_main(ctx, rec, result);
-        } else if self.caps.unannounced_turns && self.presence == Presence::Present && !owed {
+        } else if self.caps.unannounced_turns
+            && self.life.is_present()
+            && !matches!(owed, PendingStop::TurnEnded)
+        {
             // A late Stop after SessionEnd is not a turn that ran: the process is gone.
             ctx.note(Diag::UnannouncedTurn, None);
             let epoch = self.next_epoch();
             let rec = self.new_record(ctx, epoch, Scope::Main, Origin::Unannounced, None);
-            self.finish_main(ctx, rec, settled.unwrap_or(result));
+            let result = match owed {
+                PendingStop::Unannounced(settled) => settled,
+                PendingStop::Nothing | PendingStop::TurnEnded => result,
+            };
+            self.finish_main(ctx, rec, result);
         } else {
             self.end_continuation();
             ctx.note(Diag::StopWithoutTurn, Some(result.name().into()));
@@ -443,7 +445,7 @@ impl Correlator {
         match (self.main.running(), self.main.armed()) {
             (Some(rec), _) => rec.epoch,
             (None, Some(armed)) => armed.epoch,
-            (None, None) => self.epoch,
+            (None, None) => self.history.epoch(),
         }
     }
 }

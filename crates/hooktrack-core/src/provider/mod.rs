@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::agent::{Agent, UnknownAgent};
 use crate::agents::Family;
 use crate::agents::kimi_code::FAMILY as KIMI;
+use crate::event::ToolRef;
 use crate::row::Row;
 
 /// How a provider delimits turns: the facts the correlator needs that payloads do not say.
@@ -34,8 +35,8 @@ pub struct Capabilities {
     /// Tool calls carry an id; without one they are paired first-in-first-out by tool name
     /// and input.
     pub tool_ids: bool,
-    /// No permission answer event: a pending request ends when its tool call finishes.
-    pub permission_ends_with_tool: bool,
+    /// How the agent's waits on the user show: what opens and ends a blocked window.
+    pub dialogs: Dialogs,
     /// Subagents can run in the background (Claude Code 2.1.33x by default, Kimi Code 2.1.0
     /// on request): a scope still open when its parent turn ends by its own `Stop` goes on
     /// until its own end. Elsewhere it ended unseen with the parent (Kimi CLI fires no
@@ -49,6 +50,40 @@ pub struct Capabilities {
     /// main-scope tool call while no turn is armed or running starts that turn,
     /// unannounced, so its calls are its own.
     pub tool_starts_turn: bool,
+}
+
+/// How an agent's waits on the user (permission requests, dialogs, ask-the-user calls) show
+/// in its events, where the payloads do not say: the one description of its dialogs that
+/// the correlator's `blocking.rs` consults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Dialogs {
+    /// What ends a permission window, besides the end of the turn that owns it.
+    pub permission_answer: PermissionAnswer,
+    /// The notification kind that repeats a permission request's dialog (Claude Code's
+    /// `permission_prompt`): it comes seconds after the request, or late after the answer,
+    /// so it blocks only while a call of its agent is open and no window is.
+    pub request_echo: Option<&'static str>,
+    /// The tools that ask the user a question and wait for the answer while they are open:
+    /// their start is the only hook the dialog fires.
+    pub ask_user_tools: &'static [&'static str],
+}
+
+impl Dialogs {
+    /// The tool's name if a call of it asks the user and waits for the answer.
+    pub fn asks_user(&self, tool: &ToolRef<'_>) -> Option<&'static str> {
+        let name = tool.name.as_deref()?;
+        self.ask_user_tools.iter().copied().find(|&t| t == name)
+    }
+}
+
+/// What answers a permission request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum PermissionAnswer {
+    /// An answer event (Kimi Code's `PermissionResult`, OpenCode's `permission.replied`).
+    Event,
+    /// No answer event: the call going on answers it (its start, where the request named no
+    /// call, as Qwen Code's precedes `PreToolUse`; else its finish).
+    CallGoesOn,
 }
 
 /// What the user asked for with `--provider`.

@@ -10,12 +10,20 @@ use super::{
     Strictness, TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
-use crate::provider::Capabilities;
+use crate::provider::{Capabilities, Dialogs, PermissionAnswer};
 use crate::row::Row;
 
+/// Claude Code's dialogs, which the agents mapped by its adapter share: no answer event for
+/// a permission (the call going on answers it), a `Notification(permission_prompt)` that
+/// repeats the request's dialog (or is the only sign of one), and `AskUserQuestion`.
+pub const DIALOGS: Dialogs = Dialogs {
+    permission_answer: PermissionAnswer::CallGoesOn,
+    request_echo: Some("permission_prompt"),
+    ask_user_tools: &["AskUserQuestion"],
+};
+
 /// The turn shape Claude Code, Codex and Gemini CLI share: a prompt starts the turn, `Stop`
-/// ends it (also after a stop hook), no answer event for a permission (the call's end
-/// closes it), no interrupt hook.
+/// ends it (also after a stop hook), Claude Code's dialogs, no interrupt hook.
 pub const PROMPT_TO_STOP: Capabilities = Capabilities {
     prompt_starts_turn: true,
     unannounced_turns: false,
@@ -23,7 +31,7 @@ pub const PROMPT_TO_STOP: Capabilities = Capabilities {
     agent_scopes: false,
     subagent_scope_is_turn: false,
     tool_ids: true,
-    permission_ends_with_tool: true,
+    dialogs: DIALOGS,
     interrupt_hook: false,
     tool_starts_turn: false,
     subagents_outlive_turn: false,

@@ -10,7 +10,7 @@ use super::{
     TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
-use crate::provider::Capabilities;
+use crate::provider::{Capabilities, Dialogs, PermissionAnswer};
 use crate::row::Row;
 
 /// The Kimi family: `kimi` names Kimi Code or Kimi CLI, whichever is installed; `kimi
@@ -54,7 +54,12 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     agent_scopes: false,
     subagent_scope_is_turn: false,
     tool_ids: true,
-    permission_ends_with_tool: false,
+    // `PermissionResult` answers every request; `AskUserQuestion` as Claude Code's.
+    dialogs: Dialogs {
+        permission_answer: PermissionAnswer::Event,
+        request_echo: None,
+        ask_user_tools: &["AskUserQuestion"],
+    },
     interrupt_hook: true,
     tool_starts_turn: false,
     subagents_outlive_turn: true,

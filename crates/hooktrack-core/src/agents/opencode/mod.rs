@@ -12,7 +12,7 @@ use super::{
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
-use crate::provider::Capabilities;
+use crate::provider::{Capabilities, Dialogs, PermissionAnswer};
 use crate::row::Row;
 
 /// OpenCode.
@@ -39,8 +39,12 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         // A child session's `busy` … `idle` is its subagent's turn, keyed by its id.
         agent_scopes: true,
         subagent_scope_is_turn: true,
-        // `permission.replied` answers every request.
-        permission_ends_with_tool: false,
+        // `permission.replied` answers every request; the `question` tool asks the user.
+        dialogs: Dialogs {
+            permission_answer: PermissionAnswer::Event,
+            request_echo: None,
+            ask_user_tools: &["question"],
+        },
         ..PROMPT_TO_STOP
     },
     detect: &[DetectRule {

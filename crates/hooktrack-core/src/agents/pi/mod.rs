@@ -13,7 +13,7 @@ use super::{
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
-use crate::provider::Capabilities;
+use crate::provider::{Capabilities, Dialogs, PermissionAnswer};
 use crate::row::Row;
 
 /// Pi 0.73.1 skips every extension it would discover, hooktrack's among them, when started
@@ -51,10 +51,14 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     hook_events: &EVENTS,
     normalize: adapter::normalize,
     capabilities: Capabilities {
-        // No subagents, and no permission system.
+        // No subagents, no permission system and no tool that asks the user.
         agent_scopes: false,
         subagent_scope_is_turn: false,
-        permission_ends_with_tool: false,
+        dialogs: Dialogs {
+            permission_answer: PermissionAnswer::Event,
+            request_echo: None,
+            ask_user_tools: &[],
+        },
         ..PROMPT_TO_STOP
     },
     detect: &[DetectRule {
