@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
+use crate::agent::ConfigFormat;
 use crate::provider::ProviderChoice;
 
 fn descriptors() -> impl Iterator<Item = &'static Descriptor> {
@@ -107,6 +108,49 @@ fn config_location_and_install_facts_are_complete() {
                 !switch.path.is_empty() && !switch.why.is_empty(),
                 "{agent:?}"
             );
+        }
+    }
+}
+
+/// A plugin agent has its plugin's source, whose placeholders each appear once, and a
+/// way to stop plugins the preflight can see; a command-hook agent has none.
+#[test]
+fn an_agent_has_a_plugin_exactly_when_its_config_is_one() {
+    for d in descriptors() {
+        let agent = d.agent;
+        let is_plugin = d.config.format == ConfigFormat::Plugin;
+        assert_eq!(d.plugin.is_some(), is_plugin, "{agent:?}");
+        let Some(plugin) = d.plugin else { continue };
+        for placeholder in ["@ARGV@", "@EVENTS@"] {
+            assert_eq!(
+                plugin.source.matches(placeholder).count(),
+                1,
+                "{agent:?}: {placeholder}"
+            );
+        }
+        let filled = plugin.filled("\"a@EVENTS@\"", "\"e\"");
+        assert!(filled.contains("[\"a@EVENTS@\"]"), "{agent:?}");
+        assert!(!filled.contains("@ARGV@"), "{agent:?}");
+        let loading = plugin.loading;
+        assert!(
+            !loading.who.is_empty() && !loading.skipped.is_empty(),
+            "{agent:?}"
+        );
+        assert!(
+            !loading.env.is_empty() || !loading.flags.is_empty(),
+            "{agent:?}: no switch"
+        );
+        assert_eq!(
+            loading.list.is_empty(),
+            loading.listed_off.is_empty(),
+            "{agent:?}"
+        );
+        if let Some(exclusion) = plugin.exclusion {
+            assert!(
+                !exclusion.file.is_empty() && !exclusion.key.is_empty(),
+                "{agent:?}"
+            );
+            assert!(!exclusion.prefixes.is_empty(), "{agent:?}");
         }
     }
 }

@@ -69,6 +69,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         newest: "1.52.0",
         events_since: &[],
     },
+    plugin: None,
 };
 
 /// Kimi CLI 1.52's 13 events (an unknown event name fails its startup).
