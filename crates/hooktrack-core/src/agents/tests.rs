@@ -274,6 +274,48 @@ fn headless_flags_take_their_value_after_an_equals_sign() {
     );
 }
 
+/// Each agent's headless invocations, as their CLIs take them, hand it its first prompt
+/// at launch; the interactive ones wait for the caller's.
+#[test]
+fn headless_invocations_give_the_prompt_at_launch_and_interactive_ones_do_not() {
+    let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+    let headless = [
+        (Agent::ClaudeCode, &["-p", "hi"][..]),
+        (
+            Agent::ClaudeCode,
+            &["--print", "--allowedTools", "Bash"][..],
+        ),
+        (Agent::Codex, &["exec", "--skip-git-repo-check", "hi"][..]),
+        (Agent::Codex, &["--model", "m", "-c", "k=v", "e", "hi"][..]),
+        (
+            Agent::GeminiCli,
+            &["-m", "gemini-2.5-flash", "-p", "hi"][..],
+        ),
+        (Agent::GeminiCli, &["--prompt=hi"][..]),
+        (Agent::GeminiCli, &["-i", "hi"][..]),
+        (Agent::KimiCli, &["-c", "import sys", "--print"][..]),
+        (Agent::KimiCode, &["--prompt", "hi"][..]),
+    ];
+    for (agent, a) in headless {
+        let headless = agent.descriptor().headless;
+        assert!(headless.prompt_at_launch(&args(a)), "{agent:?} {a:?}");
+    }
+    let interactive = [
+        (Agent::ClaudeCode, &[][..]),
+        (Agent::ClaudeCode, &["--resume", "x"][..]),
+        (Agent::Codex, &[][..]),
+        (Agent::Codex, &["resume", "--last"][..]),
+        (Agent::Codex, &["-m", "exec"][..]),
+        (Agent::GeminiCli, &["-m", "gemini-2.5-flash"][..]),
+        (Agent::KimiCode, &["--yolo"][..]),
+        (Agent::KimiCli, &[][..]),
+    ];
+    for (agent, a) in interactive {
+        let headless = agent.descriptor().headless;
+        assert!(!headless.prompt_at_launch(&args(a)), "{agent:?} {a:?}");
+    }
+}
+
 #[test]
 fn every_agent_has_a_version_window_and_its_newer_events_are_its_own() {
     for d in descriptors() {
