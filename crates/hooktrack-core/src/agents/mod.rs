@@ -6,13 +6,15 @@
 //! recognise its payloads, its [`Capabilities`], its transcript's classifier, where its
 //! config lives and how strictly it reads it, what else decides whether its hooks run
 //! (trust, auth, switches), which arguments hand it its first prompt, and what stops its
-//! launcher from starting it at all. [`Agent::descriptor`](crate::agent::Agent::descriptor)
-//! is the one `match` on agents; the edges (installers, preflight, the binary) read these
-//! facts and keep only the I/O.
+//! launcher from starting it at all, and, for an agent without command hooks, the plugin
+//! file it loads. [`Agent::descriptor`](crate::agent::Agent::descriptor) is the one `match`
+//! on agents; the edges (installers, preflight, the binary) read these facts and keep only
+//! the I/O.
 //!
-//! Adding an agent: a folder here with its `Descriptor` (and its adapter and classifier), a
-//! variant in `agent.rs`, campaigns in `corpus/<name>/`; the tests below check that the
-//! descriptor is complete (`docs/ARCHITECTURE.md`, "Adding an agent").
+//! Adding an agent: a folder here with its `Descriptor` (and its adapter and classifier, or
+//! the plugin file it loads), its `pub mod` below, its line in `agent.rs`'s registration
+//! list, campaigns in `corpus/<name>/`; the tests below check that the descriptor is
+//! complete (`docs/ARCHITECTURE.md`, "Adding an agent").
 
 pub mod claude_code;
 pub mod codex;
