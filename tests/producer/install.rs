@@ -458,3 +458,42 @@ fn every_subcommand_accepts_the_agent_names_session_takes() {
     );
     refused(&["install", "no-such-agent", "--home"], "");
 }
+
+/// The plugin file each plugin agent gets, byte for byte (hooktrack's version shown as
+/// `{VERSION}`): a change to a plugin's source, or to how it is filled in, shows here.
+#[test]
+fn each_plugin_file_is_written_as_recorded() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let plugins: Vec<Agent> = Agent::ALL
+        .into_iter()
+        .filter(|a| a.config().format == ConfigFormat::Plugin)
+        .collect();
+    assert!(!plugins.is_empty());
+    for agent in plugins {
+        let home = tmp.path().join(agent.name());
+        let out = hooktrack()
+            .args(["install", agent.name(), "--home"])
+            .arg(&home)
+            .args([
+                "--emitter",
+                "/opt/it's/hooktrack-hook",
+                "--url",
+                "http://127.0.0.1:4100/events",
+                "--dir",
+                "/s/\"q\"/store",
+                "--generation",
+                "7",
+            ])
+            .env("HOME", tmp.path())
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{agent}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = fs::read_to_string(agent.config().file_in_home(&home)).expect("the plugin");
+        let text = text.replacen(env!("CARGO_PKG_VERSION"), "{VERSION}", 1);
+        insta::assert_snapshot!(format!("plugin-{}", agent.name()), text);
+    }
+}
