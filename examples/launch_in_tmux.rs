@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use hooktrack::{Agent, ChannelConfig, Launch, LaunchConfig, ProviderChoice, wall_clock};
 use hooktrack::{AgentExit, AgentStatus, default_session_root, find_program};
-use hooktrack_producer::install::detect_kimi;
+use hooktrack_producer::install::detect::detect_member;
 
 /// The private tmux server's socket name.
 const SOCKET: &str = "hooktrack-example";
@@ -46,13 +46,19 @@ fn main() -> ExitCode {
         .or_else(|| ProviderChoice::for_program(&name));
     let agent = match choice {
         Some(ProviderChoice::Exactly(agent)) => agent,
-        Some(ProviderChoice::Kimi) => match detect_kimi(|v| std::env::var_os(v), None) {
-            Ok(agent) => agent,
-            Err(e) => {
-                eprintln!("{e}");
+        Some(ProviderChoice::Kimi) => {
+            let Some(family) = ProviderChoice::Kimi.family() else {
+                eprintln!("`kimi` names no family");
                 return ExitCode::from(2);
+            };
+            match detect_member(family, |v| std::env::var_os(v), None) {
+                Ok(agent) => agent,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::from(2);
+                }
             }
-        },
+        }
         Some(ProviderChoice::Auto) | None => {
             eprintln!(
                 "unknown agent `{name}` (expected {})",
