@@ -36,6 +36,32 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// The agents' folders under `crates/hooktrack-core/src/agents/` (`kimi_code`, `pi`, ...).
+fn agent_folders() -> BTreeSet<String> {
+    std::fs::read_dir(root().join(AGENTS_HOME[0]))
+        .expect("the agents' folder")
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// What picks out one agent: its names and its folder.
+struct Known {
+    names: BTreeSet<&'static str>,
+    folders: BTreeSet<String>,
+}
+
+fn known() -> Known {
+    let known = Known {
+        names: agent_names(),
+        folders: agent_folders(),
+    };
+    // One folder per agent.
+    assert_eq!(known.folders.len(), Agent::ALL.len(), "{:?}", known.folders);
+    known
+}
+
 /// Every name an agent answers to or is stored under, and every program that starts one.
 fn agent_names() -> BTreeSet<&'static str> {
     Agent::ALL
@@ -51,8 +77,9 @@ fn agent_names() -> BTreeSet<&'static str> {
 
 /// What on `line` picks out one agent: an `Agent::<Variant>` (a variant is spelled in
 /// CamelCase; `Agent::ALL` and `Agent::ASSUMED` are not one agent), an import of the
-/// variants, or a comparison or match arm on a name of an agent.
-fn picks_an_agent(line: &str, names: &BTreeSet<&str>) -> Option<String> {
+/// variants, a path into one agent's folder (`agents::kimi_code::FAMILY`), or a
+/// comparison or match arm on a name of an agent.
+fn picks_an_agent(line: &str, known: &Known) -> Option<String> {
     let code = line.trim_start();
     if code.starts_with("//") {
         return None;
@@ -72,7 +99,17 @@ fn picks_an_agent(line: &str, names: &BTreeSet<&str>) -> Option<String> {
             _ => {}
         }
     }
-    for name in names {
+    for (at, _) in code.match_indices("agents::") {
+        let after = &code[at + "agents::".len()..];
+        let folder: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if known.folders.contains(&folder) {
+            return Some(format!("agents::{folder}"));
+        }
+    }
+    for name in &known.names {
         let quoted = format!("\"{name}\"");
         let compared = [
             format!("== {quoted}"),
@@ -102,7 +139,7 @@ enum Scope {
 /// The lines of the files under `dirs` (relative to the repository) that pick out one
 /// agent, outside the agents' own folder: `file:line: what`.
 fn agent_picks(dirs: &[&str], scope: Scope) -> Vec<String> {
-    let names = agent_names();
+    let known = known();
     let mut found = Vec::new();
     for dir in dirs {
         for path in rust_files(&root().join(dir)) {
@@ -122,7 +159,7 @@ fn agent_picks(dirs: &[&str], scope: Scope) -> Vec<String> {
                 .lines()
                 .take_while(|l| scope == Scope::Everything || l.trim() != "#[cfg(test)]");
             for (number, line) in lines.enumerate() {
-                if let Some(what) = picks_an_agent(line, &names) {
+                if let Some(what) = picks_an_agent(line, &known) {
                     found.push(format!("{relative}:{}: {what}", number + 1));
                 }
             }
@@ -133,15 +170,17 @@ fn agent_picks(dirs: &[&str], scope: Scope) -> Vec<String> {
 
 #[test]
 fn the_scan_sees_an_agent_picked_out_and_lets_the_list_pass() {
-    let names = agent_names();
+    let known = known();
     for line in [
         "    if agent == Agent::Pi {",
         "        Agent::OpenCode => Some(&PLUGIN),",
         "use hooktrack_core::agent::Agent::{self, Pi};",
         "    if name == \"claude\" {",
         "        \"opencode\" => 3,",
+        "use hooktrack_core::agents::kimi_code::FAMILY as KIMI;",
+        "    let x = crate::agents::pi::PLUGIN_LOADING;",
     ] {
-        assert!(picks_an_agent(line, &names).is_some(), "{line}");
+        assert!(picks_an_agent(line, &known).is_some(), "{line}");
     }
     for line in [
         "    for agent in Agent::ALL {",
@@ -149,8 +188,9 @@ fn the_scan_sees_an_agent_picked_out_and_lets_the_list_pass() {
         "    // Agent::Pi in a comment",
         "    let agent: Agent = choice;",
         "    assert_eq!(v[7], \"claude-code active 10s\");",
+        "use hooktrack_core::agents::{Family, InstalledSign, Majors};",
     ] {
-        assert_eq!(picks_an_agent(line, &names), None, "{line}");
+        assert_eq!(picks_an_agent(line, &known), None, "{line}");
     }
 }
 
