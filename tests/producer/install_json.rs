@@ -233,9 +233,65 @@ fn users_part(doc: &Value) -> String {
     doc.to_string()
 }
 
+/// A user's file for `agent` as its CLI writes it (two-space indent, final newline): a
+/// top-level key of its own (one the agent accepts), a user hook on an event hooktrack
+/// hooks and one on an event it does not, in the agent's group shape.
+fn user_file(agent: Agent) -> String {
+    let facts = agent.descriptor().install;
+    let group = |command: &str| {
+        let mut group = serde_json::Map::new();
+        if facts.schema.matcher {
+            group.insert("matcher".into(), "".into());
+        }
+        group.insert(
+            "hooks".into(),
+            serde_json::json!([{"type": "command", "command": command}]),
+        );
+        Value::Object(group)
+    };
+    let own_key = match facts.top_level_keys {
+        Some(keys) => keys
+            .iter()
+            .copied()
+            .find(|k| *k != "hooks")
+            .unwrap_or("hooks"),
+        None => "zeta",
+    };
+    let mut doc = serde_json::Map::new();
+    if own_key != "hooks" {
+        doc.insert(own_key.into(), "the user's".into());
+    }
+    let mut hooks = serde_json::Map::new();
+    hooks.insert(
+        "UserOnlyEvent".into(),
+        serde_json::json!([group("say other")]),
+    );
+    hooks.insert(
+        agent.hook_events()[0].into(),
+        serde_json::json!([group("say done")]),
+    );
+    doc.insert("hooks".into(), Value::Object(hooks));
+    serde_json::to_string_pretty(&Value::Object(doc)).expect("JSON") + "\n"
+}
+
 #[test]
 fn install_keeps_every_user_key_and_entry_in_order_and_uninstall_restores_the_bytes() {
-    for (agent, events, original) in AGENTS {
+    // Three files laid out by hand, then one of each JSON hooks agent's own.
+    let mut cases: Vec<(Agent, usize, String)> = AGENTS
+        .iter()
+        .map(|(name, events, original)| (agent(name), *events, (*original).to_owned()))
+        .collect();
+    cases.extend(json_agents().into_iter().map(|name| {
+        let which = agent(name);
+        (
+            which,
+            which.descriptor().hook_events_for(None).len(),
+            user_file(which),
+        )
+    }));
+    for (which, events, original) in &cases {
+        let (agent, events, original) = (which.typed_name(), *events, original.as_str());
+        let matcher = which.descriptor().install.schema.matcher;
         let tmp = tempfile::tempdir().expect("tempdir");
         let config = tmp.path().join("settings.json");
         let store = tmp.path().join("store");
@@ -279,8 +335,12 @@ fn install_keeps_every_user_key_and_entry_in_order_and_uninstall_restores_the_by
                 continue;
             };
             if last["hooks"].as_array().expect("hooks").iter().any(is_ours) {
-                assert_eq!(keys(last), ["matcher", "hooks"]);
-                assert_eq!(last["matcher"], "");
+                if matcher {
+                    assert_eq!(keys(last), ["matcher", "hooks"]);
+                    assert_eq!(last["matcher"], "");
+                } else {
+                    assert_eq!(keys(last), ["hooks"]);
+                }
                 assert_eq!(last["hooks"].as_array().map(Vec::len), Some(1), "{event}");
             }
         }
@@ -292,16 +352,17 @@ fn install_keeps_every_user_key_and_entry_in_order_and_uninstall_restores_the_by
             assert_eq!(
                 command,
                 format!(
-                    "'{}' emit --observer hooktrack --url 'http://127.0.0.1:4100/events' --dir '{}' --provider '{agent}' --generation 1 --event '{event}'",
+                    "'{}' emit --observer hooktrack --url 'http://127.0.0.1:4100/events' --dir '{}' --provider '{}' --generation 1 --event '{event}'",
                     binary.display(),
-                    store.display()
+                    store.display(),
+                    which.store_name()
                 )
             );
         }
         assert_eq!(mode(&config), 0o640, "the file's mode is kept");
         let verdict = channel(&store);
         assert_eq!(verdict["install"]["ok"], true, "{verdict}");
-        assert_eq!(verdict["provider"], agent);
+        assert_eq!(verdict["provider"], which.store_name());
         assert_eq!(verdict["generation"], 1);
 
         // Installing again changes nothing, byte for byte.
