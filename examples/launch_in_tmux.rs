@@ -32,7 +32,10 @@ const LIMIT: Duration = Duration::from_secs(600);
 fn main() -> ExitCode {
     let argv: Vec<OsString> = std::env::args_os().skip(1).collect();
     let Some(program) = argv.first() else {
-        eprintln!("usage: launch_in_tmux AGENT [ARGS...]   (claude, codex, gemini, kimi-cli)");
+        eprintln!(
+            "usage: launch_in_tmux AGENT [ARGS...]   ({})",
+            Agent::names_for_help()
+        );
         return ExitCode::from(2);
     };
     let name = Path::new(program)
