@@ -20,9 +20,9 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use hooktrack::install::detect_kimi;
 use hooktrack::{Agent, ChannelConfig, Launch, LaunchConfig, ProviderChoice, wall_clock};
 use hooktrack::{AgentExit, AgentStatus, default_session_root, find_program};
+use hooktrack::install::detect_member;
 
 /// The private tmux server's socket name.
 const SOCKET: &str = "hooktrack-example";
@@ -32,7 +32,10 @@ const LIMIT: Duration = Duration::from_secs(600);
 fn main() -> ExitCode {
     let argv: Vec<OsString> = std::env::args_os().skip(1).collect();
     let Some(program) = argv.first() else {
-        eprintln!("usage: launch_in_tmux AGENT [ARGS...]   (claude, codex, gemini, kimi-cli)");
+        eprintln!(
+            "usage: launch_in_tmux AGENT [ARGS...]   ({})",
+            Agent::names_for_help()
+        );
         return ExitCode::from(2);
     };
     let name = Path::new(program)
@@ -46,13 +49,19 @@ fn main() -> ExitCode {
         .or_else(|| ProviderChoice::for_program(&name));
     let agent = match choice {
         Some(ProviderChoice::Exactly(agent)) => agent,
-        Some(ProviderChoice::Kimi) => match detect_kimi(|v| std::env::var_os(v), None) {
-            Ok(agent) => agent,
-            Err(e) => {
-                eprintln!("{e}");
+        Some(ProviderChoice::Kimi) => {
+            let Some(family) = ProviderChoice::Kimi.family() else {
+                eprintln!("`kimi` names no family");
                 return ExitCode::from(2);
+            };
+            match detect_member(family, |v| std::env::var_os(v), None) {
+                Ok(agent) => agent,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::from(2);
+                }
             }
-        },
+        }
         Some(ProviderChoice::Auto) | None => {
             eprintln!(
                 "unknown agent `{name}` (expected {})",

@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use hooktrack_core::agent::{Agent, ConfigFormat};
+use hooktrack_core::agent::Agent;
 use hooktrack_core::channel::ChannelConfig;
 use hooktrack_core::correlate::TurnRecord;
 use hooktrack_core::diagnostics::error_chain;
@@ -604,7 +604,8 @@ impl Launch {
             return Ok(());
         }
         self.installed.record.ok = false;
-        install::uninstall(&self.config, ConfigFormat::TomlHooks, Some(self.generation))?;
+        let format = self.agent.config().format;
+        install::uninstall(&self.config, format, Some(self.generation))?;
         Ok(())
     }
 
@@ -734,54 +735,4 @@ fn previous_generation(store: &StorePaths) -> u64 {
         .and_then(|c| c.generation)
         .unwrap_or(0);
     from_collector.max(from_channel)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn args(a: &[&str]) -> Vec<OsString> {
-        a.iter().map(OsString::from).collect()
-    }
-
-    #[test]
-    fn headless_invocations_give_the_prompt_at_launch() {
-        let headless = [
-            (Agent::ClaudeCode, &["-p", "hi"][..]),
-            (
-                Agent::ClaudeCode,
-                &["--print", "--allowedTools", "Bash"][..],
-            ),
-            (Agent::Codex, &["exec", "--skip-git-repo-check", "hi"][..]),
-            (Agent::Codex, &["--model", "m", "-c", "k=v", "e", "hi"][..]),
-            (
-                Agent::GeminiCli,
-                &["-m", "gemini-2.5-flash", "-p", "hi"][..],
-            ),
-            (Agent::GeminiCli, &["--prompt=hi"][..]),
-            (Agent::GeminiCli, &["-i", "hi"][..]),
-            (Agent::KimiCli, &["-c", "import sys", "--print"][..]),
-            (Agent::KimiCode, &["--prompt", "hi"][..]),
-        ];
-        for (agent, a) in headless {
-            assert!(prompt_at_launch(agent, &args(a)), "{agent:?} {a:?}");
-        }
-    }
-
-    #[test]
-    fn interactive_invocations_wait_for_the_callers_prompt() {
-        let interactive = [
-            (Agent::ClaudeCode, &[][..]),
-            (Agent::ClaudeCode, &["--resume", "x"][..]),
-            (Agent::Codex, &[][..]),
-            (Agent::Codex, &["resume", "--last"][..]),
-            (Agent::Codex, &["-m", "exec"][..]),
-            (Agent::GeminiCli, &["-m", "gemini-2.5-flash"][..]),
-            (Agent::KimiCode, &["--yolo"][..]),
-            (Agent::KimiCli, &[][..]),
-        ];
-        for (agent, a) in interactive {
-            assert!(!prompt_at_launch(agent, &args(a)), "{agent:?} {a:?}");
-        }
-    }
 }

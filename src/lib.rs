@@ -177,7 +177,7 @@ pub mod emit {
 /// Observer entries in the agents' configs: install, uninstall, check, and the preflight
 /// (will the hooks fire).
 pub mod install {
-    pub use hooktrack_producer::install::detect::{detect_kimi, detect_member};
+    pub use hooktrack_producer::install::detect::detect_member;
     pub use hooktrack_producer::install::plugin::VERSION as PLUGIN_VERSION;
     pub use hooktrack_producer::install::{
         CheckReport, Destination, InstallError, InstallReport, Observer, Replaced, Route,

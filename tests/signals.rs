@@ -203,20 +203,24 @@ fn the_interrupt_notice_settles_the_open_turn_only_for_a_provider_without_an_int
     };
     let open = claude_turn_open();
     assert_eq!(open.channel.state, ChannelState::Active);
-    let claude = merge(&open, &notice, Some(Agent::ClaudeCode));
-    assert_eq!(
-        (claude.last_result, claude.last_result_from),
-        (TurnResult::Interrupted, Source::Terminal)
-    );
-    assert_eq!(
-        (claude.phase, claude.phase_from),
-        (Phase::Ready, Source::Terminal)
-    );
-    assert_eq!(claude.notes, [MergeNote::InterruptSettledByTerminal]);
-    let gemini = merge(&open, &notice, Some(Agent::GeminiCli));
-    assert_eq!(gemini.last_result, TurnResult::Interrupted);
-    // With an interrupt hook (Codex, Kimi Code) the notice alone settles nothing.
-    for agent in [Some(Agent::Codex), Some(Agent::KimiCode), None] {
+    let (hooked, unhooked): (Vec<Agent>, Vec<Agent>) = Agent::ALL
+        .into_iter()
+        .partition(|a| a.capabilities().interrupt_hook);
+    assert!(!hooked.is_empty() && !unhooked.is_empty());
+    // Without an interrupt hook (Claude Code, Gemini CLI, ...) the screen says it.
+    for agent in unhooked {
+        let m = merge(&open, &notice, Some(agent));
+        assert_eq!(
+            (m.last_result, m.last_result_from),
+            (TurnResult::Interrupted, Source::Terminal),
+            "{agent}"
+        );
+        assert_eq!((m.phase, m.phase_from), (Phase::Ready, Source::Terminal));
+        assert_eq!(m.notes, [MergeNote::InterruptSettledByTerminal]);
+    }
+    // With an interrupt hook (Codex, Kimi Code), or no agent known, the notice alone
+    // settles nothing.
+    for agent in hooked.into_iter().map(Some).chain([None]) {
         let m = merge(&open, &notice, agent);
         assert_eq!(
             (m.last_result, m.phase),

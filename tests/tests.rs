@@ -2,6 +2,8 @@
 
 mod support;
 
+mod agent_folders;
+
 mod channel;
 mod cli;
 mod detection;

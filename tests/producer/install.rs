@@ -5,6 +5,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Output;
 
+use hooktrack::{Agent, ConfigFormat};
+
 use super::util::*;
 
 /// An operator's config: comments, their own hooks, odd whitespace, CRLF lines, tabs, a
@@ -368,35 +370,38 @@ fn auto_detection_asks_the_installed_kimi() {
 }
 
 /// `install|uninstall|check` take the agent names `session --agent` takes, through the one
-/// parser: `claude-code` and `gemini-cli` name the same agents as `claude` and `gemini`;
-/// `kimi-code` and `kimi-cli` name one Kimi each.
+/// parser: every agent's wire name (`claude-code`, `gemini-cli` name the same agents as
+/// `claude` and `gemini`; `kimi-code` and `kimi-cli` name one Kimi each).
 #[test]
 fn every_subcommand_accepts_the_agent_names_session_takes() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let cases = [
-        ("claude-code", "Claude Code", "settings.json", "28"),
-        ("gemini-cli", "Gemini CLI", ".gemini/settings.json", "11"),
-        ("kimi-code", "Kimi Code 2.x", "config.toml", "20"),
-        ("kimi-cli", "Kimi CLI 1.x", "config.toml", "13"),
-    ];
-    for (name, label, file, entries) in cases {
+    for agent in Agent::ALL {
+        let name = agent.name();
+        let label = agent.label();
+        // A plugin is one entry; a hooks file has one per event.
+        let entries = match agent.config().format {
+            ConfigFormat::Plugin => 1,
+            ConfigFormat::TomlHooks | ConfigFormat::JsonHooks => {
+                agent.descriptor().hook_events_for(None).len()
+            }
+        };
         let home = tmp.path().join(name);
         fs::create_dir_all(&home).expect("mkdir");
-        let config = home.join(file);
+        let config = agent.config().file_in_home(&home);
         let step = |command: &str| {
-            let out = hooktrack()
-                .args([command, name, "--home"])
+            let mut cmd = hooktrack();
+            cmd.args([command, name, "--home"])
                 .arg(&home)
                 .args(if command == "check" {
                     &["--file-only"][..]
                 } else {
                     &[][..]
                 })
-                .env("HOME", tmp.path())
-                .env_remove("KIMI_CODE_HOME")
-                .env_remove("KIMI_SHARE_DIR")
-                .output()
-                .expect("run");
+                .env("HOME", tmp.path());
+            for var in Agent::ALL.into_iter().filter_map(|a| a.config().home_var()) {
+                cmd.env_remove(var);
+            }
+            let out = cmd.output().expect("run");
             let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
             assert!(
                 out.status.success(),
@@ -424,10 +429,11 @@ fn every_subcommand_accepts_the_agent_names_session_takes() {
                 .contains("hooktrack")
         );
         step("uninstall");
+        // A hooks file keeps the rest; a plugin file, wholly hooktrack's, is gone.
+        let left = fs::read_to_string(&config).ok();
         assert!(
-            !fs::read_to_string(&config)
-                .expect("config")
-                .contains("hooktrack")
+            left.as_deref().is_none_or(|t| !t.contains("hooktrack")),
+            "{name}: {left:?}"
         );
     }
     // One spelling per agent: no second way to pick a Kimi; `auto` names no agent; a
@@ -451,4 +457,43 @@ fn every_subcommand_accepts_the_agent_names_session_takes() {
         "Kimi Code 2.x reads no project file",
     );
     refused(&["install", "no-such-agent", "--home"], "");
+}
+
+/// The plugin file each plugin agent gets, byte for byte (hooktrack's version shown as
+/// `{VERSION}`): a change to a plugin's source, or to how it is filled in, shows here.
+#[test]
+fn each_plugin_file_is_written_as_recorded() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let plugins: Vec<Agent> = Agent::ALL
+        .into_iter()
+        .filter(|a| a.config().format == ConfigFormat::Plugin)
+        .collect();
+    assert!(!plugins.is_empty());
+    for agent in plugins {
+        let home = tmp.path().join(agent.name());
+        let out = hooktrack()
+            .args(["install", agent.name(), "--home"])
+            .arg(&home)
+            .args([
+                "--emitter",
+                "/opt/it's/hooktrack-hook",
+                "--url",
+                "http://127.0.0.1:4100/events",
+                "--dir",
+                "/s/\"q\"/store",
+                "--generation",
+                "7",
+            ])
+            .env("HOME", tmp.path())
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{agent}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = fs::read_to_string(agent.config().file_in_home(&home)).expect("the plugin");
+        let text = text.replacen(env!("CARGO_PKG_VERSION"), "{VERSION}", 1);
+        insta::assert_snapshot!(format!("plugin-{}", agent.name()), text);
+    }
 }

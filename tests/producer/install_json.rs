@@ -1,14 +1,32 @@
-//! `hooktrack install|uninstall|check claude|codex|gemini|qwen|copilot|droid` on real files.
+//! `hooktrack install|uninstall|check` of the JSON hooks agents (Claude Code, Codex, Gemini
+//! CLI, Qwen Code, GitHub Copilot CLI, Factory Droid) on real files.
 
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use hooktrack::{Agent, ConfigFormat};
 use serde_json::Value;
 
 use super::util::*;
+
+/// Every agent whose hooks are a JSON hooks table, by the name a user types.
+fn json_agents() -> Vec<&'static str> {
+    let agents: Vec<&str> = Agent::ALL
+        .into_iter()
+        .filter(|a| a.config().format == ConfigFormat::JsonHooks)
+        .map(Agent::typed_name)
+        .collect();
+    assert!(!agents.is_empty());
+    agents
+}
+
+/// The agent a typed name means.
+fn agent(name: &str) -> Agent {
+    Agent::from_name(name).expect("an agent's name")
+}
 
 /// (subcommand, events hooked, a user file with hooks on one of those events and on
 /// others, odd key order and unrelated settings), each laid out the way the CLI writes
@@ -215,9 +233,65 @@ fn users_part(doc: &Value) -> String {
     doc.to_string()
 }
 
+/// A user's file for `agent` as its CLI writes it (two-space indent, final newline): a
+/// top-level key of its own (one the agent accepts), a user hook on an event hooktrack
+/// hooks and one on an event it does not, in the agent's group shape.
+fn user_file(agent: Agent) -> String {
+    let facts = agent.descriptor().install;
+    let group = |command: &str| {
+        let mut group = serde_json::Map::new();
+        if facts.schema.matcher {
+            group.insert("matcher".into(), "".into());
+        }
+        group.insert(
+            "hooks".into(),
+            serde_json::json!([{"type": "command", "command": command}]),
+        );
+        Value::Object(group)
+    };
+    let own_key = match facts.top_level_keys {
+        Some(keys) => keys
+            .iter()
+            .copied()
+            .find(|k| *k != "hooks")
+            .unwrap_or("hooks"),
+        None => "zeta",
+    };
+    let mut doc = serde_json::Map::new();
+    if own_key != "hooks" {
+        doc.insert(own_key.into(), "the user's".into());
+    }
+    let mut hooks = serde_json::Map::new();
+    hooks.insert(
+        "UserOnlyEvent".into(),
+        serde_json::json!([group("say other")]),
+    );
+    hooks.insert(
+        agent.hook_events()[0].into(),
+        serde_json::json!([group("say done")]),
+    );
+    doc.insert("hooks".into(), Value::Object(hooks));
+    serde_json::to_string_pretty(&Value::Object(doc)).expect("JSON") + "\n"
+}
+
 #[test]
 fn install_keeps_every_user_key_and_entry_in_order_and_uninstall_restores_the_bytes() {
-    for (agent, events, original) in AGENTS {
+    // Three files laid out by hand, then one of each JSON hooks agent's own.
+    let mut cases: Vec<(Agent, usize, String)> = AGENTS
+        .iter()
+        .map(|(name, events, original)| (agent(name), *events, (*original).to_owned()))
+        .collect();
+    cases.extend(json_agents().into_iter().map(|name| {
+        let which = agent(name);
+        (
+            which,
+            which.descriptor().hook_events_for(None).len(),
+            user_file(which),
+        )
+    }));
+    for (which, events, original) in &cases {
+        let (agent, events, original) = (which.typed_name(), *events, original.as_str());
+        let matcher = which.descriptor().install.schema.matcher;
         let tmp = tempfile::tempdir().expect("tempdir");
         let config = tmp.path().join("settings.json");
         let store = tmp.path().join("store");
@@ -261,8 +335,12 @@ fn install_keeps_every_user_key_and_entry_in_order_and_uninstall_restores_the_by
                 continue;
             };
             if last["hooks"].as_array().expect("hooks").iter().any(is_ours) {
-                assert_eq!(keys(last), ["matcher", "hooks"]);
-                assert_eq!(last["matcher"], "");
+                if matcher {
+                    assert_eq!(keys(last), ["matcher", "hooks"]);
+                    assert_eq!(last["matcher"], "");
+                } else {
+                    assert_eq!(keys(last), ["hooks"]);
+                }
                 assert_eq!(last["hooks"].as_array().map(Vec::len), Some(1), "{event}");
             }
         }
@@ -274,16 +352,17 @@ fn install_keeps_every_user_key_and_entry_in_order_and_uninstall_restores_the_by
             assert_eq!(
                 command,
                 format!(
-                    "'{}' emit --observer hooktrack --url 'http://127.0.0.1:4100/events' --dir '{}' --provider '{agent}' --generation 1 --event '{event}'",
+                    "'{}' emit --observer hooktrack --url 'http://127.0.0.1:4100/events' --dir '{}' --provider '{}' --generation 1 --event '{event}'",
                     binary.display(),
-                    store.display()
+                    store.display(),
+                    which.store_name()
                 )
             );
         }
         assert_eq!(mode(&config), 0o640, "the file's mode is kept");
         let verdict = channel(&store);
         assert_eq!(verdict["install"]["ok"], true, "{verdict}");
-        assert_eq!(verdict["provider"], agent);
+        assert_eq!(verdict["provider"], which.store_name());
         assert_eq!(verdict["generation"], 1);
 
         // Installing again changes nothing, byte for byte.
@@ -363,7 +442,7 @@ fn uninstall_leaves_a_file_without_hooktrack_entries_untouched() {
         .expect("meta")
         .modified()
         .expect("mtime");
-    for agent in ["claude", "codex", "gemini", "qwen", "copilot", "droid"] {
+    for agent in json_agents() {
         let out = run(&["uninstall", agent], &config, &[]);
         ok(&out);
         assert!(String::from_utf8_lossy(&out.stdout).contains("no hooktrack entries in"));
@@ -402,7 +481,7 @@ fn a_file_that_is_not_json_or_has_no_hooks_table_is_refused_unchanged() {
             "has a `hooks` that is a string, not an object",
         ),
     ];
-    for agent in ["claude", "codex", "gemini"] {
+    for agent in json_agents() {
         for (original, reason) in cases {
             let tmp = tempfile::tempdir().expect("tempdir");
             let config = tmp.path().join("settings.json");
@@ -528,35 +607,25 @@ fn a_read_back_violation_restores_the_previous_bytes_and_says_why() {
 #[test]
 fn timeouts_are_in_each_clis_unit() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    for (agent, expect) in [
-        ("claude", &[("Stop", 5), ("SessionEnd", 5)][..]),
-        (
-            "codex",
-            &[("Stop", 5), ("SessionEnd", 3), ("Interrupt", 3)][..],
-        ),
-        ("gemini", &[("AfterAgent", 5000), ("SessionEnd", 5000)][..]),
-        ("qwen", &[("Stop", 5), ("PermissionRequest", 5)][..]),
-        ("copilot", &[("Stop", 5), ("ErrorOccurred", 5)][..]),
-        ("droid", &[("Stop", 5), ("Notification", 5)][..]),
-    ] {
-        let config = tmp.path().join(format!("{agent}.json"));
+    for name in json_agents() {
+        let config = tmp.path().join(format!("{name}.json"));
         ok(&install(
-            agent,
+            name,
             &config,
-            &tmp.path().join(agent),
+            &tmp.path().join(name),
             1,
             "http://127.0.0.1:1/e",
         ));
-        let doc = json(&config);
-        for (event, timeout) in expect {
-            let found = ours(&doc)
-                .into_iter()
-                .find(|(e, _)| e == event)
-                .expect("entry");
-            assert_eq!(found.1["timeout"], *timeout, "{agent} {event}");
-        }
-        if agent == "gemini" {
-            assert!(ours(&doc).iter().all(|(_, e)| e["timeout"] == 5000));
+        let facts = agent(name).descriptor().install;
+        let entries = ours(&json(&config));
+        assert!(!entries.is_empty(), "{name}");
+        for (event, entry) in entries {
+            // Seconds or milliseconds, as the agent reads them (Gemini CLI: 5000).
+            assert_eq!(
+                entry["timeout"],
+                facts.timeout_for(&event),
+                "{name} {event}"
+            );
         }
     }
 }
@@ -565,7 +634,7 @@ fn timeouts_are_in_each_clis_unit() {
 fn a_missing_file_is_created_and_uninstall_leaves_an_empty_object() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let home = tmp.path().join("home");
-    for agent in ["claude", "codex", "gemini", "qwen", "copilot", "droid"] {
+    for agent in json_agents() {
         let out = hooktrack()
             .args([
                 "install",
@@ -582,15 +651,9 @@ fn a_missing_file_is_created_and_uninstall_leaves_an_empty_object() {
             .output()
             .expect("run");
         ok(&out);
-        // --home is the agent's home variable: $CLAUDE_CONFIG_DIR and $CODEX_HOME hold the
-        // file, $GEMINI_CLI_HOME holds .gemini/, $QWEN_HOME and $COPILOT_HOME hold the
-        // file, $FACTORY_HOME_OVERRIDE holds .factory/.
-        let config = home.join(agent).join(match agent {
-            "codex" => "hooks.json",
-            "gemini" => ".gemini/settings.json",
-            "droid" => ".factory/settings.json",
-            _ => "settings.json",
-        });
+        // --home is the agent's home variable: $CLAUDE_CONFIG_DIR holds the file,
+        // $GEMINI_CLI_HOME holds .gemini/.
+        let config = self::agent(agent).config().file_in_home(&home.join(agent));
         assert_eq!(mode(&config), 0o600);
         assert_eq!(keys(&json(&config)), ["hooks"]);
         let out = hooktrack()
@@ -608,41 +671,22 @@ fn default_files_follow_the_environment() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let home = tmp.path().join("home");
     let project = tmp.path().join("project");
-    // (agent, the home variable set to `other`, --project, the file expected)
+    // (agent, the home variable set to `other`, --project, the file expected): the user
+    // file under $HOME, the one the home variable names, and the project's.
     let other = tmp.path().join("other-home");
-    let cases = [
-        ("claude", None, false, home.join(".claude/settings.json")),
-        (
-            "claude",
-            Some("CLAUDE_CONFIG_DIR"),
-            false,
-            other.join("settings.json"),
-        ),
-        ("codex", None, false, home.join(".codex/hooks.json")),
-        ("codex", Some("CODEX_HOME"), false, other.join("hooks.json")),
-        ("gemini", None, true, project.join(".gemini/settings.json")),
-        ("qwen", None, false, home.join(".qwen/settings.json")),
-        (
-            "qwen",
-            Some("QWEN_HOME"),
-            false,
-            other.join("settings.json"),
-        ),
-        ("copilot", None, false, home.join(".copilot/settings.json")),
-        (
-            "copilot",
-            Some("COPILOT_HOME"),
-            false,
-            other.join("settings.json"),
-        ),
-        ("droid", None, false, home.join(".factory/settings.json")),
-        (
-            "droid",
-            Some("FACTORY_HOME_OVERRIDE"),
-            false,
-            other.join(".factory/settings.json"),
-        ),
-    ];
+    let mut cases = Vec::new();
+    for name in json_agents() {
+        let location = agent(name).config();
+        let home_only = |var: &str| (var == "HOME").then(|| home.clone().into_os_string());
+        let user = location.user_file(home_only).expect("a user file");
+        cases.push((name, None, false, user));
+        if let Some(var) = location.home_var() {
+            cases.push((name, Some(var), false, location.file_in_home(&other)));
+        }
+        if location.project_install {
+            cases.push((name, None, true, location.project_file(&project)));
+        }
+    }
     for (agent, env, in_project, expected) in cases {
         let mut cmd = hooktrack();
         cmd.args([
@@ -655,12 +699,10 @@ fn default_files_follow_the_environment() {
         ])
         .arg("--dir")
         .arg(tmp.path().join("store"))
-        .env("HOME", &home)
-        .env_remove("CLAUDE_CONFIG_DIR")
-        .env_remove("CODEX_HOME")
-        .env_remove("QWEN_HOME")
-        .env_remove("COPILOT_HOME")
-        .env_remove("FACTORY_HOME_OVERRIDE");
+        .env("HOME", &home);
+        for var in Agent::ALL.into_iter().filter_map(|a| a.config().home_var()) {
+            cmd.env_remove(var);
+        }
         if let Some(name) = env {
             cmd.env(name, &other);
         }
@@ -750,30 +792,35 @@ fn check_says_what_is_missing() {
 #[test]
 fn installed_commands_deliver_recorded_payloads_that_replay_as_that_agent() {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
-    let cases = [
-        (
-            "claude",
-            "claude-code",
-            corpus.join("claude-code/claude-code-2.1.197-plain-two-turn.ndjson"),
-        ),
-        (
-            "codex",
-            "codex",
-            corpus.join("codex/codex-0.171.0-tools.ndjson"),
-        ),
-        (
-            "gemini",
-            "gemini-cli",
-            corpus.join("gemini-cli/gemini-cli-0.61.0-tools.ndjson"),
-        ),
-    ];
-    for (agent, provider, recording) in cases {
+    // Each JSON agent's recorded tool turn (`*-tools*.ndjson`, hooks only).
+    let cases: Vec<(&str, Agent, PathBuf)> = json_agents()
+        .into_iter()
+        .map(|name| {
+            let dir = corpus.join(agent(name).name());
+            let mut tools: Vec<PathBuf> = fs::read_dir(&dir)
+                .expect("the agent's corpus folder")
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    let file = p.file_name().unwrap_or_default().to_string_lossy();
+                    file.contains("-tools") && file.ends_with(".ndjson")
+                })
+                .collect();
+            tools.sort();
+            let recording = tools
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| panic!("no tools recording in {}", dir.display()));
+            (name, agent(name), recording)
+        })
+        .collect();
+    for (agent, which, recording) in cases {
         let tmp = tempfile::tempdir().expect("tempdir");
         let bin = tmp.path().join("bin dir/it's");
         fs::create_dir_all(&bin).expect("mkdir");
         let emitter = bin.join("hooktrack");
         std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_hooktrack"), &emitter).expect("symlink");
-        let store = tmp.path().join("store dir/it's").join(agent);
+        let store = tmp.path().join("store dir/it's").join(which.store_name());
         let config = tmp.path().join("settings.json");
         let url = format!("http://127.0.0.1:{}/events", dead_port());
         let out = run(
@@ -800,8 +847,15 @@ fn installed_commands_deliver_recorded_payloads_that_replay_as_that_agent() {
             .map(|(e, entry)| (e, entry["command"].as_str().expect("command").to_owned()))
             .collect();
         let recorded = fs::read_to_string(&recording).expect("recording");
+        // The hooks' rows: a launcher's row (the agent process's end) is no hook's.
+        let hooks: Vec<&str> = recorded
+            .lines()
+            .filter(|l| !l.contains(r#""via":"launcher""#))
+            .collect();
+        let hooks_only = tmp.path().join("recorded.ndjson");
+        fs::write(&hooks_only, hooks.join("\n") + "\n").expect("write");
         let mut sent = 0;
-        for line in recorded.lines() {
+        for line in hooks {
             let line: Value = serde_json::from_str(line).expect("line");
             let event = line["event"].as_str().expect("event");
             let (_, command) = commands
@@ -829,17 +883,20 @@ fn installed_commands_deliver_recorded_payloads_that_replay_as_that_agent() {
         }
         let rows = rows(&store.join("events.ndjson"));
         assert_eq!(rows.len(), sent, "{agent}");
-        assert!(rows.iter().all(|r| r["provider"] == agent), "{agent}");
+        assert!(
+            rows.iter().all(|r| r["provider"] == which.store_name()),
+            "{agent}"
+        );
         let log = fs::read_to_string(store.join("emit.log")).unwrap_or_default();
         assert!(!log.contains("unknown argument"), "{log}");
         let replayed = replay_json(&store.join("events.ndjson"));
-        assert_eq!(replayed["provider"]["provider"], provider, "{agent}");
+        assert_eq!(replayed["provider"]["provider"], which.name(), "{agent}");
         assert_eq!(
             replayed["provider"]["reason"],
-            format!("the row names {agent}"),
+            which.descriptor().named_by_row,
             "{agent}"
         );
-        let original = replay_json(&recording);
+        let original = replay_json(&hooks_only);
         assert_eq!(
             ledger(&replayed["turns"]),
             ledger(&original["turns"]),

@@ -16,26 +16,51 @@ use crate::event::Event;
 use crate::payload::Payload;
 use crate::provider::Capabilities;
 
-/// An agent CLI whose hook payloads hooktrack understands. Serialized as its wire name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum Agent {
+/// The one registration list: each agent's variant and its folder under `agents/`, which
+/// holds its `DESCRIPTOR`. The enum, [`Agent::ALL`] (in this order) and
+/// [`Agent::descriptor`], the one `match` on agents, are made from it, so an agent cannot
+/// be in one and missing from another.
+macro_rules! agents {
+    ($($(#[$doc:meta])* $variant:ident => $folder:ident,)*) => {
+        /// An agent CLI whose hook payloads hooktrack understands. Serialized as its wire
+        /// name.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
+        pub enum Agent {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Agent {
+            /// Every agent, in the registration list's order.
+            pub const ALL: [Agent; [$(Agent::$variant),*].len()] = [$(Agent::$variant),*];
+
+            /// Everything hooktrack knows about the agent: the one `match` on agents.
+            pub const fn descriptor(self) -> &'static Descriptor {
+                match self {
+                    $(Agent::$variant => &agents::$folder::DESCRIPTOR,)*
+                }
+            }
+        }
+    };
+}
+
+agents! {
     /// Kimi Code 2.x, the TypeScript CLI with 20 hook events (the reference mapping).
-    KimiCode,
+    KimiCode => kimi_code,
     /// Kimi CLI 1.x, the legacy Python CLI with 13 hook events.
-    KimiCli,
-    ClaudeCode,
-    Codex,
-    GeminiCli,
-    QwenCode,
-    CopilotCli,
+    KimiCli => kimi_cli,
+    ClaudeCode => claude_code,
+    Codex => codex,
+    GeminiCli => gemini_cli,
+    QwenCode => qwen_code,
+    CopilotCli => copilot_cli,
     /// OpenCode 1.18, observed through hooktrack's plugin (it has no command hooks).
-    OpenCode,
-    FactoryDroid,
+    OpenCode => opencode,
+    FactoryDroid => factory_droid,
     /// Pi 0.73, observed through hooktrack's extension (it has no command hooks).
-    Pi,
+    Pi => pi,
     /// Kilo CLI 7.7, a fork of OpenCode, observed through the same plugin.
-    Kilo,
+    Kilo => kilo,
 }
 
 /// How an agent's hook config file is laid out.
@@ -46,8 +71,10 @@ pub enum ConfigFormat {
     /// `{"hooks": {Event: [{matcher, hooks: [{type, command, timeout}]}]}}` (Claude Code,
     /// Codex, Gemini CLI).
     JsonHooks,
-    /// A JavaScript plugin file the agent loads in-process, wholly hooktrack's (OpenCode's
-    /// `plugin/hooktrack.js`): it forwards the agent's events to the emitter.
+    /// A plugin file the agent loads in-process, wholly hooktrack's (OpenCode's
+    /// `plugin/hooktrack.js`, Pi's `extensions/hooktrack.ts`): it forwards the agent's
+    /// events to the emitter. Its source is the descriptor's
+    /// [`plugin`](crate::agents::Descriptor::plugin).
     Plugin,
 }
 
@@ -122,39 +149,8 @@ pub struct UnknownAgent {
 }
 
 impl Agent {
-    pub const ALL: [Agent; 11] = [
-        Agent::KimiCode,
-        Agent::KimiCli,
-        Agent::ClaudeCode,
-        Agent::Codex,
-        Agent::GeminiCli,
-        Agent::QwenCode,
-        Agent::CopilotCli,
-        Agent::OpenCode,
-        Agent::FactoryDroid,
-        Agent::Pi,
-        Agent::Kilo,
-    ];
-
     /// The provider assumed until a row identifies one: the contract's default, Kimi Code.
     pub const ASSUMED: Agent = Agent::KimiCode;
-
-    /// Everything hooktrack knows about the agent: the one `match` on agents.
-    pub const fn descriptor(self) -> &'static Descriptor {
-        match self {
-            Agent::KimiCode => &agents::kimi_code::DESCRIPTOR,
-            Agent::KimiCli => &agents::kimi_cli::DESCRIPTOR,
-            Agent::ClaudeCode => &agents::claude_code::DESCRIPTOR,
-            Agent::Codex => &agents::codex::DESCRIPTOR,
-            Agent::GeminiCli => &agents::gemini_cli::DESCRIPTOR,
-            Agent::QwenCode => &agents::qwen_code::DESCRIPTOR,
-            Agent::CopilotCli => &agents::copilot_cli::DESCRIPTOR,
-            Agent::OpenCode => &agents::opencode::DESCRIPTOR,
-            Agent::FactoryDroid => &agents::factory_droid::DESCRIPTOR,
-            Agent::Pi => &agents::pi::DESCRIPTOR,
-            Agent::Kilo => &agents::kilo::DESCRIPTOR,
-        }
-    }
 
     /// The wire name: in JSON output, `--provider`, `--agent`.
     pub const fn name(self) -> &'static str {

@@ -21,7 +21,7 @@ use crate::time::Timestamp;
 
 /// The provider of a writer that was not told one: Kimi Code, the contract's reference
 /// agent (hooks installed before `--provider` existed name none).
-pub const DEFAULT_PROVIDER: Agent = Agent::KimiCode;
+pub const DEFAULT_PROVIDER: Agent = Agent::ASSUMED;
 
 /// One hook delivery.
 #[derive(Clone, Debug)]

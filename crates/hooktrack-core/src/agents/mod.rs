@@ -6,13 +6,15 @@
 //! recognise its payloads, its [`Capabilities`], its transcript's classifier, where its
 //! config lives and how strictly it reads it, what else decides whether its hooks run
 //! (trust, auth, switches), which arguments hand it its first prompt, and what stops its
-//! launcher from starting it at all. [`Agent::descriptor`](crate::agent::Agent::descriptor)
-//! is the one `match` on agents; the edges (installers, preflight, the binary) read these
-//! facts and keep only the I/O.
+//! launcher from starting it at all, and, for an agent without command hooks, the plugin
+//! file it loads. [`Agent::descriptor`](crate::agent::Agent::descriptor) is the one `match`
+//! on agents; the edges (installers, preflight, the binary) read these facts and keep only
+//! the I/O.
 //!
-//! Adding an agent: a folder here with its `Descriptor` (and its adapter and classifier), a
-//! variant in `agent.rs`, campaigns in `corpus/<name>/`; the tests below check that the
-//! descriptor is complete (`docs/ARCHITECTURE.md`, "Adding an agent").
+//! Adding an agent: a folder here with its `Descriptor` (and its adapter and classifier, or
+//! the plugin file it loads), its `pub mod` below, its line in `agent.rs`'s registration
+//! list, campaigns in `corpus/<name>/`; the tests below check that the descriptor is
+//! complete (`docs/ARCHITECTURE.md`, "Adding an agent").
 
 pub mod claude_code;
 pub mod codex;
@@ -83,6 +85,9 @@ pub struct Descriptor {
     pub launch_gate: Option<LaunchGate>,
     /// The versions hooktrack is tested against, and the events older versions lack.
     pub versions: Versions,
+    /// The plugin file it loads, when it has no command hooks (its config format is
+    /// [`ConfigFormat::Plugin`](crate::agent::ConfigFormat::Plugin) exactly then).
+    pub plugin: Option<Plugin>,
 }
 
 impl Descriptor {
@@ -489,9 +494,65 @@ pub struct Runtime {
     pub fix: &'static str,
 }
 
+/// The plugin file an agent without command hooks loads in-process
+/// ([`ConfigFormat::Plugin`](crate::agent::ConfigFormat::Plugin)), wholly hooktrack's: it
+/// hands each event of [`Descriptor::hook_events`] to the same `hooktrack-hook emit` every
+/// hook runs. The installer writes hooktrack's header line and comment, then
+/// [`Self::source`] with the emit command and the events filled in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plugin {
+    /// The file's source, kept beside the descriptor (`plugin.js`, `extension.ts`) and
+    /// embedded: `@ARGV@` stands for the emit command's arguments and `@EVENTS@` for the
+    /// events it forwards, each a comma-separated list of JSON strings.
+    pub source: &'static str,
+    /// What stops the agent loading it, and how to ask which plugins it loads.
+    pub loading: PluginLoading,
+    /// A list in the agent's settings that can exclude the file, if the agent has one.
+    pub exclusion: Option<PluginExclusion>,
+}
+
+impl Plugin {
+    /// [`Self::source`] with `argv` for `@ARGV@` and `events` for `@EVENTS@`, in one pass
+    /// (a path holding a placeholder's text stays as it is).
+    pub fn filled(&self, argv: &str, events: &str) -> String {
+        let mut out = String::with_capacity(self.source.len() + argv.len() + events.len());
+        let mut rest = self.source;
+        while let Some(at) = rest.find('@') {
+            out.push_str(&rest[..at]);
+            let tail = &rest[at..];
+            if let Some(after) = tail.strip_prefix("@ARGV@") {
+                out.push_str(argv);
+                rest = after;
+            } else if let Some(after) = tail.strip_prefix("@EVENTS@") {
+                out.push_str(events);
+                rest = after;
+            } else {
+                out.push('@');
+                rest = &tail[1..];
+            }
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// A list in a JSON settings file in the agent's home (the folder
+/// [`ConfigLocation::file`](crate::agent::ConfigLocation::file) is under) whose entries,
+/// led by one of [`Self::prefixes`], keep the agent from loading the files they match
+/// (Pi's `settings.json` `extensions`: `-path` or `!pattern`, as `pi config` writes them).
+/// A missing or unreadable settings file excludes nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PluginExclusion {
+    /// The settings file, in the agent's home.
+    pub file: &'static str,
+    /// The top-level key holding the list.
+    pub key: &'static str,
+    /// What leads an excluding entry; the rest is a path or a glob (`*`, `?`).
+    pub prefixes: &'static [char],
+}
+
 /// What stops a plugin agent loading hooktrack's plugin, and how to ask it which plugins
-/// it loads. Kept beside the descriptor, not in it, so descriptors without a plugin need
-/// no new field.
+/// it loads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PluginLoading {
     /// Who, in the finding ("OpenCode").
@@ -515,16 +576,6 @@ pub struct PluginLoading {
 pub fn switch_on(value: &str) -> bool {
     let value = value.to_ascii_lowercase();
     value == "1" || value == "true"
-}
-
-/// The plugin-loading facts of an agent that loads hooktrack as a plugin.
-pub fn plugin_loading(agent: Agent) -> Option<&'static PluginLoading> {
-    match agent {
-        Agent::OpenCode => Some(&opencode::PLUGIN_LOADING),
-        Agent::Kilo => Some(&kilo::PLUGIN_LOADING),
-        Agent::Pi => Some(&pi::PLUGIN_LOADING),
-        _ => None,
-    }
 }
 
 /// The agent's own validator of its config file: `<program> <args...> <file>` exits 0

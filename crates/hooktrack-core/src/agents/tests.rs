@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
+use crate::agent::ConfigFormat;
 use crate::provider::ProviderChoice;
 
 fn descriptors() -> impl Iterator<Item = &'static Descriptor> {
@@ -107,6 +108,49 @@ fn config_location_and_install_facts_are_complete() {
                 !switch.path.is_empty() && !switch.why.is_empty(),
                 "{agent:?}"
             );
+        }
+    }
+}
+
+/// A plugin agent has its plugin's source, whose placeholders each appear once, and a
+/// way to stop plugins the preflight can see; a command-hook agent has none.
+#[test]
+fn an_agent_has_a_plugin_exactly_when_its_config_is_one() {
+    for d in descriptors() {
+        let agent = d.agent;
+        let is_plugin = d.config.format == ConfigFormat::Plugin;
+        assert_eq!(d.plugin.is_some(), is_plugin, "{agent:?}");
+        let Some(plugin) = d.plugin else { continue };
+        for placeholder in ["@ARGV@", "@EVENTS@"] {
+            assert_eq!(
+                plugin.source.matches(placeholder).count(),
+                1,
+                "{agent:?}: {placeholder}"
+            );
+        }
+        let filled = plugin.filled("\"a@EVENTS@\"", "\"e\"");
+        assert!(filled.contains("[\"a@EVENTS@\"]"), "{agent:?}");
+        assert!(!filled.contains("@ARGV@"), "{agent:?}");
+        let loading = plugin.loading;
+        assert!(
+            !loading.who.is_empty() && !loading.skipped.is_empty(),
+            "{agent:?}"
+        );
+        assert!(
+            !loading.env.is_empty() || !loading.flags.is_empty(),
+            "{agent:?}: no switch"
+        );
+        assert_eq!(
+            loading.list.is_empty(),
+            loading.listed_off.is_empty(),
+            "{agent:?}"
+        );
+        if let Some(exclusion) = plugin.exclusion {
+            assert!(
+                !exclusion.file.is_empty() && !exclusion.key.is_empty(),
+                "{agent:?}"
+            );
+            assert!(!exclusion.prefixes.is_empty(), "{agent:?}");
         }
     }
 }
@@ -228,6 +272,48 @@ fn headless_flags_take_their_value_after_an_equals_sign() {
         codex.subcommand(&args(&["-m", "exec", "resume"])),
         Some(&OsString::from("resume"))
     );
+}
+
+/// Each agent's headless invocations, as their CLIs take them, hand it its first prompt
+/// at launch; the interactive ones wait for the caller's.
+#[test]
+fn headless_invocations_give_the_prompt_at_launch_and_interactive_ones_do_not() {
+    let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+    let headless = [
+        (Agent::ClaudeCode, &["-p", "hi"][..]),
+        (
+            Agent::ClaudeCode,
+            &["--print", "--allowedTools", "Bash"][..],
+        ),
+        (Agent::Codex, &["exec", "--skip-git-repo-check", "hi"][..]),
+        (Agent::Codex, &["--model", "m", "-c", "k=v", "e", "hi"][..]),
+        (
+            Agent::GeminiCli,
+            &["-m", "gemini-2.5-flash", "-p", "hi"][..],
+        ),
+        (Agent::GeminiCli, &["--prompt=hi"][..]),
+        (Agent::GeminiCli, &["-i", "hi"][..]),
+        (Agent::KimiCli, &["-c", "import sys", "--print"][..]),
+        (Agent::KimiCode, &["--prompt", "hi"][..]),
+    ];
+    for (agent, a) in headless {
+        let headless = agent.descriptor().headless;
+        assert!(headless.prompt_at_launch(&args(a)), "{agent:?} {a:?}");
+    }
+    let interactive = [
+        (Agent::ClaudeCode, &[][..]),
+        (Agent::ClaudeCode, &["--resume", "x"][..]),
+        (Agent::Codex, &[][..]),
+        (Agent::Codex, &["resume", "--last"][..]),
+        (Agent::Codex, &["-m", "exec"][..]),
+        (Agent::GeminiCli, &["-m", "gemini-2.5-flash"][..]),
+        (Agent::KimiCode, &["--yolo"][..]),
+        (Agent::KimiCli, &[][..]),
+    ];
+    for (agent, a) in interactive {
+        let headless = agent.descriptor().headless;
+        assert!(!headless.prompt_at_launch(&args(a)), "{agent:?} {a:?}");
+    }
 }
 
 #[test]

@@ -11,9 +11,15 @@ use serde::Serialize;
 
 use crate::agent::{Agent, UnknownAgent};
 use crate::agents::Family;
-use crate::agents::kimi_code::FAMILY as KIMI;
 use crate::event::ToolRef;
 use crate::row::Row;
+
+/// The family [`ProviderChoice::Kimi`] names: that of the contract's reference agent
+/// ([`Agent::ASSUMED`], Kimi Code), whose store name `kimi` the family's name shares.
+const KIMI: &Family = match Agent::ASSUMED.descriptor().family {
+    Some(member) => member.family,
+    None => panic!("the assumed agent belongs to the family `--provider kimi` names"),
+};
 
 /// How a provider delimits turns: the facts the correlator needs that payloads do not say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -111,7 +117,7 @@ impl ProviderChoice {
     /// The family this choice names (`kimi`), if it names one.
     pub fn family(self) -> Option<&'static Family> {
         match self {
-            ProviderChoice::Kimi => Some(&KIMI),
+            ProviderChoice::Kimi => Some(KIMI),
             ProviderChoice::Auto | ProviderChoice::Exactly(_) => None,
         }
     }
@@ -137,8 +143,7 @@ impl ProviderChoice {
             return Some(ProviderChoice::Exactly(first));
         }
         let family = first.family()?;
-        (family == &KIMI && rest.all(|a| a.family() == Some(family)))
-            .then_some(ProviderChoice::Kimi)
+        (family == KIMI && rest.all(|a| a.family() == Some(family))).then_some(ProviderChoice::Kimi)
     }
 }
 

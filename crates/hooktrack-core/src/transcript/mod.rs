@@ -121,5 +121,17 @@ pub(crate) fn sole_text(content: &Value) -> Option<&str> {
     }
 }
 
+/// For the classifiers' tests in the agents' folders.
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests_support {
+    use super::{Entry, classify};
+    use crate::agent::Agent;
+
+    /// The name of the marker `line` is for `agent`, if it is one.
+    pub(crate) fn marker(agent: Agent, line: &str) -> Option<&'static str> {
+        match classify(agent, line.as_bytes()) {
+            Entry::Marker(m) => Some(m.name),
+            _ => None,
+        }
+    }
+}

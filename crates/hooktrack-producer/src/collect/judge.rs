@@ -298,7 +298,7 @@ mod tests {
         Rules {
             token: b"t".to_vec(),
             max_body: 100,
-            provider: Agent::KimiCli,
+            provider: Agent::ASSUMED,
             generation: 7,
         }
     }
@@ -425,20 +425,27 @@ mod tests {
 
     #[test]
     fn a_body_is_a_delivery_with_the_collectors_generation_or_a_400() {
-        let whole = post(
-            "",
-            r#"{"provider":"codex","generation":99,"emitter_seq":3,"payload":{"hook_event_name":"Stop"}}"#,
-        );
-        let Verdict::Deliver(delivery) = judge(&whole, &rules()) else {
-            panic!("not a delivery");
-        };
-        assert_eq!(delivery.provider, Agent::Codex);
-        assert_eq!(delivery.generation, 7);
-        assert_eq!(delivery.emitter_seq, Some(3));
-        let written = row(&delivery, 12, Timestamp::from_millis(0)).unwrap();
-        assert!(
-            written.starts_with(br#"{"v":1,"provider":"codex","generation":7,"via":"http","sequence":12,"emitter_seq":3,"#)
-        );
+        // The body names its agent (the rules' is only the default).
+        for agent in Agent::ALL {
+            let store = agent.store_name();
+            let whole = post(
+                "",
+                &format!(
+                    r#"{{"provider":"{store}","generation":99,"emitter_seq":3,"payload":{{"hook_event_name":"Stop"}}}}"#
+                ),
+            );
+            let Verdict::Deliver(delivery) = judge(&whole, &rules()) else {
+                panic!("{agent}: not a delivery");
+            };
+            assert_eq!(delivery.provider, agent);
+            assert_eq!(delivery.generation, 7);
+            assert_eq!(delivery.emitter_seq, Some(3));
+            let written = row(&delivery, 12, Timestamp::from_millis(0)).unwrap();
+            let start = format!(
+                r#"{{"v":1,"provider":"{store}","generation":7,"via":"http","sequence":12,"emitter_seq":3,"#
+            );
+            assert!(written.starts_with(start.as_bytes()), "{agent}");
+        }
         for bad in ["[1,2,3]", r#"{"no":"payload"}"#, r#"{"payload":[1]}"#] {
             let request = post("", bad);
             let verdict = judge(&request, &rules());

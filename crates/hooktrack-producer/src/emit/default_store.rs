@@ -87,20 +87,19 @@ mod tests {
 
     #[test]
     fn the_state_directory_then_home_then_none() {
-        let store = |vars| default_store(env(vars), Agent::ClaudeCode);
-        assert_eq!(
-            store(&[("XDG_STATE_HOME", "/s"), ("HOME", "/h")]),
-            Some(PathBuf::from("/s/hooktrack/agents").join(Agent::ClaudeCode.store_name()))
-        );
-        // A relative XDG_STATE_HOME is ignored, as the XDG spec says.
-        assert_eq!(
-            store(&[("XDG_STATE_HOME", "rel"), ("HOME", "/h")]),
-            Some(
-                PathBuf::from("/h/.local/state/hooktrack/agents")
-                    .join(Agent::ClaudeCode.store_name())
-            )
-        );
-        assert_eq!(store(&[("XDG_STATE_HOME", "")]), None);
+        for agent in Agent::ALL {
+            let store = |vars| default_store(env(vars), agent);
+            assert_eq!(
+                store(&[("XDG_STATE_HOME", "/s"), ("HOME", "/h")]),
+                Some(PathBuf::from("/s/hooktrack/agents").join(agent.store_name()))
+            );
+            // A relative XDG_STATE_HOME is ignored, as the XDG spec says.
+            assert_eq!(
+                store(&[("XDG_STATE_HOME", "rel"), ("HOME", "/h")]),
+                Some(PathBuf::from("/h/.local/state/hooktrack/agents").join(agent.store_name()))
+            );
+            assert_eq!(store(&[("XDG_STATE_HOME", "")]), None);
+        }
     }
 
     #[test]

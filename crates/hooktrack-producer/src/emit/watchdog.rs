@@ -635,7 +635,7 @@ mod tests {
         EmitConfig {
             url: None,
             dir: dir.to_owned(),
-            provider: hooktrack_core::agent::Agent::KimiCli,
+            provider: hooktrack_core::agent::Agent::ASSUMED,
             generation: 1,
             event: event.map(str::to_owned),
             token: None,

@@ -121,28 +121,52 @@ mod tests {
             route: Route::Environment,
             agent_version: None,
         };
-        let c = command(Agent::Codex, &routed, "Stop");
-        assert_eq!(
-            c,
-            "'/bin/hooktrack' emit --observer hooktrack --agent 'codex' --event 'Stop'"
-        );
-        assert!(is_hooktrack_command(&c));
-        assert!(is_routed_command(&c));
-        assert_eq!(generation_of(&c), None);
-        assert!(!is_routed_command(&command(
-            Agent::Codex,
-            &observer(),
-            "Stop"
-        )));
+        for agent in labelled() {
+            let c = command(agent, &routed, "Stop");
+            assert_eq!(
+                c,
+                format!(
+                    "'/bin/hooktrack' emit --observer hooktrack --agent '{}' --event 'Stop'",
+                    agent.store_name()
+                )
+            );
+            assert!(is_hooktrack_command(&c));
+            assert!(is_routed_command(&c));
+            assert_eq!(generation_of(&c), None);
+            assert!(!is_routed_command(&command(agent, &observer(), "Stop")));
+        }
+    }
+
+    /// The agents whose entries carry hooktrack's label (a JSON hooks table, a plugin's
+    /// argv); every other agent's are found by the TOML block's markers.
+    fn labelled() -> Vec<Agent> {
+        let labelled: Vec<Agent> = Agent::ALL
+            .into_iter()
+            .filter(|a| match a.config().format {
+                ConfigFormat::JsonHooks | ConfigFormat::Plugin => true,
+                ConfigFormat::TomlHooks => false,
+            })
+            .collect();
+        assert!(!labelled.is_empty());
+        labelled
     }
 
     #[test]
     fn the_emit_command_quotes_every_value() {
-        assert_eq!(
-            command(Agent::ClaudeCode, &observer(), "Stop"),
-            "'/opt/it'\\''s here/hooktrack' emit --observer hooktrack --url 'http://127.0.0.1:1/e' --dir '/s' --provider 'claude' --generation 4 --event 'Stop'"
-        );
-        assert!(command(Agent::KimiCode, &observer(), "Stop").contains("' emit --url '"));
+        for agent in Agent::ALL {
+            let label = if labelled().contains(&agent) {
+                "--observer hooktrack "
+            } else {
+                ""
+            };
+            assert_eq!(
+                command(agent, &observer(), "Stop"),
+                format!(
+                    "'/opt/it'\\''s here/hooktrack' emit {label}--url 'http://127.0.0.1:1/e' --dir '/s' --provider '{}' --generation 4 --event 'Stop'",
+                    agent.store_name()
+                )
+            );
+        }
     }
 
     #[test]
@@ -155,7 +179,7 @@ mod tests {
 
     #[test]
     fn the_rule_finds_rendered_commands_only() {
-        for agent in [Agent::ClaudeCode, Agent::Codex, Agent::GeminiCli] {
+        for agent in labelled() {
             let c = command(agent, &observer(), "Stop");
             assert!(is_hooktrack_command(&c), "{c}");
             assert_eq!(generation_of(&c), Some(4));

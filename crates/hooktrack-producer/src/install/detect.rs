@@ -9,18 +9,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hooktrack_core::agent::Agent;
-use hooktrack_core::agents::kimi_code::FAMILY as KIMI;
 use hooktrack_core::agents::{Family, InstalledSign, Majors};
 
 use super::InstallError;
-
-/// Tells Kimi Code from Kimi CLI (see [`detect_member`]).
-pub fn detect_kimi(
-    env: impl Fn(&str) -> Option<OsString>,
-    config: Option<&Path>,
-) -> Result<Agent, InstallError> {
-    detect_member(&KIMI, env, config)
-}
 
 /// Which member of `family` is installed: the major version `<program> --version` prints
 /// on PATH, else the directory of the given config file (a member's `dot_dir`), else the

@@ -31,7 +31,7 @@ use hooktrack_core::store::{InstallRecord, parse_channel};
 
 use crate::http::Url;
 use crate::store::{self, StoreError, StorePaths};
-pub use detect::{detect_kimi, version_of};
+pub use detect::version_of;
 pub use error::{InstallError, MarkerError, Refusal, Violation};
 use file::Replace;
 use format::Removal;

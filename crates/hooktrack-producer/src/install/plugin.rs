@@ -1,6 +1,7 @@
-//! The plugin format: a JavaScript file the agent loads in-process (OpenCode's
-//! `plugin/hooktrack.js`), wholly hooktrack's. It forwards the bus events the agent's
-//! descriptor lists to the same `hooktrack-hook emit` every hook runs, one process per
+//! The plugin format: a file the agent loads in-process (OpenCode's and Kilo's
+//! `plugin/hooktrack.js`, Pi's `extensions/hooktrack.ts`), wholly hooktrack's: the source
+//! the agent's descriptor holds ([`Plugin`](hooktrack_core::agents::Plugin)). It forwards
+//! the events the descriptor lists to the same `hooktrack-hook emit` every hook runs, one process per
 //! event with the event as JSON on stdin, so the envelope, the store, the no-loss and
 //! no-stdout guarantees and the routing by `HOOKTRACK_*` (the agent's own environment,
 //! which the plugin sees) are the emitter's, unchanged.
@@ -12,6 +13,7 @@
 use std::path::Path;
 
 use hooktrack_core::agent::Agent;
+use hooktrack_core::agents::PluginExclusion;
 
 use super::format::{Edit, Removal};
 use super::{InstallError, Observer, Replaced, Route, Validation, Violation};
@@ -57,9 +59,14 @@ pub fn render(agent: Agent, observer: &Observer) -> String {
         .iter()
         .map(|e| quote(e))
         .collect();
-    if agent == Agent::Pi {
-        return render_pi(agent, &route, &argv.join(", "), &events.join(", "));
-    }
+    // A plugin-format agent without a plugin source (the core's descriptor tests rule it
+    // out) gets the header alone, which the read-back refuses: it forwards no event.
+    let source = agent
+        .descriptor()
+        .plugin
+        .map_or_else(String::new, |plugin| {
+            plugin.filled(&argv.join(", "), &events.join(", "))
+        });
     format!(
         "{MARK}{VERSION} for {label} ({route})\n\
 // Written by `hooktrack install {name}`; `hooktrack uninstall {name}` removes it, and the
@@ -67,186 +74,9 @@ pub fn render(agent: Agent, observer: &Observer) -> String {
 // as JSON on stdin, one after another (the store keeps the agent's order), never awaited
 // by the agent, every failure swallowed: the agent never waits on or sees hooktrack. What
 // is still queued when the agent exits is handed over synchronously on its way out.
-import {{ spawn, spawnSync }} from \"node:child_process\";
-
-const ARGV = [{argv}];
-const EVENTS = new Set([{events}]);
-// A child session's parent, to name the root session and the child (a subagent).
-const parents = new Map();
-// The last status of each session and tool call: the agent repeats both many times.
-const last = new Map();
-const pending = [];
-let running = false;
-
-function next() {{
-  const item = pending.shift();
-  running = item !== undefined;
-  if (!running) return;
-  let settled = false;
-  const done = () => {{
-    if (!settled) {{
-      settled = true;
-      next();
-    }}
-  }};
-  try {{
-    const child = spawn(ARGV[0], [...ARGV.slice(1), \"--event\", item[0]], {{ stdio: [\"pipe\", \"ignore\", \"ignore\"] }});
-    child.on(\"error\", done);
-    child.on(\"close\", done);
-    child.stdin.on(\"error\", () => {{}});
-    child.stdin.end(item[1]);
-  }} catch {{
-    done();
-  }}
-}}
-
-process.on(\"exit\", () => {{
-  for (const [name, payload] of pending.splice(0)) {{
-    try {{
-      spawnSync(ARGV[0], [...ARGV.slice(1), \"--event\", name], {{ input: payload, stdio: [\"pipe\", \"ignore\", \"ignore\"], timeout: 4000 }});
-    }} catch {{}}
-  }}
-}});
-
-export const HooktrackObserver = async () => ({{
-  event: async ({{ event }}) => {{
-    try {{
-      const name = event?.type;
-      if (!EVENTS.has(name)) return;
-      const p = event.properties ?? {{}};
-      const info = name === \"session.created\" ? p.info : undefined;
-      if (info?.parentID) parents.set(info.id, info.parentID);
-      let sid = p.sessionID ?? info?.id;
-      let state;
-      if (name === \"message.part.updated\") {{
-        if (p.part?.type !== \"tool\") return;
-        sid = p.part.sessionID;
-        state = [\"c\" + p.part.callID, p.part.state?.status];
-      }} else if (name === \"session.status\") {{
-        state = [\"s\" + sid, p.status?.type];
-      }}
-      if (state) {{
-        if (last.get(state[0]) === state[1]) return;
-        last.set(state[0], state[1]);
-      }}
-      let root = sid;
-      for (let i = 0; i < 64 && parents.has(root); i++) root = parents.get(root);
-      const agent_id = root === sid ? undefined : sid;
-      const payload = JSON.stringify({{ hook_event_name: name, session_id: root, agent_id, properties: p }});
-      pending.push([name, payload]);
-      if (!running) next();
-    }} catch {{}}
-  }},
-}});
-",
+{source}",
         label = agent.label(),
         name = agent.typed_name(),
-        argv = argv.join(", "),
-        events = events.join(", "),
-    )
-}
-
-/// Pi's extension (`extensions/hooktrack.ts`): the same queue and exit flush as the
-/// OpenCode plugin, on Pi's `pi.on(event, handler)`. Each handler returns at once (Pi
-/// awaits handlers in turn, so an awaited spawn would hold the agent), and forwards only
-/// the few fields of Pi's event hooktrack reads: Pi's events carry whole messages and
-/// tool outputs. Pi retries a failed model call by running its agent loop again with no
-/// prompt (`before_agent_start` fires only for a prompt): `agent_start` says which.
-fn render_pi(agent: Agent, route: &str, argv: &str, events: &str) -> String {
-    const BODY: &str = r#"import { spawn, spawnSync } from "node:child_process";
-
-const ARGV = [@ARGV@];
-const EVENTS = [@EVENTS@];
-const pending = [];
-let running = false;
-let prompted = false;
-
-function next() {
-  const item = pending.shift();
-  running = item !== undefined;
-  if (!running) return;
-  let settled = false;
-  const done = () => {
-    if (!settled) {
-      settled = true;
-      next();
-    }
-  };
-  try {
-    const child = spawn(ARGV[0], [...ARGV.slice(1), "--event", item[0]], { stdio: ["pipe", "ignore", "ignore"] });
-    child.on("error", done);
-    child.on("close", done);
-    child.stdin.on("error", () => {});
-    child.stdin.end(item[1]);
-  } catch {
-    done();
-  }
-}
-
-process.on("exit", () => {
-  for (const [name, payload] of pending.splice(0)) {
-    try {
-      spawnSync(ARGV[0], [...ARGV.slice(1), "--event", name], { input: payload, stdio: ["pipe", "ignore", "ignore"], timeout: 4000 });
-    } catch {}
-  }
-});
-
-function fields(name, e) {
-  switch (name) {
-    case "session_start":
-    case "session_shutdown":
-      return { reason: e?.reason };
-    case "agent_start": {
-      const retry = !prompted;
-      prompted = false;
-      return { retry };
-    }
-    case "agent_end": {
-      const messages = Array.isArray(e?.messages) ? e.messages : [];
-      let last;
-      for (let i = messages.length - 1; i >= 0 && !last; i--) if (messages[i]?.role === "assistant") last = messages[i];
-      return { stopReason: last?.stopReason, errorMessage: last?.errorMessage };
-    }
-    case "tool_execution_start":
-    case "tool_execution_end":
-      return { toolCallId: e?.toolCallId, toolName: e?.toolName, isError: e?.isError };
-    default:
-      return {};
-  }
-}
-
-export default function (pi) {
-  try {
-    pi.on("before_agent_start", () => {
-      prompted = true;
-    });
-    for (const name of EVENTS) {
-      pi.on(name, (event, ctx) => {
-        try {
-          let session_id;
-          try {
-            session_id = ctx?.sessionManager?.getSessionId();
-          } catch {}
-          const payload = JSON.stringify({ hook_event_name: name, session_id, properties: fields(name, event) });
-          pending.push([name, payload]);
-          if (!running) next();
-        } catch {}
-      });
-    }
-  } catch {}
-}
-"#;
-    format!(
-        "{MARK}{VERSION} for {label} ({route})\n\
-// Written by `hooktrack install {name}`; `hooktrack uninstall {name}` removes it, and the
-// next install rewrites it whole. Each event below goes to the hook command with the event
-// as JSON on stdin, one after another (the store keeps the agent's order), never awaited
-// by the agent, every failure swallowed: the agent never waits on or sees hooktrack. What
-// is still queued when the agent exits is handed over synchronously on its way out.
-{body}",
-        label = agent.label(),
-        name = agent.typed_name(),
-        body = BODY.replace("@ARGV@", argv).replace("@EVENTS@", events),
     )
 }
 
@@ -314,25 +144,31 @@ pub(crate) fn check(
         path: config.to_owned(),
         violation,
     })?;
-    if agent == Agent::Pi
-        && let Some(entry) = pi_excluded(config)
+    if let Some(plugin) = agent.descriptor().plugin
+        && let Some(exclusion) = plugin.exclusion
+        && let Some(entry) = excluded(config, agent.config().file, &exclusion)
     {
+        let who = plugin.loading.who;
         return Err(InstallError::Invalid {
             path: config.to_owned(),
             violation: Violation::new(format!(
-                "Pi's settings.json excludes it (`{entry}` in `extensions`): Pi does not load it"
+                "{who}'s {} excludes it (`{entry}` in `{}`): {who} does not load it",
+                exclusion.file, exclusion.key
             )),
         });
     }
     Ok(valid)
 }
 
-/// The entry of Pi's `settings.json` (beside `extensions/`) that keeps Pi from loading
-/// the extension at `config`: `-path` or `!pattern` in `extensions`, as `pi config`
-/// writes them. A missing or unreadable settings file excludes nothing.
-fn pi_excluded(config: &Path) -> Option<String> {
-    let dir = config.parent()?.parent()?;
-    let text = std::fs::read_to_string(dir.join("settings.json")).ok()?;
+/// The entry of the agent's settings that keeps it from loading the plugin at `config`
+/// (`file`, the config location's file, under the agent's home). A missing or unreadable
+/// settings file excludes nothing.
+fn excluded(config: &Path, file: &str, exclusion: &PluginExclusion) -> Option<String> {
+    let mut dir = config;
+    for _ in Path::new(file).components() {
+        dir = dir.parent()?;
+    }
+    let text = std::fs::read_to_string(dir.join(exclusion.file)).ok()?;
     let settings: serde_json::Value = serde_json::from_str(&text).ok()?;
     let full = config.to_string_lossy();
     let relative = config
@@ -344,12 +180,12 @@ fn pi_excluded(config: &Path) -> Option<String> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     settings
-        .get("extensions")?
+        .get(exclusion.key)?
         .as_array()?
         .iter()
         .filter_map(|e| e.as_str())
         .find(|entry| {
-            let Some(pattern) = entry.strip_prefix('-').or_else(|| entry.strip_prefix('!')) else {
+            let Some(pattern) = entry.strip_prefix(exclusion.prefixes) else {
                 return false;
             };
             [full.as_ref(), relative.as_str(), name.as_str()]
@@ -435,6 +271,8 @@ fn header(text: &str) -> Option<Header<'_>> {
 mod tests {
     use std::path::PathBuf;
 
+    use hooktrack_core::agent::ConfigFormat;
+
     use super::*;
 
     fn observer() -> Observer {
@@ -445,65 +283,107 @@ mod tests {
         }
     }
 
+    /// Every agent that loads hooktrack as a plugin file.
+    fn plugin_agents() -> Vec<Agent> {
+        let agents: Vec<Agent> = Agent::ALL
+            .into_iter()
+            .filter(|a| a.config().format == ConfigFormat::Plugin)
+            .collect();
+        assert!(!agents.is_empty());
+        agents
+    }
+
     #[test]
     fn the_rendered_plugin_validates_and_names_the_emitter_quoted() {
-        let text = render(Agent::OpenCode, &observer());
-        assert!(text.contains(r#"const ARGV = ["/opt/it's/hooktrack-hook", "emit""#));
-        let v = validate(&text, Agent::OpenCode).expect("valid");
-        assert_eq!((v.ours, v.generation, v.routed), (1, None, true));
+        for agent in plugin_agents() {
+            let text = render(agent, &observer());
+            assert!(
+                text.contains(r#"const ARGV = ["/opt/it's/hooktrack-hook", "emit""#),
+                "{agent}"
+            );
+            let routed = format!(r#""--agent", "{}"]"#, agent.store_name());
+            assert!(text.contains(&routed), "{agent}: {text}");
+            assert!(
+                !text.contains("@ARGV@") && !text.contains("@EVENTS@"),
+                "{agent}"
+            );
+            let v = validate(&text, agent).expect("valid");
+            assert_eq!((v.ours, v.generation, v.routed), (1, None, true), "{agent}");
+        }
     }
 
     #[test]
-    fn an_older_plugin_or_another_file_is_not_valid() {
-        let text = render(Agent::OpenCode, &observer());
-        let old = text.replacen(VERSION, "0.0.0-old", 1);
-        let e = validate(&old, Agent::OpenCode).expect_err("stale");
-        assert!(e.contains("0.0.0-old"), "{e}");
-        assert!(validate("export const X = 1;\n", Agent::OpenCode).is_err());
-        let fewer = text.replace("\"session.error\", ", "");
-        assert!(validate(&fewer, Agent::OpenCode).is_err());
-    }
-
-    #[test]
-    fn the_pi_extension_validates_and_forwards_its_events() {
-        let text = render(Agent::Pi, &observer());
-        assert!(text.contains("export default function (pi)"), "{text}");
-        assert!(text.contains(r#""--agent", "pi""#), "{text}");
-        let v = validate(&text, Agent::Pi).expect("valid");
-        assert_eq!((v.ours, v.generation, v.routed), (1, None, true));
-        let fewer = text.replace("\"agent_end\"", "\"agent_gone\"");
-        assert!(validate(&fewer, Agent::Pi).is_err());
-    }
-
-    #[test]
-    fn a_pi_extension_excluded_in_pis_settings_fails_check() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let config = tmp.path().join("extensions/hooktrack.ts");
-        let text = render(Agent::Pi, &observer());
-        assert!(check(Agent::Pi, &config, Some(&text)).is_ok());
-        for entry in [
-            format!("-{}", config.display()),
-            "!**/hooktrack.ts".to_owned(),
-            "!extensions/*.ts".to_owned(),
-        ] {
-            let settings = serde_json::json!({ "extensions": [entry] }).to_string();
-            std::fs::write(tmp.path().join("settings.json"), settings).expect("write");
-            match check(Agent::Pi, &config, Some(&text)) {
-                Err(InstallError::Invalid { violation, .. }) => {
-                    assert!(violation.contains("excludes"), "{violation:?}");
-                }
-                other => panic!("{entry}: {other:?}"),
+    fn an_older_plugin_another_file_or_one_missing_an_event_is_not_valid() {
+        for agent in plugin_agents() {
+            let text = render(agent, &observer());
+            let old = text.replacen(VERSION, "0.0.0-old", 1);
+            let e = validate(&old, agent).expect_err("stale");
+            assert!(e.contains("0.0.0-old"), "{agent}: {e}");
+            assert!(validate("export const X = 1;\n", agent).is_err(), "{agent}");
+            for event in agent.descriptor().hook_events {
+                let quoted = format!("\"{event}\"");
+                let fewer = text.replace(&quoted, "\"gone\"");
+                assert!(validate(&fewer, agent).is_err(), "{agent} without {event}");
             }
         }
-        let settings = serde_json::json!({ "extensions": ["!other.ts", "/x/mine.ts"] });
-        std::fs::write(tmp.path().join("settings.json"), settings.to_string()).expect("write");
-        assert!(check(Agent::Pi, &config, Some(&text)).is_ok());
+    }
+
+    /// An agent whose settings can exclude the plugin: an entry led by an excluding
+    /// prefix that names the file (its path, a glob of its name, a glob of its folder)
+    /// fails `check`; other entries do not.
+    #[test]
+    fn a_plugin_excluded_in_the_agents_settings_fails_check() {
+        let excluding: Vec<(Agent, PluginExclusion)> = plugin_agents()
+            .into_iter()
+            .filter_map(|a| {
+                a.descriptor()
+                    .plugin
+                    .and_then(|p| p.exclusion)
+                    .map(|e| (a, e))
+            })
+            .collect();
+        assert!(!excluding.is_empty());
+        for (agent, exclusion) in excluding {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            let file = Path::new(agent.config().file);
+            let config = tmp.path().join(file);
+            let name = file.file_name().expect("a file name").to_string_lossy();
+            let folder = file.parent().expect("a folder").to_string_lossy();
+            let ext = file.extension().expect("an extension").to_string_lossy();
+            let text = render(agent, &observer());
+            let settings = tmp.path().join(exclusion.file);
+            assert!(check(agent, &config, Some(&text)).is_ok(), "{agent}");
+            for prefix in exclusion.prefixes {
+                for entry in [
+                    format!("{prefix}{}", config.display()),
+                    format!("{prefix}**/{name}"),
+                    format!("{prefix}{folder}/*.{ext}"),
+                ] {
+                    let doc = serde_json::json!({ exclusion.key: [entry] }).to_string();
+                    std::fs::write(&settings, doc).expect("write");
+                    match check(agent, &config, Some(&text)) {
+                        Err(InstallError::Invalid { violation, .. }) => {
+                            assert!(violation.contains("excludes"), "{violation:?}");
+                            assert!(violation.contains(&entry), "{violation:?}");
+                        }
+                        other => panic!("{agent} {entry}: {other:?}"),
+                    }
+                }
+                let other = format!("{prefix}other.{ext}");
+                let doc =
+                    serde_json::json!({ exclusion.key: [other, config.display().to_string()] });
+                std::fs::write(&settings, doc.to_string()).expect("write");
+                assert!(check(agent, &config, Some(&text)).is_ok(), "{agent}");
+            }
+        }
     }
 
     #[test]
     fn removal_deletes_only_hooktracks_plugin_of_the_generation() {
-        let text = render(Agent::OpenCode, &observer());
-        assert_eq!(remove(&text, None), Removal::Delete { generation: None });
-        assert_eq!(remove("// a user's plugin\n", None), Removal::Nothing);
+        for agent in plugin_agents() {
+            let text = render(agent, &observer());
+            assert_eq!(remove(&text, None), Removal::Delete { generation: None });
+            assert_eq!(remove("// a user's plugin\n", None), Removal::Nothing);
+        }
     }
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use hooktrack_core::agent::Agent;
 use hooktrack_core::agents::{
     ConfigDoctor, FeatureSwitches, FolderTrust, HookTrust, PluginLoading, RequiredSetting, Runtime,
-    plugin_loading, switch_on,
+    switch_on,
 };
 use hooktrack_core::diagnostics::error_chain;
 use serde_json::{Value, json};
@@ -87,12 +87,12 @@ pub fn preflight(probe: &Probe<'_>) -> Vec<Finding> {
     if !probe.file_named {
         the_file_read(probe, &mut found);
     }
-    if let Some(loading) = plugin_loading(probe.agent) {
+    if let Some(plugin) = &probe.agent.descriptor().plugin {
         let before = found.len();
-        plugin_switches(probe, loading, &mut found);
+        plugin_switches(probe, &plugin.loading, &mut found);
         // Only a plugin hooktrack accepts, that no switch stops, is worth asking about.
         if probe.ask_doctor && checked.is_ok() && found.len() == before {
-            plugin_listed(probe, loading, &mut found);
+            plugin_listed(probe, &plugin.loading, &mut found);
         }
     }
     let facts = probe.agent.descriptor().preflight;
@@ -772,12 +772,13 @@ mod tests {
     use super::*;
 
     fn probe_with<'a>(
+        agent: Agent,
         env: &'a dyn Fn(&str) -> Option<OsString>,
         args: &'a [OsString],
         config: &'a Path,
     ) -> Probe<'a> {
         Probe {
-            agent: Agent::OpenCode,
+            agent,
             config,
             env,
             cwd: Path::new("/"),
@@ -788,59 +789,68 @@ mod tests {
         }
     }
 
+    /// Every agent that loads hooktrack as a plugin: each of its switches, in the
+    /// environment (`1`, `TRUE`) or the arguments, is one finding naming it; a switch's
+    /// variable set to anything else, or other arguments, none.
     #[test]
-    fn opencode_pure_in_the_environment_or_the_arguments_is_a_finding() {
-        let Some(loading) = plugin_loading(Agent::OpenCode) else {
-            panic!("opencode loads a plugin");
-        };
-        let config = Path::new("/h/.config/opencode/plugin/hooktrack.js");
-        let pure = |name: &str| (name == "OPENCODE_PURE").then(|| OsString::from("TRUE"));
-        let mut found = Vec::new();
-        plugin_switches(&probe_with(&pure, &[], config), loading, &mut found);
-        assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].cause.contains("OPENCODE_PURE=TRUE"), "{found:?}");
-        assert_eq!(found[0].fix, "unset OPENCODE_PURE");
-
-        let off = |name: &str| (name == "OPENCODE_PURE").then(|| OsString::from("0"));
-        let args = [OsString::from("run"), OsString::from("--pure")];
-        let mut found = Vec::new();
-        plugin_switches(&probe_with(&off, &args, config), loading, &mut found);
-        assert_eq!(found.len(), 1, "{found:?}");
-        assert!(
-            found[0].cause.starts_with("`--pure` makes OpenCode skip"),
-            "{found:?}"
-        );
-
-        let none = |_: &str| None;
-        let mut found = Vec::new();
-        plugin_switches(&probe_with(&none, &args[..1], config), loading, &mut found);
-        assert!(found.is_empty(), "{found:?}");
-    }
-
-    #[test]
-    fn pi_without_extensions_is_a_finding_under_either_spelling() {
-        let Some(loading) = plugin_loading(Agent::Pi) else {
-            panic!("pi loads an extension");
-        };
-        let config = Path::new("/h/.pi/agent/extensions/hooktrack.ts");
-        let none = |_: &str| None;
-        for flag in ["--no-extensions", "-ne"] {
-            let args = [OsString::from("-p"), OsString::from(flag)];
-            let mut found = Vec::new();
-            plugin_switches(&probe_with(&none, &args, config), loading, &mut found);
-            assert_eq!(found.len(), 1, "{found:?}");
-            assert_eq!(
-                found[0].cause,
-                format!(
-                    "`{flag}` makes Pi skip every extension it discovers, hooktrack's among them"
-                )
+    fn each_switch_that_stops_plugins_is_a_finding() {
+        let plugins: Vec<_> = Agent::ALL
+            .into_iter()
+            .filter_map(|a| a.descriptor().plugin.map(|p| (a, p.loading)))
+            .collect();
+        assert!(!plugins.is_empty());
+        let config = Path::new("/h/plugin/hooktrack.js");
+        for (agent, loading) in plugins {
+            assert!(
+                !loading.env.is_empty() || !loading.flags.is_empty(),
+                "{agent}"
             );
+            for var in loading.env {
+                for (value, findings) in [("1", 1), ("TRUE", 1), ("0", 0), ("yes", 0)] {
+                    let env = |name: &str| (name == *var).then(|| OsString::from(value));
+                    let mut found = Vec::new();
+                    plugin_switches(&probe_with(agent, &env, &[], config), &loading, &mut found);
+                    assert_eq!(found.len(), findings, "{agent} {var}={value}: {found:?}");
+                    if findings == 1 {
+                        assert_eq!(
+                            found[0].cause,
+                            format!(
+                                "{var}={value} in the environment makes {} skip {}, hooktrack's among them",
+                                loading.who, loading.skipped
+                            )
+                        );
+                        assert_eq!(found[0].fix, format!("unset {var}"));
+                    }
+                }
+            }
+            let none = |_: &str| None;
+            for flag in loading.flags {
+                let args = [OsString::from("-p"), OsString::from(flag)];
+                let mut found = Vec::new();
+                plugin_switches(
+                    &probe_with(agent, &none, &args, config),
+                    &loading,
+                    &mut found,
+                );
+                assert_eq!(found.len(), 1, "{agent} {flag}: {found:?}");
+                assert_eq!(
+                    found[0].cause,
+                    format!(
+                        "`{flag}` makes {} skip {}, hooktrack's among them",
+                        loading.who, loading.skipped
+                    )
+                );
+            }
+            // `--no-skills` and the like leave plugins alone.
+            let args = [OsString::from("--no-skills"), OsString::from("-ns")];
+            let mut found = Vec::new();
+            plugin_switches(
+                &probe_with(agent, &none, &args, config),
+                &loading,
+                &mut found,
+            );
+            assert!(found.is_empty(), "{agent}: {found:?}");
         }
-        // `--no-skills` and the like leave extensions alone.
-        let args = [OsString::from("--no-skills"), OsString::from("-ns")];
-        let mut found = Vec::new();
-        plugin_switches(&probe_with(&none, &args, config), loading, &mut found);
-        assert!(found.is_empty(), "{found:?}");
     }
 
     #[test]

@@ -110,6 +110,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         newest: "2.1.332",
         events_since: &NEW_IN_2_1_332,
     },
+    plugin: None,
 };
 
 /// Claude Code 2.1.332's events, all but `WorktreeCreate` and `WorktreeRemove` (a command

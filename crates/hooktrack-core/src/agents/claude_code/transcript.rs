@@ -137,6 +137,7 @@ mod tests {
 
     use crate::agent::Agent;
     use crate::event::{Event, OriginKind, TurnId};
+    use crate::transcript::tests_support::marker;
     use crate::transcript::{Entry, classify as classify_line};
 
     /// Transcripts Claude Code really wrote (`corpus/claude-code/`): 2.1.197's Escape,
@@ -221,6 +222,68 @@ mod tests {
         assert_eq!(
             classify_line(Agent::ClaudeCode, b"{not json"),
             Entry::Unreadable
+        );
+    }
+
+    #[test]
+    fn escape_during_tool_and_rejection_are_told_apart_by_interrupted_message_id() {
+        let tool = r#"{"type":"user","promptId":"p1","timestamp":"2026-12-01T13:14:45.430Z","interruptedMessageId":"m","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]}}"#;
+        let rejected = r#"{"type":"user","promptId":"p1","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]}}"#;
+        assert_eq!(
+            marker(Agent::ClaudeCode, tool),
+            Some("interrupted_by_user_during_tool")
+        );
+        assert_eq!(
+            marker(Agent::ClaudeCode, rejected),
+            Some("interrupted_after_rejection")
+        );
+        let Entry::Marker(m) = classify_line(Agent::ClaudeCode, tool.as_bytes()) else {
+            panic!("not a marker");
+        };
+        assert_eq!(
+            m.event,
+            Event::Interrupted {
+                turn_id: Some(TurnId::Text("p1".into())),
+                reason: Some("interrupted_by_user_during_tool".into())
+            }
+        );
+        assert!(m.at.is_some());
+    }
+
+    #[test]
+    fn user_text_that_merely_mentions_the_marker_is_ignored() {
+        let prompt = r#"{"type":"user","message":{"role":"user","content":"why did it say [Request interrupted by user]?"}}"#;
+        let sidechain = r#"{"type":"user","isSidechain":true,"message":{"role":"user","content":"[Request interrupted by user]"}}"#;
+        assert_eq!(
+            classify_line(Agent::ClaudeCode, prompt.as_bytes()),
+            Entry::Ignored
+        );
+        assert_eq!(
+            classify_line(Agent::ClaudeCode, sidechain.as_bytes()),
+            Entry::Ignored
+        );
+    }
+
+    #[test]
+    fn rejected_tool_result_names_its_call() {
+        let line = r#"{"type":"user","toolUseResult":"User rejected tool use","message":{"content":[{"type":"tool_result","is_error":true,"tool_use_id":"toolu_1","content":"The user doesn't want to proceed with this tool use."}]}}"#;
+        let Entry::Marker(m) = classify_line(Agent::ClaudeCode, line.as_bytes()) else {
+            panic!("not a marker");
+        };
+        assert!(
+            matches!(m.event, Event::ToolFailed { ref tool, interrupt: false, .. } if tool.call_id.as_deref() == Some("toolu_1"))
+        );
+    }
+
+    #[test]
+    fn a_failed_model_call_is_an_api_error_marker() {
+        let claude = r#"{"type":"assistant","timestamp":"2026-12-01T13:47:53.725Z","message":{"role":"assistant","content":[{"type":"text","text":"API Error: 400 mock model: scripted failure"}]},"error":"unknown","isApiErrorMessage":true,"apiErrorStatus":400}"#;
+        assert_eq!(marker(Agent::ClaudeCode, claude), Some("api_error_message"));
+        // A subagent's (sidechain) API error is not the main turn's.
+        let sidechain = r#"{"type":"assistant","isSidechain":true,"isApiErrorMessage":true,"message":{"content":[{"type":"text","text":"API Error"}]}}"#;
+        assert_eq!(
+            classify_line(Agent::ClaudeCode, sidechain.as_bytes()),
+            Entry::Ignored
         );
     }
 }

@@ -125,6 +125,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         newest: "0.171.0",
         events_since: &[],
     },
+    plugin: None,
 };
 
 /// Codex CLI 0.171.0's events.

@@ -60,3 +60,44 @@ pub(crate) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Even
         },
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::agent::Agent;
+    use crate::event::{Event, TurnId};
+    use crate::transcript::tests_support::marker;
+    use crate::transcript::{Entry, classify};
+
+    #[test]
+    fn codex_turn_aborted_other_than_interrupted_is_ignored() {
+        let line = r#"{"timestamp":"2026-12-01T13:16:25.089Z","type":"event_msg","payload":{"type":"turn_aborted","turn_id":"t1","reason":"interrupted"}}"#;
+        let other = r#"{"type":"event_msg","payload":{"type":"turn_aborted","turn_id":"t1","reason":"replaced"}}"#;
+        assert_eq!(marker(Agent::Codex, line), Some("turn_aborted"));
+        assert_eq!(classify(Agent::Codex, other.as_bytes()), Entry::Ignored);
+    }
+
+    #[test]
+    fn a_failed_model_call_is_a_failure_marker_and_a_completed_task_is_not() {
+        let codex = r#"{"timestamp":"2026-12-01T13:49:16.857Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t2","last_agent_message":null,"error":{"message":"scripted failure","codex_error_info":"other"}}}"#;
+        assert_eq!(marker(Agent::Codex, codex), Some("task_complete_error"));
+        let Entry::Marker(m) = classify(Agent::Codex, codex.as_bytes()) else {
+            panic!("not a marker");
+        };
+        assert_eq!(
+            m.event,
+            Event::StopFailed {
+                error_type: Some("other".into()),
+                message: Some("scripted failure".into()),
+                turn_id: Some(TurnId::Text("t2".into())),
+            }
+        );
+        let done = r#"{"type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"ok","error":null}}"#;
+        let done_without =
+            r#"{"type":"event_msg","payload":{"type":"task_complete","turn_id":"t1"}}"#;
+        assert_eq!(classify(Agent::Codex, done.as_bytes()), Entry::Ignored);
+        assert_eq!(
+            classify(Agent::Codex, done_without.as_bytes()),
+            Entry::Ignored
+        );
+    }
+}

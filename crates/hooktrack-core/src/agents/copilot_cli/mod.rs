@@ -113,6 +113,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         newest: "1.0.102",
         events_since: &[],
     },
+    plugin: None,
 };
 
 /// The Claude-style events Copilot 1.0.102 fires (`StopFailure` and `PostCompact` it does

@@ -103,3 +103,30 @@ pub(crate) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Even
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::agent::Agent;
+    use crate::event::Event;
+    use crate::transcript::{Entry, classify};
+
+    #[test]
+    fn copilot_rejected_call_end_is_a_marker_and_other_call_ends_are_not() {
+        let denied = r#"{"type":"tool.execution_complete","data":{"toolCallId":"call_c_r","turnId":"0","success":false,"error":{"message":"The user rejected this tool call.","code":"denied"}},"timestamp":"2026-12-02T01:45:18.806Z"}"#;
+        let done = r#"{"type":"tool.execution_complete","data":{"toolCallId":"call_c_t","turnId":"0","success":true,"result":{"content":"ok"}},"timestamp":"2026-12-02T01:45:06.503Z"}"#;
+        let failed = r#"{"type":"tool.execution_complete","data":{"toolCallId":"call_c_v","success":false,"error":{"message":"no such file","code":"failure"}}}"#;
+        let Entry::Marker(m) = classify(Agent::CopilotCli, denied.as_bytes()) else {
+            panic!("not a marker");
+        };
+        assert_eq!(m.name, "tool_denied");
+        assert!(
+            matches!(m.event, Event::ToolFailed { ref tool, interrupt: false, .. }
+                if tool.call_id.as_deref() == Some("call_c_r") && tool.name.is_none())
+        );
+        assert_eq!(classify(Agent::CopilotCli, done.as_bytes()), Entry::Ignored);
+        assert_eq!(
+            classify(Agent::CopilotCli, failed.as_bytes()),
+            Entry::Ignored
+        );
+    }
+}

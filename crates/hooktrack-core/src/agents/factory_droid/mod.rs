@@ -113,6 +113,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         newest: "0.225.2",
         events_since: &[],
     },
+    plugin: None,
 };
 
 /// The Claude-format events Factory Droid 0.225.2 fires.

@@ -106,6 +106,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         newest: "0.61.0",
         events_since: &[],
     },
+    plugin: None,
 };
 
 /// Gemini CLI 0.61.0's events.

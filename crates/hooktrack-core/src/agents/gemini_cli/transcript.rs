@@ -48,3 +48,33 @@ pub(crate) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Even
         },
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::agent::Agent;
+    use crate::transcript::tests_support::marker;
+    use crate::transcript::{Entry, classify};
+
+    #[test]
+    fn gemini_request_cancelled_info_is_the_marker() {
+        let line = r#"{"id":"x","timestamp":"2026-12-01T13:19:04.160Z","type":"info","content":"Request cancelled."}"#;
+        assert_eq!(marker(Agent::GeminiCli, line), Some("request_cancelled"));
+        assert_eq!(
+            classify(Agent::GeminiCli, br#"{"$set":{"lastUpdated":"x"}}"#),
+            Entry::Ignored
+        );
+        assert_eq!(classify(Agent::GeminiCli, b"not json"), Entry::Unreadable);
+    }
+
+    #[test]
+    fn a_failed_model_call_is_an_error_marker_and_the_notice_after_it_is_not() {
+        let gemini = r#"{"id":"x","timestamp":"2026-12-01T13:50:13.508Z","type":"error","content":"[API Error: {\"error\":{\"code\":400}}]"}"#;
+        assert_eq!(marker(Agent::GeminiCli, gemini), Some("error_message"));
+        let notice =
+            r#"{"type":"info","content":"This request failed. Press F12 for diagnostics."}"#;
+        assert_eq!(
+            classify(Agent::GeminiCli, notice.as_bytes()),
+            Entry::Ignored
+        );
+    }
+}

@@ -7,8 +7,8 @@
 use serde::Deserialize;
 
 use super::{
-    Descriptor, DetectRule, Headless, InstallFacts, PluginLoading, PreflightFacts, Versions,
-    opencode,
+    Descriptor, DetectRule, Headless, InstallFacts, Plugin, PluginLoading, PreflightFacts,
+    Versions, opencode,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::row::Row;
@@ -59,6 +59,12 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         newest: "7.7.7",
         events_since: &[],
     },
+    // OpenCode's plugin, unchanged: the same bus events in the same shapes.
+    plugin: Some(Plugin {
+        source: opencode::PLUGIN_SOURCE,
+        loading: PLUGIN_LOADING,
+        exclusion: None,
+    }),
 };
 
 /// Kilo 7.7.7 skips every external plugin when `KILO_PURE` is `1` or `true` or with

@@ -69,6 +69,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         newest: "1.52.0",
         events_since: &[],
     },
+    plugin: None,
 };
 
 /// Kimi CLI 1.52's 13 events (an unknown event name fails its startup).
@@ -102,4 +103,23 @@ fn plain_uuid(row: &Row<'_>) -> Option<&'static str> {
     } else {
         "plain-uuid session_id, no client_type, no transcript_path (Kimi CLI 1.x)"
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::agent::Agent;
+    use crate::transcript::{Entry, classify};
+
+    #[test]
+    fn kimi_cli_writes_nothing_hooktrack_follows() {
+        // Kimi Code's wire file is followed; Kimi CLI 1.x's lines are not read.
+        let gemini = r#"{"id":"x","timestamp":"2026-12-01T13:19:04.160Z","type":"info","content":"Request cancelled."}"#;
+        let wire = r#"{"type":"turn.ended","agentId":"main","turnId":1,"reason":"cancelled","durationMs":9264,"time":1796171745762}"#;
+        for line in [gemini, wire] {
+            assert_eq!(
+                classify(Agent::KimiCli, line.as_bytes()),
+                Entry::NotFollowed
+            );
+        }
+    }
 }

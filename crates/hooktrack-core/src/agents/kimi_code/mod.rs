@@ -140,6 +140,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         newest: "2.1.0",
         events_since: &[],
     },
+    plugin: None,
 };
 
 /// The pinned 20-name enum (contract section 3).

@@ -60,3 +60,45 @@ pub(crate) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Even
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::agent::Agent;
+    use crate::event::{Event, TurnId};
+    use crate::time::Timestamp;
+    use crate::transcript::tests_support::marker;
+    use crate::transcript::{Entry, classify, entry_time};
+
+    #[test]
+    fn kimi_code_wire_turn_ends_and_a_blocked_prompt_are_markers_timed_by_their_millis() {
+        // Lines as Kimi Code 2.1.0 writes them (kimi-code-2.1.0-wire-* recordings).
+        let cancelled = r#"{"type":"turn.ended","agentId":"main","turnId":1,"reason":"cancelled","durationMs":9264,"time":1796171745762}"#;
+        let completed = r#"{"type":"turn.ended","agentId":"main","turnId":0,"reason":"completed","durationMs":3344,"time":1796171859466}"#;
+        let blocked = r#"{"type":"prompt.completed","agentId":"main","promptId":"msg_1","finishedAt":"2026-12-02T00:35:53.822Z","reason":"blocked","time":1796171753822}"#;
+        let step_end = r#"{"turnId":0,"outcome":"done","type":"agent.turn.ended","time":1796171857600,"kind":"event"}"#;
+        let done = r#"{"type":"prompt.completed","agentId":"main","promptId":"msg_2","reason":"completed","time":1796171859552}"#;
+        assert_eq!(marker(Agent::KimiCode, cancelled), Some("turn_cancelled"));
+        assert_eq!(marker(Agent::KimiCode, completed), Some("turn_completed"));
+        assert_eq!(marker(Agent::KimiCode, blocked), Some("prompt_blocked"));
+        assert_eq!(
+            classify(Agent::KimiCode, step_end.as_bytes()),
+            Entry::Ignored
+        );
+        assert_eq!(classify(Agent::KimiCode, done.as_bytes()), Entry::Ignored);
+        let Entry::Marker(m) = classify(Agent::KimiCode, cancelled.as_bytes()) else {
+            panic!("not a marker");
+        };
+        assert_eq!(
+            m.event,
+            Event::Interrupted {
+                turn_id: Some(TurnId::Int(1)),
+                reason: Some("cancelled".into())
+            }
+        );
+        assert_eq!(m.at, Some(Timestamp::from_millis(1_796_171_745_762)));
+        assert_eq!(
+            entry_time(step_end.as_bytes()),
+            Some(Timestamp::from_millis(1_796_171_857_600))
+        );
+    }
+}

@@ -8,7 +8,7 @@
 pub(crate) mod adapter;
 
 use super::{
-    Descriptor, DetectRule, Headless, InstallFacts, PluginLoading, PreflightFacts, Versions,
+    Descriptor, DetectRule, Headless, InstallFacts, Plugin, PluginLoading, PreflightFacts, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
@@ -68,7 +68,22 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         newest: "1.18.33",
         events_since: &[],
     },
+    plugin: Some(Plugin {
+        source: PLUGIN_SOURCE,
+        loading: PLUGIN_LOADING,
+        // No config key turns a file in `plugin/` off.
+        exclusion: None,
+    }),
 };
+
+/// The plugin (`plugin.js`), loaded from `plugin/` as an ES module whose export OpenCode
+/// calls once: its `event` handler sees every bus event. It forwards those of `EVENTS`
+/// one process at a time in the agent's order, never awaited (every failure swallowed),
+/// and hands over what is still queued synchronously when the agent exits. It drops the
+/// status repeats OpenCode publishes (the same session or tool-call status again) and
+/// names a child session's events by the root session, the child as `agent_id` (a
+/// subagent).
+pub const PLUGIN_SOURCE: &str = include_str!("plugin.js");
 
 /// OpenCode 1.18.33 skips every external plugin (hooktrack's is one; its built-in ones are
 /// not) when `OPENCODE_PURE` is `1` or `true`, and `--pure` sets that variable before any

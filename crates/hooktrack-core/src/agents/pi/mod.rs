@@ -9,18 +9,27 @@
 pub(crate) mod adapter;
 
 use super::{
-    Descriptor, DetectRule, Headless, InstallFacts, PluginLoading, PreflightFacts, Versions,
+    Descriptor, DetectRule, Headless, InstallFacts, Plugin, PluginExclusion, PluginLoading,
+    PreflightFacts, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
 use crate::provider::{Capabilities, Dialogs, PermissionAnswer};
 use crate::row::Row;
 
+/// The extension (`extension.ts`): the same queue and exit flush as OpenCode's plugin, on
+/// Pi's `pi.on(event, handler)`. Each handler returns at once (Pi awaits handlers in turn,
+/// so an awaited spawn would hold the agent), and forwards only the few fields of Pi's
+/// event hooktrack reads: Pi's events carry whole messages and tool outputs. Pi retries a
+/// failed model call by running its agent loop again with no prompt
+/// (`before_agent_start` fires only for a prompt): `agent_start` says which.
+pub const EXTENSION_SOURCE: &str = include_str!("extension.ts");
+
 /// Pi 0.73.1 skips every extension it would discover, hooktrack's among them, when started
 /// with `--no-extensions` or `-ne` (an extension named by `--extension PATH` still loads):
 /// seen for real, a headless run with either flag left no row but the launcher's. No
 /// environment variable does the same, and Pi has no command that lists what it loads; a
-/// `settings.json` exclusion is the other way, checked by the plugin writer.
+/// `settings.json` exclusion is the other way ([`PluginExclusion`]).
 pub const PLUGIN_LOADING: PluginLoading = PluginLoading {
     who: "Pi",
     env: &[],
@@ -90,6 +99,17 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         newest: "0.73.1",
         events_since: &[],
     },
+    plugin: Some(Plugin {
+        source: EXTENSION_SOURCE,
+        loading: PLUGIN_LOADING,
+        // `pi config` writes `-path` or `!pattern` into `settings.json`'s `extensions` to
+        // turn an extension off.
+        exclusion: Some(PluginExclusion {
+            file: "settings.json",
+            key: "extensions",
+            prefixes: &['-', '!'],
+        }),
+    }),
 };
 
 /// The events the extension forwards. Not forwarded: `turn_start` / `turn_end` (one per

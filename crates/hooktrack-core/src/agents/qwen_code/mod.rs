@@ -103,6 +103,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         newest: "0.24.4",
         events_since: &[],
     },
+    plugin: None,
 };
 
 /// Qwen Code 0.24.4's events (`IDLE_HOOK_EVENTS`), all but `MessageDisplay`, which fires

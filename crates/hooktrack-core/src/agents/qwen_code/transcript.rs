@@ -75,3 +75,34 @@ fn rejected(entry: &Map<String, Value>) -> Option<(&'static str, Event<'static>)
         },
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::agent::Agent;
+    use crate::transcript::tests_support::marker;
+    use crate::transcript::{Entry, classify};
+
+    #[test]
+    fn qwen_code_api_error_and_a_refused_call_are_markers() {
+        let error = r#"{"type":"system","subtype":"ui_telemetry","timestamp":"2026-12-01T23:14:34.359Z","systemPayload":{"uiEvent":{"event.name":"qwen-code.api_error","error_message":"400 mock model: scripted failure","error_type":"BadRequestError","status_code":400}}}"#;
+        let retried = error.replace("\"status_code\":400", "\"status_code\":429");
+        let refused = r#"{"type":"tool_result","timestamp":"2026-12-01T23:10:41.797Z","message":{"role":"user","parts":[{"functionResponse":{"id":"call_q_r","name":"run_shell_command","response":{"error":"[Operation Cancelled] Reason: User did not allow tool call"}}}]}}"#;
+        let escaped = refused.replace(
+            "User did not allow tool call",
+            "The tool had already completed",
+        );
+        assert_eq!(marker(Agent::QwenCode, error), Some("api_error"));
+        assert_eq!(
+            marker(Agent::QwenCode, refused),
+            Some("tool_call_not_allowed")
+        );
+        assert_eq!(
+            classify(Agent::QwenCode, retried.as_bytes()),
+            Entry::Ignored
+        );
+        assert_eq!(
+            classify(Agent::QwenCode, escaped.as_bytes()),
+            Entry::Ignored
+        );
+    }
+}

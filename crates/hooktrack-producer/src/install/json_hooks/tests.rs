@@ -1,9 +1,19 @@
 use std::path::PathBuf;
 
-use super::*;
-use crate::install::{Destination, Route};
+use hooktrack_core::agent::ConfigFormat;
 
-const JSON_AGENTS: [Agent; 3] = [Agent::ClaudeCode, Agent::Codex, Agent::GeminiCli];
+use super::*;
+use crate::install::{Destination, Route, facts};
+
+/// Every agent whose hooks are a JSON hooks table.
+fn json_agents() -> Vec<Agent> {
+    let agents: Vec<Agent> = Agent::ALL
+        .into_iter()
+        .filter(|a| a.config().format == ConfigFormat::JsonHooks)
+        .collect();
+    assert!(!agents.is_empty());
+    agents
+}
 
 fn observer() -> Observer {
     Observer {
@@ -26,7 +36,7 @@ fn installed(agent: Agent, text: &str) -> String {
 
 #[test]
 fn every_agent_validates_its_own_render() {
-    for agent in JSON_AGENTS {
+    for agent in json_agents() {
         let text = installed(agent, "");
         let v = validate(&text, agent, Some(&observer()), None).unwrap();
         assert_eq!(v.ours, agent.descriptor().hook_events_for(None).len());
@@ -37,97 +47,132 @@ fn every_agent_validates_its_own_render() {
 
 #[test]
 fn a_changed_entry_is_a_violation() {
-    let text = installed(Agent::GeminiCli, "");
-    let worse = text.replacen("\"timeout\": 5000", "\"timeout\": 5", 1);
-    assert!(
-        validate(&worse, Agent::GeminiCli, None, None)
-            .unwrap_err()
-            .contains("not an integer in 1000..=600000 (milliseconds)")
-    );
-    let other = text.replacen(
-        "--generation 3 --event 'BeforeTool'",
-        "--generation 4 --event 'BeforeTool'",
-        1,
-    );
-    assert!(
-        validate(&other, Agent::GeminiCli, Some(&observer()), None)
-            .unwrap_err()
-            .contains("not the one rendered")
-    );
-    assert!(
-        validate(&other, Agent::GeminiCli, None, None)
-            .unwrap_err()
-            .contains("more than one generation")
-    );
-    let moved = text.replacen("\"matcher\": \"\"", "\"matcher\": \"Bash\"", 1);
-    assert!(
-        validate(&moved, Agent::GeminiCli, None, None)
-            .unwrap_err()
-            .contains("empty matcher")
-    );
-    // An entry on an event the agent does not have.
-    let claude = installed(Agent::ClaudeCode, "");
-    assert!(
-        validate(&claude, Agent::Codex, None, None)
-            .unwrap_err()
-            .contains("not one of Codex CLI's 12 events")
-    );
+    for agent in json_agents() {
+        let text = installed(agent, "");
+        let install = agent.descriptor().install;
+        let second = install.timeout_unit.per_second();
+        let worse = text.replace(
+            &format!("\"timeout\": {}", install.timeout),
+            &format!("\"timeout\": {}", second - 1),
+        );
+        let expect = format!(
+            "not an integer in {}..={} ({})",
+            second,
+            600 * second,
+            install.timeout_unit.name()
+        );
+        let err = validate(&worse, agent, None, None).unwrap_err();
+        assert!(err.contains(&expect), "{agent}: {err:?}");
+        let other = text.replacen("--generation 3 ", "--generation 4 ", 1);
+        let err = validate(&other, agent, Some(&observer()), None).unwrap_err();
+        assert!(err.contains("not the one rendered"), "{agent}: {err:?}");
+        let err = validate(&other, agent, None, None).unwrap_err();
+        assert!(err.contains("more than one generation"), "{agent}: {err:?}");
+        // Out from under the every-occurrence matcher (or the missing one).
+        let mut settings = Settings::parse(&text).unwrap();
+        settings.root["hooks"][agent.hook_events()[0]][0]["matcher"] = "Bash".into();
+        let moved = settings.render().unwrap();
+        let err = validate(&moved, agent, None, None).unwrap_err();
+        assert!(err.contains("empty matcher"), "{agent}: {err:?}");
+    }
 }
 
+/// hooktrack's entry on an event the agent does not fire is a violation, whichever way
+/// the agent reads the events it does not know.
+#[test]
+fn an_entry_on_an_event_the_agent_lacks_is_a_violation() {
+    let mut pairs = 0;
+    for agent in json_agents() {
+        for other in json_agents() {
+            let Some(extra) = other
+                .hook_events()
+                .iter()
+                .find(|e| !agent.hook_events().contains(e))
+            else {
+                continue;
+            };
+            // hooktrack's own group, copied to the event the agent lacks.
+            let mut settings = Settings::parse(&installed(agent, "")).unwrap();
+            let first = agent.hook_events()[0];
+            let group = settings.root["hooks"][first].clone();
+            settings.root["hooks"][*extra] = group;
+            let text = settings.render().unwrap();
+            let err = validate(&text, agent, None, None).unwrap_err();
+            let expect = format!(
+                "a hooktrack entry on `{extra}`, which is not one of {}'s {} events",
+                agent.label(),
+                agent.hook_events().len()
+            );
+            assert!(
+                err.contains(&expect),
+                "{agent} with {other}'s {extra}: {err:?}"
+            );
+            pairs += 1;
+        }
+    }
+    assert!(pairs > 0);
+}
+
+/// What makes each agent ignore the whole file, as its install facts say.
 #[test]
 fn what_voids_the_file_for_each_agent() {
     let bad_entry = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command"}]}]}}"#;
-    assert!(
-        validate(bad_entry, Agent::ClaudeCode, None, None)
-            .unwrap_err()
-            .contains("`command` is missing")
-    );
-    assert!(validate(bad_entry, Agent::Codex, None, None).is_err());
-    assert!(validate(bad_entry, Agent::GeminiCli, None, None).is_ok());
     let no_hooks = r#"{"hooks": {"Stop": [{"matcher": "x"}]}}"#;
-    assert!(
-        validate(no_hooks, Agent::ClaudeCode, None, None)
-            .unwrap_err()
-            .contains("`hooks` is missing")
-    );
-    assert!(validate(no_hooks, Agent::Codex, None, None).is_ok());
     let float = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "timeout": 1.5}]}]}}"#;
-    assert!(validate(float, Agent::ClaudeCode, None, None).is_ok());
-    assert!(
-        validate(float, Agent::Codex, None, None)
-            .unwrap_err()
-            .contains("whole number")
-    );
+    let script = r#"{"hooks": {"Stop": [{"hooks": [{"type": "script"}]}]}}"#;
     let extra = r#"{"hooks": {}, "version": 1}"#;
-    assert!(
-        validate(extra, Agent::Codex, None, None)
-            .unwrap_err()
-            .contains("`version`")
-    );
-    assert!(validate(extra, Agent::ClaudeCode, None, None).is_ok());
-    // Codex does not read event names it does not know.
     let unknown = r#"{"hooks": {"Later": 3}}"#;
-    assert!(validate(unknown, Agent::Codex, None, None).is_ok());
-    assert!(validate(unknown, Agent::ClaudeCode, None, None).is_err());
-    assert!(
-        validate(
-            r#"{"disableAllHooks": true}"#,
-            Agent::ClaudeCode,
-            None,
-            None
-        )
-        .unwrap_err()
-        .contains("runs no hook")
-    );
-    assert!(
-        validate(
-            r#"{"hooksConfig": {"enabled": false}}"#,
-            Agent::GeminiCli,
-            None,
-            None
-        )
-        .is_err()
-    );
+    for agent in json_agents() {
+        let install = agent.descriptor().install;
+        let schema = install.schema;
+        let strict = facts::strict_about(agent, "Stop");
+        let voids = |text: &str| validate(text, agent, None, None).err();
+        let err = voids(bad_entry);
+        assert_eq!(err.is_some(), strict, "{agent}: {err:?}");
+        if let Some(err) = err {
+            assert!(err.contains("`command` is missing"), "{agent}: {err:?}");
+            assert!(err.contains(install.strictness), "{agent}: {err:?}");
+        }
+        let err = voids(no_hooks);
+        assert_eq!(err.is_some(), strict && !schema.hooks_optional, "{agent}");
+        if let Some(err) = err {
+            assert!(err.contains("`hooks` is missing"), "{agent}: {err:?}");
+        }
+        let err = voids(float);
+        assert_eq!(err.is_some(), strict && schema.whole_timeouts, "{agent}");
+        if let Some(err) = err {
+            assert!(err.contains("whole number"), "{agent}: {err:?}");
+        }
+        let err = voids(script);
+        let known = schema.entry_types.is_none_or(|t| t.contains(&"script"));
+        assert_eq!(err.is_some(), strict && !known, "{agent}");
+        let err = voids(extra);
+        let refused = install
+            .top_level_keys
+            .is_some_and(|keys| !keys.contains(&"version"));
+        assert_eq!(err.is_some(), refused, "{agent}");
+        if let Some(err) = err {
+            assert!(err.contains("`version`"), "{agent}: {err:?}");
+        }
+        // An event name the agent does not know: only an agent strict about every event
+        // reads it.
+        let err = voids(unknown);
+        assert_eq!(
+            err.is_some(),
+            facts::strict_about(agent, "Later"),
+            "{agent}"
+        );
+        for switch in install.off_switches {
+            let mut doc = serde_json::json!(switch.off_when);
+            for key in switch.path.iter().rev() {
+                doc = serde_json::json!({ *key: doc });
+            }
+            let err = voids(&doc.to_string());
+            let err = err.unwrap_or_else(|| panic!("{agent}: {doc}"));
+            assert!(err.contains("runs no hook"), "{agent}: {err:?}");
+            assert!(err.contains(switch.why), "{agent}: {err:?}");
+        }
+    }
 }
 
 #[test]
@@ -147,9 +192,18 @@ fn layouts_round_trip() {
 #[test]
 fn strip_removes_only_what_it_emptied() {
     let user = r#"{"z": 1, "hooks": {"Stop": [], "PreToolUse": [{"matcher": "Bash", "hooks": []}]}, "a": 2}"#;
-    let text = installed(Agent::ClaudeCode, user);
+    let Some(agent) = json_agents()
+        .into_iter()
+        .find(|a| a.descriptor().install.schema.matcher && a.hook_events().contains(&"Stop"))
+    else {
+        panic!("no agent with a `Stop` event and matcher groups");
+    };
+    let text = installed(agent, user);
     let mut s = Settings::parse(&text).unwrap();
-    assert_eq!(s.strip(|_| true), 28);
+    assert_eq!(
+        s.strip(|_| true),
+        agent.descriptor().hook_events_for(None).len()
+    );
     // The user's empty matcher group stays; the `Stop` list hooktrack filled and
     // emptied again goes (the same meaning to Claude Code).
     assert_eq!(
@@ -174,11 +228,12 @@ fn refusals_name_the_cause() {
         Settings::parse(r#"{"hooks": []}"#).unwrap_err().to_string(),
         "has a `hooks` that is an array, not an object"
     );
-    let mut s = Settings::parse(r#"{"hooks": {"Stop": {}}}"#).unwrap();
-    assert_eq!(
-        s.add(Agent::ClaudeCode, &observer())
-            .unwrap_err()
-            .to_string(),
-        "has a `hooks.Stop` that is an object, not a list of matcher groups"
-    );
+    for agent in json_agents() {
+        let event = agent.hook_events()[0];
+        let mut s = Settings::parse(&format!(r#"{{"hooks": {{"{event}": {{}}}}}}"#)).unwrap();
+        assert_eq!(
+            s.add(agent, &observer()).unwrap_err().to_string(),
+            format!("has a `hooks.{event}` that is an object, not a list of matcher groups")
+        );
+    }
 }

@@ -1,7 +1,24 @@
 use std::path::PathBuf;
 
+use hooktrack_core::agent::ConfigFormat;
+
 use super::*;
 use crate::install::{Destination, Route};
+
+/// Every agent whose hooks are Kimi's TOML block.
+fn toml_agents() -> Vec<Agent> {
+    let agents: Vec<Agent> = Agent::ALL
+        .into_iter()
+        .filter(|a| a.config().format == ConfigFormat::TomlHooks)
+        .collect();
+    assert!(!agents.is_empty());
+    agents
+}
+
+/// Whether the agent reads its entries with Kimi Code's one strict schema.
+fn strict(agent: Agent) -> bool {
+    agent.descriptor().install.unknown_entry_keys_fatal
+}
 
 fn observer() -> Observer {
     Observer {
@@ -16,8 +33,8 @@ fn observer() -> Observer {
 }
 
 #[test]
-fn the_block_parses_and_validates_for_both_variants() {
-    for variant in [Agent::KimiCode, Agent::KimiCli] {
+fn the_block_parses_and_validates_for_every_agent() {
+    for variant in toml_agents() {
         let text = merge_block(variant, &observer(), "", None);
         let v = validate(&text, variant, Some(&observer())).unwrap();
         assert_eq!(v.ours, variant.hook_events().len());
@@ -29,36 +46,44 @@ fn the_block_parses_and_validates_for_both_variants() {
 
 #[test]
 fn the_command_survives_toml_and_shell_quoting() {
-    let text = merge_block(Agent::KimiCli, &observer(), "", None);
-    let table: toml::Table = toml::from_str(&text).unwrap();
-    let first = &table["hooks"].as_array().unwrap()[0];
-    assert_eq!(
-        first["command"].as_str().unwrap(),
-        "'/opt/it'\\''s here/hooktrack' emit --url 'http://127.0.0.1:4242/events' --dir '/s/hook-observation/kimi' --provider 'kimi-cli' --generation 3 --event 'PreToolUse'"
-    );
+    for agent in toml_agents() {
+        let text = merge_block(agent, &observer(), "", None);
+        let table: toml::Table = toml::from_str(&text).unwrap();
+        let first = &table["hooks"].as_array().unwrap()[0];
+        assert_eq!(
+            first["command"].as_str().unwrap(),
+            format!(
+                "'/opt/it'\\''s here/hooktrack' emit --url 'http://127.0.0.1:4242/events' --dir '/s/hook-observation/kimi' --provider '{}' --generation 3 --event '{}'",
+                agent.store_name(),
+                first["event"].as_str().unwrap()
+            )
+        );
+    }
 }
 
 #[test]
 fn a_text_without_final_newline_gets_it_back_on_strip() {
     let base = "a = 1";
-    let merged = merge_block(Agent::KimiCode, &observer(), base, None);
-    assert!(
-        merged.starts_with(
+    for agent in toml_agents() {
+        let merged = merge_block(agent, &observer(), base, None);
+        assert!(merged.starts_with(
             "a = 1\n# >>> hooktrack kimi observer (generation 3, newline added) >>>\n"
-        )
-    );
-    let (stripped, block) = strip_block(&merged).unwrap();
-    assert_eq!(stripped, base);
-    assert_eq!(block.unwrap().generation, Some(3));
+        ));
+        let (stripped, block) = strip_block(&merged).unwrap();
+        assert_eq!(stripped, base);
+        assert_eq!(block.unwrap().generation, Some(3));
+    }
 }
 
 #[test]
 fn replacing_keeps_the_place() {
     let base = "a = 1\n\n[x]\ny = 2\n";
-    let merged = merge_block(Agent::KimiCode, &observer(), base, Some(6));
-    let (stripped, block) = strip_block(&merged).unwrap();
-    assert_eq!(stripped, base);
-    assert_eq!(block.unwrap().start, 6);
+    for agent in toml_agents() {
+        let merged = merge_block(agent, &observer(), base, Some(6));
+        let (stripped, block) = strip_block(&merged).unwrap();
+        assert_eq!(stripped, base);
+        assert_eq!(block.unwrap().start, 6);
+    }
 }
 
 #[test]
@@ -79,62 +104,73 @@ fn broken_markers_are_named() {
 
 #[test]
 fn violations() {
-    let bad_event = "[[hooks]]\nevent = \"TurnStarted\"\ncommand = \"x\"\n";
-    assert!(
-        validate(bad_event, Agent::KimiCli, None)
-            .unwrap_err()
-            .contains("not one of Kimi CLI 1.x's 13 events")
-    );
-    assert!(validate(bad_event, Agent::KimiCode, None).is_ok());
-    let bad_key = "[[hooks]]\nevent = \"Stop\"\ncommand = \"x\"\nwhen = 1\n";
-    assert!(
-        validate(bad_key, Agent::KimiCode, None)
-            .unwrap_err()
-            .contains("unknown key `when`")
-    );
-    assert!(validate(bad_key, Agent::KimiCli, None).is_ok());
-    let bad_timeout = "[[hooks]]\nevent = \"Stop\"\ncommand = \"x\"\ntimeout = 0\n";
-    assert!(
-        validate(bad_timeout, Agent::KimiCode, None)
-            .unwrap_err()
-            .contains("outside 1..=600")
-    );
-    let float_timeout = "[[hooks]]\nevent = \"Stop\"\ncommand = \"x\"\ntimeout = 5.0\n";
-    // Kimi Code 2.1.0 runs it (`kimi doctor` agrees); for Kimi CLI hooktrack keeps
-    // asking for an integer.
-    assert!(validate(float_timeout, Agent::KimiCode, None).is_ok());
-    assert!(validate(float_timeout, Agent::KimiCli, None).is_err());
-    assert!(validate("hooks = 3\n", Agent::KimiCode, None).is_err());
-    assert!(validate("[[hooks]\n", Agent::KimiCode, None).is_err());
+    let entry = |rest: &str| format!("[[hooks]]\nevent = \"Stop\"\ncommand = \"x\"\n{rest}");
+    for agent in toml_agents() {
+        // An event the agent does not fire.
+        let event = "NoSuchEvent";
+        assert!(!agent.hook_events().contains(&event));
+        let bad_event = format!("[[hooks]]\nevent = \"{event}\"\ncommand = \"x\"\n");
+        let err = validate(&bad_event, agent, None).unwrap_err();
+        let named = format!(
+            "not one of {}'s {} events",
+            agent.label(),
+            agent.hook_events().len()
+        );
+        assert!(err.contains(&named), "{agent}: {err:?}");
+        // An unknown key voids the section only where the descriptor says so.
+        let bad_key = validate(&entry("when = 1\n"), agent, None);
+        if strict(agent) {
+            assert!(
+                bad_key.unwrap_err().contains("unknown key `when`"),
+                "{agent}"
+            );
+        } else {
+            assert!(bad_key.is_ok(), "{agent}");
+        }
+        let bad_timeout = validate(&entry("timeout = 0\n"), agent, None);
+        assert!(
+            bad_timeout.unwrap_err().contains("outside 1..=600"),
+            "{agent}"
+        );
+        // The strict schema takes a float with no fraction (Kimi Code 2.1.0 runs it,
+        // `kimi doctor` agrees); otherwise hooktrack keeps asking for an integer.
+        let float_timeout = validate(&entry("timeout = 5.0\n"), agent, None);
+        assert_eq!(float_timeout.is_ok(), strict(agent), "{agent}");
+        assert!(validate("hooks = 3\n", agent, None).is_err(), "{agent}");
+        assert!(validate("[[hooks]\n", agent, None).is_err(), "{agent}");
+    }
 }
 
-/// Kimi Code 2.1.0's own schema (`kimi doctor`, and whether a hook then runs): an empty
-/// command voids the section, a float timeout with no fraction is accepted.
+/// The strict schema, as Kimi Code 2.1.0 reads its entries (`kimi doctor`, and whether a
+/// hook then runs): an empty command voids the section, a float timeout with no fraction
+/// is accepted. A lenient agent is asked for an integer.
 #[test]
-fn kimi_code_entries_are_read_as_kimi_code_reads_them() {
+fn strict_entries_are_read_as_the_agent_reads_them() {
     let entry = |rest: &str| format!("[[hooks]]\nevent = \"Stop\"\n{rest}\n");
-    let code = |rest: &str| validate(&entry(rest), Agent::KimiCode, None);
-    let err = code("command = \"\"").unwrap_err().to_string();
-    assert!(err.contains("`command` is empty"), "{err}");
-    assert!(code("command = \"   \"").is_ok());
-    assert!(code("command = \"true\"\ntimeout = 5.0").is_ok());
-    assert!(code("command = \"true\"\ntimeout = 600.0").is_ok());
-    for bad in [
-        "timeout = 5.5",
-        "timeout = 0.0",
-        "timeout = 601.0",
-        "timeout = 0",
-    ] {
-        assert!(
-            code(&format!("command = \"true\"\n{bad}")).is_err(),
-            "{bad}"
-        );
+    for agent in toml_agents() {
+        let read = |rest: &str| validate(&entry(rest), agent, None);
+        if !strict(agent) {
+            assert!(
+                read("command = \"true\"\ntimeout = 5.0").is_err(),
+                "{agent}"
+            );
+            continue;
+        }
+        let err = read("command = \"\"").unwrap_err().to_string();
+        assert!(err.contains("`command` is empty"), "{err}");
+        assert!(read("command = \"   \"").is_ok());
+        assert!(read("command = \"true\"\ntimeout = 5.0").is_ok());
+        assert!(read("command = \"true\"\ntimeout = 600.0").is_ok());
+        for bad in [
+            "timeout = 5.5",
+            "timeout = 0.0",
+            "timeout = 601.0",
+            "timeout = 0",
+        ] {
+            assert!(
+                read(&format!("command = \"true\"\n{bad}")).is_err(),
+                "{bad}"
+            );
+        }
     }
-    // For Kimi CLI 1.x hooktrack keeps asking for an integer.
-    let cli = validate(
-        &entry("command = \"true\"\ntimeout = 5.0"),
-        Agent::KimiCli,
-        None,
-    );
-    assert!(cli.is_err());
 }
