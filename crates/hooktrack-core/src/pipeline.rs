@@ -441,6 +441,11 @@ impl Pipeline {
         &self.diagnostics
     }
 
+    /// Counts a guess the tracker made about this session (not one of its lines).
+    pub(crate) fn count(&mut self, diag: Diag) {
+        self.diagnostics.bump(diag);
+    }
+
     /// The turn ledger: `closed` (the turns the steps reported ended) with the turns
     /// still open now, in turn order.
     pub fn ledger(&self, mut closed: Vec<TurnRecord>) -> Vec<TurnRecord> {
