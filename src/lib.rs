@@ -115,6 +115,12 @@ pub mod tracker {
     pub use hooktrack_core::tracker::*;
 }
 
+/// What the tracker asks its driver to read and watch, and the limits every driver reads
+/// with (`Tracker::take_requests`).
+pub mod follow {
+    pub use hooktrack_core::follow::*;
+}
+
 /// Following a file by offset: the tailer's notices and the checkpoint a follower resumes
 /// from.
 pub mod tail {

@@ -215,7 +215,15 @@ impl Follows {
     /// Lets go the least recently active open file past [`MAX_FOLLOWED`] (never
     /// `keep`'s, just opened).
     fn bound(&mut self, keep: usize) -> Option<usize> {
-        let open = |s: &PerSession| matches!(s.file, Some(Followed { state: FileState::Open, .. }));
+        let open = |s: &PerSession| {
+            matches!(
+                s.file,
+                Some(Followed {
+                    state: FileState::Open,
+                    ..
+                })
+            )
+        };
         if self.sessions.iter().filter(|s| open(s)).count() <= MAX_FOLLOWED {
             return None;
         }

@@ -475,6 +475,99 @@ mod tests {
         assert_eq!(second[0].at.map(|t| t.as_millis()), one);
     }
 
+    fn feed_rows(tracker: &mut Tracker, rows: &[&str]) {
+        for (i, row) in rows.iter().enumerate() {
+            let mut sink = |_: FedLine<'_, '_>| Ok::<(), ()>(());
+            let number = i as u64 + 1;
+            match crate::row::parse_line(row.as_bytes()) {
+                Ok(mut row) => tracker.feed_hook(number, Ok(&mut row), false, &mut sink),
+                Err(e) => tracker.feed_hook(number, Err(e), false, &mut sink),
+            }
+            .unwrap();
+        }
+    }
+
+    fn claude(session: &str, event: &str, at: u32, pid: u32) -> String {
+        format!(
+            r#"{{"v":1,"provider":"claude","received_at":"2026-01-01T00:00:{at:02}.000Z","event":"{event}","agent_pid":{pid},"payload":{{"hook_event_name":"{event}","session_id":"{session}","transcript_path":"/t/{session}.jsonl"}}}}"#
+        )
+    }
+
+    /// The tracker asks for each session's own file and pid once, and a line read from a
+    /// session's file goes to that session, whichever session wrote last.
+    #[test]
+    fn each_session_is_asked_its_own_file_and_pid_and_gets_its_own_lines() {
+        use crate::follow::{Offset, Place, Request};
+        let mut tracker = Tracker::new(TrackerConfig::default());
+        let rows = [
+            claude("a", "SessionStart", 1, 10),
+            claude("b", "SessionStart", 2, 20),
+            claude("a", "Stop", 3, 10),
+        ];
+        feed_rows(
+            &mut tracker,
+            &rows.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        let follow = |session: usize, name: &str| Request::Follow {
+            session,
+            place: Place::Named(format!("/t/{name}.jsonl")),
+            from: Offset::default(),
+        };
+        assert_eq!(
+            tracker.take_requests(),
+            [
+                Request::WatchPid {
+                    session: 0,
+                    pid: 10
+                },
+                follow(0, "a"),
+                Request::WatchPid {
+                    session: 1,
+                    pid: 20
+                },
+                follow(1, "b"),
+            ]
+        );
+        // b wrote last; a line of a's file goes to a.
+        feed_rows(&mut tracker, &[&claude("b", "Stop", 4, 20)]);
+        assert!(tracker.take_requests().is_empty());
+        let line = br#"{"type":"user","timestamp":"2026-01-01T00:00:05Z"}"#.to_vec();
+        tracker.transcript_read(
+            0,
+            vec![(1, line)],
+            Offset {
+                bytes: 52,
+                lines: 1,
+            },
+        );
+        let mut sessions = Vec::new();
+        tracker
+            .flush_transcript(&mut |l| {
+                sessions.push(l.session);
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+        assert_eq!(sessions, [0]);
+        // A pid's end counts when it was seen, or at the last row if never seen running.
+        let now = Timestamp::from_millis(1_767_225_700_000);
+        let mut sink = |_: FedLine<'_, '_>| Ok::<(), ()>(());
+        let seen = tracker
+            .pid_ended(
+                1,
+                20,
+                crate::follow::PidEnd::GoneAtFirstLook,
+                now,
+                &mut sink,
+            )
+            .unwrap();
+        assert_eq!(seen.map(|s| s.at.as_millis()), Some(1_767_225_604_000));
+        // Once.
+        let again = tracker
+            .pid_ended(1, 20, crate::follow::PidEnd::SeenRunning, now, &mut sink)
+            .unwrap();
+        assert_eq!(again, None);
+    }
+
     #[test]
     fn a_transcript_line_goes_before_the_first_row_received_later() {
         let mut tracker = Tracker::new(TrackerConfig::default());

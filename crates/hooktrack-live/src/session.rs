@@ -155,7 +155,7 @@ const SKIMMED: &[u8] = b"{}";
 #[derive(Debug)]
 enum FileSlot {
     /// Open, read at every poll: its path as named, its tailer.
-    Open { path: String, tailer: Tailer },
+    Open { path: String, tailer: Box<Tailer> },
     /// A session file not found yet under the agent's home: looked for at every full poll.
     Unresolved { file: SessionFile, id: String },
     /// Closed (let go for a more recently active session's, or unreadable): where it
@@ -445,8 +445,18 @@ impl Session {
             .collect()
     }
 
+    /// The current agent session's counters.
     pub fn diagnostics(&self) -> &Diagnostics {
         self.tracker.pipeline().diagnostics()
+    }
+
+    /// The counters of agent session `index` (in the order of their first rows, as
+    /// [`Update::sessions`]), if there is one.
+    pub fn session_diagnostics(&self, index: usize) -> Option<&Diagnostics> {
+        self.tracker
+            .sessions()
+            .get(index)
+            .map(|s| s.pipeline.diagnostics())
     }
 
     /// What set each posture fact (source, event, line).
@@ -545,7 +555,7 @@ impl Session {
             .map_or(&[][..], |t| t.needles);
         self.files[session] = Some(FileSlot::Open {
             path,
-            tailer: tailer.skimming(needles),
+            tailer: Box::new(tailer.skimming(needles)),
         });
     }
 
