@@ -365,7 +365,7 @@ fn past_32_sessions_the_least_recent_file_is_let_go_and_read_on_by_offset() {
 
 /// An agent's end seen live from the pid its rows name: the session's open turn ends
 /// `terminal_gap` at once, and the end is handed out once for the store
-/// (`Session::take_process_ends`). Appended as the launcher's `process_ended` row naming
+/// (`Update::process_ends`). Appended as the launcher's `process_ended` row naming
 /// the session, it is read back as no news, and a replay of the store gives the ledger the
 /// live session showed; the other session is untouched.
 #[test]
@@ -403,12 +403,12 @@ fn a_process_end_seen_live_is_handed_out_for_the_store_and_replays_the_same() {
             .collect::<Vec<_>>(),
     );
     store.rows(&store.started(1, 1_500));
-    live.poll(store.at(2_000));
-    assert!(live.take_process_ends().is_empty(), "running");
+    let ends =
+        |update: Option<hooktrack::Update>| update.map(|u| u.process_ends).unwrap_or_default();
+    assert!(ends(live.poll(store.at(2_000))).is_empty(), "running");
     agent.0.kill().expect("kill");
     agent.0.wait().expect("reap");
-    live.poll(store.at(3_000));
-    let ends = live.take_process_ends();
+    let ends = ends(live.poll(store.at(3_000)));
     assert_eq!(ends.len(), 1, "{ends:?}");
     let end = &ends[0];
     assert_eq!(
@@ -417,7 +417,11 @@ fn a_process_end_seen_live_is_handed_out_for_the_store_and_replays_the_same() {
     );
     // Seen running at the last poll: it counts from when its end was seen.
     assert_eq!(end.at, store.at(3_000));
-    assert!(live.take_process_ends().is_empty(), "handed out once");
+    let later = live.poll(store.at(3_100));
+    assert!(
+        later.is_none_or(|u| u.process_ends.is_empty()),
+        "handed out once"
+    );
     let ledger = live.ledger();
     assert_eq!(
         ledger.iter().map(|t| t.result).collect::<Vec<_>>(),
@@ -429,8 +433,8 @@ fn a_process_end_seen_live_is_handed_out_for_the_store_and_replays_the_same() {
         &store.paths.events,
         &[String::from_utf8(row).expect("utf-8").trim_end().to_owned()],
     );
-    live.poll(store.at(4_000));
-    assert!(live.take_process_ends().is_empty());
+    let read_back = live.poll(store.at(4_000));
+    assert!(read_back.is_none_or(|u| u.process_ends.is_empty()));
     assert_eq!(live.ledger(), ledger);
     assert_eq!(replayed_ledger(&store.replay()), ledger);
 }

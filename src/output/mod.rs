@@ -194,7 +194,8 @@ pub fn replay_threaded<R: BufRead + Send, W: Write>(
 /// adds `"sessions": [...]`, each session's id and finals; html pictures the log as one
 /// stream (one time axis, one ledger). A log of one session gives the same bytes either
 /// way. Returns the first session's report, the others in [`Report::other_sessions`].
-/// Transcript lines go to the session of the hook row before them.
+/// Transcript lines go to the session whose rows named their file (see
+/// [`Transcripts::add_file_of`]).
 pub fn replay_with<R: BufRead + Send, W: Write>(
     input: R,
     source_name: &str,

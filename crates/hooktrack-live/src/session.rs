@@ -131,7 +131,7 @@ pub struct Session {
     process: Option<ProcessWatch>,
     /// Per agent session (the tracker's index): the watch of the pid its rows name.
     agents: Vec<Option<AgentWatch>>,
-    /// Process ends seen here that no row of the store holds yet.
+    /// Process ends seen in this poll, for its [`Update::process_ends`].
     ended: Vec<SeenEnd>,
     /// The collector `collector.json` says is running, to see it gone (`kill -9` of its
     /// process leaves the record saying `running`).
@@ -285,16 +285,6 @@ impl Session {
             .collect()
     }
 
-    /// The ends of agent processes (each session's `agent_pid`) this session saw that no
-    /// row of the store holds yet, oldest first; each is handed out once. A caller that may
-    /// write the store appends each as a `process_ended` row
-    /// (`hooktrack_core::envelope::process_ended_row`, with its `session_id` and time), so
-    /// a replay of the store ends what this session ended; when that row is read back it
-    /// is no news.
-    pub fn take_process_ends(&mut self) -> Vec<SeenEnd> {
-        std::mem::take(&mut self.ended)
-    }
-
     /// Adds a notice to the next update.
     pub fn notice(&mut self, notice: SessionNotice) {
         self.pending.push(notice);
@@ -360,8 +350,14 @@ impl Session {
             }
         }
         self.save_checkpoint(&mut notices);
-        self.view
-            .update(&mut self.tracker, now, read_lines, notices)
+        let mut update = self
+            .view
+            .update(&mut self.tracker, now, read_lines, notices);
+        // An end always comes with its notice, so with an update.
+        if let Some(update) = &mut update {
+            update.process_ends = std::mem::take(&mut self.ended);
+        }
+        update
     }
 
     /// The periodic re-check, cheaper than [`Session::poll`] on an idle store: when the
@@ -646,7 +642,7 @@ impl Session {
     /// Settles the end of each agent session's process the tracker asked to watch (the
     /// `agent_pid` its rows name): the tracker times it and ends an open turn
     /// `terminal_gap`, presence becomes absent, with a [`SessionNotice::ProcessEnded`]; the
-    /// end waits in [`Session::take_process_ends`] for the store. A pid that now names a
+    /// end goes out in [`Update::process_ends`] for the store. A pid that now names a
     /// process started after the session's last row was reused: that agent is gone too.
     /// True if any ended.
     fn poll_agents(&mut self, now: Timestamp, notices: &mut Vec<SessionNotice>) -> bool {
