@@ -4,7 +4,8 @@
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use hooktrack_core::follow::MAX_TRANSCRIPT_BYTES;
+use hooktrack_core::agent::Agent;
+use hooktrack_core::follow::{MAX_TRANSCRIPT_BYTES, Named};
 use hooktrack_core::row::{MAX_LINE_BYTES, parse_line};
 use memchr::{memchr, memmem, memrchr};
 
@@ -53,9 +54,13 @@ pub fn load_transcripts<R: Read>(input: R, lookup: &TranscriptLookup<'_>) -> Tra
         let Ok(row) = parse_line(bytes) else {
             return;
         };
+        // A subagent's row names nothing of its session's (see `Named::by`).
         if row.payload.agent_id.is_some() {
             return;
         }
+        // The transcript a row names does not depend on its agent; its session file does,
+        // and is looked for only where no transcript is named.
+        let says = Named::by(&row, Agent::ASSUMED);
         if let Some(id) = row.payload.session_id.as_deref() {
             if subagents.iter().any(|known| known == id) {
                 return;
@@ -70,16 +75,15 @@ pub fn load_transcripts<R: Read>(input: R, lookup: &TranscriptLookup<'_>) -> Tra
                 return;
             }
         }
-        if let Some(path) = row.payload.transcript_path.as_deref() {
+        if let Some(path) = says.transcript {
             let path = PathBuf::from(path);
             if !named.iter().any(|(known, _)| *known == path) {
                 let session = row.payload.session_id.as_deref().map(str::to_owned);
                 named.push((path, session));
             }
         } else if in_dir
-            && let Some(id) = row.payload.session_id.as_deref()
             && let Some((agent, _)) = detect(&row)
-            && let Some(file) = agent.descriptor().transcript.and_then(|t| t.session_file)
+            && let Some((file, id)) = Named::by(&row, agent).session_file
             && !sessions.iter().any(|(_, known)| known == id)
         {
             sessions.push((file, id.to_owned()));

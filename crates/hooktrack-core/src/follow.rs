@@ -23,8 +23,10 @@
 //! [`Tracker`]: crate::tracker::Tracker
 //! [`Diag::TranscriptLetGo`]: crate::diagnostics::Diag::TranscriptLetGo
 
+use crate::agent::Agent;
 use crate::agents::SessionFile;
 use crate::pipeline::Pipeline;
+use crate::row::Row;
 use crate::time::Timestamp;
 use crate::tracker::TranscriptClock;
 
@@ -45,6 +47,49 @@ pub enum Place {
     /// The agent's session file, which its payloads do not name: `file` under the agent's
     /// home, found by the session's `id` (Kimi Code's `wire.jsonl`).
     SessionFile { file: SessionFile, id: String },
+}
+
+/// What one row says about its session's second signal: the one rule a pipeline (for the
+/// tracker's requests) and a replay reading its files ahead both apply.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Named<'r> {
+    /// The transcript the row names (`transcript_path`).
+    pub transcript: Option<&'r str>,
+    /// The session file of the row's agent, by the row's `session_id`, where the agent
+    /// keeps one its payloads do not name (Kimi Code's).
+    pub session_file: Option<(SessionFile, &'r str)>,
+}
+
+impl<'r> Named<'r> {
+    /// What `row`, of agent `provider`, names. A subagent's row (`agent_id`) names its own
+    /// transcript (Codex's), not its session's: nothing.
+    pub fn by(row: &'r Row<'_>, provider: Agent) -> Self {
+        let p = &row.payload;
+        if p.agent_id.is_some() {
+            return Self::default();
+        }
+        Self {
+            transcript: p.transcript_path.as_deref(),
+            session_file: provider
+                .descriptor()
+                .transcript
+                .and_then(|t| t.session_file)
+                .zip(p.session_id.as_deref()),
+        }
+    }
+
+    /// The place a session follows after this row: the transcript named, else the
+    /// session file.
+    pub fn place(&self) -> Option<Place> {
+        match (self.transcript, self.session_file) {
+            (Some(path), _) => Some(Place::Named(path.to_owned())),
+            (None, Some((file, id))) => Some(Place::SessionFile {
+                file,
+                id: id.to_owned(),
+            }),
+            (None, None) => None,
+        }
+    }
 }
 
 /// How far a followed file was read: bytes, and the lines they held (the next line's
@@ -175,19 +220,18 @@ impl Follows {
         if !follow_files {
             return None;
         }
-        let wanted = match pipeline.transcript_path() {
-            Some(path) => Place::Named(path.to_owned()),
-            None => match pipeline.session_file() {
-                Some((file, id)) => Place::SessionFile {
-                    file,
-                    id: id.to_owned(),
-                },
-                None => return None,
-            },
+        // Compared by reference first: this runs on every row of a replay, and the place
+        // changes rarely (a `/clear`, a session file first named).
+        let same = |place: &Place| match (place, pipeline.transcript_path()) {
+            (Place::Named(known), Some(path)) => known == path,
+            (Place::SessionFile { file, id }, None) => pipeline
+                .session_file()
+                .is_some_and(|(f, i)| f == *file && i == id),
+            _ => false,
         };
         let s = &mut self.sessions[session];
         let from = match &mut s.file {
-            Some(f) if f.place == wanted => match f.state {
+            Some(f) if same(&f.place) => match f.state {
                 FileState::Open => return None,
                 FileState::LetGo | FileState::Missing => {
                     f.state = FileState::Open;
@@ -195,8 +239,18 @@ impl Follows {
                 }
             },
             slot => {
+                let wanted = match pipeline.transcript_path() {
+                    Some(path) => Place::Named(path.to_owned()),
+                    None => match pipeline.session_file() {
+                        Some((file, id)) => Place::SessionFile {
+                            file,
+                            id: id.to_owned(),
+                        },
+                        None => return None,
+                    },
+                };
                 *slot = Some(Followed {
-                    place: wanted.clone(),
+                    place: wanted,
                     state: FileState::Open,
                     offset: Offset::default(),
                     clock: TranscriptClock::default(),
@@ -204,9 +258,13 @@ impl Follows {
                 Offset::default()
             }
         };
+        let place = match &s.file {
+            Some(f) => f.place.clone(),
+            None => return None,
+        };
         self.requests.push(Request::Follow {
             session,
-            place: wanted,
+            place,
             from,
         });
         self.bound(session)
