@@ -128,6 +128,12 @@ pub mod read {
     pub use hooktrack_core::row::{MAX_LINE_BYTES, Row, RowMeta, Via, parse_line, parse_read_line};
 }
 
+/// What the tracker asks its driver to read and watch, and the limits every driver reads
+/// with (`Tracker::take_requests`).
+pub mod follow {
+    pub use hooktrack_core::follow::*;
+}
+
 /// Following a file by offset: the tailer's notices and the checkpoint a follower resumes
 /// from.
 pub mod tail {

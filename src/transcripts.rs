@@ -4,13 +4,16 @@
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use hooktrack_core::agent::Agent;
+use hooktrack_core::follow::{MAX_TRANSCRIPT_BYTES, Named};
 use hooktrack_core::row::{MAX_LINE_BYTES, parse_line};
 use memchr::{memchr, memmem, memrchr};
 
 use std::io::{BufRead, Write};
 
-use hooktrack_core::agents::{SessionFile, SessionLayout};
+use hooktrack_core::agents::SessionFile;
 use hooktrack_core::provider::{ProviderChoice, detect};
+use hooktrack_live::follow::find_session_file;
 
 use crate::output::{
     Find, Format, Options, ReplayError, Replayed, Report, Transcripts, replay_finding,
@@ -27,10 +30,12 @@ pub enum TranscriptLookup<'a> {
     InDir(&'a Path),
 }
 
-/// Reads the main agent's transcripts the rows name, where they exist. A transcript that
-/// is missing or unreadable is left out: the replay then has the hooks alone for it.
+/// Reads the main agent's transcripts the rows name, where they exist, each for the
+/// session whose rows named it (its lines go to that session alone, as live reads them).
+/// A transcript that is missing or unreadable is left out: the replay then has the hooks
+/// alone for it.
 pub fn load_transcripts<R: Read>(input: R, lookup: &TranscriptLookup<'_>) -> Transcripts {
-    let mut named: Vec<PathBuf> = Vec::new();
+    let mut named: Vec<(PathBuf, Option<String>)> = Vec::new();
     // The session files the payloads do not name (Kimi Code, GitHub Copilot CLI before
     // its first `Stop`): looked for in DIR only.
     let mut sessions: Vec<(SessionFile, String)> = Vec::new();
@@ -49,9 +54,13 @@ pub fn load_transcripts<R: Read>(input: R, lookup: &TranscriptLookup<'_>) -> Tra
         let Ok(row) = parse_line(bytes) else {
             return;
         };
+        // A subagent's row names nothing of its session's (see `Named::by`).
         if row.payload.agent_id.is_some() {
             return;
         }
+        // The transcript a row names does not depend on its agent; its session file does,
+        // and is looked for only where no transcript is named.
+        let says = Named::by(&row, Agent::ASSUMED);
         if let Some(id) = row.payload.session_id.as_deref() {
             if subagents.iter().any(|known| known == id) {
                 return;
@@ -66,15 +75,15 @@ pub fn load_transcripts<R: Read>(input: R, lookup: &TranscriptLookup<'_>) -> Tra
                 return;
             }
         }
-        if let Some(path) = row.payload.transcript_path.as_deref() {
+        if let Some(path) = says.transcript {
             let path = PathBuf::from(path);
-            if !named.contains(&path) {
-                named.push(path);
+            if !named.iter().any(|(known, _)| *known == path) {
+                let session = row.payload.session_id.as_deref().map(str::to_owned);
+                named.push((path, session));
             }
         } else if in_dir
-            && let Some(id) = row.payload.session_id.as_deref()
             && let Some((agent, _)) = detect(&row)
-            && let Some(file) = agent.descriptor().transcript.and_then(|t| t.session_file)
+            && let Some((file, id)) = Named::by(&row, agent).session_file
             && !sessions.iter().any(|(_, known)| known == id)
         {
             sessions.push((file, id.to_owned()));
@@ -83,12 +92,13 @@ pub fn load_transcripts<R: Read>(input: R, lookup: &TranscriptLookup<'_>) -> Tra
     let mut transcripts = Transcripts::default();
     if let TranscriptLookup::InDir(dir) = lookup {
         for (file, id) in &sessions {
-            if let Some(lines) = session_file_in(dir, file, id).and_then(|p| read_transcript(&p)) {
-                transcripts.add_file(lines);
+            if let Some(lines) = find_session_file(dir, file, id).and_then(|p| read_transcript(&p))
+            {
+                transcripts.add_file_of(Some(id), lines);
             }
         }
     }
-    for path in named {
+    for (path, session) in named {
         let path = match lookup {
             TranscriptLookup::InDir(dir) => match path.file_name() {
                 Some(name) => dir.join(name),
@@ -97,42 +107,11 @@ pub fn load_transcripts<R: Read>(input: R, lookup: &TranscriptLookup<'_>) -> Tra
             TranscriptLookup::AsNamed | TranscriptLookup::Off => path,
         };
         if let Some(lines) = read_transcript(&path) {
-            transcripts.add_file(lines);
+            transcripts.add_file_of(session.as_deref(), lines);
         }
     }
     transcripts
 }
-
-/// The most directory entries listed to find one session's file.
-const MAX_LISTED: usize = 4096;
-
-/// A session's file in DIR, which holds the agent's `<dir>` tree (Kimi Code's `sessions/`,
-/// GitHub Copilot CLI's `session-state/`), or that tree's contents, or the session's
-/// directory itself: `DIR/<id>/<file>`, `DIR/<dir>/<id>/<file>` (no workspace level), or
-/// `DIR/<workspace>/<id>/<file>`, `DIR/<dir>/<workspace>/<id>/<file>`. Bounded: at most
-/// [`MAX_LISTED`] entries of each directory listed.
-fn session_file_in(dir: &Path, file: &SessionFile, id: &str) -> Option<PathBuf> {
-    let direct = dir.join(id).join(file.file);
-    if direct.is_file() {
-        return Some(direct);
-    }
-    if file.layout == SessionLayout::Flat {
-        return Some(dir.join(file.dir).join(id).join(file.file)).filter(|p| p.is_file());
-    }
-    [dir.to_path_buf(), dir.join(file.dir)]
-        .iter()
-        .find_map(|root| {
-            std::fs::read_dir(root)
-                .ok()?
-                .take(MAX_LISTED)
-                .filter_map(Result::ok)
-                .map(|entry| entry.path().join(id).join(file.file))
-                .find(|path| path.is_file())
-        })
-}
-
-/// The most of one transcript a replay reads: past it, the hooks alone tell the rest.
-pub const MAX_TRANSCRIPT_BYTES: u64 = 256 * 1024 * 1024;
 
 /// One transcript's non-empty lines, read as the live follower reads it: opened without
 /// blocking and only if it is a regular file (a FIFO or `/dev/zero` named by a payload is
@@ -208,6 +187,7 @@ pub fn replay_named<R: BufRead + Send, W: Write>(
         explain,
         one_stream,
         threads,
+        no_transcripts: matches!(lookup, TranscriptLookup::Off),
     };
     let search = |open: &mut dyn FnMut() -> io::Result<R>| match open() {
         Ok(input) => Ok(load_transcripts(input, lookup)),

@@ -13,6 +13,7 @@ mod facade;
 mod hardening;
 mod html;
 mod live;
+mod many_sessions;
 mod merge;
 mod notify;
 mod producer;

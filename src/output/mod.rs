@@ -31,7 +31,9 @@ use hooktrack_core::row::{LineError, Row, parse_read_line};
 use hooktrack_core::sessions::Sessions;
 use hooktrack_core::source::Source;
 use hooktrack_core::time::Timestamp;
-use hooktrack_core::tracker::{FedLine, Tracker, TrackerConfig, TranscriptClock, TranscriptLine};
+use hooktrack_core::tracker::{
+    FedLine, Owner, Tracker, TrackerConfig, TranscriptClock, TranscriptLine,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Format {
@@ -103,14 +105,28 @@ pub struct Transcripts {
 
 impl Transcripts {
     /// Adds one transcript file's lines (in file order, 1-based numbers), timed by the
-    /// tracker's one rule ([`TranscriptClock`]).
+    /// tracker's one rule ([`TranscriptClock`]), for the session of the row before each.
     pub fn add_file(&mut self, lines: impl IntoIterator<Item = Vec<u8>>) {
+        self.add_file_of(None, lines);
+    }
+
+    /// [`Transcripts::add_file`] for the session `session_id` names: its lines go to that
+    /// session alone (to the current one before that session's first row).
+    pub fn add_file_of(
+        &mut self,
+        session_id: Option<&str>,
+        lines: impl IntoIterator<Item = Vec<u8>>,
+    ) {
         let numbered = lines
             .into_iter()
             .enumerate()
             .map(|(i, bytes)| (i as u64 + 1, bytes));
-        self.lines
-            .extend(TranscriptClock::default().stamp(numbered));
+        let owner = session_id.map_or(Owner::Current, |id| Owner::Id(id.into()));
+        let mut stamped = TranscriptClock::default().stamp(numbered);
+        for line in &mut stamped {
+            line.owner = owner.clone();
+        }
+        self.lines.extend(stamped);
     }
 
     pub fn is_empty(&self) -> bool {
@@ -135,6 +151,8 @@ pub struct Options {
     /// Threads to read and parse on: with 2 or more a second thread reads, splits and
     /// parses ahead (`read_ahead.rs`); the output is the same, byte for byte.
     pub threads: usize,
+    /// The hooks alone (`--no-transcripts`): no session follows a file.
+    pub no_transcripts: bool,
 }
 
 /// Replays `input` and writes it in `format` to `out`. `source_name` names the input in
@@ -177,7 +195,8 @@ pub fn replay_threaded<R: BufRead + Send, W: Write>(
 /// adds `"sessions": [...]`, each session's id and finals; html pictures the log as one
 /// stream (one time axis, one ledger). A log of one session gives the same bytes either
 /// way. Returns the first session's report, the others in [`Report::other_sessions`].
-/// Transcript lines go to the session of the hook row before them.
+/// Transcript lines go to the session whose rows named their file (see
+/// [`Transcripts::add_file_of`]).
 pub fn replay_with<R: BufRead + Send, W: Write>(
     input: R,
     source_name: &str,
@@ -239,6 +258,10 @@ pub(crate) fn replay_finding<R: BufRead + Send, W: Write>(
         // ndjson streams the closed turns and keeps memory flat.
         keep_ledger: !matches!(format, Format::Ndjson),
         report_closed: false,
+        // As live follows them (the let-go of files past the bound is counted the same);
+        // the files themselves were read ahead (`transcripts.rs`, with the lookup and
+        // limits live uses), so the requests are not carried out again.
+        follow_files: !options.no_transcripts,
     });
     tracker.queue_transcript(options.transcripts.lines);
     let reader = LineReader::new(input);
@@ -280,9 +303,14 @@ pub(crate) fn replay_finding<R: BufRead + Send, W: Write>(
                 latest = latest.max(row.meta.at);
             }
         }
-        tracker
+        let fed = tracker
             .feed_hook(number, parsed, false, &mut |l| written.line(&l, out))
-            .map_err(Stop::from)
+            .map_err(Stop::from);
+        // A replay watches no process: the ends are the store's rows.
+        if tracker.has_requests() {
+            tracker.take_requests();
+        }
+        fed
     };
     let read = if options.threads >= 2 {
         read_ahead::run(reader, |number, parsed| step(number, parsed, out))

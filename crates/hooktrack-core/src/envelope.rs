@@ -293,13 +293,31 @@ pub fn process_ended_row(
     pid: u32,
     end: ProcessEnd,
 ) -> Vec<u8> {
+    process_ended_row_of(provider, generation, at, pid, end, None)
+}
+
+/// [`process_ended_row`] naming the agent session whose process ended (`session_id` in
+/// the payload), for a store that holds several: a reader routes the end to that session
+/// alone. What a reader that saw a session's `agent_pid` end appends
+/// (`hooktrack_core::tracker::SeenEnd`).
+pub fn process_ended_row_of(
+    provider: &str,
+    generation: u64,
+    at: Timestamp,
+    pid: u32,
+    end: ProcessEnd,
+    session_id: Option<&str>,
+) -> Vec<u8> {
     let how = match end {
         ProcessEnd::Exited(code) => format!(",\"exit_code\":{code}"),
         ProcessEnd::Killed(signal) => format!(",\"signal\":{signal}"),
         ProcessEnd::Unknown => String::new(),
     };
-    let payload = format!("{{\"pid\":{pid}{how}}}");
-    // Numbers only: always a valid JSON text.
+    // Numbers, and the id as a JSON string: always a valid JSON text.
+    let session = session_id
+        .and_then(|id| serde_json::to_string(id).ok())
+        .map_or_else(String::new, |id| format!(",\"session_id\":{id}"));
+    let payload = format!("{{\"pid\":{pid}{how}{session}}}");
     let raw = serde_json::value::RawValue::from_string(payload).ok();
     Envelope {
         provider,

@@ -21,6 +21,7 @@ pub mod delivery;
 pub mod diagnostics;
 pub mod envelope;
 pub mod event;
+pub mod follow;
 pub mod merge;
 pub mod payload;
 pub mod pipeline;

@@ -212,20 +212,13 @@ impl Pipeline {
         if row.meta.via == Some(Via::Launcher) {
             return Fed::Event(self.launcher_row(number, row, provider, notes));
         }
-        // A subagent's events name its own transcript (Codex): only the main agent's is
-        // followed.
-        if row.payload.agent_id.is_none()
-            && let Some(path) = row.payload.transcript_path.as_deref()
+        let named = crate::follow::Named::by(row, provider);
+        if let Some(path) = named.transcript
             && self.transcript.as_deref() != Some(path)
         {
             self.transcript = Some(path.to_owned());
         }
-        if let Some(file) = provider
-            .descriptor()
-            .transcript
-            .and_then(|t| t.session_file)
-            && row.payload.agent_id.is_none()
-            && let Some(id) = row.payload.session_id.as_deref()
+        if let Some((file, id)) = named.session_file
             && self
                 .session_file
                 .as_ref()
@@ -439,6 +432,11 @@ impl Pipeline {
 
     pub fn diagnostics(&self) -> &Diagnostics {
         &self.diagnostics
+    }
+
+    /// Counts a guess the tracker made about this session (not one of its lines).
+    pub(crate) fn count(&mut self, diag: Diag) {
+        self.diagnostics.bump(diag);
     }
 
     /// The turn ledger: `closed` (the turns the steps reported ended) with the turns

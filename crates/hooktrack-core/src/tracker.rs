@@ -13,13 +13,24 @@
 //!   asked, [`TrackerConfig::keep_ledger`]) and drained for the caller's updates (when
 //!   asked, [`TrackerConfig::report_closed`]).
 //!
+//! - what to read besides the rows ([`crate::follow`]): after each row it asks its driver,
+//!   as [`Request`]s, to follow each session's own transcript or session file (at most
+//!   [`MAX_FOLLOWED`](crate::follow::MAX_FOLLOWED) at once), and to watch the pid each
+//!   session's rows name; the driver hands back the lines, tagged with their session
+//!   ([`Tracker::transcript_read`]), and the ends it saw ([`Tracker::pid_ended`], timed by
+//!   [`end_time`](crate::follow::end_time)).
+//!
 //! Every line fed, hook row or transcript line or the process's end, is handed to the
 //! driver's sink as a [`FedLine`], in the order the tracker fed it: the driver writes it in
 //! its format (a replay) or reports it (live). Time only comes in with the lines.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use crate::correlate::TurnRecord;
+use crate::diagnostics::Diag;
+use crate::envelope::{PROCESS_ENDED, Via};
+use crate::follow::{Follows, Offset, PidEnd, Request};
 use crate::pipeline::{Fed, Pipeline};
 use crate::provider::ProviderChoice;
 use crate::row::{LineError, Row};
@@ -35,6 +46,23 @@ pub struct TranscriptLine {
     /// The entry's own timestamp, else the one before it in its file.
     pub at: Option<Timestamp>,
     pub bytes: Vec<u8>,
+    /// The session whose file it was read from.
+    pub owner: Owner,
+}
+
+/// The session a transcript line belongs to: a line is never fed to another session's
+/// pipeline.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Owner {
+    /// The session of the hook row before it (a file no row tied to a session).
+    #[default]
+    Current,
+    /// A session by its index (see [`Tracker::sessions`]): a live driver's.
+    Session(usize),
+    /// A session by its `session_id`: a replay reads the files before the rows that
+    /// make the sessions; a line read before its session's first row goes to the current
+    /// one.
+    Id(Arc<str>),
 }
 
 /// Times one transcript file's lines as they are read, in one or more batches: an untimed
@@ -61,6 +89,7 @@ impl TranscriptClock {
                     number,
                     at: self.last,
                     bytes,
+                    owner: Owner::Current,
                 }
             })
             .collect();
@@ -83,6 +112,9 @@ pub struct TrackerConfig {
     pub keep_ledger: bool,
     /// Keep the closed turns for [`Tracker::take_closed`] (a live driver's updates).
     pub report_closed: bool,
+    /// Ask for each session's transcript or session file ([`Request::Follow`]); off, only
+    /// pids are asked to be watched (`--no-transcripts`).
+    pub follow_files: bool,
 }
 
 impl Default for TrackerConfig {
@@ -92,8 +124,25 @@ impl Default for TrackerConfig {
             by_session: true,
             keep_ledger: false,
             report_closed: false,
+            follow_files: true,
         }
     }
+}
+
+/// A process end a driver saw ([`Tracker::pid_ended`]) that no row of the store holds
+/// yet: a reader that may write the store appends it as a `process_ended` row
+/// (`envelope::process_ended_row`, with `session_id`), so a later replay agrees.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeenEnd {
+    /// The session's index (see [`Tracker::sessions`]).
+    pub session: usize,
+    /// Its `session_id`, if its rows named one.
+    pub session_id: Option<String>,
+    /// The agent its rows were identified as, if they were.
+    pub agent: Option<crate::agent::Agent>,
+    pub pid: u32,
+    /// When it counts (see [`end_time`](crate::follow::end_time)).
+    pub at: Timestamp,
 }
 
 /// One line the tracker fed, handed to the driver's sink.
@@ -123,6 +172,8 @@ pub struct Tracker {
     ledgers: Vec<Vec<TurnRecord>>,
     /// The turns closed since the last [`Tracker::take_closed`], with their session.
     closed: Vec<(usize, TurnRecord)>,
+    /// What to read besides the rows: each session's file, each session's pid.
+    follows: Follows,
 }
 
 impl Tracker {
@@ -138,6 +189,7 @@ impl Tracker {
             pending: VecDeque::new(),
             ledgers: Vec::new(),
             closed: Vec::new(),
+            follows: Follows::default(),
         }
     }
 
@@ -170,9 +222,89 @@ impl Tracker {
                 self.feed_transcript_line(&line, sink)?;
             }
         }
+        // What the follow rules need of the row, taken before the pipeline consumes it.
+        let seen = parsed.as_ref().ok().map(|r| {
+            let ended = r.meta.via == Some(Via::Launcher) && r.event_name == PROCESS_ENDED;
+            (r.meta.at, r.agent_pid, ended.then_some(r.payload.pid))
+        });
         let fed = self.sessions.feed_row(number, parsed);
         let index = self.sessions.routed();
+        if let Some((at, agent_pid, ended)) = seen {
+            if let Some(pid) = ended {
+                self.follows.pid_end_in_store(index, pid);
+            } else {
+                let pipeline = &self.sessions.get(index).pipeline;
+                let let_go =
+                    self.follows
+                        .on_row(index, pipeline, at, agent_pid, self.config.follow_files);
+                if let Some(other) = let_go {
+                    self.sessions
+                        .get_mut(other)
+                        .pipeline
+                        .count(Diag::TranscriptLetGo);
+                }
+            }
+        }
         self.settle(&fed, index, replayed, sink)
+    }
+
+    /// What the driver is asked to do since the last call (see [`Request`]).
+    pub fn take_requests(&mut self) -> Vec<Request> {
+        self.follows.take_requests()
+    }
+
+    /// True when requests wait for [`Tracker::take_requests`].
+    pub fn has_requests(&self) -> bool {
+        self.follows.has_requests()
+    }
+
+    /// Lines the driver read from the file it follows for `session` (numbered in their
+    /// file, in file order); `offset` is where it stands after them. They wait for their
+    /// place among the hook rows (see [`Tracker::queue_transcript`]) and go to `session`
+    /// alone. Lines of a file the tracker no longer follows for it are dropped.
+    pub fn transcript_read(&mut self, session: usize, batch: Vec<(u64, Vec<u8>)>, offset: Offset) {
+        if let Some(mut lines) = self.follows.read(session, batch, offset) {
+            for line in &mut lines {
+                line.owner = Owner::Session(session);
+            }
+            self.queue_transcript(lines);
+        }
+    }
+
+    /// The driver could not find or read `session`'s file: it is asked for again at that
+    /// session's next row.
+    pub fn follow_failed(&mut self, session: usize) {
+        self.follows.failed(session);
+    }
+
+    /// The driver saw the pid it watches for `session` ([`Request::WatchPid`]) end, at
+    /// `now`, as `how` says: an open turn of that session ends `terminal_gap` and presence
+    /// becomes absent, at the time [`end_time`](crate::follow::end_time) gives. Returns the
+    /// end for the store ([`SeenEnd`]); `None` if that pid is not the one watched, or its
+    /// end is known already (seen, or a `process_ended` row of the store).
+    pub fn pid_ended<'a, E>(
+        &mut self,
+        session: usize,
+        pid: u32,
+        how: PidEnd,
+        now: Timestamp,
+        sink: &mut impl FnMut(FedLine<'_, 'a>) -> Result<(), E>,
+    ) -> Result<Option<SeenEnd>, E> {
+        if session >= self.sessions.len() {
+            return Ok(None);
+        }
+        let Some(at) = self.follows.pid_ended(session, pid, how, now) else {
+            return Ok(None);
+        };
+        self.process_ended_in(session, Some(pid), Some(at), sink)?;
+        let s = self.sessions.get(session);
+        Ok(Some(SeenEnd {
+            session,
+            session_id: s.session_id.clone(),
+            agent: s.pipeline.detection().map(|d| d.provider),
+            pid,
+            at,
+        }))
     }
 
     /// Feeds every transcript line still waiting (at the end of a replay, or of a live
@@ -216,13 +348,22 @@ impl Tracker {
         self.settle(&Fed::Event(step), index, false, sink)
     }
 
-    /// A transcript line goes to the current session (the one of the hook row before it).
+    /// A transcript line goes to its own session (see [`Owner`]).
     fn feed_transcript_line<'a, E>(
         &mut self,
         line: &TranscriptLine,
         sink: &mut impl FnMut(FedLine<'_, 'a>) -> Result<(), E>,
     ) -> Result<(), E> {
-        let index = self.sessions.current();
+        let index = match &line.owner {
+            Owner::Session(index) if *index < self.sessions.len() => *index,
+            Owner::Id(id) => self
+                .sessions
+                .all()
+                .iter()
+                .position(|s| s.session_id.as_deref() == Some(&**id))
+                .unwrap_or_else(|| self.sessions.current()),
+            Owner::Session(_) | Owner::Current => self.sessions.current(),
+        };
         let fed = self
             .sessions
             .get_mut(index)
@@ -332,6 +473,99 @@ mod tests {
         // The next batch continues from the last timed line.
         let second = clock.stamp([line(4, r#"{"type":"y"}"#)]);
         assert_eq!(second[0].at.map(|t| t.as_millis()), one);
+    }
+
+    fn feed_rows(tracker: &mut Tracker, rows: &[&str]) {
+        for (i, row) in rows.iter().enumerate() {
+            let mut sink = |_: FedLine<'_, '_>| Ok::<(), ()>(());
+            let number = i as u64 + 1;
+            match crate::row::parse_line(row.as_bytes()) {
+                Ok(mut row) => tracker.feed_hook(number, Ok(&mut row), false, &mut sink),
+                Err(e) => tracker.feed_hook(number, Err(e), false, &mut sink),
+            }
+            .unwrap();
+        }
+    }
+
+    fn claude(session: &str, event: &str, at: u32, pid: u32) -> String {
+        format!(
+            r#"{{"v":1,"provider":"claude","received_at":"2026-01-01T00:00:{at:02}.000Z","event":"{event}","agent_pid":{pid},"payload":{{"hook_event_name":"{event}","session_id":"{session}","transcript_path":"/t/{session}.jsonl"}}}}"#
+        )
+    }
+
+    /// The tracker asks for each session's own file and pid once, and a line read from a
+    /// session's file goes to that session, whichever session wrote last.
+    #[test]
+    fn each_session_is_asked_its_own_file_and_pid_and_gets_its_own_lines() {
+        use crate::follow::{Offset, Place, Request};
+        let mut tracker = Tracker::new(TrackerConfig::default());
+        let rows = [
+            claude("a", "SessionStart", 1, 10),
+            claude("b", "SessionStart", 2, 20),
+            claude("a", "Stop", 3, 10),
+        ];
+        feed_rows(
+            &mut tracker,
+            &rows.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        let follow = |session: usize, name: &str| Request::Follow {
+            session,
+            place: Place::Named(format!("/t/{name}.jsonl")),
+            from: Offset::default(),
+        };
+        assert_eq!(
+            tracker.take_requests(),
+            [
+                Request::WatchPid {
+                    session: 0,
+                    pid: 10
+                },
+                follow(0, "a"),
+                Request::WatchPid {
+                    session: 1,
+                    pid: 20
+                },
+                follow(1, "b"),
+            ]
+        );
+        // b wrote last; a line of a's file goes to a.
+        feed_rows(&mut tracker, &[&claude("b", "Stop", 4, 20)]);
+        assert!(tracker.take_requests().is_empty());
+        let line = br#"{"type":"user","timestamp":"2026-01-01T00:00:05Z"}"#.to_vec();
+        tracker.transcript_read(
+            0,
+            vec![(1, line)],
+            Offset {
+                bytes: 52,
+                lines: 1,
+            },
+        );
+        let mut sessions = Vec::new();
+        tracker
+            .flush_transcript(&mut |l| {
+                sessions.push(l.session);
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+        assert_eq!(sessions, [0]);
+        // A pid's end counts when it was seen, or at the last row if never seen running.
+        let now = Timestamp::from_millis(1_767_225_700_000);
+        let mut sink = |_: FedLine<'_, '_>| Ok::<(), ()>(());
+        let seen = tracker
+            .pid_ended(
+                1,
+                20,
+                crate::follow::PidEnd::GoneAtFirstLook,
+                now,
+                &mut sink,
+            )
+            .unwrap();
+        assert_eq!(seen.map(|s| s.at.as_millis()), Some(1_767_225_604_000));
+        // Once.
+        let again = tracker
+            .pid_ended(1, 20, crate::follow::PidEnd::SeenRunning, now, &mut sink)
+            .unwrap();
+        assert_eq!(again, None);
     }
 
     #[test]

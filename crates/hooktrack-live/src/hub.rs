@@ -194,8 +194,9 @@ enum Poll {
 struct Tracked {
     session: Session,
     watch: Option<PathBuf>,
-    /// The followed transcript (absolute), whose directory is watched.
-    transcript: Option<PathBuf>,
+    /// The followed transcripts (absolute, sorted; one per agent session of the store at
+    /// most), whose directories are watched.
+    transcript: Vec<PathBuf>,
 }
 
 /// A watched directory: its identity (a directory deleted and recreated loses its watch
@@ -303,7 +304,7 @@ impl Worker {
                     Tracked {
                         session: *session,
                         watch: None,
-                        transcript: None,
+                        transcript: Vec::new(),
                     },
                 );
                 dirty.insert(id);
@@ -311,7 +312,9 @@ impl Worker {
             Msg::Remove(id) => {
                 if let Some(tracked) = self.sessions.remove(&id) {
                     self.unwatch(id, tracked.watch.as_deref());
-                    self.unwatch_transcript(id, tracked.transcript.as_deref());
+                    for file in &tracked.transcript {
+                        self.unwatch_transcript(id, Some(file));
+                    }
                 }
                 #[cfg(target_os = "linux")]
                 if let Some(exits) = &self.exits {
@@ -374,13 +377,17 @@ impl Worker {
             let _ = self.updates.send((id, update));
         }
         let more = tracked.session.more();
-        // The poll may have named a (new) transcript: watch its directory from now on.
-        let followed = tracked
+        // The poll may have named (new) transcripts: watch their directories from now on.
+        let mut followed: Vec<PathBuf> = tracked
             .session
-            .transcript_path()
-            .and_then(|p| std::path::absolute(p).ok());
+            .transcript_paths()
+            .into_iter()
+            .filter_map(|p| std::path::absolute(p).ok())
+            .collect();
+        followed.sort();
+        followed.dedup();
         if followed != tracked.transcript {
-            self.follow_transcript(id, followed);
+            self.follow_transcripts(id, followed);
             // Whatever was written to it between this poll's read and the watch would
             // wake nobody: read once more, now that the watch is in place.
             return true;
@@ -388,15 +395,23 @@ impl Worker {
         more
     }
 
-    /// Moves the session's transcript watch to `file`'s directory. A directory that
-    /// cannot be watched leaves the transcript to the periodic re-check, with a notice.
-    fn follow_transcript(&mut self, id: SessionId, file: Option<PathBuf>) {
+    /// Moves the session's transcript watches to `files`' directories.
+    fn follow_transcripts(&mut self, id: SessionId, files: Vec<PathBuf>) {
         let Some(tracked) = self.sessions.get_mut(&id) else {
             return;
         };
-        let old = std::mem::replace(&mut tracked.transcript, file.clone());
-        self.unwatch_transcript(id, old.as_deref());
-        let Some(file) = file else { return };
+        let old = std::mem::replace(&mut tracked.transcript, files.clone());
+        for file in old.iter().filter(|f| !files.contains(f)) {
+            self.unwatch_transcript(id, Some(file));
+        }
+        for file in files.into_iter().filter(|f| !old.contains(f)) {
+            self.follow_transcript(id, file);
+        }
+    }
+
+    /// Watches `file`'s directory for the session. A directory that cannot be watched
+    /// leaves the transcript to the periodic re-check, with a notice.
+    fn follow_transcript(&mut self, id: SessionId, file: PathBuf) {
         let Some(dir) = file.parent().map(Path::to_path_buf) else {
             return;
         };

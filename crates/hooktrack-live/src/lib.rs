@@ -5,6 +5,7 @@
 //! file watcher. See
 //! `docs/live.md`.
 
+pub mod follow;
 pub mod hub;
 pub mod locate;
 pub mod process;

@@ -18,9 +18,11 @@
 //!
 //! Time is always an argument: the session reads files, never a clock. A hub
 //! ([`crate::hub`]) drives many sessions from one watcher and reads the clock for them.
-//! The rules (which session a row goes to, where a transcript line goes among the rows,
-//! which turns closed) are the core's [`Tracker`]'s, the same a replay uses; what to report
-//! is `report.rs`'s; this file only reads.
+//! The rules (which session a row goes to, which file each session's second signal is in
+//! and how many are held open, where a transcript line goes among the rows, which turns
+//! closed, when a process end counts) are the core's [`Tracker`]'s, the same a replay
+//! uses: this file carries out its [`Request`]s and hands back what it read and saw; what
+//! to report is `report.rs`'s.
 
 mod report;
 mod update;
@@ -30,12 +32,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::follow::find_session_file;
 use crate::process::ProcessWatch;
 use crate::tail::{Checkpoint, Prefix, Tailer};
-use hooktrack_core::agents::SessionLayout;
+use hooktrack_core::agents::SessionFile;
 use hooktrack_core::channel::{ChannelConfig, ChannelStatus};
 use hooktrack_core::correlate::TurnRecord;
 use hooktrack_core::diagnostics::{Diagnostics, error_chain};
+use hooktrack_core::follow::{Offset, PidEnd, Place, Request};
 use hooktrack_core::posture::Posture;
 use hooktrack_core::provenance::Provenance;
 use hooktrack_core::provider::ProviderChoice;
@@ -43,13 +47,10 @@ use hooktrack_core::read::ReadLine;
 use hooktrack_core::row::parse_read_line;
 use hooktrack_core::store::{self, StorePaths};
 use hooktrack_core::time::Timestamp;
-use hooktrack_core::tracker::{FedLine, Tracker, TrackerConfig, TranscriptClock};
+use hooktrack_core::tracker::{FedLine, SeenEnd, Tracker, TrackerConfig};
 
 use report::View;
 pub use update::{LineReport, SessionNotice, SessionUpdate, Update};
-
-/// The most entries of an agent's sessions directory listed to find one session's file.
-const MAX_LISTED: usize = 4096;
 
 #[derive(Clone, Debug, Default)]
 pub struct SessionConfig {
@@ -123,13 +124,15 @@ pub struct Session {
     dir_stamp: Option<Stamp>,
     quiet_rechecks: u32,
     healthy: bool,
-    /// The transcript the payloads name, followed by offset like `events.ndjson`.
-    transcript: Option<Followed>,
-    follow_transcripts: bool,
+    /// Per agent session (the tracker's index): the file the tracker asked to follow for
+    /// it (its transcript or session file), followed by offset like `events.ndjson`.
+    files: Vec<Option<FileSlot>>,
     agent_home: Option<PathBuf>,
     process: Option<ProcessWatch>,
     /// Per agent session (the tracker's index): the watch of the pid its rows name.
     agents: Vec<Option<AgentWatch>>,
+    /// Process ends seen in this poll, for its [`Update::process_ends`].
+    ended: Vec<SeenEnd>,
     /// The collector `collector.json` says is running, to see it gone (`kill -9` of its
     /// process leaves the record saying `running`).
     collector_running: Option<(u32, store::CollectorRecord)>,
@@ -148,12 +151,19 @@ struct AgentWatch {
 /// Stands for a long transcript line that holds none of the agent's needles.
 const SKIMMED: &[u8] = b"{}";
 
-/// A transcript followed: its path as named, its tailer, the time of its lines.
+/// The file of one agent session, as this driver holds it.
 #[derive(Debug)]
-struct Followed {
-    path: String,
-    tailer: Tailer,
-    clock: TranscriptClock,
+enum FileSlot {
+    /// Open, read at every poll: its path as named, its tailer.
+    Open { path: String, tailer: Box<Tailer> },
+    /// A session file not found yet under the agent's home: looked for at every full poll.
+    Unresolved { file: SessionFile, id: String },
+    /// Closed (let go for a more recently active session's, or unreadable): where it
+    /// stood, to read on from there when the tracker asks for it again.
+    Parked {
+        path: String,
+        at: Option<Checkpoint>,
+    },
 }
 
 /// Every this many quiet re-checks, [`Session::recheck`] does a full poll anyway: it is
@@ -204,6 +214,7 @@ impl Session {
                 by_session: true,
                 keep_ledger: config.keep_ledger,
                 report_closed: true,
+                follow_files: !config.no_transcripts,
             }),
             view: View::new(config.channel, config.report_lines),
             checkpoint_path: config.checkpoint,
@@ -216,11 +227,11 @@ impl Session {
             dir_stamp: None,
             quiet_rechecks: 0,
             healthy: false,
-            transcript: None,
-            follow_transcripts: !config.no_transcripts,
+            files: Vec::new(),
             agent_home: config.agent_home.clone(),
             process: None,
             agents: Vec::new(),
+            ended: Vec::new(),
             collector_running: None,
             paths,
         }
@@ -252,10 +263,26 @@ impl Session {
         self.process = Some(ProcessWatch::new(pid));
     }
 
-    /// The transcript being followed (the one the payloads name, once a row named it and
-    /// transcripts are on): a hub watches its directory.
+    /// The current session's followed transcript (the one its payloads name, once a row
+    /// named it and transcripts are on, or its session file).
     pub fn transcript_path(&self) -> Option<&Path> {
-        self.transcript.as_ref().map(|t| Path::new(t.path.as_str()))
+        match self.files.get(self.tracker.current())? {
+            Some(FileSlot::Open { path, .. }) => Some(Path::new(path.as_str())),
+            _ => None,
+        }
+    }
+
+    /// Every file followed now, one per agent session at most (see
+    /// [`MAX_FOLLOWED`](hooktrack_core::follow::MAX_FOLLOWED)): a hub watches their
+    /// directories.
+    pub fn transcript_paths(&self) -> Vec<&Path> {
+        self.files
+            .iter()
+            .filter_map(|slot| match slot {
+                Some(FileSlot::Open { path, .. }) => Some(Path::new(path.as_str())),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Adds a notice to the next update.
@@ -276,10 +303,10 @@ impl Session {
         self.quiet_rechecks = 0;
         let mut notices = std::mem::take(&mut self.pending);
         self.refresh_records(&mut notices);
-        // The transcript's new lines are read first and placed among this poll's hook
+        // The followed files' new lines are read first and placed among this poll's hook
         // rows by the tracker (the rule of a replay).
-        self.sync_transcript(&mut notices);
-        let mut read_lines = self.read_transcript();
+        self.carry_out(&mut notices);
+        let mut read_lines = self.read_files();
         let (tracker, view, replaying) = (&mut self.tracker, &mut self.view, &mut self.replaying);
         let mut sink = |l: FedLine<'_, '_>| -> Result<(), Infallible> {
             view.on_line(&l, now);
@@ -299,18 +326,13 @@ impl Session {
             };
             let Ok(()) = fed;
         });
+        // The rows may have asked for files not followed yet: read them now, after them.
+        self.carry_out(&mut notices);
+        read_lines |= self.read_files();
         let Ok(()) = self.tracker.flush_transcript(&mut |l| {
             self.view.on_line(&l, now);
             Ok::<(), Infallible>(())
         });
-        // The rows may have named a transcript not followed yet: read it now, after them.
-        if self.sync_transcript(&mut notices) && self.read_transcript() {
-            read_lines = true;
-            let Ok(()) = self.tracker.flush_transcript(&mut |l| {
-                self.view.on_line(&l, now);
-                Ok::<(), Infallible>(())
-            });
-        }
         read_lines |= self.poll_process(now, &mut notices);
         read_lines |= self.poll_agents(now, &mut notices);
         match polled {
@@ -328,8 +350,14 @@ impl Session {
             }
         }
         self.save_checkpoint(&mut notices);
-        self.view
-            .update(&mut self.tracker, now, read_lines, notices)
+        let mut update = self
+            .view
+            .update(&mut self.tracker, now, read_lines, notices);
+        // An end always comes with its notice, so with an update.
+        if let Some(update) = &mut update {
+            update.process_ends = std::mem::take(&mut self.ended);
+        }
+        update
     }
 
     /// The periodic re-check, cheaper than [`Session::poll`] on an idle store: when the
@@ -344,10 +372,10 @@ impl Session {
             && self.dir_stamp.is_some()
             && Stamp::of(&self.paths.dir) == self.dir_stamp
             && self.tailer.caught_up()
-            && self
-                .transcript
-                .as_ref()
-                .is_none_or(|t| t.tailer.caught_up())
+            && self.files.iter().flatten().all(|slot| match slot {
+                FileSlot::Open { tailer, .. } => tailer.caught_up(),
+                FileSlot::Unresolved { .. } | FileSlot::Parked { .. } => true,
+            })
             && self.process.as_mut().is_none_or(|p| !p.has_ended())
             && self
                 .agents
@@ -413,8 +441,18 @@ impl Session {
             .collect()
     }
 
+    /// The current agent session's counters.
     pub fn diagnostics(&self) -> &Diagnostics {
         self.tracker.pipeline().diagnostics()
+    }
+
+    /// The counters of agent session `index` (in the order of their first rows, as
+    /// [`Update::sessions`]), if there is one.
+    pub fn session_diagnostics(&self, index: usize) -> Option<&Diagnostics> {
+        self.tracker
+            .sessions()
+            .get(index)
+            .map(|s| s.pipeline.diagnostics())
     }
 
     /// What set each posture fact (source, event, line).
@@ -422,98 +460,164 @@ impl Session {
         self.tracker.pipeline().provenance()
     }
 
-    /// Follows the transcript the payloads name: starts a tailer when the path changes
-    /// (a `/clear` names a new one). True if it started one now.
-    fn sync_transcript(&mut self, notices: &mut Vec<SessionNotice>) -> bool {
-        if !self.follow_transcripts {
-            return false;
+    /// Carries out what the tracker asked for since the last call: follow a session's
+    /// file, let one go, watch a session's pid.
+    fn carry_out(&mut self, notices: &mut Vec<SessionNotice>) {
+        for request in self.tracker.take_requests() {
+            match request {
+                Request::Follow {
+                    session,
+                    place,
+                    from,
+                } => self.follow(session, place, from, notices),
+                Request::Unfollow { session } => {
+                    if let Some(slot) = self.files.get_mut(session) {
+                        *slot = match slot.take() {
+                            Some(FileSlot::Open { path, tailer }) => Some(FileSlot::Parked {
+                                at: tailer.checkpoint(),
+                                path,
+                            }),
+                            other => other,
+                        };
+                    }
+                }
+                Request::WatchPid { session, pid } => {
+                    let last_row_at = self.view.agents.get(session).and_then(|a| a.last_row_at);
+                    if self.agents.len() <= session {
+                        self.agents.resize_with(session + 1, || None);
+                    }
+                    self.agents[session] = Some(AgentWatch {
+                        watch: ProcessWatch::new(pid),
+                        reused: last_row_at
+                            .is_some_and(|at| crate::process::started_after(pid, at.as_millis())),
+                        seen_alive: false,
+                    });
+                }
+            }
         }
-        let path = match self.tracker.pipeline().transcript_path() {
-            Some(path) => path.to_owned(),
-            None => match self.session_file() {
+    }
+
+    /// Follows `place` for `session` from `from`. A session file is found under the
+    /// agent's home (the one lookup a replay uses too); not there yet, it is looked for at
+    /// every full poll. The same file under another name goes on from where it stands;
+    /// a file let go reads on from where it stood.
+    fn follow(
+        &mut self,
+        session: usize,
+        place: Place,
+        from: Offset,
+        notices: &mut Vec<SessionNotice>,
+    ) {
+        if self.files.len() <= session {
+            self.files.resize_with(session + 1, || None);
+        }
+        let path = match place {
+            Place::Named(path) => path,
+            Place::SessionFile { file, id } => match self.find(&file, &id) {
                 Some(path) => path,
-                None => return false,
+                None => {
+                    self.files[session] = Some(FileSlot::Unresolved { file, id });
+                    return;
+                }
             },
         };
-        if self
-            .transcript
-            .as_ref()
-            .is_some_and(|t| t.path == path || same_file(&t.path, &path))
-        {
-            return false;
-        }
-        let path = path.as_str();
+        let slot = self.files[session].take();
+        let tailer = match slot {
+            Some(FileSlot::Open { path: old, tailer }) if old == path || same_file(&old, &path) => {
+                self.files[session] = Some(FileSlot::Open { path: old, tailer });
+                return;
+            }
+            Some(FileSlot::Parked { path: old, at })
+                if from != Offset::default() && (old == path || same_file(&old, &path)) =>
+            {
+                match at {
+                    Some(cp) => Tailer::resume(Path::new(&path), cp, Prefix::Skip),
+                    None => Tailer::new(Path::new(&path)),
+                }
+            }
+            _ => {
+                notices.push(SessionNotice::TranscriptFollowed { path: path.clone() });
+                Tailer::new(Path::new(&path))
+            }
+        };
         // The agent's needles: its long entries (Claude Code's `api-request-shape`, tens of
         // KB each) are skipped while read, not held; a long one with a needle is read again.
         let needles = self
             .tracker
-            .pipeline()
-            .detection()
+            .sessions()
+            .get(session)
+            .and_then(|s| s.pipeline.detection())
             .and_then(|d| d.provider.descriptor().transcript)
             .map_or(&[][..], |t| t.needles);
-        notices.push(SessionNotice::TranscriptFollowed {
-            path: path.to_owned(),
+        self.files[session] = Some(FileSlot::Open {
+            path,
+            tailer: Box::new(tailer.skimming(needles)),
         });
-        self.transcript = Some(Followed {
-            path: path.to_owned(),
-            tailer: Tailer::new(Path::new(path)).skimming(needles),
-            clock: TranscriptClock::default(),
-        });
-        true
     }
 
-    /// The session file of an agent whose payloads name no transcript yet (Kimi Code's
-    /// `<home>/sessions/<workspace>/<session_id>/agents/main/wire.jsonl`, GitHub Copilot
-    /// CLI's `<home>/session-state/<session_id>/events.jsonl`), once it exists: the one
-    /// followed already while the session is the same, else looked for under the agent's
-    /// home (listing `<home>/sessions`, at most [`MAX_LISTED`] entries, for a workspace
-    /// level).
-    fn session_file(&self) -> Option<String> {
-        let (file, id) = self.tracker.pipeline().session_file()?;
-        if let Some(followed) = &self.transcript
-            && Path::new(&followed.path)
-                .ancestors()
-                .any(|dir| dir.file_name().is_some_and(|n| n == id))
-        {
-            return Some(followed.path.clone());
-        }
-        let root = self.agent_home.as_ref()?.join(file.dir);
-        match file.layout {
-            SessionLayout::Flat => Some(root.join(id).join(file.file)).filter(|p| p.is_file()),
-            SessionLayout::Workspace => fs::read_dir(root)
-                .ok()?
-                .take(MAX_LISTED)
-                .filter_map(Result::ok)
-                .map(|entry| entry.path().join(id).join(file.file))
-                .find(|path| path.is_file()),
-        }
-        .and_then(|path| path.to_str().map(str::to_owned))
+    /// A session file under the agent's home (see [`find_session_file`]), once it exists.
+    fn find(&self, file: &SessionFile, id: &str) -> Option<String> {
+        let home = self.agent_home.as_ref()?;
+        find_session_file(home, file, id).and_then(|path| path.to_str().map(str::to_owned))
     }
 
-    /// Reads the followed transcript's new whole lines into the tracker's queue. True if
-    /// there were any.
-    fn read_transcript(&mut self) -> bool {
-        let Some(followed) = &mut self.transcript else {
-            return false;
-        };
-        let mut read = Vec::new();
-        // A transcript that cannot be read leaves the hooks alone in charge: no error.
-        let _ = followed.tailer.poll(&mut |tl| match tl.line {
-            ReadLine::Line { number, bytes } => read.push((number, bytes.to_vec())),
-            // A long entry holding no needle is no marker: it is counted as the classifier
-            // counts such a line (an object holding no needle is ignored), untimed.
-            ReadLine::Long {
-                number,
-                needle: false,
-                ..
-            } => read.push((number, SKIMMED.to_vec())),
-            _ => {}
-        });
-        if read.is_empty() {
-            return false;
+    /// Reads every followed file's new whole lines into the tracker, tagged with their
+    /// session (a session file found now is opened first). True if there were any.
+    fn read_files(&mut self) -> bool {
+        let mut notices = Vec::new();
+        for session in 0..self.files.len() {
+            if let Some(FileSlot::Unresolved { file, id }) = &self.files[session] {
+                let (file, id) = (*file, id.clone());
+                if self.find(&file, &id).is_some() {
+                    self.follow(
+                        session,
+                        Place::SessionFile { file, id },
+                        Offset::default(),
+                        &mut notices,
+                    );
+                }
+            }
         }
-        self.tracker.queue_transcript(followed.clock.stamp(read));
-        true
+        self.pending.extend(notices);
+        let mut any = false;
+        for session in 0..self.files.len() {
+            let Some(FileSlot::Open { tailer, .. }) = &mut self.files[session] else {
+                continue;
+            };
+            let mut read = Vec::new();
+            let polled = tailer.poll(&mut |tl| match tl.line {
+                ReadLine::Line { number, bytes } => read.push((number, bytes.to_vec())),
+                // A long entry holding no needle is no marker: it is counted as the
+                // classifier counts such a line (an object holding no needle is ignored),
+                // untimed.
+                ReadLine::Long {
+                    number,
+                    needle: false,
+                    ..
+                } => read.push((number, SKIMMED.to_vec())),
+                _ => {}
+            });
+            let offset = Offset {
+                bytes: tailer.offset(),
+                lines: tailer.checkpoint().map_or(0, |cp| cp.lines),
+            };
+            if !read.is_empty() {
+                self.tracker.transcript_read(session, read, offset);
+                any = true;
+            }
+            // A file that cannot be read leaves the hooks alone in charge of its session,
+            // no error: it is closed, and asked for again at the session's next row.
+            if polled.is_err()
+                && let Some(FileSlot::Open { path, tailer }) = self.files[session].take()
+            {
+                self.files[session] = Some(FileSlot::Parked {
+                    at: tailer.checkpoint(),
+                    path,
+                });
+                self.tracker.follow_failed(session);
+            }
+        }
+        any
     }
 
     /// Settles the end of the watched process, once. True if it ended now.
@@ -535,61 +639,54 @@ impl Session {
         true
     }
 
-    /// Watches the process each agent session's rows name (`agent_pid`), and settles the
-    /// end of those that ended: an open turn ends `terminal_gap`, presence becomes absent,
-    /// with a [`SessionNotice::ProcessEnded`]. A pid that now names a process started
-    /// after the session's last row was reused: that agent is gone too. True if any ended.
+    /// Settles the end of each agent session's process the tracker asked to watch (the
+    /// `agent_pid` its rows name): the tracker times it and ends an open turn
+    /// `terminal_gap`, presence becomes absent, with a [`SessionNotice::ProcessEnded`]; the
+    /// end goes out in [`Update::process_ends`] for the store. A pid that now names a
+    /// process started after the session's last row was reused: that agent is gone too.
+    /// True if any ended.
     fn poll_agents(&mut self, now: Timestamp, notices: &mut Vec<SessionNotice>) -> bool {
         let mut ended_any = false;
-        for index in 0..self.view.agents.len() {
-            let facts = &self.view.agents[index];
-            let (Some(pid), None) = (facts.agent_pid, facts.gone_since) else {
-                // No pid, or already gone: nothing to watch.
-                if let Some(slot) = self.agents.get_mut(index) {
-                    *slot = None;
-                }
+        for index in 0..self.agents.len() {
+            // Its end is known already (a `process_ended` row): nothing to watch.
+            if self
+                .view
+                .agents
+                .get(index)
+                .is_some_and(|a| a.gone_since.is_some())
+            {
+                self.agents[index] = None;
+                continue;
+            }
+            let Some(agent) = self.agents[index].as_mut() else {
                 continue;
             };
-            let last_row_at = facts.last_row_at;
-            if self.agents.len() <= index {
-                self.agents.resize_with(index + 1, || None);
-            }
-            let slot = &mut self.agents[index];
-            if slot.as_ref().is_none_or(|a| a.watch.pid() != pid) {
-                *slot = Some(AgentWatch {
-                    watch: ProcessWatch::new(pid),
-                    reused: last_row_at
-                        .is_some_and(|at| crate::process::started_after(pid, at.as_millis())),
-                    seen_alive: false,
-                });
-            }
-            let Some(agent) = slot.as_mut() else { continue };
             if !agent.reused && !agent.watch.has_ended() {
                 agent.seen_alive = true;
                 continue;
             }
+            let pid = agent.watch.pid();
             let mechanism = if agent.reused {
                 "its pid now names a later process"
             } else {
                 agent.watch.mechanism().name()
             };
-            // Seen running before: it ended about now. Gone at the first look: some time
-            // after its last row, which is all that is known.
-            let at = if agent.seen_alive {
-                now
+            let how = if agent.seen_alive {
+                PidEnd::SeenRunning
             } else {
-                last_row_at.unwrap_or(now)
+                PidEnd::GoneAtFirstLook
             };
-            *slot = None;
+            self.agents[index] = None;
             let view = &mut self.view;
-            let Ok(()) = self
-                .tracker
-                .process_ended_in(index, Some(pid), Some(at), &mut |l| {
-                    view.on_line(&l, now);
-                    Ok::<(), Infallible>(())
-                });
-            notices.push(SessionNotice::ProcessEnded { pid, mechanism });
-            ended_any = true;
+            let Ok(seen) = self.tracker.pid_ended(index, pid, how, now, &mut |l| {
+                view.on_line(&l, now);
+                Ok::<(), Infallible>(())
+            });
+            if let Some(seen) = seen {
+                self.ended.push(seen);
+                notices.push(SessionNotice::ProcessEnded { pid, mechanism });
+                ended_any = true;
+            }
         }
         ended_any
     }

@@ -186,6 +186,7 @@ impl View {
             tmux_pane: self.tmux_pane.clone(),
             sessions,
             current,
+            process_ends: Vec::new(),
         })
     }
 

@@ -12,6 +12,7 @@ use hooktrack_core::correlate::TurnRecord;
 use hooktrack_core::posture::{FieldChange, Posture};
 use hooktrack_core::source::Source;
 use hooktrack_core::time::Timestamp;
+use hooktrack_core::tracker::SeenEnd;
 
 /// One line read, with what it changed (see
 /// [`SessionConfig::report_lines`](super::SessionConfig::report_lines)).
@@ -67,6 +68,13 @@ pub struct Update {
     pub sessions: Vec<SessionUpdate>,
     /// The index in [`Update::sessions`] of the session the last row went to.
     pub current: usize,
+    /// The ends of agent processes (each session's `agent_pid`) seen since the last
+    /// update that no row of the store holds yet, each reported once. A caller that may
+    /// write the store appends each as the launcher's row
+    /// (`hooktrack_core::envelope::process_ended_row_of`, naming its session, at its time),
+    /// so a replay of the store ends what this session ended; read back, that row is no
+    /// news. Not in the JSON form.
+    pub process_ends: Vec<SeenEnd>,
 }
 
 impl Serialize for Update {
@@ -207,6 +215,15 @@ impl Update {
                     tmux_pane: s.tmux_pane.clone(),
                     sessions: vec![s.clone()],
                     current: 0,
+                    process_ends: self
+                        .process_ends
+                        .iter()
+                        .filter(|e| e.session == i)
+                        .map(|e| SeenEnd {
+                            session: 0,
+                            ..e.clone()
+                        })
+                        .collect(),
                     ..self.clone()
                 };
                 (s.session_id.as_deref(), update)
