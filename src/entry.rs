@@ -37,29 +37,22 @@ fn status_of(code: ExitCode) -> u8 {
 /// A standard descriptor the parent left closed is opened on `/dev/null`, as std's start
 /// does: otherwise the first file this process opens would get the number, and a message
 /// meant for standard error (or a hook's never-written standard output) would land in it
-/// (`events.ndjson`, say).
+/// (`events.ndjson`, say). `open` takes the lowest free number, so `/dev/null` is opened
+/// until it lands above 2: each number below that was one of the closed three and keeps
+/// its descriptor (without close-on-exec, as std's start opens it, so that children get
+/// it too); the one above is closed again. When all three are open, as nearly always, that
+/// is one `open` and one `close`. Where std's start would abort when `/dev/null` cannot be
+/// opened, the number stays closed: a hook must still exit 0.
 fn open_missing_standard_fds() {
-    let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
-        fd,
-        events: 0,
-        revents: 0,
-    });
-    // SAFETY: poll(2) on three initialised pollfd entries, without waiting.
-    let polled = unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) } >= 0;
-    for entry in fds {
-        let closed = if polled {
-            entry.revents & libc::POLLNVAL != 0
-        } else {
-            // poll can fail (ENOMEM, EINTR): ask about each descriptor instead.
-            // SAFETY: fcntl(2) F_GETFD on a descriptor number only reads its flags.
-            let bad = unsafe { libc::fcntl(entry.fd, libc::F_GETFD) } == -1;
-            bad && std::io::Error::last_os_error().raw_os_error() == Some(libc::EBADF)
-        };
-        if closed {
-            // SAFETY: open(2) of a NUL-terminated constant path; the lowest free number
-            // is the closed one. Where std's start would abort if this fails, the number
-            // stays closed: a hook must still exit 0.
-            let _ = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+    use rustix::fs::{Mode, OFlags, open};
+    use std::os::fd::{AsRawFd, IntoRawFd};
+    for _ in 0..3 {
+        match open(c"/dev/null", OFlags::RDWR, Mode::empty()) {
+            Ok(fd) if fd.as_raw_fd() <= 2 => {
+                // Now standard input, output or error, for the life of the process.
+                let _ = fd.into_raw_fd();
+            }
+            _ => return,
         }
     }
 }
@@ -68,6 +61,8 @@ fn open_missing_standard_fds() {
 /// Rust program started by std (`hooktrack replay | head` ends cleanly, a hook whose
 /// standard error was closed still exits 0).
 fn ignore_sigpipe() {
-    // SAFETY: signal(2) setting SIGPIPE's disposition to SIG_IGN, before any thread.
+    // SAFETY: signal(2) sets SIGPIPE's disposition to SIG_IGN: no handler of ours runs,
+    // so there is no handler code to be async-signal-safe; it is done before any thread
+    // exists, so nothing races the change, and std's start does the same.
     let _ = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
 }
