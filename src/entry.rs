@@ -37,13 +37,31 @@ fn status_of(code: ExitCode) -> u8 {
 /// A standard descriptor the parent left closed is opened on `/dev/null`, as std's start
 /// does: otherwise the first file this process opens would get the number, and a message
 /// meant for standard error (or a hook's never-written standard output) would land in it
-/// (`events.ndjson`, say). `open` takes the lowest free number, so `/dev/null` is opened
-/// until it lands above 2: each number below that was one of the closed three and keeps
-/// its descriptor (without close-on-exec, as std's start opens it, so that children get
-/// it too); the one above is closed again. When all three are open, as nearly always, that
-/// is one `open` and one `close`. Where std's start would abort when `/dev/null` cannot be
-/// opened, the number stays closed: a hook must still exit 0.
+/// (`events.ndjson`, say).
+///
+/// One `poll` of the three numbers says whether any is closed (it is the hook's only cost
+/// here: an `open` and `close` of `/dev/null` to find out would cost ten times as much on
+/// the hook's path, `docs/benchmarks.md`). Only then, or when `poll` fails, `/dev/null` is
+/// opened until it lands above 2: `open` takes the lowest free number, so each number below
+/// was one of the closed three and keeps its descriptor (without close-on-exec, as std's
+/// start opens it, so that children get it too), and the one above is closed again. Where
+/// std's start would abort when `/dev/null` cannot be opened, the number stays closed: a
+/// hook must still exit 0.
 fn open_missing_standard_fds() {
+    let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    });
+    // SAFETY: poll(2) reads and writes the three initialised entries of `fds`, which live
+    // across the call, and with a zero timeout does not wait. It takes descriptor numbers,
+    // not borrowed descriptors, so a closed one is no breach of I/O safety: poll reports it
+    // (POLLNVAL), which is the question. rustix's `poll` takes only open descriptors
+    // (`BorrowedFd`), which these may not be.
+    let polled = unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) } >= 0;
+    if polled && fds.iter().all(|entry| entry.revents & libc::POLLNVAL == 0) {
+        return;
+    }
     use rustix::fs::{Mode, OFlags, open};
     use std::os::fd::{AsRawFd, IntoRawFd};
     for _ in 0..3 {
