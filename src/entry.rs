@@ -38,28 +38,39 @@ fn status_of(code: ExitCode) -> u8 {
 /// does: otherwise the first file this process opens would get the number, and a message
 /// meant for standard error (or a hook's never-written standard output) would land in it
 /// (`events.ndjson`, say).
+///
+/// One `poll` of the three numbers says whether any is closed (it is the hook's only cost
+/// here: an `open` and `close` of `/dev/null` to find out would cost ten times as much on
+/// the hook's path, `docs/benchmarks.md`). Only then, or when `poll` fails, `/dev/null` is
+/// opened until it lands above 2: `open` takes the lowest free number, so each number below
+/// was one of the closed three and keeps its descriptor (without close-on-exec, as std's
+/// start opens it, so that children get it too), and the one above is closed again. Where
+/// std's start would abort when `/dev/null` cannot be opened, the number stays closed: a
+/// hook must still exit 0.
 fn open_missing_standard_fds() {
     let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
         fd,
         events: 0,
         revents: 0,
     });
-    // SAFETY: poll(2) on three initialised pollfd entries, without waiting.
+    // SAFETY: poll(2) reads and writes the three initialised entries of `fds`, which live
+    // across the call, and with a zero timeout does not wait. It takes descriptor numbers,
+    // not borrowed descriptors, so a closed one is no breach of I/O safety: poll reports it
+    // (POLLNVAL), which is the question. rustix's `poll` takes only open descriptors
+    // (`BorrowedFd`), which these may not be.
     let polled = unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) } >= 0;
-    for entry in fds {
-        let closed = if polled {
-            entry.revents & libc::POLLNVAL != 0
-        } else {
-            // poll can fail (ENOMEM, EINTR): ask about each descriptor instead.
-            // SAFETY: fcntl(2) F_GETFD on a descriptor number only reads its flags.
-            let bad = unsafe { libc::fcntl(entry.fd, libc::F_GETFD) } == -1;
-            bad && std::io::Error::last_os_error().raw_os_error() == Some(libc::EBADF)
-        };
-        if closed {
-            // SAFETY: open(2) of a NUL-terminated constant path; the lowest free number
-            // is the closed one. Where std's start would abort if this fails, the number
-            // stays closed: a hook must still exit 0.
-            let _ = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+    if polled && fds.iter().all(|entry| entry.revents & libc::POLLNVAL == 0) {
+        return;
+    }
+    use rustix::fs::{Mode, OFlags, open};
+    use std::os::fd::{AsRawFd, IntoRawFd};
+    for _ in 0..3 {
+        match open(c"/dev/null", OFlags::RDWR, Mode::empty()) {
+            Ok(fd) if fd.as_raw_fd() <= 2 => {
+                // Now standard input, output or error, for the life of the process.
+                let _ = fd.into_raw_fd();
+            }
+            _ => return,
         }
     }
 }
@@ -68,6 +79,8 @@ fn open_missing_standard_fds() {
 /// Rust program started by std (`hooktrack replay | head` ends cleanly, a hook whose
 /// standard error was closed still exits 0).
 fn ignore_sigpipe() {
-    // SAFETY: signal(2) setting SIGPIPE's disposition to SIG_IGN, before any thread.
+    // SAFETY: signal(2) sets SIGPIPE's disposition to SIG_IGN: no handler of ours runs,
+    // so there is no handler code to be async-signal-safe; it is done before any thread
+    // exists, so nothing races the change, and std's start does the same.
     let _ = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
 }

@@ -26,4 +26,5 @@ mod tail;
 mod threads;
 mod timeline;
 mod tmux;
+mod unsafe_code;
 mod watch;

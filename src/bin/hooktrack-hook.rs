@@ -22,6 +22,9 @@ const USAGE: &str = "usage: hooktrack-hook emit [OPTIONS]\n\
 
 /// Called by the C runtime with the process arguments, which std reads for itself
 /// (`std::env::args_os`).
+// SAFETY: `no_mangle` exports this function as the C symbol `main`, which the C runtime
+// calls; no other definition of `main` is linked (`no_main` drops std's), so the symbol
+// names exactly this function, and its signature is C's `int main(int, char **)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
     entry::c_main(run)

@@ -218,19 +218,31 @@ pub(super) fn spawn(
     let mut cmd = Command::new(program);
     cmd.args(args).envs(env);
     #[cfg(target_os = "linux")]
-    if let Some(signal) = death_signal {
+    if let Some(number) = death_signal {
+        use rustix::process::{getpid, getppid, set_parent_process_death_signal};
         use std::os::unix::process::CommandExt;
-        // SAFETY: getpid(2) here, prctl(2) and getppid(2) in the child before exec: all
-        // async-signal-safe, no allocation.
-        let parent = unsafe { libc::getpid() };
+        let Some(signal) = Signal::from_named_raw(number) else {
+            return Err(spawn_error(
+                command,
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{number} is not a signal to end the agent with"),
+                ),
+            ));
+        };
+        let parent = getpid();
+        // SAFETY: the closure runs in the child between fork and exec, where only
+        // async-signal-safe work is sound (another thread of ours may have held a lock,
+        // the allocator's say, at the fork). It makes three system calls through rustix
+        // (prctl, getppid, kill), allocates nothing (an `Errno` becomes an `io::Error`
+        // without allocating), takes no lock, and reads only its own copies of `parent`
+        // and `signal`.
         unsafe {
             cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
+                set_parent_process_death_signal(Some(signal))?;
                 // The parent died before the prctl: the signal will never come.
-                if libc::getppid() != parent {
-                    libc::raise(signal);
+                if getppid() != Some(parent) {
+                    let _ = kill_process(getpid(), signal);
                 }
                 Ok(())
             });

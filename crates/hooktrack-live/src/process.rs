@@ -106,16 +106,22 @@ pub struct ExitWaiter {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// A watched process's pidfd, shared with the waiter thread while it polls it: an
+/// `unwatch` during the poll drops the list's handle, and the descriptor closes after the
+/// poll, so its number cannot be reused under the poll.
+#[cfg(target_os = "linux")]
+type Pidfd = std::sync::Arc<std::os::fd::OwnedFd>;
+
 #[cfg(target_os = "linux")]
 struct WaiterShared {
     /// Watched processes by the owner's key; `None` asks the thread to stop.
-    watched: std::sync::Mutex<Option<Vec<(u64, std::os::fd::OwnedFd)>>>,
+    watched: std::sync::Mutex<Option<Vec<(u64, Pidfd)>>>,
 }
 
 /// The longest one `poll(2)` of the waiter sleeps: a bound on every wait, and how late a
 /// change of the watched set could be seen if a wake-up byte were ever lost.
 #[cfg(target_os = "linux")]
-const WAITER_TICK_MS: libc::c_int = 1_000;
+const WAITER_TICK: Duration = Duration::from_secs(1);
 
 #[cfg(target_os = "linux")]
 impl ExitWaiter {
@@ -123,19 +129,8 @@ impl ExitWaiter {
     /// ended. `None` when the pipe or the thread cannot be had: the caller's re-check
     /// still sees every end.
     pub fn start(ended: impl Fn(u64) + Send + 'static) -> Option<Self> {
-        use std::os::fd::FromRawFd;
-        let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: pipe2 fills two descriptors on success and nothing on failure.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
-            return None;
-        }
-        // SAFETY: both descriptors were just created and are owned by nobody else.
-        let (read, wake) = unsafe {
-            (
-                std::os::fd::OwnedFd::from_raw_fd(fds[0]),
-                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
-            )
-        };
+        use rustix::pipe::{PipeFlags, pipe_with};
+        let (read, wake) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK).ok()?;
         let shared = std::sync::Arc::new(WaiterShared {
             watched: std::sync::Mutex::new(Some(Vec::new())),
         });
@@ -159,7 +154,7 @@ impl ExitWaiter {
         };
         self.change(|list| {
             list.retain(|(k, _)| *k != key);
-            list.push((key, fd));
+            list.push((key, std::sync::Arc::new(fd)));
         });
         true
     }
@@ -168,7 +163,7 @@ impl ExitWaiter {
         self.change(|list| list.retain(|(k, _)| *k != key));
     }
 
-    fn change(&self, f: impl FnOnce(&mut Vec<(u64, std::os::fd::OwnedFd)>)) {
+    fn change(&self, f: impl FnOnce(&mut Vec<(u64, Pidfd)>)) {
         // A poisoned lock means the thread panicked: nobody waits any more, the
         // re-check still covers.
         if let Ok(mut guard) = self.shared.watched.lock()
@@ -180,11 +175,8 @@ impl ExitWaiter {
     }
 
     fn wake_up(&self) {
-        use std::os::fd::AsRawFd;
-        let byte = 1u8;
-        // SAFETY: one byte from a live buffer into our own pipe. A full pipe (EAGAIN)
-        // already holds a wake-up.
-        let _ = unsafe { libc::write(self.wake.as_raw_fd(), (&raw const byte).cast(), 1) };
+        // A full pipe (EAGAIN) already holds a wake-up.
+        let _ = rustix::io::write(&self.wake, &[1]);
     }
 }
 
@@ -203,114 +195,95 @@ impl Drop for ExitWaiter {
 
 #[cfg(target_os = "linux")]
 fn wait_loop(shared: &WaiterShared, wake: &std::os::fd::OwnedFd, ended: &dyn Fn(u64)) {
-    use std::os::fd::AsRawFd;
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let tick = Timespec::try_from(WAITER_TICK).ok();
     loop {
-        // The set is copied as raw descriptors under the lock; a descriptor closed by an
-        // `unwatch` while the poll runs is harmless (the poll reports it invalid, or a
-        // reused number wakes us once: the owner's re-check decides).
-        let (keys, mut pfds) = {
+        // The set is copied under the lock (the pidfds shared, see `Pidfd`) and polled
+        // outside it, so that `watch` and `unwatch` never wait for the poll.
+        let watched: Vec<(u64, Pidfd)> = {
             let Ok(guard) = shared.watched.lock() else {
                 return;
             };
             let Some(list) = guard.as_ref() else {
                 return;
             };
-            let mut pfds = Vec::with_capacity(list.len() + 1);
-            pfds.push(libc::pollfd {
-                fd: wake.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            });
-            pfds.extend(list.iter().map(|(_, fd)| libc::pollfd {
-                fd: fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            }));
-            (list.iter().map(|(k, _)| *k).collect::<Vec<_>>(), pfds)
+            list.clone()
         };
-        let n = libc::nfds_t::try_from(pfds.len()).unwrap_or(libc::nfds_t::MAX);
-        // SAFETY: `pfds` is a live array of `n` pollfds for the duration of the call.
-        let rc = unsafe { libc::poll(pfds.as_mut_ptr(), n, WAITER_TICK_MS) };
-        if rc < 0 {
-            // EINTR, or a descriptor that went away under us: look again, bounded by
-            // the tick.
+        let mut pfds = Vec::with_capacity(watched.len() + 1);
+        pfds.push(PollFd::new(wake, PollFlags::IN));
+        pfds.extend(
+            watched
+                .iter()
+                .map(|(_, fd)| PollFd::new(&**fd, PollFlags::IN)),
+        );
+        if poll(&mut pfds, tick.as_ref()).is_err() {
+            // EINTR or ENOMEM: look again, bounded by the tick.
             std::thread::sleep(std::time::Duration::from_millis(10));
             continue;
         }
-        if pfds[0].revents != 0 {
+        if !pfds[0].revents().is_empty() {
             let mut buf = [0u8; 64];
-            // SAFETY: reads into a live buffer from our own non-blocking pipe.
-            while unsafe { libc::read(wake.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+            while rustix::io::read(wake, &mut buf).is_ok_and(|n| n > 0) {}
         }
-        let gone: Vec<(u64, libc::c_int)> = pfds[1..]
+        let gone: Vec<&(u64, Pidfd)> = pfds[1..]
             .iter()
-            .zip(&keys)
-            .filter(|(p, _)| p.revents & libc::POLLIN != 0)
-            .map(|(p, k)| (*k, p.fd))
+            .zip(&watched)
+            .filter(|(p, _)| p.revents().contains(PollFlags::IN))
+            .map(|(_, w)| w)
             .collect();
         if gone.is_empty() {
             continue;
         }
-        // By key and descriptor: a key re-watched meanwhile keeps its new pidfd.
+        // By key and pidfd: a key re-watched meanwhile keeps its new pidfd.
         if let Ok(mut guard) = shared.watched.lock()
             && let Some(list) = guard.as_mut()
         {
-            list.retain(|(k, fd)| !gone.contains(&(*k, fd.as_raw_fd())));
+            list.retain(|(k, fd)| {
+                !gone
+                    .iter()
+                    .any(|(gk, gfd)| gk == k && std::sync::Arc::ptr_eq(gfd, fd))
+            });
         }
         for (key, _) in gone {
-            ended(key);
+            ended(*key);
         }
     }
 }
 
 /// `kill(pid, 0)`: false only when no such process exists.
 fn alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: signal 0 sends nothing; it only checks that the pid exists.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    match pid_of(pid) {
+        Some(pid) => rustix::process::test_kill_process(pid) != Err(rustix::io::Errno::SRCH),
+        None => false,
+    }
+}
+
+/// `pid` as a process id `kill` takes: positive and within `pid_t`.
+fn pid_of(pid: u32) -> Option<rustix::process::Pid> {
+    rustix::process::Pid::from_raw(i32::try_from(pid).ok()?)
 }
 
 #[cfg(target_os = "linux")]
 fn pidfd_open(pid: u32) -> Option<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    let pid = libc::pid_t::try_from(pid).ok()?;
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    let fd = libc::c_int::try_from(fd).ok().filter(|fd| *fd >= 0)?;
-    // SAFETY: the descriptor was just returned to us and is owned by nobody else.
-    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+    rustix::process::pidfd_open(pid_of(pid)?, rustix::process::PidfdFlags::empty()).ok()
 }
 
 #[cfg(target_os = "linux")]
 fn pidfd_readable(fd: &std::os::fd::OwnedFd, timeout: Duration) -> bool {
-    use std::os::fd::AsRawFd;
-    let mut pfd = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
-    // SAFETY: one valid pollfd for the duration of the call.
-    let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
-    rc > 0 && pfd.revents & libc::POLLIN != 0
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let mut pfd = [PollFd::new(fd, PollFlags::IN)];
+    // A timeout beyond `Timespec` (centuries) waits without one.
+    let timeout = Timespec::try_from(timeout).ok();
+    poll(&mut pfd, timeout.as_ref()).is_ok_and(|n| n > 0)
+        && pfd[0].revents().contains(PollFlags::IN)
 }
 
 /// True when no process has the id `pid` (`kill(pid, 0)` fails with `ESRCH`): a record
 /// that says `running` with this pid was left by a process killed without its cleanup.
 /// A process of another user counts as there (`EPERM`).
 pub fn is_gone(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    if pid <= 0 {
-        return false;
-    }
-    // SAFETY: kill(2) with signal 0 sends nothing; it only checks the pid.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    pid_of(pid)
+        .is_some_and(|pid| rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH))
 }
 
 /// How much later than a row a process may seem to have started and still be the one
@@ -342,8 +315,7 @@ fn started_at_ms(pid: u32) -> Option<i64> {
         .trim()
         .parse()
         .ok()?;
-    // SAFETY: sysconf only reads a configuration value.
-    let hz = i64::from(i32::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok()?);
+    let hz = i64::try_from(rustix::param::clock_ticks_per_second()).ok()?;
     if hz <= 0 {
         return None;
     }

@@ -92,8 +92,9 @@ pub fn open_regular(path: &Path) -> Result<Option<(File, Metadata)>, TailError> 
     options.read(true);
     #[cfg(unix)]
     {
+        use rustix::fs::OFlags;
         use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+        options.custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits().cast_signed());
     }
     let file = match options.open(path) {
         Ok(file) => file,

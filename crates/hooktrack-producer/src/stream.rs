@@ -7,11 +7,15 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use rustix::io::Errno;
+use rustix::net::sockopt::{Timeout, set_socket_timeout, socket_peercred};
+use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType, connect, socket_with};
 
 /// Where a request goes (and what its errors name).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,34 +65,11 @@ pub fn socket_trust(path: &Path) -> Result<bool, String> {
     if !meta.file_type().is_socket() {
         return Err("it is not a socket".into());
     }
-    // SAFETY: geteuid(2) cannot fail.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     if meta.uid() != me {
         return Err(format!("it is owned by uid {}, not {me}", meta.uid()));
     }
     Ok(true)
-}
-
-/// The uid of the process at the other end of a connected Unix socket (`SO_PEERCRED`).
-fn peer_uid(fd: RawFd) -> io::Result<u32> {
-    // SAFETY: an all-zero ucred is a valid value of the type.
-    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: getsockopt(2) filling a ucred of the size passed.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&raw mut cred).cast(),
-            &raw mut len,
-        )
-    };
-    if rc == 0 {
-        Ok(cred.uid)
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 /// A connected stream of either kind.
@@ -110,50 +91,34 @@ impl Stream {
                 "path too long for a socket address",
             ));
         }
-        // SAFETY: socket(2) with constant arguments; the descriptor is owned at once.
-        let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` is a fresh descriptor nothing else owns.
-        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-        set_timeout(owned.as_raw_fd(), libc::SO_SNDTIMEO, limit)?;
-        // SAFETY: an all-zero sockaddr_un is a valid value of the type.
-        let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-        for (slot, &b) in addr.sun_path.iter_mut().zip(bytes) {
-            *slot = b as libc::c_char;
-        }
-        let len = std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1;
+        let fd = socket_with(
+            AddressFamily::UNIX,
+            SocketType::STREAM,
+            SocketFlags::CLOEXEC,
+            None,
+        )?;
+        // A zero timeout means none: the shortest real limit is one microsecond.
+        let limit = limit.max(Duration::from_micros(1));
+        set_socket_timeout(&fd, Timeout::Send, Some(limit))?;
+        let addr = SocketAddrUnix::new(path)?;
         loop {
-            // SAFETY: connect(2) on our descriptor with an initialised address of `len`
-            // bytes (at most the struct's size: the path's length was checked).
-            let rc = unsafe {
-                libc::connect(
-                    owned.as_raw_fd(),
-                    (&raw const addr).cast(),
-                    len as libc::socklen_t,
-                )
-            };
-            if rc == 0 {
-                // The listener must be this user's too: a socket file of ours can still
-                // be bound by a process of another uid (before anything is sent).
-                // SAFETY: geteuid(2) cannot fail.
-                let me = unsafe { libc::geteuid() };
-                let peer = peer_uid(owned.as_raw_fd())?;
-                if peer != me {
-                    return Err(io::Error::new(
-                        io::ErrorKind::PermissionDenied,
-                        format!("the peer is uid {peer}, not {me}"),
-                    ));
-                }
-                return Ok(Self::Unix(UnixStream::from(owned)));
-            }
-            let err = io::Error::last_os_error();
-            if err.kind() != io::ErrorKind::Interrupted {
-                return Err(err);
+            match connect(&fd, &addr) {
+                Ok(()) => break,
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
             }
         }
+        // The listener must be this user's too: a socket file of ours can still be bound
+        // by a process of another uid (before anything is sent).
+        let me = rustix::process::geteuid().as_raw();
+        let peer = socket_peercred(&fd)?.uid.as_raw();
+        if peer != me {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("the peer is uid {peer}, not {me}"),
+            ));
+        }
+        Ok(Self::Unix(UnixStream::from(fd)))
     }
 
     pub fn set_read_timeout(&self, limit: Option<Duration>) -> io::Result<()> {
@@ -185,30 +150,6 @@ impl Stream {
     }
 }
 
-fn set_timeout(fd: RawFd, option: libc::c_int, limit: Duration) -> io::Result<()> {
-    // A zero timeval means "no timeout": the shortest real limit is one microsecond.
-    let limit = limit.max(Duration::from_micros(1));
-    let tv = libc::timeval {
-        tv_sec: libc::time_t::try_from(limit.as_secs()).unwrap_or(libc::time_t::MAX),
-        tv_usec: libc::suseconds_t::from(limit.subsec_micros()),
-    };
-    // SAFETY: setsockopt(2) with a timeval of the size passed.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            option,
-            (&raw const tv).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
@@ -230,6 +171,15 @@ impl Write for Stream {
         match self {
             Self::Tcp(s) => s.flush(),
             Self::Unix(s) => s.flush(),
+        }
+    }
+}
+
+impl AsFd for Stream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Self::Tcp(s) => s.as_fd(),
+            Self::Unix(s) => s.as_fd(),
         }
     }
 }

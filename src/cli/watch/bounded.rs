@@ -60,11 +60,11 @@ pub fn run_bounded(command: &mut Command, timeout: Duration) -> Result<ExitStatu
 
 /// Kills the process group this module started for a helper (its id is the helper's pid).
 fn kill_group(pid: u32) {
-    if let Ok(pid) = libc::pid_t::try_from(pid) {
-        // SAFETY: kill(2) with the negated id of a process group we created.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
+    if let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
     }
 }
 

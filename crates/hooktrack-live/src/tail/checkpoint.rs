@@ -155,8 +155,13 @@ impl Checkpoint {
         // (opening a FIFO to write waits for a reader) nor redirect it.
         #[cfg(unix)]
         {
+            use rustix::fs::OFlags;
             use std::os::unix::fs::OpenOptionsExt;
-            options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY);
+            options.custom_flags(
+                (OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY)
+                    .bits()
+                    .cast_signed(),
+            );
         }
         let mut file = options.open(&tmp).map_err(err)?;
         if !file.metadata().map_err(err)?.is_file() {

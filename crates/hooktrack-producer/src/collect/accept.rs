@@ -4,10 +4,12 @@
 
 use std::io::{self, Read};
 use std::net::Shutdown;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, poll};
+use rustix::io::Errno;
 
 use super::judge::{self, Reply, Verdict};
 use super::request::{self, Request};
@@ -29,24 +31,14 @@ impl Collector {
         // stalled loop. (Accepted sockets do not inherit O_NONBLOCK on Linux: the
         // exchanges stay blocking, bounded by their timeouts.)
         let _ = self.listener.set_nonblocking(true);
-        let mut fds = vec![libc::pollfd {
-            fd: self.listener.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        }];
+        let mut fds = vec![PollFd::new(&self.listener, PollFlags::IN)];
         if let Some((unix, _)) = &self.unix {
             let _ = unix.set_nonblocking(true);
-            fds.push(libc::pollfd {
-                fd: unix.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            });
+            fds.push(PollFd::new(unix, PollFlags::IN));
         }
         while !self.shared.stopping.load(Ordering::SeqCst) {
-            // SAFETY: poll(2) on `fds.len()` initialised entries that live across the call.
-            let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
-            if ready < 0 {
-                if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            if let Err(e) = poll(&mut fds, None) {
+                if e != Errno::INTR {
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 continue;
@@ -54,21 +46,21 @@ impl Collector {
             if self.shared.stopping.load(Ordering::SeqCst) {
                 break;
             }
-            if fds[0].revents != 0 {
+            let ready = |i: usize| fds.get(i).is_some_and(|fd| !fd.revents().is_empty());
+            if ready(0) {
                 match self.listener.accept() {
                     Ok((stream, _)) => self.dispatch(Stream::Tcp(stream)),
                     Err(e) => self.accept_failed(&e),
                 }
             }
-            if let (Some(entry), Some((unix, _))) = (fds.get(1), &self.unix)
-                && entry.revents != 0
-            {
+            if let (true, Some((unix, _))) = (ready(1), &self.unix) {
                 match unix.accept() {
                     Ok((stream, _)) => self.dispatch(Stream::Unix(stream)),
                     Err(e) => self.accept_failed(&e),
                 }
             }
         }
+        drop(fds);
         // New emitters find no socket and go to the (closed) port, then append.
         drop(self.unix);
         drop(self.listener);

@@ -4,8 +4,10 @@
 
 use std::io::{self, Read, Write};
 use std::ops::Range;
-use std::os::fd::AsRawFd;
 use std::time::Instant;
+
+use rustix::io::Errno;
+use rustix::net::RecvFlags;
 
 use super::Shared;
 use super::judge::{self, Head, Reply};
@@ -86,18 +88,10 @@ pub(super) fn read_request(
 pub(super) fn read_arrived(stream: &Stream, buf: &mut Vec<u8>) -> Result<(), ()> {
     let mut chunk = [0u8; 16 * 1024];
     loop {
-        // SAFETY: recv(2) into a buffer of `chunk.len()` bytes on this frame, on the
-        // stream's open descriptor. MSG_DONTWAIT makes this one call non-blocking without
-        // changing the socket's mode (which the thread path relies on staying blocking).
-        let n = unsafe {
-            libc::recv(
-                stream.as_raw_fd(),
-                chunk.as_mut_ptr().cast(),
-                chunk.len(),
-                libc::MSG_DONTWAIT,
-            )
-        };
-        match usize::try_from(n) {
+        // MSG_DONTWAIT makes this one call non-blocking without changing the socket's
+        // mode (which the thread path relies on staying blocking).
+        let n = rustix::net::recv(stream, &mut chunk, RecvFlags::DONTWAIT).map(|(n, _)| n);
+        match n {
             Ok(0) => return if buf.is_empty() { Err(()) } else { Ok(()) },
             Ok(n) => {
                 buf.extend_from_slice(chunk.get(..n).unwrap_or(&[]));
@@ -106,11 +100,9 @@ pub(super) fn read_arrived(stream: &Stream, buf: &mut Vec<u8>) -> Result<(), ()>
                     return Ok(());
                 }
             }
-            Err(_) => match io::Error::last_os_error() {
-                e if e.kind() == io::ErrorKind::Interrupted => {}
-                e if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                _ => return Err(()),
-            },
+            Err(Errno::INTR) => {}
+            Err(Errno::AGAIN) => return Ok(()),
+            Err(_) => return Err(()),
         }
     }
 }

@@ -58,8 +58,10 @@ pub(super) fn defer_accept(listener: &TcpListener) {
     {
         use std::os::fd::AsRawFd;
         let seconds: libc::c_int = 1;
-        // SAFETY: setsockopt(2) on the listener's open descriptor with a pointer to a
-        // c_int and its size, as TCP_DEFER_ACCEPT takes.
+        // SAFETY: setsockopt(2) on the listener's descriptor, open while `listener` is
+        // borrowed, with a pointer to a live c_int and that c_int's size, which is what
+        // TCP_DEFER_ACCEPT reads; the kernel only reads the value. rustix has no call for
+        // this option.
         let _ = unsafe {
             libc::setsockopt(
                 listener.as_raw_fd(),

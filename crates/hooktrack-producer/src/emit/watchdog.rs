@@ -140,10 +140,14 @@ pub fn arm(config: &EmitConfig) -> Result<(), WatchdogError> {
         .map_err(|_| WatchdogError::AlreadyArmed)?;
     let secs = libc::time_t::try_from(HARD_DEADLINE.as_secs()).unwrap_or(libc::time_t::MAX);
     let micros = libc::suseconds_t::from(HARD_DEADLINE.subsec_micros());
-    // SAFETY: `action` and `alarm` are zero-initialised (a valid `sigaction` and
-    // `sigset_t`) and then filled by their own functions; the handler is an
-    // `extern "C" fn(c_int)` that makes only the calls listed in the module
-    // documentation, and reads `PREPARED`, set above and never changed again.
+    // SAFETY: `action`, `term` and `alarm` are zero-initialised (a valid `sigaction` and
+    // `sigset_t`: all-zero integers and an empty mask) and then filled by their own
+    // functions; every pointer passed lives across its call. The handlers are
+    // `extern "C" fn(c_int)` as `sa_sigaction` without `SA_SIGINFO` expects, and are sound
+    // wherever they interrupt the main thread: `on_alarm` makes only the async-signal-safe
+    // calls listed in the module documentation and reads `PREPARED`, set above and never
+    // changed again; `on_term` touches two atomics and calls `set_timer`. rustix has no
+    // safe `sigaction` or signal mask (only its experimental runtime's, unsafe too).
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_alarm as extern "C" fn(libc::c_int) as libc::sighandler_t;
@@ -196,8 +200,10 @@ fn set_timer(secs: libc::time_t, micros: libc::suseconds_t) -> bool {
             tv_usec: micros,
         },
     };
-    // SAFETY: setitimer(2) with a valid, fully initialised `itimerval`; the old value is
-    // not asked for.
+    // SAFETY: setitimer(2) reads the `itimerval` behind a reference that lives across the
+    // call, fully initialised; the old value is not asked for (null is allowed). One
+    // system call and no shared state: async-signal-safe, as `on_term` needs. rustix has
+    // no interval timer.
     unsafe { libc::setitimer(libc::ITIMER_REAL, &timer, std::ptr::null_mut()) == 0 }
 }
 
@@ -241,10 +247,7 @@ extern "C" fn on_alarm(_signal: libc::c_int) {
             TERMINATED.load(Ordering::Acquire),
         );
     }
-    // SAFETY: _exit(2) ends the process at once, without unwinding, destructors or atexit
-    // handlers (none of which is safe to run from a signal handler). Status 0: a hook
-    // must never fail the agent.
-    unsafe { libc::_exit(0) }
+    exit_now()
 }
 
 /// `SIGTERM`: the deadline comes forward to [`TERM_GRACE`] (unless the delivery is
@@ -257,9 +260,19 @@ extern "C" fn on_term(_signal: libc::c_int) {
     TERMINATED.store(true, Ordering::Release);
     let micros = libc::suseconds_t::try_from(TERM_GRACE.as_micros()).unwrap_or(10_000);
     if !set_timer(0, micros) {
-        // SAFETY: _exit(2), as in `on_alarm`; without a timer the give-up cannot wait.
-        unsafe { libc::_exit(0) }
+        // Without a timer the give-up cannot wait.
+        exit_now()
     }
+}
+
+/// Ends the process at once, from a signal handler, with status 0: a hook must never fail
+/// the agent.
+fn exit_now() -> ! {
+    // SAFETY: _exit(2) is async-signal-safe and takes no pointer; it ends the process
+    // without unwinding, destructors or atexit handlers, none of which may run in a
+    // signal handler (they could find the state the interrupted code left half-changed).
+    // Nothing needs flushing: the handler's writes are system calls (`store::append`).
+    unsafe { libc::_exit(0) }
 }
 
 /// How the give-up append ended, as the log line says it.
