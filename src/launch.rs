@@ -23,7 +23,7 @@ mod ledger;
 mod root;
 
 pub use child::{AgentExit, AgentStatus, SignalForwarding, find_program};
-pub use root::default_session_root;
+pub use root::{default_session_root, default_sessions_folder};
 
 use std::ffi::OsString;
 use std::fs;
