@@ -119,6 +119,7 @@ impl Hub {
             watched: HashMap::new(),
             transcript_files: HashMap::new(),
             transcript_dirs: HashMap::new(),
+            transcript_waits: HashMap::new(),
             #[cfg(target_os = "linux")]
             exits,
             updates: updates_tx,
@@ -195,6 +196,9 @@ struct Tracked {
     watch: Option<PathBuf>,
     /// The followed transcript (absolute), whose directory is watched.
     transcript: Option<PathBuf>,
+    /// The directory watched for it: its own, or until that exists its nearest existing
+    /// ancestor (a folder not made yet is watched for its creation, never an error).
+    transcript_watch: Option<PathBuf>,
 }
 
 /// A watched directory: its identity (a directory deleted and recreated loses its watch
@@ -213,6 +217,8 @@ struct Worker {
     /// many transcripts each holds (a directory can hold many: Claude's project dir).
     transcript_files: HashMap<PathBuf, HashSet<SessionId>>,
     transcript_dirs: HashMap<PathBuf, usize>,
+    /// Ancestors watched until a transcript's directory exists, and the sessions waiting.
+    transcript_waits: HashMap<PathBuf, HashSet<SessionId>>,
     #[cfg(target_os = "linux")]
     exits: Option<ExitWaiter>,
     updates: Sender<(SessionId, Update)>,
@@ -291,6 +297,11 @@ impl Worker {
                         if let Some(following) = self.transcript_files.get(path) {
                             dirty.extend(following.iter().copied());
                         }
+                        if let Some(waiting) =
+                            path.parent().and_then(|p| self.transcript_waits.get(p))
+                        {
+                            dirty.extend(waiting.iter().copied());
+                        }
                     }
                 }
             }
@@ -303,6 +314,7 @@ impl Worker {
                         session: *session,
                         watch: None,
                         transcript: None,
+                        transcript_watch: None,
                     },
                 );
                 dirty.insert(id);
@@ -310,7 +322,11 @@ impl Worker {
             Msg::Remove(id) => {
                 if let Some(tracked) = self.sessions.remove(&id) {
                     self.unwatch(id, tracked.watch.as_deref());
-                    self.unwatch_transcript(id, tracked.transcript.as_deref());
+                    self.unwatch_transcript(
+                        id,
+                        tracked.transcript.as_deref(),
+                        tracked.transcript_watch.as_deref(),
+                    );
                 }
                 #[cfg(target_os = "linux")]
                 if let Some(exits) = &self.exits {
@@ -378,7 +394,12 @@ impl Worker {
             .session
             .transcript_path()
             .and_then(|p| std::path::absolute(p).ok());
-        if followed != tracked.transcript {
+        // A transcript whose folder was missing: its folder (or one on the way) appeared.
+        let appeared = followed
+            .as_deref()
+            .and_then(Path::parent)
+            .is_some_and(|dir| tracked.transcript_watch.as_deref() != Some(dir) && dir.is_dir());
+        if followed != tracked.transcript || appeared {
             self.follow_transcript(id, followed);
             // Whatever was written to it between this poll's read and the watch would
             // wake nobody: read once more, now that the watch is in place.
@@ -387,18 +408,32 @@ impl Worker {
         more
     }
 
-    /// Moves the session's transcript watch to `file`'s directory. A directory that
+    /// Moves the session's transcript watch to `file`'s directory, or while that does
+    /// not exist to its nearest existing ancestor (to see it made). A directory that
     /// cannot be watched leaves the transcript to the periodic re-check, with a notice.
     fn follow_transcript(&mut self, id: SessionId, file: Option<PathBuf>) {
         let Some(tracked) = self.sessions.get_mut(&id) else {
             return;
         };
         let old = std::mem::replace(&mut tracked.transcript, file.clone());
-        self.unwatch_transcript(id, old.as_deref());
+        let old_watch = tracked.transcript_watch.take();
+        self.unwatch_transcript(id, old.as_deref(), old_watch.as_deref());
         let Some(file) = file else { return };
-        let Some(dir) = file.parent().map(Path::to_path_buf) else {
+        let Some(own) = file.parent() else {
             return;
         };
+        let Some((dir, _)) = nearest_existing(own) else {
+            return;
+        };
+        if dir != own {
+            self.transcript_waits
+                .entry(dir.clone())
+                .or_default()
+                .insert(id);
+        }
+        if let Some(tracked) = self.sessions.get_mut(&id) {
+            tracked.transcript_watch = Some(dir.clone());
+        }
         self.transcript_files.entry(file).or_default().insert(id);
         let count = self.transcript_dirs.entry(dir.clone()).or_insert(0);
         *count += 1;
@@ -414,7 +449,7 @@ impl Worker {
         }
     }
 
-    fn unwatch_transcript(&mut self, id: SessionId, file: Option<&Path>) {
+    fn unwatch_transcript(&mut self, id: SessionId, file: Option<&Path>, dir: Option<&Path>) {
         let Some(file) = file else { return };
         if let Some(following) = self.transcript_files.get_mut(file) {
             following.remove(&id);
@@ -422,7 +457,13 @@ impl Worker {
                 self.transcript_files.remove(file);
             }
         }
-        let Some(dir) = file.parent() else { return };
+        let Some(dir) = dir else { return };
+        if let Some(waiting) = self.transcript_waits.get_mut(dir) {
+            waiting.remove(&id);
+            if waiting.is_empty() {
+                self.transcript_waits.remove(dir);
+            }
+        }
         if let Some(count) = self.transcript_dirs.get_mut(dir) {
             *count = count.saturating_sub(1);
             if *count == 0 {
