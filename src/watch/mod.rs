@@ -342,6 +342,9 @@ impl Watch {
                 pending,
             });
         }
+        // What is there at start is history, like the given paths' contents.
+        watch.look(false);
+        // Said once the first look is done: what appears from now on is news.
         if config.paths.is_empty() {
             let mut said = Vec::new();
             if let Some(f) = &config.default_stores {
@@ -352,8 +355,12 @@ impl Watch {
             }
             watch.notice(&format!("watching {}", said.join(" and ")))?;
         }
-        // What is there at start is history, like the given paths' contents.
-        watch.look(false);
+        for pattern in config.paths.iter().filter(|p| is_pattern(p)) {
+            watch.notice(&format!(
+                "watching what {} matches, now and later",
+                pattern.display()
+            ))?;
+        }
         Ok(watch)
     }
 
