@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use hooktrack_core::posture::Phase;
+use hooktrack_core::posture::{Phase, Presence};
 use hooktrack_core::time::Timestamp;
 use hooktrack_live::session::Update;
 
@@ -318,10 +318,16 @@ pub(super) fn status_line(name: &str, update: &Update, now: Timestamp) -> Status
         ),
         None => "never".to_owned(),
     };
+    // One word for a gone agent in every output: tmux's `@hooktrack_phase` says the same.
+    let phase = if p.presence == Presence::Absent {
+        "absent".to_owned()
+    } else {
+        name_of(&p.turn.phase)
+    };
     let line = |turn_age: &str, event_age: &str| {
         format!(
             "{name}  {agent:<11}  {:<7}  turn {:<4}  for {turn_age:<6}  tools {:<3}  waits {waits:<10}  last {:<13}  {:<19}  event {event_age}",
-            name_of(&p.turn.phase) + &background_text(p.turn.background()),
+            phase.clone() + &background_text(p.turn.background()),
             turn_name(p.turn.turn_id.as_ref()),
             p.turn.open_tool_calls,
             p.last_turn.result.name(),
