@@ -202,7 +202,7 @@ mod tests {
         fs::write(root.join("stray-file"), "").unwrap();
         let store = |name: &str| Found::Store {
             name: name.to_owned(),
-            paths: StorePaths::in_dir(&root.join(name)),
+            paths: StorePaths::in_dir(root.join(name)),
         };
         assert_eq!(d.look(), vec![store("claude")]);
         fs::create_dir_all(root.join("codex")).unwrap();

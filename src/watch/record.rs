@@ -62,7 +62,7 @@ mod tests {
 
     fn store() -> (tempfile::TempDir, StorePaths) {
         let tmp = tempfile::tempdir().unwrap();
-        let paths = StorePaths::in_dir(&tmp.path().join("claude"));
+        let paths = StorePaths::in_dir(tmp.path().join("claude"));
         store::create_dir(&paths).unwrap();
         let row = r#"{"v":1,"provider":"claude","generation":0,"via":"command_fallback","emitter_seq":1,"received_at":"2026-01-01T00:00:00.000Z","event":"UserPromptSubmit","payload":{"session_id":"s1","hook_event_name":"UserPromptSubmit","prompt":"x"},"agent_pid":4242}"#;
         fs::write(&paths.events, format!("{row}\n")).unwrap();
