@@ -11,8 +11,9 @@ use std::path::{Component, Path, PathBuf};
 
 use hooktrack_core::store::{OBSERVATION_DIR, StorePaths};
 
-/// At most this many stores are found (one per agent is what the hooks make; a
-/// `hooktrack session` makes one per run).
+/// At most this many stores are followed at once (one per agent is what the hooks make;
+/// a `hooktrack session` makes one per run, and is let go once its sessions are dropped:
+/// [`Discover::release`]).
 pub const MAX_STORES: usize = 64;
 
 /// Where stores appear, and the ones already handed out.
@@ -24,7 +25,22 @@ pub struct Discover {
     root_folders: Vec<PathBuf>,
     /// Glob patterns, each path it matches named as the user would.
     patterns: Vec<PathBuf>,
+    /// Everything handed out (never again, even once released).
     known: HashSet<PathBuf>,
+    /// What the first look saw, handed out then or later: history, not news.
+    at_start: HashSet<PathBuf>,
+    looked: bool,
+    /// Handed out and not released: what [`MAX_STORES`] bounds.
+    live: usize,
+}
+
+/// A store found, and whether it was there at the first look.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Discovered {
+    pub found: Found,
+    pub at_start: bool,
+    /// A `hooktrack session` store: one run's, let go once its sessions are dropped.
+    pub one_run: bool,
 }
 
 /// A store found: how it is shown, where it is, and (for a pattern's match) the path
@@ -48,8 +64,13 @@ impl Discover {
         self.patterns.push(pattern);
     }
 
-    /// The stores not handed out before.
-    pub fn look(&mut self) -> Vec<Found> {
+    /// A store handed out is no longer followed: room for another.
+    pub fn release(&mut self) {
+        self.live = self.live.saturating_sub(1);
+    }
+
+    /// The stores not handed out before, at most [`MAX_STORES`] followed in all.
+    pub fn look(&mut self) -> Vec<Discovered> {
         let mut found = Vec::new();
         for folder in &self.store_folders {
             for (name, dir) in subfolders(folder) {
@@ -60,6 +81,7 @@ impl Discover {
                             name,
                             paths: StorePaths::in_dir(&dir),
                         },
+                        false,
                     ));
                 }
             }
@@ -78,6 +100,7 @@ impl Discover {
                                 name: format!("session {root_name} {provider}"),
                                 paths: StorePaths::for_provider(&root, &provider),
                             },
+                            true,
                         ));
                     }
                 }
@@ -86,16 +109,26 @@ impl Discover {
         for pattern in &self.patterns {
             for path in glob(pattern) {
                 if !self.known.contains(&path) {
-                    found.push((path.clone(), Found::Path(path)));
+                    found.push((path.clone(), Found::Path(path), false));
                 }
             }
         }
-        found.truncate(MAX_STORES.saturating_sub(self.known.len()));
+        if !self.looked {
+            self.looked = true;
+            self.at_start = found.iter().map(|(key, _, _)| key.clone()).collect();
+        }
+        found.truncate(MAX_STORES.saturating_sub(self.live));
+        self.live += found.len();
         found
             .into_iter()
-            .map(|(key, found)| {
+            .map(|(key, found, one_run)| {
+                let at_start = self.at_start.contains(&key);
                 self.known.insert(key);
-                found
+                Discovered {
+                    found,
+                    at_start,
+                    one_run,
+                }
             })
             .collect()
     }
@@ -200,14 +233,50 @@ mod tests {
         assert!(d.look().is_empty(), "no folder yet");
         fs::create_dir_all(root.join("claude")).unwrap();
         fs::write(root.join("stray-file"), "").unwrap();
-        let store = |name: &str| Found::Store {
-            name: name.to_owned(),
-            paths: StorePaths::in_dir(root.join(name)),
+        let store = |name: &str| Discovered {
+            found: Found::Store {
+                name: name.to_owned(),
+                paths: StorePaths::in_dir(root.join(name)),
+            },
+            at_start: false,
+            one_run: false,
         };
         assert_eq!(d.look(), vec![store("claude")]);
         fs::create_dir_all(root.join("codex")).unwrap();
         assert_eq!(d.look(), vec![store("codex")]);
         assert!(d.look().is_empty());
+    }
+
+    #[test]
+    fn what_the_first_look_saw_stays_history_and_released_stores_make_room() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sessions = tmp.path().join("sessions");
+        for n in 0..MAX_STORES + 2 {
+            fs::create_dir_all(
+                sessions
+                    .join(format!("r{n:03}"))
+                    .join(OBSERVATION_DIR)
+                    .join("kimi"),
+            )
+            .unwrap();
+        }
+        let mut d = Discover::default();
+        d.session_roots_in(sessions.clone());
+        let first = d.look();
+        assert_eq!(first.len(), MAX_STORES);
+        assert!(first.iter().all(|f| f.at_start && f.one_run));
+        // Newest (last by name) first.
+        assert!(matches!(&first[0].found, Found::Store { name, .. } if name.contains("r065")));
+        assert!(d.look().is_empty(), "full");
+        d.release();
+        let later = d.look();
+        assert_eq!(later.len(), 1);
+        assert!(later[0].at_start, "there at the start: history");
+        fs::create_dir_all(sessions.join("r999").join(OBSERVATION_DIR).join("kimi")).unwrap();
+        d.release();
+        let new = d.look();
+        assert_eq!(new.len(), 1);
+        assert!(!new[0].at_start, "made later: news");
     }
 
     #[test]
@@ -222,9 +291,13 @@ mod tests {
         fs::create_dir_all(root.join(OBSERVATION_DIR).join("kimi")).unwrap();
         assert_eq!(
             d.look(),
-            vec![Found::Store {
-                name: "session 20261205T080000000Z-42 kimi".to_owned(),
-                paths: StorePaths::for_provider(&root, "kimi"),
+            vec![Discovered {
+                found: Found::Store {
+                    name: "session 20261205T080000000Z-42 kimi".to_owned(),
+                    paths: StorePaths::for_provider(&root, "kimi"),
+                },
+                at_start: false,
+                one_run: true,
             }]
         );
         assert!(d.look().is_empty());
@@ -240,9 +313,14 @@ mod tests {
         let pattern = base.join("run-*");
         assert!(is_pattern(&pattern));
         d.pattern(pattern);
-        assert_eq!(d.look(), vec![Found::Path(base.join("run-1"))]);
+        let path = |p: PathBuf, at_start| Discovered {
+            found: Found::Path(p),
+            at_start,
+            one_run: false,
+        };
+        assert_eq!(d.look(), vec![path(base.join("run-1"), true)]);
         fs::create_dir_all(base.join("run-2")).unwrap();
-        assert_eq!(d.look(), vec![Found::Path(base.join("run-2"))]);
+        assert_eq!(d.look(), vec![path(base.join("run-2"), false)]);
         assert!(d.look().is_empty());
     }
 

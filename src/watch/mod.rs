@@ -48,7 +48,7 @@ use hooktrack_live::hub::{Hub, HubConfig, HubError, SessionId, wall_clock};
 use hooktrack_live::locate::{LocateError, resolve_store};
 use hooktrack_live::session::{Session, SessionConfig, Update};
 
-use discover::{Discover, Found, is_pattern};
+use discover::{Discover, Discovered, Found, is_pattern};
 use facts::Facts;
 use notify::{Action, Notifier};
 use tmux::Tmux;
@@ -176,6 +176,8 @@ struct Store {
     fresh: bool,
     /// The path it was named by, while its store is not there yet (looked for again).
     pending: Option<PathBuf>,
+    /// One `hooktrack session` run's store: let go once all its sessions are dropped.
+    one_run: bool,
 }
 
 /// Many stores followed; see the module's documentation.
@@ -340,6 +342,7 @@ impl Watch {
                 paths,
                 fresh: false,
                 pending,
+                one_run: false,
             });
         }
         // What is there at start is history, like the given paths' contents.
@@ -412,7 +415,12 @@ impl Watch {
     /// somewhere else than first resolved (an empty folder that became a store).
     fn look(&mut self, fresh: bool) {
         self.next_look = Instant::now() + self.look_every;
-        for found in self.discover.look() {
+        for Discovered {
+            found,
+            at_start,
+            one_run,
+        } in self.discover.look()
+        {
             let (name, paths, pending) = match found {
                 Found::Store { name, paths } => (name, paths, None),
                 Found::Path(path) => match resolve_store(&path) {
@@ -430,8 +438,10 @@ impl Watch {
                 name,
                 paths,
                 pane: None,
-                fresh,
+                // Found late because the first look was full: still what the logs held.
+                fresh: fresh && !at_start,
                 pending,
+                one_run,
             });
         }
         let moved: Vec<(SessionId, StorePaths)> = self
@@ -567,6 +577,34 @@ impl Watch {
         }
     }
 
+    /// Stops following the store of a `hooktrack session` run whose sessions were all
+    /// dropped (its agent is gone and its launcher has ended): room for the next runs.
+    fn let_go_of_finished_runs(&mut self) {
+        let finished: Vec<SessionId> = self
+            .order
+            .iter()
+            .filter(|id| self.stores.get(id).is_some_and(|s| s.one_run))
+            .filter(|id| {
+                self.latest.get(id).is_some_and(|u| {
+                    !u.sessions.is_empty()
+                        && u.sessions
+                            .iter()
+                            .all(|s| self.dropped.contains(&(**id, s.session_id.clone())))
+                })
+            })
+            .copied()
+            .collect();
+        for id in finished {
+            self.hub.remove(id);
+            self.stores.remove(&id);
+            self.latest.remove(&id);
+            self.looked.remove(&id);
+            self.order.retain(|o| *o != id);
+            self.dropped.retain(|(o, _)| *o != id);
+            self.discover.release();
+        }
+    }
+
     /// Drops sessions whose agent has been gone for the grace period, passes on the
     /// workers' warnings, and redraws when due.
     fn housekeeping(&mut self) -> Result<(), WatchError> {
@@ -606,6 +644,7 @@ impl Watch {
                 }
             }
         }
+        self.let_go_of_finished_runs();
         let warnings: Vec<String> = self.warnings.try_iter().collect();
         for warning in warnings {
             self.notice(&warning)?;
