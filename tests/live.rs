@@ -519,7 +519,10 @@ fn a_transcript_whose_folder_is_not_made_yet_is_watched_for_it_without_an_error(
     let barrier = hub.add(open(&base.path().join("barrier")));
     next_of(&rx, barrier);
     // Escape: Claude Code makes the folder and writes the entries, and fires no hook. Only
-    // the watcher can say so (the re-check never comes during the test).
+    // the watcher can say so (the re-check never comes during the test), one level at a
+    // time: the watch moves down whichever level the hub sees made first.
+    fs::create_dir(base.path().join("later")).expect("mkdir");
+    fs::create_dir(base.path().join("later").join("deeper")).expect("mkdir");
     append(
         &transcript,
         &[format!(

@@ -394,11 +394,17 @@ impl Worker {
             .session
             .transcript_path()
             .and_then(|p| std::path::absolute(p).ok());
-        // A transcript whose folder was missing: its folder (or one on the way) appeared.
+        // A transcript whose folder was missing: its folder, or one on the way, appeared
+        // (the watch moves down to it; a level made before the move is seen by the
+        // re-poll after it).
         let appeared = followed
             .as_deref()
             .and_then(Path::parent)
-            .is_some_and(|dir| tracked.transcript_watch.as_deref() != Some(dir) && dir.is_dir());
+            .is_some_and(|dir| {
+                let watched = tracked.transcript_watch.as_deref();
+                watched != Some(dir)
+                    && nearest_existing(dir).is_some_and(|(now, _)| watched != Some(now.as_path()))
+            });
         if followed != tracked.transcript || appeared {
             self.follow_transcript(id, followed);
             // Whatever was written to it between this poll's read and the watch would
