@@ -23,7 +23,7 @@ mod ledger;
 mod root;
 
 pub use child::{AgentExit, AgentStatus, SignalForwarding, find_program};
-pub use root::default_session_root;
+pub use root::{default_session_root, default_sessions_folder};
 
 use std::ffi::OsString;
 use std::fs;
@@ -31,7 +31,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
@@ -121,6 +121,16 @@ pub enum WaitError {
     Wait(#[source] io::Error),
 }
 
+/// Why [`Launch::run_until_exit`] could not follow the agent to its end.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum RunError {
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    #[error(transparent)]
+    Wait(#[from] WaitError),
+}
+
 /// Why [`Launch::finish`] could not clean up: the observer's removal or the collector.
 #[derive(Debug, Error)]
 #[non_exhaustive]
@@ -190,6 +200,11 @@ pub struct Launch {
 /// What an agent started by [`Launch::spawn`] receives when the launching process dies
 /// without its cleanup (`kill -9`): SIGTERM, the signal `hooktrack session` forwards on a
 /// polite end too, so the agent is never left running unobserved.
+/// How often [`Launch::run_until_exit`] looks at the agent and the store.
+const RUN_POLL: Duration = Duration::from_millis(50);
+/// The longest [`Launch::run_until_exit`] waits for late hooks after the agent's exit.
+const MAX_LINGER: Duration = Duration::from_secs(5);
+
 pub const DEFAULT_AGENT_DEATH_SIGNAL: i32 = libc::SIGTERM;
 
 impl Launch {
@@ -424,6 +439,47 @@ impl Launch {
         self.set_child_pid(pid);
         self.agent_started(wall_clock());
         Ok(pid)
+    }
+
+    /// What `hooktrack session` does with its agent: starts `command` ([`Launch::spawn`],
+    /// `signals` forwarded to it), polls the live session and hands each update to `each`
+    /// until the agent exits ([`Launch::wait`], looking every 50 ms), then keeps reading
+    /// for late hooks (fire-and-forget ones can outlive the agent) until nothing arrived
+    /// for `linger` (5 s at most). Returns how the agent ended; the launch is
+    /// then read (ledger, posture) and cleaned up by [`Launch::finish`] (or on drop).
+    pub fn run_until_exit(
+        &mut self,
+        command: &[OsString],
+        signals: Option<SignalForwarding>,
+        linger: Duration,
+        mut each: impl FnMut(&Session, Update),
+    ) -> Result<AgentExit, RunError> {
+        let exit = self
+            .spawn(command, signals)
+            .map_err(RunError::from)
+            .and_then(|_| {
+                loop {
+                    self.poll_each(wall_clock(), &mut each);
+                    if let Some(exit) = self.wait(RUN_POLL)? {
+                        break Ok(exit);
+                    }
+                }
+            });
+        let linger = linger.min(MAX_LINGER);
+        let started = Instant::now();
+        let mut quiet_since = Instant::now();
+        while started.elapsed() < MAX_LINGER && quiet_since.elapsed() < linger {
+            let mut lines = false;
+            self.poll_each(wall_clock(), |session, update| {
+                lines |= !update.lines.is_empty();
+                each(session, update);
+            });
+            if lines {
+                quiet_since = Instant::now();
+            }
+            std::thread::sleep(RUN_POLL.min(linger));
+        }
+        exit
     }
 
     /// Whether the agent [`Launch::spawn`] started has ended: looks, and if it runs on,

@@ -17,6 +17,9 @@
 //! - **Agents**: [`Agent`] names every agent CLI hooktrack understands; its
 //!   [`descriptor`](Agent::descriptor) ([`agents::Descriptor`]) is everything hooktrack
 //!   knows about it.
+//! - **Follow many stores**: [`Watch`] is what `hooktrack watch` does (discovery of new
+//!   stores and sessions, drop policy, agent ends written to the store, outputs: text,
+//!   ndjson, tmux options, commands and notifications per transition).
 //! - **Start an agent under observation**: [`Launch`] is what `hooktrack session` does
 //!   (collector, observer, preflight, live tracking, cleanup); it runs the agent as its
 //!   child ([`Launch::spawn`]: environment, signal forwarding, [`Launch::wait`], exit
@@ -46,11 +49,17 @@
 mod launch;
 mod output;
 pub mod transcripts;
+pub mod watch;
 
 pub use launch::{
     AgentExit, AgentStatus, FinishError, Finished, Installed, Launch, LaunchConfig, LaunchError,
-    SignalForwarding, SpawnError, WaitError, default_session_root, find_program, prompt_at_launch,
+    RunError, SignalForwarding, SpawnError, WaitError, default_session_root, find_program,
+    prompt_at_launch,
 };
+
+// Following many stores, as `hooktrack watch` does.
+pub use launch::default_sessions_folder;
+pub use watch::{Watch, WatchConfig, WatchError, record_process_end};
 
 pub use output::{
     Format, Options as ReplayOptions, ReplayError, Report, Transcripts, replay, replay_threaded,

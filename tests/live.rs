@@ -475,3 +475,64 @@ fn after_new_the_live_posture_follows_the_new_session() {
     assert_eq!(update.posture().turn.phase, Phase::Ready);
     assert_eq!(update.sessions[0].posture.presence, Presence::Absent);
 }
+
+/// A Claude Code capture line (`recv_ts` at second `s`) naming `transcript`.
+fn claude(s: i64, event: &str, transcript: &Path, fields: &str) -> String {
+    format!(
+        r#"{{"recv_ts":"{}","cli":"claude-code","event":"{event}","payload":{{"session_id":"s1","transcript_path":"{}","cwd":"/p","prompt_id":"p1","hook_event_name":"{event}"{fields}}}}}"#,
+        t(s),
+        transcript.display()
+    )
+}
+
+#[test]
+fn a_transcript_whose_folder_is_not_made_yet_is_watched_for_it_without_an_error() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let root = base.path().join("root");
+    // The folder the payloads name appears only later (a new project's folder).
+    let transcript = base.path().join("later").join("deeper").join("s1.jsonl");
+    let events = hooktrack::locate_store(&root).expect("store").events;
+    append(
+        &events,
+        &[
+            claude(0, "SessionStart", &transcript, r#","source":"startup""#),
+            claude(1, "UserPromptSubmit", &transcript, r#","prompt":"go""#),
+            claude(
+                2,
+                "PreToolUse",
+                &transcript,
+                r#","tool_name":"Bash","tool_use_id":"toolu_1","tool_input":{}"#,
+            ),
+        ],
+    );
+    let (mut hub, rx) = notify_only_hub();
+    let id = hub.add(open(&root));
+    let running = until(&rx, id, |u| u.posture().turn.phase == Phase::Active);
+    let watch_failed = |u: &Update| {
+        u.notices
+            .iter()
+            .any(|n| matches!(n, SessionNotice::WatchFailed { .. }))
+    };
+    assert!(!watch_failed(&running), "{:?}", running.notices);
+    // A barrier: once a session added now has reported, the hub has placed the
+    // transcript's watch (it handles messages in order, between its polls).
+    let barrier = hub.add(open(&base.path().join("barrier")));
+    next_of(&rx, barrier);
+    // Escape: Claude Code makes the folder and writes the entries, and fires no hook. Only
+    // the watcher can say so (the re-check never comes during the test), one level at a
+    // time: the watch moves down whichever level the hub sees made first.
+    fs::create_dir(base.path().join("later")).expect("mkdir");
+    fs::create_dir(base.path().join("later").join("deeper")).expect("mkdir");
+    append(
+        &transcript,
+        &[format!(
+            r#"{{"type":"user","promptId":"p1","timestamp":"{}","interruptedMessageId":"m1","message":{{"content":[{{"type":"text","text":"[Request interrupted by user for tool use]"}}]}}}}"#,
+            t(4)
+        )],
+    );
+    let ended = until(&rx, id, |u| {
+        assert!(!watch_failed(u), "{:?}", u.notices);
+        u.posture().last_turn.result == TurnResult::Interrupted
+    });
+    assert_eq!(ended.posture().turn.phase, Phase::Ready);
+}

@@ -464,3 +464,360 @@ fn a_store_of_two_session_ids_shows_two_status_lines() {
     assert_eq!(last(&a).as_deref(), Some("success"), "{a:?}");
     assert_eq!(last(&b).as_deref(), Some("none"), "{b:?}");
 }
+
+/// A turn of `session_t` that waits for a permission (the `blocked` transition).
+fn blocked_turn() -> Vec<String> {
+    vec![
+        kimi("SessionStart", r#""source":"startup""#),
+        kimi(
+            "UserPromptSubmit",
+            r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#,
+        ),
+        kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
+        kimi(
+            "PreToolUse",
+            r#""tool_call_id":"c1","tool_name":"Bash","tool_input":{}"#,
+        ),
+        kimi(
+            "PermissionRequest",
+            r#""tool_call_id":"c1","turn_id":1,"id":"a1","tool_name":"Bash""#,
+        ),
+    ]
+}
+
+fn write_rows(path: &std::path::Path, rows: &[String]) {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).expect("mkdir");
+    }
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("open");
+    for row in rows {
+        writeln!(f, "{row}").expect("append");
+    }
+}
+
+/// What `--on-change` records: `EVENT|SESSION` per run, one at a time.
+const RECORD_RUNS: &str = r#"printf '%s|%s\n' "$HOOKTRACK_EVENT" "$HOOKTRACK_SESSION" >> "$RUNS""#;
+
+/// Waits (bounded) until the `--on-change` command has run `n` times; its lines.
+fn runs(path: &std::path::Path, n: usize) -> Vec<String> {
+    let deadline = std::time::Instant::now() + Wake::PATIENCE;
+    loop {
+        let text = fs::read_to_string(path).unwrap_or_default();
+        let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        if lines.len() >= n {
+            return lines;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waiting for {n} runs, have {lines:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Reads JSON lines until one satisfies `done`.
+fn json_until(
+    rx: &Receiver<String>,
+    what: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    loop {
+        let v = next_json(rx, what);
+        if done(&v) {
+            return v;
+        }
+    }
+}
+
+fn phase(v: &serde_json::Value) -> &serde_json::Value {
+    &v["posture"]["turn"]["phase"]
+}
+
+/// Issue 32 item 4: an empty store folder, and an events file named before it exists,
+/// are followed from their first row once the agent writes them; their first `blocked`
+/// is news (run once each), not history.
+#[test]
+fn an_empty_store_folder_and_a_missing_events_file_are_followed_from_their_first_row() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let folder = root.path().join("store");
+    fs::create_dir_all(&folder).expect("mkdir");
+    let file = root.path().join("elsewhere").join("events.ndjson");
+    fs::create_dir_all(file.parent().unwrap()).expect("mkdir");
+    let record = root.path().join("runs.txt");
+    let mut child = Running::spawn(
+        hooktrack()
+            .args([
+                "watch",
+                "--ndjson",
+                "--recheck-ms",
+                "50",
+                "--on-change",
+                RECORD_RUNS,
+            ])
+            .arg(&folder)
+            .arg(&file)
+            .env("RUNS", &record)
+            .stderr(Stdio::piped()),
+    );
+    let rx = lines_of(child.child());
+    // Both were looked at: nothing there yet.
+    let mut first = [
+        next_json(&rx, "a first update"),
+        next_json(&rx, "the other"),
+    ];
+    first.sort_by_key(|v| v["session"].as_str().map(str::to_owned));
+    assert_eq!(first[0]["session"], file.display().to_string());
+    assert_eq!(first[1]["session"], folder.display().to_string());
+    assert!(first.iter().all(|v| v["channel"]["state"] == "unavailable"));
+
+    write_rows(&folder.join("events.ndjson"), &blocked_turn());
+    let blocked = json_until(&rx, "the folder's store blocked", |v| phase(v) == "blocked");
+    assert_eq!(blocked["session"], folder.display().to_string());
+    assert_eq!(runs(&record, 1), [format!("blocked|{}", folder.display())]);
+    write_rows(&file, &blocked_turn());
+    let blocked = json_until(&rx, "the file blocked", |v| phase(v) == "blocked");
+    assert_eq!(blocked["session"], file.display().to_string());
+    assert_eq!(
+        runs(&record, 2),
+        [
+            format!("blocked|{}", folder.display()),
+            format!("blocked|{}", file.display())
+        ]
+    );
+    let out = child.interrupt();
+    assert!(out.status.success(), "exit {:?}", out.status);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A running watch's stderr, line by line (its notices in `--ndjson` mode).
+fn stderr_of(child: &mut std::process::Child) -> Receiver<String> {
+    let stderr = child.stderr.take().expect("piped stderr");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// Issue 32 item 4: a glob pattern follows the stores it matches later too; what the
+/// ones there at start held is history, a later one's first `blocked` is news.
+#[test]
+fn a_glob_follows_a_store_that_matches_later_and_notifies_its_first_transition() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let record = root.path().join("runs.txt");
+    let early = root.path().join("run-1");
+    write_rows(&early.join("events.ndjson"), &blocked_turn());
+    let pattern = root.path().join("run-*");
+    let mut child = Running::spawn(
+        hooktrack()
+            .args([
+                "watch",
+                "--ndjson",
+                "--recheck-ms",
+                "50",
+                "--on-change",
+                RECORD_RUNS,
+            ])
+            .arg(&pattern)
+            .env("RUNS", &record)
+            .stderr(Stdio::piped()),
+    );
+    let rx = lines_of(child.child());
+    let said = stderr_of(child.child());
+    let first = json_until(&rx, "the early store", |v| phase(v) == "blocked");
+    assert_eq!(first["session"], early.display().to_string());
+    // The first look is done once the watch says what it watches.
+    let notice = said.recv_timeout(Wake::PATIENCE).expect("a notice");
+    assert!(
+        notice.contains("run-*") && notice.contains("later"),
+        "{notice}"
+    );
+
+    let late = root.path().join("run-2");
+    write_rows(&late.join("events.ndjson"), &blocked_turn());
+    let blocked = json_until(&rx, "the late store", |v| {
+        v["session"] == late.display().to_string() && phase(v) == "blocked"
+    });
+    assert_eq!(blocked["agent"], "kimi-code");
+    write_rows(
+        &late.join("events.ndjson"),
+        &[kimi("Stop", r#""stop_hook_active":false"#)],
+    );
+    // Runs are one at a time, in order: the early store's history would have come first.
+    assert_eq!(
+        runs(&record, 2),
+        [
+            format!("blocked|{}", late.display()),
+            format!("turn_ended|{}", late.display())
+        ]
+    );
+    assert!(child.interrupt().status.success());
+}
+
+/// A `watch` with no path in a scratch home: `XDG_STATE_HOME` and `HOME` only.
+fn watch_in(state: &std::path::Path, home: &std::path::Path, record: &std::path::Path) -> Running {
+    Running::spawn(
+        hooktrack()
+            .args([
+                "watch",
+                "--ndjson",
+                "--recheck-ms",
+                "50",
+                "--on-change",
+                RECORD_RUNS,
+            ])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("XDG_STATE_HOME", state)
+            .env("HOME", home)
+            .env("RUNS", record)
+            .stderr(Stdio::piped()),
+    )
+}
+
+/// Issue 32 items 2 and 4: with no path, `watch` follows the stores `hooktrack session`
+/// makes (under `$XDG_STATE_HOME/hooktrack/sessions/`), including one made after it
+/// started; neither folder existing at start is an error or a file-watcher message.
+#[test]
+fn watch_without_a_path_follows_a_session_store_made_after_it() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let (state, home) = (root.path().join("state"), root.path().join("home"));
+    let record = root.path().join("runs.txt");
+    let mut child = watch_in(&state, &home, &record);
+    let rx = lines_of(child.child());
+    let said = stderr_of(child.child());
+    let notice = said.recv_timeout(Wake::PATIENCE).expect("a notice");
+    assert!(
+        notice.contains("every default store in") && notice.contains("hooktrack/sessions"),
+        "{notice}"
+    );
+    let store = state.join("hooktrack/sessions/20261205T080000000Z-4242/hook-observation/kimi");
+    write_rows(&store.join("events.ndjson"), &blocked_turn());
+    let blocked = json_until(&rx, "the session's store", |v| phase(v) == "blocked");
+    let name = "session 20261205T080000000Z-4242 kimi";
+    assert_eq!(blocked["session"], name);
+    assert_eq!(runs(&record, 1), [format!("blocked|{name}")]);
+    drop(child);
+    let more: Vec<String> = said.try_iter().collect();
+    assert!(more.is_empty(), "nothing else said: {more:?}");
+}
+
+/// Issue 32 item 4: a default store rotated while watched (the hook renames
+/// `events.ndjson` to `events.ndjson.1` past its size and starts a new file) is followed
+/// into the new file from its first row.
+#[test]
+fn a_rotated_default_store_is_followed_into_its_new_file() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let (state, home) = (root.path().join("state"), root.path().join("home"));
+    let record = root.path().join("runs.txt");
+    let store = state.join("hooktrack/agents/kimi");
+    let mut turn = blocked_turn();
+    turn.truncate(3);
+    write_rows(&store.join("events.ndjson"), &turn);
+    let mut child = watch_in(&state, &home, &record);
+    let rx = lines_of(child.child());
+    json_until(&rx, "the running turn", |v| phase(v) == "active");
+    fs::rename(store.join("events.ndjson"), store.join("events.ndjson.1")).expect("rotate");
+    write_rows(&store.join("events.ndjson"), &blocked_turn()[3..]);
+    json_until(&rx, "the new file's rows", |v| phase(v) == "blocked");
+    assert_eq!(runs(&record, 1), ["blocked|kimi"]);
+}
+
+/// Issue 32 item 5: an agent end that `watch` sees from the pid its rows name is
+/// appended to the store as a `process_ended` row marked `"seen_by":"watch"`, once with
+/// two watchers, and a replay of the store ends the turn as the live view did.
+#[test]
+fn an_agent_end_seen_by_two_watchers_is_one_row_and_replay_agrees() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let (state, home) = (root.path().join("state"), root.path().join("home"));
+    let store = state.join("hooktrack/agents/kimi");
+    let mut agent = Command::new("sleep").arg("600").spawn().expect("sleep");
+    let pid = agent.id();
+    let at = hooktrack::wall_clock();
+    let rows: Vec<String> = blocked_turn()[..3]
+        .iter()
+        .enumerate()
+        .map(|(i, payload)| {
+            let event = serde_json::from_str::<serde_json::Value>(payload).unwrap()
+                ["hook_event_name"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            format!(
+                r#"{{"v":1,"provider":"kimi","generation":0,"via":"command_fallback","emitter_seq":{},"received_at":"{at}","event":"{event}","payload":{payload},"tmux_pane":"%7","agent_pid":{pid}}}"#,
+                i + 1
+            )
+        })
+        .collect();
+    write_rows(&store.join("events.ndjson"), &rows);
+    let watchers: Vec<(Running, Receiver<String>)> = (0..2)
+        .map(|n| {
+            let mut w = watch_in(&state, &home, &root.path().join(format!("runs-{n}")));
+            let rx = lines_of(w.child());
+            json_until(&rx, "the running turn", |v| phase(v) == "active");
+            (w, rx)
+        })
+        .collect();
+    agent.kill().expect("kill");
+    agent.wait().expect("reap");
+    let mut live = Vec::new();
+    for (_, rx) in &watchers {
+        // Each watch writes (or finds written) the end before it prints the update.
+        let gone = json_until(rx, "the agent's end", |v| {
+            v["posture"]["presence"] == "absent"
+        });
+        live.push(gone);
+    }
+    let text = fs::read_to_string(store.join("events.ndjson")).expect("read");
+    let ended: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["event"] == "process_ended")
+        .collect();
+    assert_eq!(ended.len(), 1, "{text}");
+    assert_eq!(ended[0]["via"], "launcher");
+    assert_eq!(ended[0]["agent_pid"], pid);
+    assert_eq!(ended[0]["tmux_pane"], "%7");
+    assert_eq!(
+        ended[0]["payload"],
+        serde_json::json!({"pid": pid, "session_id": "session_t", "seen_by": "watch"})
+    );
+    assert_eq!(ended[0]["received_at"], live[0]["gone_since"]);
+    // What the live view closed, the replay closes the same way.
+    let closed = &live[0]["closed"][0];
+    assert_eq!(closed["result"], "terminal_gap");
+    drop(watchers);
+    let out = hooktrack()
+        .args(["replay", "--format", "ndjson"])
+        .arg(store.join("events.ndjson"))
+        .output()
+        .expect("replay");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let replayed = String::from_utf8_lossy(&out.stdout);
+    let turns: Vec<serde_json::Value> = replayed
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .flat_map(|v| v["closed"].as_array().cloned().unwrap_or_default())
+        .collect();
+    assert_eq!(turns.len(), 1, "{replayed}");
+    assert_eq!(turns[0]["result"], closed["result"]);
+    assert_eq!(turns[0]["ended_at"], closed["ended_at"]);
+    assert_eq!(turns[0]["turn_id"], closed["turn_id"]);
+}

@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use serde::Serialize;
@@ -26,10 +26,10 @@ use hooktrack::store;
 use hooktrack::wall_clock;
 use hooktrack::{Agent, ProviderChoice, Timestamp};
 use hooktrack::{ChannelConfig, ChannelState, ChannelStatus};
-use hooktrack::{FinishError, LaunchError, SpawnError, WaitError};
+use hooktrack::{FinishError, LaunchError, RunError, SpawnError};
 use hooktrack::{InstallRecord as InstallState, StorePaths as StoreDir};
 use hooktrack::{Launch, LaunchConfig, SignalForwarding};
-use hooktrack::{LineReport, SessionNotice};
+use hooktrack::{LineReport, Session, SessionNotice, Update};
 use hooktrack::{default_session_root, find_program};
 
 use super::fail;
@@ -112,7 +112,7 @@ enum SessionError {
     #[error(transparent)]
     Spawn(#[from] SpawnError),
     #[error(transparent)]
-    Wait(#[from] WaitError),
+    Run(#[from] RunError),
     #[error(transparent)]
     Finish(#[from] FinishError),
     #[error("cannot create {path}")]
@@ -128,11 +128,6 @@ enum SessionError {
         source: Box<SessionError>,
     },
 }
-
-/// How often the follower looks for new rows while the agent runs.
-const POLL: Duration = Duration::from_millis(50);
-/// Longest linger after the agent exits, whatever `--linger-ms` says.
-const MAX_LINGER: Duration = Duration::from_secs(5);
 
 pub fn run(args: &SessionArgs) -> ExitCode {
     match session(args) {
@@ -216,29 +211,11 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
     let gate = kimi_gate(agent, &args.command[0]);
     out.start(&launch, gate.as_deref());
 
-    // The agent, followed until it exits.
-    let exit = launch
-        .spawn(&args.command, Some(signals))
-        .map_err(SessionError::from)
-        .and_then(|_| {
-            loop {
-                out.updates(&mut launch);
-                if let Some(exit) = launch.wait(POLL)? {
-                    break Ok(exit);
-                }
-            }
-        });
-
-    // Late hooks (fire-and-forget ones can outlive the agent), then cleanup.
-    let linger = Duration::from_millis(args.linger_ms).min(MAX_LINGER);
-    let started = Instant::now();
-    let mut quiet_since = Instant::now();
-    while started.elapsed() < MAX_LINGER && quiet_since.elapsed() < linger {
-        if out.updates(&mut launch) {
-            quiet_since = Instant::now();
-        }
-        std::thread::sleep(POLL.min(linger));
-    }
+    // The agent, followed until it exits, then its late hooks.
+    let linger = Duration::from_millis(args.linger_ms);
+    let exit = launch.run_until_exit(&args.command, Some(signals), linger, |session, update| {
+        out.update(session, &update);
+    });
 
     let code = exit?.shell_code();
     let turns = launch.ledger();
@@ -466,24 +443,17 @@ impl Output {
         }
     }
 
-    /// Prints what the launch's live session reported since the last call. True if any
-    /// line arrived.
-    fn updates(&mut self, launch: &mut Launch) -> bool {
-        let mut lines = false;
-        // Each update printed and dropped as it is read: a burst is never held whole.
-        launch.poll_each(wall_clock(), |session, update| {
-            lines |= !update.lines.is_empty();
-            if session.startup_silent(update.at) {
-                self.silence(&update.channel);
-            }
-            for notice in &update.notices {
-                self.notice(notice);
-            }
-            for line in &update.lines {
-                self.change(line);
-            }
-        });
-        lines
+    /// Prints one update of the launch's live session.
+    fn update(&mut self, session: &Session, update: &Update) {
+        if session.startup_silent(update.at) {
+            self.silence(&update.channel);
+        }
+        for notice in &update.notices {
+            self.notice(notice);
+        }
+        for line in &update.lines {
+            self.change(line);
+        }
     }
 
     /// The channel turned `unavailable` for startup silence: said once (an event clears

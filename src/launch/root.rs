@@ -13,16 +13,18 @@ pub fn default_session_root(
     env: impl Fn(&str) -> Option<OsString>,
     now: Timestamp,
 ) -> Option<PathBuf> {
+    let stamp = now.to_string().replace([':', '-', '.'], "");
+    Some(default_sessions_folder(env)?.join(format!("{stamp}-{}", std::process::id())))
+}
+
+/// The folder of the default session roots: `$XDG_STATE_HOME/hooktrack/sessions`, else
+/// `~/.local/state/hooktrack/sessions` (what `watch` with no path follows too).
+pub fn default_sessions_folder(env: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
     let set = |name: &str| env(name).filter(|v| !v.is_empty());
     let base = set("XDG_STATE_HOME")
         .map(PathBuf::from)
         .or_else(|| set("HOME").map(|h| PathBuf::from(h).join(".local").join("state")))?;
-    let stamp = now.to_string().replace([':', '-', '.'], "");
-    Some(
-        base.join("hooktrack")
-            .join("sessions")
-            .join(format!("{stamp}-{}", std::process::id())),
-    )
+    Some(base.join("hooktrack").join("sessions"))
 }
 
 #[cfg(test)]

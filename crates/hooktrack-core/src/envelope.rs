@@ -313,11 +313,51 @@ pub fn process_ended_row_of(
         ProcessEnd::Killed(signal) => format!(",\"signal\":{signal}"),
         ProcessEnd::Unknown => String::new(),
     };
-    // Numbers, and the id as a JSON string: always a valid JSON text.
-    let session = session_id
+    let payload = format!("{{\"pid\":{pid}{how}{}}}", session_field(session_id));
+    process_ended_envelope(provider, generation, at, payload, None, None)
+}
+
+/// `,"session_id":…` for a payload naming its session (the id as a JSON string, so the
+/// payload stays a valid JSON text), or nothing.
+fn session_field(session_id: Option<&str>) -> String {
+    session_id
         .and_then(|id| serde_json::to_string(id).ok())
-        .map_or_else(String::new, |id| format!(",\"session_id\":{id}"));
-    let payload = format!("{{\"pid\":{pid}{how}{session}}}");
+        .map_or_else(String::new, |id| format!(",\"session_id\":{id}"))
+}
+
+/// Who appends a `process_ended` row the agent's launcher did not write.
+pub const SEEN_BY_WATCH: &str = "watch";
+
+/// The same row appended by a `watch` that saw the agent process `pid` of the session
+/// `session_id` end (from the `agent_pid` its rows name; no launcher runs that agent):
+/// the payload names the session, so the reader's session router hands the end to that
+/// session of the store, and says `"seen_by":"watch"`. How it ended is not known. Like
+/// every row of such a store (the per-user default store) it names the agent's pid and,
+/// when known, its tmux pane.
+pub fn process_ended_row_seen_by_watch(
+    provider: &str,
+    generation: u64,
+    at: Timestamp,
+    pid: u32,
+    session_id: Option<&str>,
+    tmux_pane: Option<&str>,
+) -> Vec<u8> {
+    let payload = format!(
+        "{{\"pid\":{pid}{},\"seen_by\":\"{SEEN_BY_WATCH}\"}}",
+        session_field(session_id)
+    );
+    process_ended_envelope(provider, generation, at, payload, tmux_pane, Some(pid))
+}
+
+/// The `process_ended` row around `payload` (a JSON text).
+fn process_ended_envelope(
+    provider: &str,
+    generation: u64,
+    at: Timestamp,
+    payload: String,
+    tmux_pane: Option<&str>,
+    agent_pid: Option<u32>,
+) -> Vec<u8> {
     let raw = serde_json::value::RawValue::from_string(payload).ok();
     Envelope {
         provider,
@@ -329,8 +369,8 @@ pub fn process_ended_row_of(
         event: Some(PROCESS_ENDED),
         payload: raw.as_deref(),
         payload_error: None,
-        tmux_pane: None,
-        agent_pid: None,
+        tmux_pane,
+        agent_pid,
         emitter_parent: None,
     }
     .render()
@@ -402,6 +442,44 @@ mod tests {
         ));
         // Not a hook: it tells nothing about whether the hooks fire.
         assert_eq!(pipeline.hook_events(), 0);
+    }
+
+    #[test]
+    fn a_watchs_row_names_its_session_and_goes_to_it() {
+        use crate::provider::ProviderChoice;
+        use crate::read::ReadLine;
+        use crate::sessions::Sessions;
+        let at = Timestamp::from_millis(1_790_000_000_000);
+        let quoted = process_ended_row_seen_by_watch("claude", 0, at, 77, Some("b\"1"), None);
+        let value: serde_json::Value = serde_json::from_slice(&quoted).expect("JSON");
+        assert_eq!(value["payload"]["session_id"], "b\"1");
+        let row = process_ended_row_seen_by_watch("claude", 0, at, 77, Some("b1"), Some("%3"));
+        let text = std::str::from_utf8(&row).expect("utf-8");
+        assert!(
+            text.ends_with(
+                "\"payload\":{\"pid\":77,\"session_id\":\"b1\",\"seen_by\":\"watch\"},\"tmux_pane\":\"%3\",\"agent_pid\":77}\n"
+            ),
+            "{text}"
+        );
+        let mut sessions = Sessions::new(ProviderChoice::Auto);
+        let hook = |id: &str| {
+            format!(r#"{{"hook_event_name":"UserPromptSubmit","session_id":"{id}","prompt":"x"}}"#)
+        };
+        for (number, line) in [hook("a"), hook("b1"), hook("a")].iter().enumerate() {
+            let _ = sessions.feed(ReadLine::Line {
+                number: number as u64 + 1,
+                bytes: line.as_bytes(),
+            });
+        }
+        let _ = sessions.feed(ReadLine::Line {
+            number: 4,
+            bytes: text.trim_end().as_bytes(),
+        });
+        // The last session to write was `a`; the row went to the session it names.
+        assert_eq!(
+            sessions.get(sessions.routed()).session_id.as_deref(),
+            Some("b1")
+        );
     }
 
     fn sample(payload: &RawValue) -> Envelope<'_> {

@@ -120,6 +120,7 @@ impl Hub {
             watched: HashMap::new(),
             transcript_files: HashMap::new(),
             transcript_dirs: HashMap::new(),
+            transcript_waits: HashMap::new(),
             #[cfg(target_os = "linux")]
             exits,
             updates: updates_tx,
@@ -197,6 +198,9 @@ struct Tracked {
     /// The followed transcripts (absolute, sorted; one per agent session of the store at
     /// most), whose directories are watched.
     transcript: Vec<PathBuf>,
+    /// The directory watched for each: its own, or until that exists its nearest existing
+    /// ancestor (a folder not made yet is watched for its creation, never an error).
+    transcript_watch: HashMap<PathBuf, PathBuf>,
 }
 
 /// A watched directory: its identity (a directory deleted and recreated loses its watch
@@ -215,6 +219,8 @@ struct Worker {
     /// many transcripts each holds (a directory can hold many: Claude's project dir).
     transcript_files: HashMap<PathBuf, HashSet<SessionId>>,
     transcript_dirs: HashMap<PathBuf, usize>,
+    /// Ancestors watched until a transcript's directory exists, and the sessions waiting.
+    transcript_waits: HashMap<PathBuf, HashSet<SessionId>>,
     #[cfg(target_os = "linux")]
     exits: Option<ExitWaiter>,
     updates: Sender<(SessionId, Update)>,
@@ -293,6 +299,11 @@ impl Worker {
                         if let Some(following) = self.transcript_files.get(path) {
                             dirty.extend(following.iter().copied());
                         }
+                        if let Some(waiting) =
+                            path.parent().and_then(|p| self.transcript_waits.get(p))
+                        {
+                            dirty.extend(waiting.iter().copied());
+                        }
                     }
                 }
             }
@@ -305,6 +316,7 @@ impl Worker {
                         session: *session,
                         watch: None,
                         transcript: Vec::new(),
+                        transcript_watch: HashMap::new(),
                     },
                 );
                 dirty.insert(id);
@@ -313,7 +325,11 @@ impl Worker {
                 if let Some(tracked) = self.sessions.remove(&id) {
                     self.unwatch(id, tracked.watch.as_deref());
                     for file in &tracked.transcript {
-                        self.unwatch_transcript(id, Some(file));
+                        self.unwatch_transcript(
+                            id,
+                            Some(file),
+                            tracked.transcript_watch.get(file).map(PathBuf::as_path),
+                        );
                     }
                 }
                 #[cfg(target_os = "linux")]
@@ -386,7 +402,17 @@ impl Worker {
             .collect();
         followed.sort();
         followed.dedup();
-        if followed != tracked.transcript {
+        // A transcript whose folder was missing: its folder, or one on the way, appeared
+        // (the watch moves down to it; a level made before the move is seen by the
+        // re-poll after it).
+        let appeared = followed.iter().any(|file| {
+            file.parent().is_some_and(|dir| {
+                let watched = tracked.transcript_watch.get(file).map(PathBuf::as_path);
+                watched != Some(dir)
+                    && nearest_existing(dir).is_some_and(|(now, _)| watched != Some(now.as_path()))
+            })
+        });
+        if followed != tracked.transcript || appeared {
             self.follow_transcripts(id, followed);
             // Whatever was written to it between this poll's read and the watch would
             // wake nobody: read once more, now that the watch is in place.
@@ -395,26 +421,41 @@ impl Worker {
         more
     }
 
-    /// Moves the session's transcript watches to `files`' directories.
+    /// Moves the session's transcript watches to `files`' directories (all of them again:
+    /// a watch may move down to a folder that appeared).
     fn follow_transcripts(&mut self, id: SessionId, files: Vec<PathBuf>) {
         let Some(tracked) = self.sessions.get_mut(&id) else {
             return;
         };
         let old = std::mem::replace(&mut tracked.transcript, files.clone());
-        for file in old.iter().filter(|f| !files.contains(f)) {
-            self.unwatch_transcript(id, Some(file));
+        let old_watch = std::mem::take(&mut tracked.transcript_watch);
+        for file in &old {
+            self.unwatch_transcript(id, Some(file), old_watch.get(file).map(PathBuf::as_path));
         }
-        for file in files.into_iter().filter(|f| !old.contains(f)) {
+        for file in files {
             self.follow_transcript(id, file);
         }
     }
 
-    /// Watches `file`'s directory for the session. A directory that cannot be watched
+    /// Watches `file`'s directory for the session, or while that does not exist its
+    /// nearest existing ancestor (to see it made). A directory that cannot be watched
     /// leaves the transcript to the periodic re-check, with a notice.
     fn follow_transcript(&mut self, id: SessionId, file: PathBuf) {
-        let Some(dir) = file.parent().map(Path::to_path_buf) else {
+        let Some(own) = file.parent() else {
             return;
         };
+        let Some((dir, _)) = nearest_existing(own) else {
+            return;
+        };
+        if dir != own {
+            self.transcript_waits
+                .entry(dir.clone())
+                .or_default()
+                .insert(id);
+        }
+        if let Some(tracked) = self.sessions.get_mut(&id) {
+            tracked.transcript_watch.insert(file.clone(), dir.clone());
+        }
         self.transcript_files.entry(file).or_default().insert(id);
         let count = self.transcript_dirs.entry(dir.clone()).or_insert(0);
         *count += 1;
@@ -430,7 +471,7 @@ impl Worker {
         }
     }
 
-    fn unwatch_transcript(&mut self, id: SessionId, file: Option<&Path>) {
+    fn unwatch_transcript(&mut self, id: SessionId, file: Option<&Path>, dir: Option<&Path>) {
         let Some(file) = file else { return };
         if let Some(following) = self.transcript_files.get_mut(file) {
             following.remove(&id);
@@ -438,7 +479,13 @@ impl Worker {
                 self.transcript_files.remove(file);
             }
         }
-        let Some(dir) = file.parent() else { return };
+        let Some(dir) = dir else { return };
+        if let Some(waiting) = self.transcript_waits.get_mut(dir) {
+            waiting.remove(&id);
+            if waiting.is_empty() {
+                self.transcript_waits.remove(dir);
+            }
+        }
         if let Some(count) = self.transcript_dirs.get_mut(dir) {
             *count = count.saturating_sub(1);
             if *count == 0 {

@@ -226,6 +226,59 @@ pub fn append_row_now(store: &StorePaths, row: &[u8]) -> Result<(), StoreError> 
     append_following(store, &mut events, &counter, row)
 }
 
+/// How much of the end of `events.ndjson` [`append_row_unless`] shows its caller.
+pub const TAIL_BYTES: u64 = 256 * 1024;
+
+/// Appends the row `decide` makes from the whole lines at the end of `events.ndjson`
+/// (its last [`TAIL_BYTES`] at most), under the store lock, or nothing when it makes
+/// none. The way for writers that may race one another (two `watch`es seeing the same
+/// agent end) to write a row once: each looks for the other's row under the lock.
+/// Returns whether a row was written. The store must exist already.
+pub fn append_row_unless(
+    store: &StorePaths,
+    decide: impl FnOnce(&[u8]) -> Option<Vec<u8>>,
+) -> Result<bool, StoreError> {
+    let counter = open_counter(store)?;
+    let _guard = LockGuard::lock(&counter, &store.counter)?;
+    let events = open_events(store)?;
+    let tail = read_tail(&store.events, &events, TAIL_BYTES)?;
+    let Some(row) = decide(&tail) else {
+        return Ok(false);
+    };
+    append_row(store, &events, &row)?;
+    Ok(true)
+}
+
+/// The whole lines among the last `limit` bytes of `file` (a line cut by the window's
+/// start is left out).
+fn read_tail(path: &Path, file: &File, limit: u64) -> Result<Vec<u8>, StoreError> {
+    let read_error = |source| StoreError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let len = file.metadata().map_err(read_error)?.len();
+    let start = len.saturating_sub(limit);
+    let mut buf = vec![0; usize::try_from(len - start).unwrap_or(0)];
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], start + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(source) => return Err(read_error(source)),
+        }
+    }
+    buf.truncate(done);
+    if start > 0 {
+        let first = buf
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(buf.len(), |i| i + 1);
+        buf.drain(..first);
+    }
+    Ok(buf)
+}
+
 /// Renames `events.ndjson` to `events.ndjson.1` (replacing an older one) under the store
 /// lock when it is over `limit` bytes, so a store no collector serves stays bounded.
 /// Returns whether it rotated. Readers follow the rename (the tailer reads the old file
