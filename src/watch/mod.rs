@@ -455,13 +455,9 @@ impl Watch {
                 .iter()
                 .find(|s| s.session_id == end.session_id)
                 .and_then(|s| s.tmux_pane.as_deref());
-            if let Err(e) = record_process_end(
-                &store.paths,
-                end.session_id.as_deref(),
-                pane,
-                pid,
-                at,
-            ) {
+            if let Err(e) =
+                record_process_end(&store.paths, end.session_id.as_deref(), pane, pid, at)
+            {
                 problems.push(format!(
                     "{}: the end of agent process {pid} was not written to the store: {}",
                     store.name.trim_end(),
