@@ -89,9 +89,11 @@ pub struct Validation {
     /// hooktrack's entries (0: none).
     pub ours: usize,
     /// Their generation, when there are some and it is readable (`None` for
-    /// environment-routed entries).
+    /// environment-routed entries). In Kimi's `config.toml`, the generation-scoped
+    /// block's, which may sit beside setup's routed block.
     pub generation: Option<u64>,
-    /// hooktrack's entries route by the environment (no generation in their command).
+    /// hooktrack's entries route by the environment (no generation in their command);
+    /// in Kimi's `config.toml`: setup's routed block is there.
     pub routed: bool,
 }
 
