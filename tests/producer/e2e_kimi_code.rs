@@ -1059,8 +1059,9 @@ fn kimi_code_after_setup_a_plain_headless_run_delivers_to_the_default_store() {
         doctor.contains("All checked config files are valid."),
         "{doctor}"
     );
+    // `check` as a user types it: the file, then the preflight (Node, `kimi doctor`).
     let out = run(&hooktrack_bin)
-        .args(["check", "kimi", "--file-only"])
+        .args(["check", "kimi"])
         .output()
         .expect("check");
     assert!(out.status.success(), "{}", said(&out));
