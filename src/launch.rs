@@ -52,7 +52,9 @@ use hooktrack_producer::collect::{
 };
 use hooktrack_producer::install::preflight::{self, Finding, Probe};
 use hooktrack_producer::install::{self, Destination, InstallError, Observer, Route};
-use hooktrack_producer::store::{self, DIR_ENV, GENERATION_ENV, StoreError, TOKEN_ENV, URL_ENV};
+use hooktrack_producer::store::{
+    self, DIR_ENV, GENERATION_ENV, LAUNCH_BLOCK_ENV, StoreError, TOKEN_ENV, URL_ENV,
+};
 use hooktrack_producer::token::{self, TokenError};
 
 /// What to observe and where to keep it.
@@ -150,6 +152,13 @@ pub struct Installed {
     pub record: InstallRecord,
     /// The entries route by the environment (left in place at the end).
     pub routed: bool,
+}
+
+impl Installed {
+    /// The launch wrote its own generation-scoped block, which delivers every hook.
+    fn owns_block(&self) -> bool {
+        !self.routed && self.record.ok
+    }
 }
 
 /// How a finished launch went.
@@ -252,7 +261,13 @@ impl Launch {
             &destination,
             agent_version.clone(),
         );
-        let env = launch_env(agent, config.home.as_deref(), &destination, &token);
+        let env = launch_env(
+            agent,
+            config.home.as_deref(),
+            &destination,
+            &token,
+            installed.owns_block(),
+        );
         let lookup = |name: &str| {
             env.iter()
                 .find(|(k, _)| k == name)
@@ -382,6 +397,7 @@ impl Launch {
                 generation: self.generation,
             },
             &self.token,
+            self.installed.owns_block(),
         )
     }
 
@@ -748,11 +764,15 @@ fn put_observer(
     Installed { record, routed }
 }
 
+/// The agent's environment: the routing variables and the token; its home; and, when the
+/// launch wrote its own block, `HOOKTRACK_LAUNCH_BLOCK`, so routed entries for the same
+/// agent in that file (`setup`'s) stand down and each hook delivers once.
 fn launch_env(
     agent: Agent,
     home: Option<&Path>,
     to: &Destination,
     token: &str,
+    own_block: bool,
 ) -> Vec<(String, OsString)> {
     let mut env = vec![
         (URL_ENV.to_owned(), OsString::from(&to.url)),
@@ -765,6 +785,12 @@ fn launch_env(
     ];
     if let (Some(home), Some(var)) = (home, agent.config().home_var()) {
         env.push((var.to_owned(), home.as_os_str().to_owned()));
+    }
+    if own_block {
+        env.push((
+            LAUNCH_BLOCK_ENV.to_owned(),
+            OsString::from(agent.store_name()),
+        ));
     }
     env
 }

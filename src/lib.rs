@@ -196,7 +196,7 @@ pub mod install {
     pub use hooktrack_producer::install::plugin::VERSION as PLUGIN_VERSION;
     pub use hooktrack_producer::install::{
         CheckReport, Destination, InstallError, InstallReport, Observer, Replaced, Route,
-        Uninstalled, Validation, check_for, install, uninstall, version_of,
+        Uninstalled, Validation, check_for, install, uninstall, uninstall_routed, version_of,
     };
 
     /// Whether the hooks will fire: the descriptor's preflight facts asked of the disk
@@ -214,7 +214,7 @@ pub mod store {
     pub use hooktrack_core::store::DEFAULT_PROVIDER_DIR;
     pub use hooktrack_producer::store::secure::ensure_dir;
     pub use hooktrack_producer::store::{
-        DIR_ENV, GENERATION_ENV, MAX_BODY_BYTES, StoreError, TOKEN_ENV, URL_ENV, now, write_atomic,
-        write_json_atomic,
+        DIR_ENV, GENERATION_ENV, LAUNCH_BLOCK_ENV, MAX_BODY_BYTES, StoreError, TOKEN_ENV, URL_ENV,
+        now, write_atomic, write_json_atomic,
     };
 }

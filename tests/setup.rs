@@ -1107,3 +1107,191 @@ fn setup_finds_kilo_on_path_writes_its_plugin_and_undo_removes_exactly_it() {
         "export const Mine = async () => ({});\n"
     );
 }
+
+/// Kimi Code's own settings, in a shape no serializer writes (a comment, no final
+/// newline): only a byte-for-byte restore gives them back.
+const KIMI_CODE_CONFIG: &str =
+    "# mine\ndefault_model = \"mock\"\n\n[models.mock]\nprovider = \"p\"";
+
+/// A stand-in Kimi Code: runs every `[[hooks]]` entry of `~/.kimi-code/config.toml` (where
+/// Kimi Code 2.1.0 reads it without `$KIMI_CODE_HOME`) for `SessionStart`, then for
+/// `Stop`, each with its payload on stdin, the way Kimi Code runs its hooks: every entry
+/// for the event, none told apart.
+const KIMI_STAND_IN: &str = r#"#!/bin/sh
+cfg="$HOME/.kimi-code/config.toml"
+for event in SessionStart Stop; do
+  sed -n "/^event = \"$event\"\$/{n;s/^command = \"\(.*\)\"\$/\1/p;}" "$cfg" | while IFS= read -r cmd; do
+    printf '{"session_id":"session_stand_in","hook_event_name":"%s","client_type":"kimi_code_cli"}' "$event" | sh -c "$cmd"
+  done
+done
+"#;
+
+impl Home {
+    /// `~/.kimi-code/config.toml` holding [`KIMI_CODE_CONFIG`], and the stand-in agent
+    /// (outside `PATH`: setup finds Kimi Code by its directory).
+    fn with_kimi_code(&self) -> (PathBuf, PathBuf) {
+        let config = self.file(".kimi-code/config.toml");
+        fs::create_dir_all(config.parent().unwrap()).unwrap();
+        fs::write(&config, KIMI_CODE_CONFIG).unwrap();
+        let agent = self.home.join("kimi-stand-in");
+        write_script(&agent, KIMI_STAND_IN);
+        (config, agent)
+    }
+
+    /// `program ARGS` with this home and a PATH that has a shell and sed.
+    fn agent(&self, program: &Path, args: &[&str]) -> Output {
+        Command::new(program)
+            .args(args)
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("XDG_STATE_HOME", &self.state)
+            .env("PATH", format!("{}:/usr/bin:/bin", self.bin.display()))
+            .current_dir(&self.home)
+            .output()
+            .unwrap()
+    }
+
+    fn kimi_default_store(&self) -> PathBuf {
+        self.state.join("hooktrack/agents/kimi/events.ndjson")
+    }
+}
+
+/// The events of a store's hook rows, in order.
+fn hook_events(path: &Path) -> Vec<String> {
+    rows(path)
+        .iter()
+        .filter(|r| r["via"] != "launcher")
+        .map(|r| r["event"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn setup_installs_kimi_codes_routed_block_a_plain_start_delivers_to_its_default_store_and_undo_restores_every_byte()
+ {
+    let h = Home::new();
+    let (config, agent) = h.with_kimi_code();
+
+    let out = h.run(&["setup"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("kimi-code: 20 hooktrack entries"), "{said}");
+    assert!(said.contains("(routed by environment)"), "{said}");
+    assert!(!said.contains("skipped"), "{said}");
+    let installed = fs::read_to_string(&config).unwrap();
+    assert!(installed.starts_with(KIMI_CODE_CONFIG), "{installed}");
+    assert!(
+        installed
+            .contains("# >>> hooktrack kimi observer (routed by environment, newline added) >>>"),
+        "{installed}"
+    );
+    assert!(
+        installed.contains("emit --agent 'kimi' --event 'Stop'"),
+        "{installed}"
+    );
+    assert!(!installed.contains("--dir"), "routed entries name no store");
+    // `check` reads it back as setup's.
+    let out = h.run(&["check", "kimi-code", "--file-only"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("has 20 valid [[hooks]] entries for Kimi Code 2.x; the hooktrack block (routed by environment) has 20"),
+        "{said}"
+    );
+    // A second setup changes nothing.
+    assert!(h.run(&["setup"]).status.success());
+    assert_eq!(fs::read_to_string(&config).unwrap(), installed);
+
+    // Started without hooktrack: each hook once, in the default store.
+    let out = h.agent(&agent, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let store = h.kimi_default_store();
+    assert_eq!(hook_events(&store), ["SessionStart", "Stop"]);
+    assert!(rows(&store).iter().all(|r| r["provider"] == "kimi"));
+
+    let out = h.run(&["setup", "--undo"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fs::read_to_string(&config).unwrap(), KIMI_CODE_CONFIG);
+}
+
+#[test]
+fn a_kimi_code_session_after_setup_delivers_each_hook_once_and_leaves_setups_block() {
+    let h = Home::new();
+    let (config, agent) = h.with_kimi_code();
+    assert!(h.run(&["setup"]).status.success());
+    let after_setup = fs::read_to_string(&config).unwrap();
+
+    let root = h.home.join("session-root");
+    let out = h.agent(
+        Path::new(env!("CARGO_BIN_EXE_hooktrack")),
+        &[
+            "session",
+            "--agent",
+            "kimi-code",
+            "--root",
+            root.to_str().unwrap(),
+            "--",
+            agent.to_str().unwrap(),
+        ],
+    );
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    // Both blocks ran for each event: the session's delivered, setup's stood down.
+    let store = root.join("hook-observation/kimi/events.ndjson");
+    assert_eq!(hook_events(&store), ["SessionStart", "Stop"], "{said}");
+    assert!(
+        !h.kimi_default_store().exists(),
+        "a hook of the session went to the default store too"
+    );
+    // The session took its own block away, and only it.
+    assert_eq!(fs::read_to_string(&config).unwrap(), after_setup);
+
+    let out = h.run(&["setup", "--undo"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fs::read_to_string(&config).unwrap(), KIMI_CODE_CONFIG);
+}
+
+#[test]
+fn undo_while_a_kimi_code_session_runs_takes_only_setups_block() {
+    let h = Home::new();
+    let (config, _agent) = h.with_kimi_code();
+    assert!(h.run(&["setup"]).status.success());
+    // A running session's block, as its launch writes it.
+    let session_dir = h.home.join("session-store");
+    let out = h.run(&[
+        "install",
+        "kimi-code",
+        "--dir",
+        session_dir.to_str().unwrap(),
+        "--url",
+        "http://127.0.0.1:9/events",
+        "--generation",
+        "7",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let both = fs::read_to_string(&config).unwrap();
+    assert!(both.contains("(routed by environment"), "{both}");
+    assert!(both.contains("(generation 7)"), "{both}");
+    let out = h.run(&["check", "kimi-code", "--file-only"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("has 40 valid [[hooks]] entries for Kimi Code 2.x; the hooktrack blocks (routed by environment, and generation 7's) have 40"),
+        "{said}"
+    );
+
+    let out = h.run(&["setup", "--undo"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("changed since setup"), "{said}");
+    let now = fs::read_to_string(&config).unwrap();
+    assert!(!now.contains("routed by environment"), "{now}");
+    assert!(
+        now.contains("# >>> hooktrack kimi observer (generation 7"),
+        "the session's block stays: {now}"
+    );
+
+    // The session's cleanup then leaves the file as it was before setup.
+    let out = h.run(&["uninstall", "kimi-code", "--generation", "7"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fs::read_to_string(&config).unwrap(), KIMI_CODE_CONFIG);
+}

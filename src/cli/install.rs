@@ -455,7 +455,21 @@ fn check_line(agent: Agent, report: &CheckReport) -> String {
             if v.ours == 0 {
                 "no hooktrack block".to_owned()
             } else {
-                format!("the hooktrack block ({}) has {}", scope(v), v.ours)
+                format!(
+                    "the hooktrack {} ({}) {} {}",
+                    if v.routed && v.generation.is_some() {
+                        "blocks"
+                    } else {
+                        "block"
+                    },
+                    scope(v),
+                    if v.routed && v.generation.is_some() {
+                        "have"
+                    } else {
+                        "has"
+                    },
+                    v.ours
+                )
             }
         ),
         ConfigFormat::JsonHooks => format!(
@@ -478,10 +492,11 @@ fn check_line(agent: Agent, report: &CheckReport) -> String {
 
 /// Whose session the entries deliver to.
 fn scope(v: &install::Validation) -> String {
-    if v.routed {
-        "routed by environment".to_owned()
-    } else {
-        format!("generation {}", show(v.generation))
+    match (v.routed, v.generation) {
+        // Kimi Code's `config.toml` while a session runs: setup's block and the launch's.
+        (true, Some(g)) => format!("routed by environment, and generation {g}'s"),
+        (true, None) => "routed by environment".to_owned(),
+        (false, g) => format!("generation {}", show(g)),
     }
 }
 

@@ -181,15 +181,9 @@ fn setup(
             failed = true;
             continue;
         }
-        if agent.descriptor().install.per_session_entries {
-            // Its config is the launch's: `session` rewrites it at every start and
-            // removes its block at the end, which would take setup's entries with it.
-            println!(
-                "{name}: skipped: its config belongs to each launch; start it with `hooktrack session -- {}`",
-                agent.descriptor().programs.first().copied().unwrap_or(name)
-            );
-            continue;
-        }
+        // An agent whose launches write a block of their own (Kimi Code) gets setup's
+        // routed block beside it: `session` adds and removes only its own, and while it
+        // runs, the routed entries stand down (`HOOKTRACK_LAUNCH_BLOCK`).
         let Some(file) = agent.config().user_file(env) else {
             println!("{name}: skipped: {}", TargetError::NoHome { agent });
             failed = true;
@@ -392,7 +386,8 @@ fn undo(ledger_path: &Path) -> Result<ExitCode, SetupError> {
         let format = Agent::from_name(name)
             .map(|a| a.config().format)
             .unwrap_or(hooktrack::ConfigFormat::JsonHooks);
-        match install::uninstall(file, format, None) {
+        // Only setup's entries: a running session's block stays for its own cleanup.
+        match install::uninstall_routed(file, format) {
             Ok(Uninstalled::Removed { .. }) => println!(
                 "{name}: {} changed since setup: removed hooktrack's entries only",
                 file.display()

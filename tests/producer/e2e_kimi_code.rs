@@ -984,3 +984,168 @@ fn with_both_kimis_installed_kimi_is_the_one_on_path_first() {
     assert!(cli_first.contains("Kimi CLI 1.x"), "{cli_first}");
     assert!(cli_first.contains(".kimi/config.toml"), "{cli_first}");
 }
+
+/// Issue 32: after `hooktrack setup`, a plain `kimi` (no `hooktrack session`, no
+/// `$KIMI_CODE_HOME`: Kimi Code reads `~/.kimi-code/config.toml`) delivers to Kimi's
+/// default store; `kimi doctor` accepts the file setup wrote; a `session -- kimi` after it
+/// delivers each hook once, to its own store; `setup --undo` gives the bytes back.
+#[test]
+fn kimi_code_after_setup_a_plain_headless_run_delivers_to_the_default_store() {
+    let bin = match kimi_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip(&reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    let config = world.home.join(".kimi-code/config.toml");
+    fs::create_dir_all(config.parent().expect("parent")).expect("mkdir .kimi-code");
+    fs::write(&config, &world.operator).expect("config.toml");
+    let state = world.scratch("state");
+    // The user's world: no hooktrack variable, no Kimi home variable, not in tmux.
+    let run = |program: &Path| {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(&world.work)
+            .env("HOME", &world.home)
+            .env("XDG_STATE_HOME", &state)
+            .env("PATH", path_with(&bin))
+            .env_remove("KIMI_CODE_HOME")
+            .env_remove("KIMI_SHARE_DIR")
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .stdin(Stdio::null());
+        for name in [
+            "HOOKTRACK_TOKEN",
+            "HOOKTRACK_DIR",
+            "HOOKTRACK_URL",
+            "HOOKTRACK_GENERATION",
+            "HOOKTRACK_LAUNCH_BLOCK",
+        ] {
+            cmd.env_remove(name);
+        }
+        cmd
+    };
+    let hooktrack_bin = PathBuf::from(env!("CARGO_BIN_EXE_hooktrack"));
+    let said = |out: &std::process::Output| {
+        format!(
+            "exit {:?}\n{}{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+
+    let out = run(&hooktrack_bin).arg("setup").output().expect("setup");
+    assert!(
+        said(&out).contains(&format!(
+            "kimi-code: 20 hooktrack entries in {} (routed by environment)",
+            config.display()
+        )),
+        "{}",
+        said(&out)
+    );
+    let installed = fs::read_to_string(&config).expect("config");
+    // Kimi Code's own check of the file setup wrote.
+    let out = run(&bin.join("kimi"))
+        .args(["doctor", "config"])
+        .output()
+        .expect("kimi doctor");
+    let doctor = said(&out);
+    assert_eq!(out.status.code(), Some(0), "{doctor}");
+    assert!(
+        doctor.contains(&format!("OK config.toml  {}", config.display())),
+        "{doctor}"
+    );
+    assert!(
+        doctor.contains("All checked config files are valid."),
+        "{doctor}"
+    );
+    // `check` as a user types it: the file, then the preflight (Node, `kimi doctor`).
+    let out = run(&hooktrack_bin)
+        .args(["check", "kimi"])
+        .output()
+        .expect("check");
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(
+        said(&out).contains("the hooktrack block (routed by environment) has 20"),
+        "{}",
+        said(&out)
+    );
+
+    // A plain headless `kimi`: one prompt, answered on stdout.
+    let mut child = run(&bin.join("kimi"))
+        .args(["-p", "Say hello. [[plain]]"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn kimi");
+    let status = wait_child(&mut child, Duration::from_secs(120));
+    let mut answer = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stdout.take().expect("out"), &mut answer);
+    assert!(status.success(), "{status}: {answer}");
+    assert!(answer.contains("Hello from the mock model."), "{answer}");
+    let store = state.join("hooktrack/agents/kimi/events.ndjson");
+    // Kimi Code runs its hooks without waiting for them: the last ones may land after
+    // it exits. Its one answered prompt ends in a Stop.
+    let stops = || {
+        fs::read_to_string(&store)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("\"event\":\"Stop\""))
+            .count()
+    };
+    let waited = std::time::Instant::now();
+    while stops() == 0 && waited.elapsed() < PATIENCE {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let rows = session_rows(&store, 0);
+    let names = events(&delivered(rows.clone()));
+    assert_eq!(
+        names.first().map(String::as_str),
+        Some("SessionStart"),
+        "{names:?}"
+    );
+    assert_eq!(
+        names.iter().filter(|n| *n == "TurnStarted").count(),
+        1,
+        "{names:?}"
+    );
+    assert_eq!(
+        names.iter().filter(|n| *n == "Stop").count(),
+        1,
+        "{names:?}"
+    );
+    assert!(rows.iter().all(|r| r["provider"] == "kimi"), "{rows:#?}");
+    let replay = replay_json(&store);
+    assert_eq!(ledger(&replay["turns"]), ["main success 0"], "{names:?}");
+
+    // The same prompt through `hooktrack session`: setup's entries stand down for it, the
+    // session's block delivers each hook once, and the default store gains nothing.
+    let before = fs::read_to_string(&store).expect("default store");
+    let root = world.scratch("session-root");
+    let out = run(&hooktrack_bin)
+        .args(["session", "--root"])
+        .arg(&root)
+        .args(["--", "kimi", "-p", "Say hello. [[plain]]"])
+        .output()
+        .expect("session");
+    assert!(out.status.success(), "{}", said(&out));
+    let session_store = root.join("hook-observation/kimi/events.ndjson");
+    let session_names = events(&delivered(session_rows(&session_store, 1)));
+    for event in ["SessionStart", "UserPromptSubmit", "TurnStarted", "Stop"] {
+        assert_eq!(
+            session_names.iter().filter(|n| *n == event).count(),
+            1,
+            "{event}: {session_names:?}\n{}",
+            said(&out)
+        );
+    }
+    assert_eq!(fs::read_to_string(&store).expect("default store"), before);
+    assert_eq!(fs::read_to_string(&config).expect("config"), installed);
+
+    let out = run(&hooktrack_bin)
+        .args(["setup", "--undo"])
+        .output()
+        .expect("undo");
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(fs::read_to_string(&config).expect("config"), world.operator);
+}

@@ -59,6 +59,11 @@ pub const URL_ENV: &str = "HOOKTRACK_URL";
 pub const DIR_ENV: &str = "HOOKTRACK_DIR";
 /// The session's channel generation.
 pub const GENERATION_ENV: &str = "HOOKTRACK_GENERATION";
+/// Set by a launch that wrote its own generation-scoped block into the agent's config
+/// (Kimi Code's `config.toml`), to the agent's store name: that agent's
+/// environment-routed entries (`setup`'s, in the same file) then stand down, so each
+/// hook delivers once, through the launch's block.
+pub const LAUNCH_BLOCK_ENV: &str = "HOOKTRACK_LAUNCH_BLOCK";
 
 /// Errors of the store files.
 #[derive(Debug, Error)]

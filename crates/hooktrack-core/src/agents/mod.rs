@@ -341,7 +341,8 @@ pub struct InstallFacts {
     /// Switches in the JSON file that turn every hook off.
     pub off_switches: &'static [OffSwitch],
     /// A session writes generation-scoped entries into a config of its own (and removes
-    /// them at the end) rather than environment-routed ones into the shared config.
+    /// them at the end) rather than environment-routed ones into the shared config;
+    /// `setup`'s routed entries may sit beside them and stand down for that session.
     pub per_session_entries: bool,
 }
 

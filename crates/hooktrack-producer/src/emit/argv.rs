@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use super::{DEFAULT_LIMITS, EmitConfig, EmitError, log_report, watchdog};
 use crate::http::Url;
-use crate::store::{DIR_ENV, GENERATION_ENV, TOKEN_ENV, URL_ENV};
+use crate::store::{DIR_ENV, GENERATION_ENV, LAUNCH_BLOCK_ENV, TOKEN_ENV, URL_ENV};
 use hooktrack_core::agent::Agent;
 use hooktrack_core::delivery::{DEFAULT_PROVIDER, agent_named};
 use hooktrack_core::store::TMUX_PANE_ENV;
@@ -84,6 +84,12 @@ pub fn run(args: &[OsString]) {
     // An environment-routed entry names no session: the agent's environment does.
     let routed = dir.is_none();
     let from_env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if routed && launch_block_serves(provider.as_deref(), from_env(LAUNCH_BLOCK_ENV).as_deref()) {
+        // The launch that started the agent wrote its own block for it, which delivers
+        // this hook: delivering it here too would count it twice.
+        drain_stdin();
+        return;
+    }
     let dir = dir.or_else(|| from_env(DIR_ENV));
     // An agent started outside hooktrack (no session's environment): its rows go to the
     // agent's per-user default store, which no collector serves and no launcher watches.
@@ -149,6 +155,14 @@ pub fn run(args: &[OsString]) {
     run_config(config, problems)
 }
 
+/// Whether the launch's own block (`$HOOKTRACK_LAUNCH_BLOCK`, an agent's store name)
+/// serves the agent a routed hook names.
+pub fn launch_block_serves(provider: Option<&OsStr>, launch_block: Option<&OsStr>) -> bool {
+    launch_block.is_some_and(|block| {
+        provider_named(provider, &mut Vec::new()).store_name() == block.to_string_lossy()
+    })
+}
+
 /// The agent `--provider` / `--agent` names, else [`DEFAULT_PROVIDER`]; a name of no
 /// agent is a problem to log, and the delivery still goes out under the default.
 pub fn provider_named(name: Option<&OsStr>, problems: &mut Vec<EmitError>) -> Agent {
@@ -206,4 +220,18 @@ pub fn run_config(config: EmitConfig, mut problems: Vec<EmitError>) {
     // logged must not add a give-up row for it.
     watchdog::settled();
     log_report(&config.dir, &report);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_launch_block_stands_down_only_the_routed_entries_of_its_own_agent() {
+        let kimi = Some(OsStr::new("kimi"));
+        assert!(launch_block_serves(kimi, kimi));
+        assert!(!launch_block_serves(kimi, None));
+        assert!(!launch_block_serves(Some(OsStr::new("claude")), kimi));
+        assert!(!launch_block_serves(kimi, Some(OsStr::new("claude"))));
+    }
 }

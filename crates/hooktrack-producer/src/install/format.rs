@@ -70,18 +70,40 @@ pub(crate) fn read_back(
     }
 }
 
-/// Removes hooktrack's entries (with `generation`, only those of that generation). Needs
-/// no agent: removal only depends on how the format marks hooktrack's entries.
+/// Which of hooktrack's entries an uninstall takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Which {
+    /// All of them.
+    Any,
+    /// The environment-routed ones (`setup`'s). Only Kimi's TOML file can hold a launch's
+    /// generation-scoped block beside them; in the other formats these are all of them.
+    Routed,
+    /// Those of one generation (a launch's cleanup).
+    Generation(u64),
+}
+
+impl Which {
+    /// The generation filter of the formats that hold one kind of entries at a time.
+    fn generation(self) -> Option<u64> {
+        match self {
+            Which::Any | Which::Routed => None,
+            Which::Generation(g) => Some(g),
+        }
+    }
+}
+
+/// Removes hooktrack's entries (those `which` names). Needs no agent: removal only
+/// depends on how the format marks hooktrack's entries.
 pub(crate) fn remove(
     format: ConfigFormat,
     config: &Path,
     text: &str,
-    generation: Option<u64>,
+    which: Which,
 ) -> Result<Removal, InstallError> {
     match format {
-        ConfigFormat::TomlHooks => toml_block::remove(config, text, generation),
-        ConfigFormat::JsonHooks => json_hooks::remove(config, text, generation),
-        ConfigFormat::Plugin => Ok(plugin::remove(text, generation)),
+        ConfigFormat::TomlHooks => toml_block::remove(config, text, which),
+        ConfigFormat::JsonHooks => json_hooks::remove(config, text, which.generation()),
+        ConfigFormat::Plugin => Ok(plugin::remove(text, which.generation())),
     }
 }
 

@@ -34,7 +34,7 @@ use crate::store::{self, StoreError, StorePaths};
 pub use detect::version_of;
 pub use error::{InstallError, MarkerError, Refusal, Violation};
 use file::Replace;
-use format::Removal;
+use format::{Removal, Which};
 
 /// What the hook command runs and where its deliveries go.
 #[derive(Clone, Debug)]
@@ -89,9 +89,11 @@ pub struct Validation {
     /// hooktrack's entries (0: none).
     pub ours: usize,
     /// Their generation, when there are some and it is readable (`None` for
-    /// environment-routed entries).
+    /// environment-routed entries). In Kimi's `config.toml`, the generation-scoped
+    /// block's, which may sit beside setup's routed block.
     pub generation: Option<u64>,
-    /// hooktrack's entries route by the environment (no generation in their command).
+    /// hooktrack's entries route by the environment (no generation in their command);
+    /// in Kimi's `config.toml`: setup's routed block is there.
     pub routed: bool,
 }
 
@@ -236,13 +238,32 @@ pub fn uninstall(
     format: ConfigFormat,
     generation: Option<u64>,
 ) -> Result<Uninstalled, InstallError> {
+    uninstall_which(
+        config,
+        format,
+        generation.map_or(Which::Any, Which::Generation),
+    )
+}
+
+/// Removes hooktrack's environment-routed entries from `config` (what `setup` wrote),
+/// keeping the rest: a running launch's generation-scoped block in Kimi Code's
+/// `config.toml` stays for that launch's own cleanup.
+pub fn uninstall_routed(config: &Path, format: ConfigFormat) -> Result<Uninstalled, InstallError> {
+    uninstall_which(config, format, Which::Routed)
+}
+
+fn uninstall_which(
+    config: &Path,
+    format: ConfigFormat,
+    which: Which,
+) -> Result<Uninstalled, InstallError> {
     let config = file::resolve(config);
     let mut read = file::read_text(&config)?;
     for _ in 0..file::MAX_EDIT_ATTEMPTS {
         let Some(text) = &read else {
             return Ok(Uninstalled::NoFile);
         };
-        match format::remove(format, &config, text, generation)? {
+        match format::remove(format, &config, text, which)? {
             Removal::Nothing => return Ok(Uninstalled::NoBlock),
             Removal::KeptOther { generation } => {
                 return Ok(Uninstalled::KeptOther { generation });

@@ -3,9 +3,11 @@
 //! Both Kimi generations read `[[hooks]]` entries `{event, command, matcher?, timeout?}`
 //! from a `config.toml` (where, and which events: `Agent::config()`,
 //! `Agent::hook_events()`; how strictly: [`super::facts`]). The installer keeps its
-//! entries in one marker-delimited block and edits the file as text, so every byte outside
-//! the block stays as it was. The read-back parses the file with a strict TOML parser and
-//! checks every entry, ours and the operator's ([`validate`]).
+//! entries in marker-delimited blocks and edits the file as text, so every byte outside
+//! them stays as it was: at most one environment-routed block (`setup`'s, for every start
+//! of the agent) and one generation-scoped block (a launch's, contract section 7), each
+//! written and removed on its own ([`Blocks`]). The read-back parses the file with a
+//! strict TOML parser and checks every entry, ours and the operator's ([`validate`]).
 
 mod validate;
 
@@ -16,7 +18,7 @@ use hooktrack_core::agent::Agent;
 pub use self::validate::validate;
 use super::command::command;
 use super::facts;
-use super::format::{Edit, Removal};
+use super::format::{Edit, Removal, Which};
 use super::{InstallError, MarkerError, Observer, Replaced, Validation, Violation};
 
 const BEGIN: &str = "# >>> hooktrack kimi observer";
@@ -78,7 +80,7 @@ fn toml_string(s: &str) -> String {
     out
 }
 
-/// Where the block sits in a text.
+/// Where a block sits in a text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Block {
     /// Byte range, including the newline the installer added before it, if any.
@@ -91,6 +93,36 @@ pub struct Block {
     pub line: usize,
 }
 
+/// hooktrack's blocks in one text: at most one environment-routed block (`setup`'s, for
+/// every start of the agent) and at most one generation-scoped block (the running
+/// launch's). The two live side by side: a launch writes and removes its own and never
+/// the other, and the routed entries stand down for an agent the launch started
+/// (`HOOKTRACK_LAUNCH_BLOCK` in its environment), so each hook delivers once.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Blocks {
+    pub routed: Option<Block>,
+    /// The generation-scoped block (or one whose begin marker names no scope).
+    pub scoped: Option<Block>,
+}
+
+impl Blocks {
+    /// The block of the routed or of the generation-scoped kind.
+    pub fn of(&self, routed: bool) -> Option<&Block> {
+        if routed {
+            self.routed.as_ref()
+        } else {
+            self.scoped.as_ref()
+        }
+    }
+
+    /// Both blocks, in the order they sit in the text.
+    fn in_order(&self) -> Vec<&Block> {
+        let mut all: Vec<&Block> = self.routed.iter().chain(self.scoped.iter()).collect();
+        all.sort_by_key(|b| b.start);
+        all
+    }
+}
+
 /// A begin marker seen, its end not yet.
 struct Open {
     offset: usize,
@@ -98,29 +130,32 @@ struct Open {
     marker: BeginMarker,
 }
 
-/// What a begin marker says: `(generation N[, newline added])`.
+/// What a begin marker says: `(generation N[, newline added])` or `(routed by
+/// environment[, newline added])`.
 struct BeginMarker {
     generation: Option<u64>,
     routed: bool,
     newline_added: bool,
 }
 
-/// Finds the block; `Err` names what is wrong with the markers.
-pub fn find_block(text: &str) -> Result<Option<Block>, MarkerError> {
+/// Finds hooktrack's blocks; `Err` names what is wrong with the markers (a begin inside a
+/// block, a second block of one kind, an end without a begin, a begin without an end).
+pub fn find_blocks(text: &str) -> Result<Blocks, MarkerError> {
     let mut open: Option<Open> = None;
-    let mut found: Option<Block> = None;
+    let mut found = Blocks::default();
     let mut offset = 0;
     for (i, line) in text.split_inclusive('\n').enumerate() {
         let number = i + 1;
         let bare = line.trim_end_matches(['\n', '\r']);
         if bare.starts_with(BEGIN) {
-            if found.is_some() || open.is_some() {
+            let marker = parse_begin(bare);
+            if open.is_some() || found.of(marker.routed).is_some() {
                 return Err(MarkerError::SecondBegin { line: number });
             }
             open = Some(Open {
                 offset,
                 line: number,
-                marker: parse_begin(bare),
+                marker,
             });
         } else if bare.starts_with(END) {
             let Some(begin) = open.take() else {
@@ -134,13 +169,18 @@ pub fn find_block(text: &str) -> Result<Option<Block>, MarkerError> {
                 } else {
                     start
                 };
-            found = Some(Block {
+            let block = Block {
                 start,
                 end: offset + line.len(),
                 generation: begin.marker.generation,
                 routed: begin.marker.routed,
                 line: begin.line,
-            });
+            };
+            if block.routed {
+                found.routed = Some(block);
+            } else {
+                found.scoped = Some(block);
+            }
         }
         offset += line.len();
     }
@@ -177,17 +217,50 @@ fn parse_begin(line: &str) -> BeginMarker {
     marker
 }
 
-/// The text without the block, and where the block was.
-pub fn strip_block(text: &str) -> Result<(String, Option<Block>), MarkerError> {
-    match find_block(text)? {
+/// The text without the block of one kind (routed or generation-scoped), and where that
+/// block was; the other kind's block stays.
+pub fn strip_block(text: &str, routed: bool) -> Result<(String, Option<Block>), MarkerError> {
+    match find_blocks(text)?.of(routed) {
         None => Ok((text.to_owned(), None)),
         Some(block) => {
             let mut out = String::with_capacity(text.len());
             out.push_str(&text[..block.start]);
             out.push_str(&text[block.end..]);
-            Ok((out, Some(block)))
+            Ok((out, Some(block.clone())))
         }
     }
+}
+
+/// The text without `block`. When that block took the newline it added before itself and
+/// the other block follows it, the newline goes to the other block (its begin marker then
+/// says so), so its marker stays at the start of a line and its own removal later gives
+/// the bytes from before both.
+fn cut(text: &str, block: &Block) -> String {
+    let (head, rest) = (&text[..block.start], &text[block.end..]);
+    if head.is_empty() || head.ends_with('\n') || !rest.starts_with(BEGIN) {
+        return format!("{head}{rest}");
+    }
+    let (marker, after) = rest.split_at(rest.find('\n').map_or(rest.len(), |i| i + 1));
+    let parsed = parse_begin(marker.trim_end_matches(['\n', '\r']));
+    let scope = match (parsed.routed, parsed.generation) {
+        (true, _) => ROUTED.to_owned(),
+        (false, Some(g)) => format!("generation {g}"),
+        // Not one of ours as written: left as it is, on a line of its own.
+        (false, None) => return format!("{head}\n{rest}"),
+    };
+    format!("{head}\n{BEGIN} ({scope}, newline added) >>>\n{after}")
+}
+
+/// The text without any hooktrack block.
+fn strip_all(text: &str, blocks: &Blocks) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    for block in blocks.in_order() {
+        out.push_str(&text[from..block.start]);
+        from = block.end;
+    }
+    out.push_str(&text[from..]);
+    out
 }
 
 /// Inserts a freshly rendered block into `base` (a text without a block) at `at` (the old
@@ -210,7 +283,8 @@ pub(crate) fn edit(
     before: &str,
     observer: &Observer,
 ) -> Result<Edit, InstallError> {
-    let (base, old) = strip_block(before).map_err(|problem| InstallError::Markers {
+    let routed = observer.generation().is_none();
+    let (base, old) = strip_block(before, routed).map_err(|problem| InstallError::Markers {
         path: config.to_owned(),
         problem,
     })?;
@@ -229,32 +303,43 @@ pub(crate) fn read_back(
     outside: &str,
 ) -> Result<Validation, Violation> {
     let v = validate(back, agent, Some(observer))?;
-    match strip_block(back)? {
+    match strip_block(back, observer.generation().is_none())? {
         (text, Some(_)) if text == outside => Ok(v),
         (_, Some(_)) => Err(Violation::new("bytes outside the block changed")),
         (_, None) => Err(Violation::new("the block is missing")),
     }
 }
 
-pub(crate) fn remove(
-    config: &Path,
-    text: &str,
-    generation: Option<u64>,
-) -> Result<Removal, InstallError> {
-    let (base, block) = strip_block(text).map_err(|problem| InstallError::Markers {
+/// Removes the blocks `which` names: a launch's own generation (never setup's block nor
+/// another launch's), setup's routed block, or every block.
+pub(crate) fn remove(config: &Path, text: &str, which: Which) -> Result<Removal, InstallError> {
+    let blocks = find_blocks(text).map_err(|problem| InstallError::Markers {
         path: config.to_owned(),
         problem,
     })?;
-    Ok(match block {
-        None => Removal::Nothing,
-        Some(block) if generation.is_some() && block.generation != generation => {
-            Removal::KeptOther {
-                generation: block.generation,
+    let removed = |block: &Block| Removal::Removed {
+        text: cut(text, block),
+        generation: block.generation,
+    };
+    Ok(match which {
+        Which::Any => {
+            let Some(newest) = blocks.scoped.as_ref().or(blocks.routed.as_ref()) else {
+                return Ok(Removal::Nothing);
+            };
+            Removal::Removed {
+                text: strip_all(text, &blocks),
+                generation: newest.generation,
             }
         }
-        Some(block) => Removal::Removed {
-            text: base,
-            generation: block.generation,
+        Which::Routed => blocks.routed.as_ref().map_or(Removal::Nothing, removed),
+        // A launch's cleanup takes its own block, never setup's nor a newer launch's.
+        Which::Generation(g) => match (&blocks.scoped, &blocks.routed) {
+            (Some(block), _) if block.generation == Some(g) => removed(block),
+            (Some(block), _) => Removal::KeptOther {
+                generation: block.generation,
+            },
+            (None, Some(_)) => Removal::KeptOther { generation: None },
+            (None, None) => Removal::Nothing,
         },
     })
 }
@@ -271,28 +356,30 @@ pub(crate) fn check(
         path: config.to_owned(),
         violation,
     };
-    let block = find_block(text).map_err(|problem| InstallError::Markers {
+    let blocks = find_blocks(text).map_err(|problem| InstallError::Markers {
         path: config.to_owned(),
         problem,
     })?;
     let all = validate(text, agent, None).map_err(invalid)?;
-    let Some(block) = block else {
-        return Ok(all);
-    };
-    let inside = &text[block.start..block.end];
-    let ours = inside.lines().filter(|l| l.trim() == "[[hooks]]").count();
     let events = agent.hook_events().len();
-    if ours != events {
-        return Err(invalid(Violation::new(format!(
-            "the hooktrack block has {ours} entries; {} has {events} events",
-            agent.label(),
-        ))));
+    let mut ours = 0;
+    for block in blocks.in_order() {
+        let inside = &text[block.start..block.end];
+        let entries = inside.lines().filter(|l| l.trim() == "[[hooks]]").count();
+        if entries != events {
+            return Err(invalid(Violation::new(format!(
+                "the hooktrack block at line {} has {entries} entries; {} has {events} events",
+                block.line,
+                agent.label(),
+            ))));
+        }
+        ours += entries;
     }
     Ok(Validation {
         entries: all.entries,
         ours,
-        generation: block.generation,
-        routed: block.routed,
+        generation: blocks.scoped.as_ref().and_then(|b| b.generation),
+        routed: blocks.routed.is_some(),
     })
 }
 

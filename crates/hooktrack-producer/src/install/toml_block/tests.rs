@@ -38,7 +38,7 @@ fn the_block_parses_and_validates_for_every_agent() {
         let text = merge_block(variant, &observer(), "", None);
         let v = validate(&text, variant, Some(&observer())).unwrap();
         assert_eq!(v.ours, variant.hook_events().len());
-        let block = find_block(&text).unwrap().unwrap();
+        let block = find_blocks(&text).unwrap().scoped.unwrap();
         assert_eq!(block.generation, Some(3));
         assert_eq!((block.start, block.end), (0, text.len()));
     }
@@ -69,7 +69,7 @@ fn a_text_without_final_newline_gets_it_back_on_strip() {
         assert!(merged.starts_with(
             "a = 1\n# >>> hooktrack kimi observer (generation 3, newline added) >>>\n"
         ));
-        let (stripped, block) = strip_block(&merged).unwrap();
+        let (stripped, block) = strip_block(&merged, false).unwrap();
         assert_eq!(stripped, base);
         assert_eq!(block.unwrap().generation, Some(3));
     }
@@ -80,7 +80,7 @@ fn replacing_keeps_the_place() {
     let base = "a = 1\n\n[x]\ny = 2\n";
     for agent in toml_agents() {
         let merged = merge_block(agent, &observer(), base, Some(6));
-        let (stripped, block) = strip_block(&merged).unwrap();
+        let (stripped, block) = strip_block(&merged, false).unwrap();
         assert_eq!(stripped, base);
         assert_eq!(block.unwrap().start, 6);
     }
@@ -89,17 +89,118 @@ fn replacing_keeps_the_place() {
 #[test]
 fn broken_markers_are_named() {
     assert!(
-        find_block("# >>> hooktrack kimi observer (generation 1) >>>\n")
+        find_blocks("# >>> hooktrack kimi observer (generation 1) >>>\n")
             .unwrap_err()
             .to_string()
             .contains("no end marker")
     );
     assert!(
-        find_block("# <<< hooktrack kimi observer <<<\n")
+        find_blocks("# <<< hooktrack kimi observer <<<\n")
             .unwrap_err()
             .to_string()
             .contains("without a begin marker")
     );
+}
+
+fn routed() -> Observer {
+    Observer {
+        route: Route::Environment,
+        ..observer()
+    }
+}
+
+/// Setup's routed block, then a launch's block after it, on a text without a final newline.
+fn both(agent: Agent, base: &str) -> String {
+    let with_routed = edit(agent, Path::new("c.toml"), base, &routed())
+        .unwrap()
+        .text;
+    edit(agent, Path::new("c.toml"), &with_routed, &observer())
+        .unwrap()
+        .text
+}
+
+#[test]
+fn a_routed_block_and_a_launchs_block_live_side_by_side() {
+    let base = "a = 1";
+    for agent in toml_agents() {
+        let text = both(agent, base);
+        let blocks = find_blocks(&text).unwrap();
+        let (r, s) = (blocks.routed.unwrap(), blocks.scoped.unwrap());
+        assert_eq!((r.generation, s.generation), (None, Some(3)));
+        assert!(r.end <= s.start, "the launch's block goes after setup's");
+        // Each install replaces only its own kind.
+        assert_eq!(
+            edit(agent, Path::new("c.toml"), &text, &observer())
+                .unwrap()
+                .text,
+            text
+        );
+        assert_eq!(
+            edit(agent, Path::new("c.toml"), &text, &routed())
+                .unwrap()
+                .text,
+            text
+        );
+        // Both are checked: every entry of each block.
+        let v = check(agent, Path::new("c.toml"), Some(&text)).unwrap();
+        assert_eq!(v.ours, 2 * agent.hook_events().len());
+        assert_eq!((v.routed, v.generation), (true, Some(3)));
+    }
+}
+
+#[test]
+fn a_second_block_of_one_kind_is_refused() {
+    for agent in toml_agents() {
+        let routed_twice = format!(
+            "{}{}",
+            render_block(agent, &routed(), false),
+            render_block(agent, &routed(), false)
+        );
+        assert!(matches!(
+            find_blocks(&routed_twice),
+            Err(MarkerError::SecondBegin { .. })
+        ));
+    }
+}
+
+#[test]
+fn each_removal_takes_its_own_block_and_both_give_the_bytes_back() {
+    let base = "a = 1";
+    let text_of = |r: Removal| match r {
+        Removal::Removed { text, .. } => text,
+        other => panic!("{other:?}"),
+    };
+    let path = Path::new("c.toml");
+    for agent in toml_agents() {
+        let text = both(agent, base);
+        // A launch's cleanup: its generation only; another generation's is kept.
+        assert_eq!(
+            remove(path, &text, Which::Generation(4)).unwrap(),
+            Removal::KeptOther {
+                generation: Some(3)
+            }
+        );
+        let launch_gone = text_of(remove(path, &text, Which::Generation(3)).unwrap());
+        assert!(text.starts_with(&launch_gone) && launch_gone.len() < text.len());
+        assert_eq!(
+            text_of(remove(path, &launch_gone, Which::Routed).unwrap()),
+            base
+        );
+        // Setup's undo first: the launch's block keeps its place at the start of a line.
+        let setup_gone = text_of(remove(path, &text, Which::Routed).unwrap());
+        let blocks = find_blocks(&setup_gone).unwrap();
+        assert!(
+            blocks.routed.is_none() && blocks.scoped.is_some(),
+            "{setup_gone}"
+        );
+        assert!(validate(&setup_gone, agent, Some(&observer())).is_ok());
+        assert_eq!(
+            text_of(remove(path, &setup_gone, Which::Generation(3)).unwrap()),
+            base
+        );
+        // `uninstall` without a generation: every block.
+        assert_eq!(text_of(remove(path, &text, Which::Any).unwrap()), base);
+    }
 }
 
 #[test]
