@@ -74,6 +74,9 @@ diagnostics! {
     TurnStartImplied => "turn_start_implied", "turn evidence (a tool call, Stop, ...) after a prompt with no TurnStarted: the turn was taken as started";
     TurnIdMismatch => "turn_id_mismatch", "an event's turn_id differs from the bound turn it was attributed to";
     UnannouncedTurn => "unannounced_turn", "a Stop with no open turn, from a provider that runs follow-up turns without a prompt, or a main-scope tool call with none, from one whose headless turn has no prompt hook (Factory Droid `exec`): recorded as a turn";
+    TurnStartedAfterItsStop => "turn_started_after_its_stop", "a TurnStarted with no prompt armed, delivered right after the end of a turn whose start was implied (the agent does not wait for its hooks: Kimi Code): that turn's own start, late; it names that turn and starts none";
+    StopBeforeItsTurnStarted => "stop_before_its_turn_started", "a Stop with no open turn followed by a TurnStarted(task) before any prompt (the agent does not wait for its hooks: Kimi Code): the agent turn it ended, announced late; recorded as started and ended at once with the Stop's result";
+    StopBeforeSubagentStop => "stop_before_subagent_stop", "a Stop while the main turn runs inside a subagent scope whose turn already ended by its own Stop (the agent does not wait for its SubagentStop hook: Kimi Code): the parent's Stop, delivered before the subagent's SubagentStop; the scope goes on in the background until it";
     StopWithoutTurn => "stop_without_turn", "a Stop, StopFailure or Interrupt with no open turn (ignored)";
     StopHookContinuation => "stop_hook_continuation", "a Stop with stop_hook_active = true: not terminal, the agent continues";
     ContinuationAfterStop => "continuation_after_stop", "tool activity after the turn ended with no new prompt (a Stop hook that blocked; Kimi Code fires no second Stop): active until the next terminal event, prompt or transcript end marker; the latched result stays";
