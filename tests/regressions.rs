@@ -578,3 +578,65 @@ fn a_stop_without_turn_is_not_owed_past_the_next_prompt() {
     assert_eq!(counter(&r, "stop_before_its_turn_started"), 0);
     assert_eq!(counter(&r, "turn_started_after_its_stop"), 0);
 }
+
+fn campaign_rows(name: &str) -> Vec<String> {
+    std::fs::read_to_string(format!("corpus/kimi-code/{name}.ndjson"))
+        .expect("corpus campaign")
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Kimi Code runs `SubagentStop` without waiting for it: the parent's `Stop` can reach the
+/// store first. That `Stop` is the parent's (the subagent's turn already ended by its own),
+/// not a second subagent turn, and the parent's turn ends in success.
+#[test]
+fn kimi_code_parent_stop_before_the_subagent_stop_ends_the_parent() {
+    let rows = campaign_rows("kimi-code-2.1.0-subagent-permission");
+    assert!(rows[11].contains(r#""event":"SubagentStop""#));
+    assert!(rows[13].contains(r#""event":"Stop""#));
+    let recorded = replay(&rows);
+    // Row 12 (SubagentStop) delivered after row 14 (the parent's Stop).
+    let r = replay(&delivered_after(&rows, 12, 14));
+    assert_eq!(turn_results(&r), turn_results(&recorded));
+    assert_eq!(turn_results(&r), ["main success", "nested success"]);
+    assert_eq!(counter(&r, "stop_before_subagent_stop"), 1);
+    assert_eq!(counter(&r, "nested_turn_implied"), 0);
+}
+
+/// A subagent's `TurnStarted(system_trigger)` (not awaited) delivered after the subagent's
+/// `Stop`: the `Stop` implied the subagent's turn, the late opener starts no second one.
+#[test]
+fn kimi_code_subagent_stop_before_its_turn_started_is_one_nested_turn() {
+    let rows = campaign_rows("kimi-code-2.1.0-subagent");
+    assert!(rows[4].contains(r#""origin_kind":"system_trigger""#));
+    let recorded = replay(&rows);
+    for after in 9..=12 {
+        // Row 5 delivered after the subagent's Stop, its SubagentStop, the Agent call's
+        // end, the parent's Stop.
+        let r = replay(&delivered_after(&rows, 5, after));
+        assert_eq!(
+            turn_results(&r),
+            turn_results(&recorded),
+            "after row {after}"
+        );
+        assert_eq!(
+            counter(&r, "turn_started_after_its_stop"),
+            1,
+            "after row {after}"
+        );
+    }
+}
+
+/// A turn's `TurnStarted` delivered after its session's `SessionEnd` (awaited): the late
+/// opener still names the turn its `Stop` ended and starts none.
+#[test]
+fn kimi_code_turn_started_after_the_session_end_starts_no_turn() {
+    let rows = campaign_rows("kimi-code-2.1.0-tui-permissions-escape-compact");
+    assert!(rows[24].contains(r#""event":"TurnStarted""#));
+    assert!(rows[26].contains(r#""event":"SessionEnd""#));
+    let recorded = replay(&rows);
+    let r = replay(&delivered_after(&rows, 25, 27));
+    assert_eq!(turn_results(&r), turn_results(&recorded));
+    assert_eq!(counter(&r, "turn_started_after_its_stop"), 1);
+}

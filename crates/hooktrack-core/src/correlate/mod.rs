@@ -182,6 +182,7 @@ impl Correlator {
                 Diag::TerminalGapNewSession,
             );
             self.history.forget_last();
+            self.owed.forget();
         }
         self.life.sign(&mut ctx, obs.event);
         let was_running = self.main.running().is_some();
@@ -284,6 +285,7 @@ impl Correlator {
                 self.end_session(ctx, TurnResult::TerminalGap, Diag::TerminalGapNewSession);
                 self.life.started();
                 self.history.forget_last();
+                self.owed.forget();
             }
             Event::SessionEnded { .. } => {
                 if !self.life.is_present() {

@@ -35,12 +35,20 @@ pub(super) enum Owed {
     Opener { epoch: u64 },
     /// A `Stop` came with no turn open: the agent turn it ended may be announced after it.
     Closer(EarlyStop),
+    /// A nested turn (this epoch's) ended with its start implied: its own
+    /// `TurnStarted(system_trigger)` may come after its end.
+    NestedOpener { epoch: u64 },
 }
 
 impl Owed {
     /// A main turn whose start was implied ended: its opener may still come.
     pub(super) fn implied_turn_ended(&mut self, epoch: u64) {
         *self = Owed::Opener { epoch };
+    }
+
+    /// A nested turn whose start was implied ended: its opener may still come.
+    pub(super) fn implied_nested_turn_ended(&mut self, epoch: u64) {
+        *self = Owed::NestedOpener { epoch };
     }
 
     /// A `Stop` with no turn open: its turn's opener may still come.
@@ -57,6 +65,17 @@ impl Owed {
     fn take_opener(&mut self) -> Option<u64> {
         match std::mem::take(self) {
             Owed::Opener { epoch } => Some(epoch),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+
+    /// The epoch whose nested `TurnStarted(system_trigger)` is owed, taken once.
+    fn take_nested_opener(&mut self) -> Option<u64> {
+        match std::mem::take(self) {
+            Owed::NestedOpener { epoch } => Some(epoch),
             other => {
                 *self = other;
                 None
@@ -97,6 +116,31 @@ impl Correlator {
         if let Some(id) = turn_id {
             self.history.name_last(epoch, id.clone());
         }
+        true
+    }
+
+    /// A `TurnStarted(system_trigger)` right after a nested turn whose start was implied
+    /// ended, with no subagent turn open: that nested turn's own opener, delivered after
+    /// its end (past its `Stop`, its `SubagentStop` or the parent's `Stop`). It starts
+    /// nothing. Whether it was taken so.
+    pub(super) fn late_nested_opener(&mut self, ctx: &mut Ctx, turn_id: Option<&TurnId>) -> bool {
+        let subagent_turn_open = self
+            .scopes
+            .top_subagent()
+            .is_some_and(|index| self.scopes.turn(index).is_some());
+        if subagent_turn_open {
+            return false;
+        }
+        let Some(epoch) = self.owed.take_nested_opener() else {
+            return false;
+        };
+        ctx.note(
+            Diag::TurnStartedAfterItsStop,
+            Some(match turn_id {
+                Some(id) => format!("nested turn {id} of epoch {epoch}"),
+                None => format!("nested turn of epoch {epoch}"),
+            }),
+        );
         true
     }
 
@@ -153,6 +197,12 @@ mod tests {
         assert!(owed.take_opener().is_none(), "a closer is no opener");
         let stop = owed.take_closer().map(|s| (s.result, s.line));
         assert_eq!(stop, Some((TurnResult::Success, 7)));
+        owed.implied_nested_turn_ended(5);
+        assert!(
+            owed.take_opener().is_none(),
+            "a nested opener is no main one"
+        );
+        assert_eq!(owed.take_nested_opener(), Some(5));
         owed.implied_turn_ended(4);
         owed.forget();
         assert!(

@@ -284,7 +284,7 @@ impl Scopes {
         if with_scope || self.stack[index].opened_by_turn {
             let scope = self.stack.remove(index);
             self.leave(scope);
-        } else if turn.is_some() {
+        } else {
             self.stack[index].turn_ended = true;
         }
         turn

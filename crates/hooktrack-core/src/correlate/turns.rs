@@ -143,6 +143,9 @@ impl Correlator {
             self.bind(ctx, turn_id);
             return;
         }
+        if self.late_nested_opener(ctx, turn_id.as_ref()) {
+            return;
+        }
         if self.main.is_idle() && self.scopes.top_subagent().is_none() {
             self.end_continuation();
             self.owed.forget();
@@ -305,7 +308,8 @@ impl Correlator {
         self.end_continuation();
         self.compaction.close_unended(ctx);
         self.queue_length = 0;
-        self.owed.forget();
+        // What is owed stays: a hook the agent did not wait for can be delivered after its
+        // session's end (a new session or generation forgets it).
     }
 
     /// Stop: success for the innermost turn, or the end of a stop-hook continuation.
@@ -353,7 +357,9 @@ impl Correlator {
                 .top_foreground()
                 .filter(|&top| !self.stop_after_subagents_turn(ctx, top))
         } else if self.main.is_idle() {
-            self.scopes.top()
+            self.scopes
+                .top()
+                .filter(|&top| !self.stop_after_subagents_turn(ctx, top))
         } else {
             None
         };
@@ -368,6 +374,8 @@ impl Correlator {
                 None => {
                     ctx.note(Diag::NestedTurnImplied, Some(label.to_string()));
                     let epoch = self.main_epoch();
+                    // Its TurnStarted may still come, delivered after this end.
+                    self.owed.implied_nested_turn_ended(epoch);
                     self.new_record(ctx, epoch, label, Origin::Implied, None)
                 }
             };
@@ -406,10 +414,11 @@ impl Correlator {
         }
     }
 
-    /// A Stop while the main turn runs, inside a subagent scope whose turn already ended by
-    /// its own Stop: the parent's, delivered before the subagent's SubagentStop (Kimi Code
-    /// runs SubagentStop without waiting for it, contract section 12). The scope goes on
-    /// until its SubagentStop, as a scope still open when its parent ends does.
+    /// A Stop inside a subagent scope whose turn already ended by its own Stop is not that
+    /// subagent's: it is the parent's (or, with no main turn, an agent turn's announced
+    /// late), delivered before the subagent's SubagentStop (Kimi Code runs SubagentStop
+    /// without waiting for it, contract section 12). The scope goes on until its
+    /// SubagentStop, as a scope still open when its parent ends does.
     fn stop_after_subagents_turn(&self, ctx: &mut Ctx, top: usize) -> bool {
         if self.caps.agent_scopes || !self.scopes.turn_ended(top) {
             return false;
