@@ -12,7 +12,7 @@ use hooktrack_core::read::LineReader;
 use hooktrack_core::source::Source;
 use proptest::prelude::*;
 
-use crate::support::{campaigns, replay_bytes};
+use crate::support::{campaigns, replay_bytes, turn_results};
 
 #[derive(Clone, Debug)]
 enum Perturbation {
@@ -115,11 +115,20 @@ impl Checker {
             prop_assert!(turn.result != TurnResult::Open && turn.result != TurnResult::None);
             prop_assert_eq!(turn.ended_by, Some(step.source));
             if turn.result == TurnResult::Success {
+                // A Stop delivered before its agent turn's TurnStarted latches at that
+                // TurnStarted, with the Stop's result (contract section 12).
+                let stop_seen_first = step
+                    .outcome
+                    .notes
+                    .iter()
+                    .any(|n| n.diag == hooktrack::Diag::StopBeforeItsTurnStarted);
                 prop_assert!(
                     step.source == Source::Hook
                         && (matches!(step.event, Event::Stopped { .. })
                             || (!turn.is_main()
-                                && matches!(step.event, Event::SubagentStopped { .. }))),
+                                && matches!(step.event, Event::SubagentStopped { .. }))
+                            || (stop_seen_first
+                                && matches!(step.event, Event::TurnStarted { .. }))),
                     "success latched by {} {} at line {}",
                     step.source,
                     step.name,
@@ -370,5 +379,213 @@ proptest! {
 fn every_campaign_keeps_the_invariants_unperturbed() {
     for bytes in corpus_files() {
         check_invariants(&bytes).expect("invariants");
+    }
+}
+
+/// How far apart (by `received_at` in the recording) two deliveries may be and still race.
+/// The race this is about, a turn's awaited `Stop` overtaking its fire-and-forget
+/// `TurnStarted` (providers.md: about once in 15 turns at load 8–11), needs a window as
+/// long as the turn: the recorded headless Kimi Code 2.1.0 turns last 51–347 ms from
+/// `TurnStarted` to `Stop` on an idle machine, so 50 ms would reach none of them (only
+/// neighbours a few milliseconds apart). 400 ms reaches every one of those turns.
+const RACE_WINDOW_MS: i64 = 400;
+
+/// Whether the agent waits for its hook of `event` before it goes on (providers.md): a
+/// row whose hook the agent awaited is in the store before anything the agent did after
+/// it, so only a row of a hook it did not wait for can be overtaken by later ones.
+fn agent_waits_for(agent: &str, event: &str) -> bool {
+    match agent {
+        // Kimi Code 2.1.0 awaits these seven; the rest are fire-and-forget.
+        "kimi-code" => matches!(
+            event,
+            "PreToolUse"
+                | "UserPromptSubmit"
+                | "Stop"
+                | "PreCompact"
+                | "SubagentStart"
+                | "SessionStart"
+                | "SessionEnd"
+        ),
+        // Command hooks the CLI runs and waits for (Claude Code, Codex, Gemini CLI, Qwen
+        // Code, Copilot CLI, Factory Droid, Kimi CLI). OpenCode, Kilo and Pi never wait for
+        // hooktrack's plugin, but the plugin queues their events and starts the hook
+        // command for one only after the previous one's ended: their deliveries cannot race.
+        _ => true,
+    }
+}
+
+/// How late each line's delivery can be: the number of following lines it can land after,
+/// those of its session that reached the store at most [`RACE_WINDOW_MS`] after it, where
+/// the agent did not wait for its hook (0 where it did, or for a line of no session's
+/// hook row).
+fn possible_delays(agent: &str, lines: &[Vec<u8>]) -> Vec<usize> {
+    struct Delivery {
+        session: Option<String>,
+        event: String,
+        at: i64,
+    }
+    let delivery = |line: &[u8]| -> Option<Delivery> {
+        let row: serde_json::Value = serde_json::from_slice(line).ok()?;
+        let at = hooktrack_core::time::Timestamp::parse_rfc3339(row["received_at"].as_str()?)?;
+        let event = row["payload"]["hook_event_name"]
+            .as_str()
+            .or_else(|| row["event"].as_str())?
+            .to_owned();
+        Some(Delivery {
+            session: row["payload"]["session_id"].as_str().map(str::to_owned),
+            event,
+            at: at.as_millis(),
+        })
+    };
+    let rows: Vec<Option<Delivery>> = lines.iter().map(|l| delivery(l)).collect();
+    (0..rows.len())
+        .map(|i| {
+            let Some(a) = &rows[i] else { return 0 };
+            if agent_waits_for(agent, &a.event) {
+                return 0;
+            }
+            rows[i + 1..]
+                .iter()
+                .take_while(|b| {
+                    b.as_ref()
+                        .is_some_and(|b| b.session == a.session && b.at - a.at <= RACE_WINDOW_MS)
+                })
+                .count()
+        })
+        .collect()
+}
+
+/// The lines as delivered when line `i` lands `delays[i]` lines late (a late line goes
+/// after the line it was delayed past, lines delayed to the same place keep their order).
+fn delivered(lines: &[Vec<u8>], delays: &[usize]) -> Lines {
+    let mut order: Vec<usize> = (0..lines.len()).collect();
+    order.sort_by_key(|&i| {
+        let d = delays.get(i).copied().unwrap_or(0);
+        (i + d, d > 0, i)
+    });
+    order.into_iter().map(|i| lines[i].clone()).collect()
+}
+
+/// Every campaign whose deliveries can race: (agent folder, file name, lines, how late
+/// each line can be).
+fn racing_campaigns() -> Vec<(String, String, Lines, Vec<usize>)> {
+    let mut out = Vec::new();
+    for path in campaigns() {
+        let agent = path
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let lines: Lines = std::fs::read(&path)
+            .expect("read campaign")
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect();
+        let delays = possible_delays(&agent, &lines);
+        if delays.iter().any(|d| *d > 0) {
+            out.push((agent, name, lines, delays));
+        }
+    }
+    out
+}
+
+/// Each session's turns ("<scope> <result>", sorted: the ledger's order may follow the
+/// deliveries) and whether its final phase is active.
+fn turns_and_activity(lines: &[Vec<u8>]) -> Vec<(Vec<String>, bool)> {
+    let mut bytes = lines.join(&b'\n');
+    bytes.push(b'\n');
+    let (report, _) = replay_bytes(&bytes, Format::Json);
+    std::iter::once(&report)
+        .chain(&report.other_sessions)
+        .map(|r| {
+            let mut turns = turn_results(r);
+            turns.sort();
+            (turns, r.final_posture.turn.phase == Phase::Active)
+        })
+        .collect()
+}
+
+/// The reordered campaign gives the turns and results the campaign gives, and no session
+/// is left active that is not active in the campaign.
+fn same_turns(original: &[Vec<u8>], reordered: &[Vec<u8>]) -> Result<(), String> {
+    let want = turns_and_activity(original);
+    let got = turns_and_activity(reordered);
+    if want.len() != got.len() {
+        return Err(format!("{} sessions, {} expected", got.len(), want.len()));
+    }
+    for ((want_turns, want_active), (got_turns, got_active)) in want.iter().zip(&got) {
+        if want_turns != got_turns {
+            return Err(format!("turns {got_turns:?}, expected {want_turns:?}"));
+        }
+        if *got_active && !want_active {
+            return Err("a session left active".into());
+        }
+    }
+    Ok(())
+}
+
+/// Every single late delivery inside the window, in every agent's corpus (one line landing
+/// after each of the lines it can be overtaken by), gives the campaign's turns: all of
+/// them, so a failure names its campaign and line. Only Kimi Code's corpus has any: the
+/// other agents wait for their hooks, or (OpenCode, Kilo, Pi) hooktrack's plugin hands
+/// their events over one after another.
+#[test]
+fn every_late_delivery_inside_the_window_gives_the_campaigns_turns() {
+    let campaigns = racing_campaigns();
+    assert!(
+        campaigns.iter().any(|(agent, ..)| agent == "kimi-code"),
+        "Kimi Code's corpus has racing deliveries"
+    );
+    let mut failures = Vec::new();
+    let mut cases = 0;
+    for (agent, name, lines, most) in &campaigns {
+        for (i, &most) in most.iter().enumerate() {
+            for d in 1..=most {
+                cases += 1;
+                let mut delays = vec![0; lines.len()];
+                delays[i] = d;
+                if let Err(why) = same_turns(lines, &delivered(lines, &delays)) {
+                    failures.push(format!(
+                        "{agent}/{name} line {} after line {}: {why}",
+                        i + 1,
+                        i + 1 + d
+                    ));
+                }
+            }
+        }
+    }
+    assert!(cases > 0);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256),
+        ..ProptestConfig::default()
+    })]
+
+    /// Several late deliveries at once in one campaign, each inside the window: the
+    /// campaign's turns and results, and no session left active that was not.
+    #[test]
+    fn late_deliveries_inside_the_window_give_the_campaigns_turns(
+        campaign in any::<prop::sample::Index>(),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 1..96),
+    ) {
+        let campaigns = racing_campaigns();
+        let (agent, name, lines, most) = &campaigns[campaign.index(campaigns.len())];
+        let delays: Vec<usize> = most
+            .iter()
+            .enumerate()
+            .map(|(i, &m)| picks.get(i % picks.len()).map_or(0, |p| p.index(m + 1)))
+            .collect();
+        let reordered = delivered(lines, &delays);
+        if let Err(why) = same_turns(lines, &reordered) {
+            return Err(TestCaseError::fail(format!("{agent}/{name} delays {delays:?}: {why}")));
+        }
     }
 }

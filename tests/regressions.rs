@@ -470,3 +470,173 @@ fn a_transcript_named_after_later_rows_replays_as_if_found_first() {
         }
     }
 }
+
+/// Kimi Code 2.1.0's rows of a turn, then a turn it started itself after a background task
+/// (`TurnStarted(origin_kind = task)`): the recording the delivery races below reorder.
+fn kimi_code_background_task() -> Vec<String> {
+    std::fs::read_to_string("corpus/kimi-code/kimi-code-2.1.0-background-task.ndjson")
+        .expect("corpus campaign")
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The campaign with row `row` (1-based) delivered right after row `after`.
+fn delivered_after(rows: &[String], row: usize, after: usize) -> Vec<String> {
+    let mut out = rows.to_vec();
+    let late = out.remove(row - 1);
+    out.insert(after - 1, late);
+    out
+}
+
+/// Kimi Code does not wait for its `TurnStarted` hook: under load the turn's `Stop`
+/// (awaited) reached the store first. The late `TurnStarted(user)` is that turn's start,
+/// not a new turn: one turn per prompt, none left active after its `Stop`.
+#[test]
+fn kimi_code_stop_before_its_turn_started_is_one_turn() {
+    let rows = kimi_code_background_task();
+    assert!(rows[2].contains(r#""event":"TurnStarted""#) && rows[6].contains(r#""event":"Stop""#));
+    let recorded = replay(&rows);
+    // Row 3 (TurnStarted, turn 0) delivered after row 7 (the turn's Stop).
+    let raced = delivered_after(&rows, 3, 7);
+    let r = replay(&raced);
+    assert_eq!(turn_results(&r), turn_results(&recorded));
+    assert_eq!(turn_results(&r), ["main success", "main success"]);
+    assert_eq!(counter(&r, "turn_started_after_its_stop"), 1);
+    assert_eq!(counter(&r, "turn_started_without_prompt"), 0);
+    assert_eq!(counter(&r, "turn_superseded"), 0);
+    // Up to the late row: the turn ended in success, and nothing is active.
+    let upto = replay(&raced[..7]);
+    assert_eq!(turn_results(&upto), ["main success"]);
+    assert_eq!(
+        upto.final_posture.turn.phase,
+        hooktrack::posture::Phase::Ready
+    );
+    assert_eq!(upto.final_posture.last_turn.result.name(), "success");
+    // The late row names the turn it started.
+    assert_eq!(
+        upto.final_posture
+            .last_turn
+            .turn_id
+            .as_ref()
+            .map(ToString::to_string),
+        Some("0".to_owned())
+    );
+}
+
+/// The same race for the turn Kimi Code starts itself when background work finishes: its
+/// `Stop` first (no turn open), then its `TurnStarted(task)`. That is one agent turn,
+/// started and ended at once with the `Stop`'s result, never a turn left open.
+#[test]
+fn kimi_code_stop_before_its_agent_turn_started_is_one_turn() {
+    let rows = kimi_code_background_task();
+    assert!(rows[7].contains(r#""origin_kind":"task""#) && rows[9].contains(r#""event":"Stop""#));
+    let recorded = replay(&rows);
+    // Row 8 (TurnStarted(task), turn 1) delivered after row 10 (that turn's Stop).
+    let raced = delivered_after(&rows, 8, 10);
+    let r = replay(&raced);
+    assert_eq!(turn_results(&r), turn_results(&recorded));
+    assert_eq!(turn_results(&r), ["main success", "main success"]);
+    assert_eq!(counter(&r, "stop_before_its_turn_started"), 1);
+    assert_eq!(counter(&r, "stop_without_turn"), 1);
+    let agent_turn = r
+        .turns
+        .iter()
+        .find(|t| t.epoch == 2)
+        .expect("the agent turn");
+    assert_eq!(agent_turn.origin.to_string(), "agent");
+    assert_eq!(
+        agent_turn.turn_id.as_ref().map(ToString::to_string),
+        Some("1".to_owned())
+    );
+    // Up to the late row: no turn open, nothing active.
+    let upto = replay(&raced[..10]);
+    assert_eq!(turn_results(&upto), ["main success", "main success"]);
+    assert_eq!(
+        upto.final_posture.turn.phase,
+        hooktrack::posture::Phase::Ready
+    );
+    assert_eq!(upto.final_posture.last_turn.result.name(), "success");
+}
+
+/// What is owed to a late delivery does not outlive the next prompt: a `TurnStarted(task)`
+/// after a prompt that came after a stray `Stop` is not bound to that `Stop`.
+#[test]
+fn a_stop_without_turn_is_not_owed_past_the_next_prompt() {
+    let r = replay(&[
+        kimi("SessionStart", r#""source":"startup""#),
+        kimi("Stop", r#""stop_hook_active":false"#),
+        kimi(
+            "UserPromptSubmit",
+            r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#,
+        ),
+        kimi("TurnStarted", r#""turn_id":0,"origin_kind":"user""#),
+        kimi("Stop", r#""stop_hook_active":false"#),
+        kimi("TurnStarted", r#""turn_id":1,"origin_kind":"task""#),
+    ]);
+    assert_eq!(turn_results(&r), ["main success", "main open"]);
+    assert_eq!(counter(&r, "stop_before_its_turn_started"), 0);
+    assert_eq!(counter(&r, "turn_started_after_its_stop"), 0);
+}
+
+fn campaign_rows(name: &str) -> Vec<String> {
+    std::fs::read_to_string(format!("corpus/kimi-code/{name}.ndjson"))
+        .expect("corpus campaign")
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Kimi Code runs `SubagentStop` without waiting for it: the parent's `Stop` can reach the
+/// store first. That `Stop` is the parent's (the subagent's turn already ended by its own),
+/// not a second subagent turn, and the parent's turn ends in success.
+#[test]
+fn kimi_code_parent_stop_before_the_subagent_stop_ends_the_parent() {
+    let rows = campaign_rows("kimi-code-2.1.0-subagent-permission");
+    assert!(rows[11].contains(r#""event":"SubagentStop""#));
+    assert!(rows[13].contains(r#""event":"Stop""#));
+    let recorded = replay(&rows);
+    // Row 12 (SubagentStop) delivered after row 14 (the parent's Stop).
+    let r = replay(&delivered_after(&rows, 12, 14));
+    assert_eq!(turn_results(&r), turn_results(&recorded));
+    assert_eq!(turn_results(&r), ["main success", "nested success"]);
+    assert_eq!(counter(&r, "stop_before_subagent_stop"), 1);
+    assert_eq!(counter(&r, "nested_turn_implied"), 0);
+}
+
+/// A subagent's `TurnStarted(system_trigger)` (not awaited) delivered after the subagent's
+/// `Stop`: the `Stop` implied the subagent's turn, the late opener starts no second one.
+#[test]
+fn kimi_code_subagent_stop_before_its_turn_started_is_one_nested_turn() {
+    let rows = campaign_rows("kimi-code-2.1.0-subagent");
+    assert!(rows[4].contains(r#""origin_kind":"system_trigger""#));
+    let recorded = replay(&rows);
+    for after in 9..=12 {
+        // Row 5 delivered after the subagent's Stop, its SubagentStop, the Agent call's
+        // end, the parent's Stop.
+        let r = replay(&delivered_after(&rows, 5, after));
+        assert_eq!(
+            turn_results(&r),
+            turn_results(&recorded),
+            "after row {after}"
+        );
+        assert_eq!(
+            counter(&r, "turn_started_after_its_stop"),
+            1,
+            "after row {after}"
+        );
+    }
+}
+
+/// A turn's `TurnStarted` delivered after its session's `SessionEnd` (awaited): the late
+/// opener still names the turn its `Stop` ended and starts none.
+#[test]
+fn kimi_code_turn_started_after_the_session_end_starts_no_turn() {
+    let rows = campaign_rows("kimi-code-2.1.0-tui-permissions-escape-compact");
+    assert!(rows[24].contains(r#""event":"TurnStarted""#));
+    assert!(rows[26].contains(r#""event":"SessionEnd""#));
+    let recorded = replay(&rows);
+    let r = replay(&delivered_after(&rows, 25, 27));
+    assert_eq!(turn_results(&r), turn_results(&recorded));
+    assert_eq!(counter(&r, "turn_started_after_its_stop"), 1);
+}

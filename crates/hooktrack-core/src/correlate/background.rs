@@ -89,6 +89,10 @@ impl Correlator {
             self.bind(ctx, turn_id);
             return;
         }
+        if self.late_agent_turn(ctx, turn_id.clone()) {
+            return;
+        }
+        self.owed.forget();
         if let Some(rec) = self.main.finish() {
             ctx.note(
                 Diag::TurnSuperseded,

@@ -1,6 +1,7 @@
 //! How turns are numbered (epochs, ledger record ids) and how the last main turn ended: the
 //! part of the state that outlives every turn.
 
+use crate::event::TurnId;
 use crate::posture::LastTurn;
 
 #[derive(Debug, Default)]
@@ -36,6 +37,14 @@ impl History {
     /// A main turn ended: its result is the latched one now.
     pub(super) fn latch(&mut self, last: LastTurn) {
         self.last_turn = last;
+    }
+
+    /// The last main turn, if it is `epoch`'s, learns its turn id from a `TurnStarted`
+    /// delivered after its end (`order.rs`). Its result stays as latched.
+    pub(super) fn name_last(&mut self, epoch: u64, turn_id: TurnId) {
+        if self.last_turn.epoch == Some(epoch) {
+            self.last_turn.turn_id = Some(turn_id);
+        }
     }
 
     /// A new session (or generation) begins: no turn of it has ended yet.

@@ -13,7 +13,8 @@
 //! scope), `scopes.rs` (nested scopes), `tools.rs` (open calls), `blocking.rs` (what waits
 //! on the user: permission windows, dialogs, ask-the-user calls, and every event that
 //! opens or ends them), `transcript.rs`'s `Ahead` (what a transcript marker told before
-//! the hooks did), `compaction.rs` (the compaction window). The `Correlator` decides which to take: `turns.rs` for the main scope,
+//! the hooks did), `order.rs`'s `Owed` (what a delivery out of the agent's order may still
+//! bind to), `compaction.rs` (the compaction window). The `Correlator` decides which to take: `turns.rs` for the main scope,
 //! `nested.rs` for nested scopes, `calls.rs` for tool events, `blocking.rs` for permission
 //! and dialog events, `transcript.rs` for what a transcript marker may settle. The event
 //! being correlated travels as a `Ctx` (its line, time, source, the turn it was
@@ -33,6 +34,7 @@ mod ledger;
 mod life;
 mod main_state;
 mod nested;
+mod order;
 mod scopes;
 #[cfg(test)]
 mod tests;
@@ -51,6 +53,7 @@ use ctx::Ctx;
 use history::History;
 use life::Life;
 use main_state::MainState;
+use order::Owed;
 use scopes::Scopes;
 use tools::Tools;
 use transcript::Ahead;
@@ -114,6 +117,8 @@ pub struct Correlator {
     blocking: Blocking,
     /// What transcript markers told before the hooks did.
     ahead: Ahead,
+    /// What a late delivery may still bind to (a turn's opener after its end).
+    owed: Owed,
     /// Besides the turns: the compaction window, prompts queued, background shell tasks.
     compaction: Compaction,
     queue_length: u64,
@@ -132,6 +137,7 @@ impl Correlator {
             tools: Tools::default(),
             blocking: Blocking::default(),
             ahead: Ahead::default(),
+            owed: Owed::default(),
             compaction: Compaction::default(),
             queue_length: 0,
             background_tasks: BackgroundTasks::default(),
@@ -176,6 +182,7 @@ impl Correlator {
                 Diag::TerminalGapNewSession,
             );
             self.history.forget_last();
+            self.owed.forget();
         }
         self.life.sign(&mut ctx, obs.event);
         let was_running = self.main.running().is_some();
@@ -278,6 +285,7 @@ impl Correlator {
                 self.end_session(ctx, TurnResult::TerminalGap, Diag::TerminalGapNewSession);
                 self.life.started();
                 self.history.forget_last();
+                self.owed.forget();
             }
             Event::SessionEnded { .. } => {
                 if !self.life.is_present() {

@@ -32,6 +32,9 @@ pub(super) struct NestedScope {
     /// goes on.
     background: bool,
     turn: Option<TurnRecord>,
+    /// Its last turn ended by its own end event and the scope stays, waiting for its
+    /// SubagentStop (or its next turn): a further Stop is not that turn's.
+    turn_ended: bool,
 }
 
 impl NestedScope {
@@ -47,6 +50,7 @@ impl NestedScope {
             opened_by_turn: false,
             background: false,
             turn,
+            turn_ended: false,
         }
     }
 
@@ -58,6 +62,7 @@ impl NestedScope {
             opened_by_turn: true,
             background: false,
             turn: Some(turn),
+            turn_ended: false,
         }
     }
 }
@@ -259,6 +264,12 @@ impl Scopes {
         let turn = &mut self.stack[index].turn;
         debug_assert!(turn.is_none(), "give a turn to a scope with one open");
         *turn = Some(rec);
+        self.stack[index].turn_ended = false;
+    }
+
+    /// Whether the scope's last turn ended by its own end event, the scope staying.
+    pub(super) fn turn_ended(&self, index: usize) -> bool {
+        self.stack[index].turn_ended
     }
 
     /// The scope's open turn, taken from it (the scope stays, waiting for its next turn).
@@ -273,6 +284,8 @@ impl Scopes {
         if with_scope || self.stack[index].opened_by_turn {
             let scope = self.stack.remove(index);
             self.leave(scope);
+        } else {
+            self.stack[index].turn_ended = true;
         }
         turn
     }

@@ -3,6 +3,7 @@
 
 use super::ctx::Ctx;
 use super::main_state::{Armed, Left};
+use super::order::EarlyStop;
 use super::transcript::PendingStop;
 use super::{Correlator, Origin, Owner, Scope, TurnRecord};
 use crate::diagnostics::Diag;
@@ -42,6 +43,7 @@ impl Correlator {
         self.end_continuation();
         self.ahead.turn_begins();
         self.clear_main(ctx, TurnResult::TerminalGap, Diag::TurnSuperseded);
+        self.owed.forget();
         self.compaction.close_unended(ctx);
         let epoch = self.next_epoch();
         if self.caps.prompt_starts_turn {
@@ -87,9 +89,14 @@ impl Correlator {
     }
 
     /// TurnStarted(user): Armed → Running with its turn id. A TurnStarted with no armed
-    /// prompt starts a turn of its own; one naming another id than the running turn's
+    /// prompt starts a turn of its own, unless it is the opener of the turn that just
+    /// ended, delivered late (`order.rs`); one naming another id than the running turn's
     /// supersedes it.
     pub(super) fn bind(&mut self, ctx: &mut Ctx, turn_id: Option<TurnId>) {
+        if self.late_opener(ctx, turn_id.as_ref()) {
+            return;
+        }
+        self.owed.forget();
         self.end_continuation();
         if let Some(armed) = self.main.armed() {
             let rec = self.armed_record(ctx, armed, Origin::User, turn_id);
@@ -136,8 +143,12 @@ impl Correlator {
             self.bind(ctx, turn_id);
             return;
         }
+        if self.late_nested_opener(ctx, turn_id.as_ref()) {
+            return;
+        }
         if self.main.is_idle() && self.scopes.top_subagent().is_none() {
             self.end_continuation();
+            self.owed.forget();
             let epoch = self.next_epoch();
             let origin = Origin::SystemTrigger(name.to_owned());
             let rec = self.new_record(ctx, epoch, Scope::Main, origin, turn_id);
@@ -159,6 +170,7 @@ impl Correlator {
             return;
         }
         self.end_continuation();
+        self.owed.forget();
         self.ahead.turn_begins();
         ctx.note(Diag::UnannouncedTurn, None);
         let epoch = self.next_epoch();
@@ -238,6 +250,13 @@ impl Correlator {
             );
             self.queue_length = 0;
         }
+        if rec.origin == Origin::Implied
+            && rec.turn_id.is_none()
+            && result != TurnResult::TerminalGap
+        {
+            // Its TurnStarted may still come, delivered after this end.
+            self.owed.implied_turn_ended(rec.epoch);
+        }
         ctx.latch(&mut rec, result);
         self.history.latch(LastTurn {
             result,
@@ -289,6 +308,8 @@ impl Correlator {
         self.end_continuation();
         self.compaction.close_unended(ctx);
         self.queue_length = 0;
+        // What is owed stays: a hook the agent did not wait for can be delivered after its
+        // session's end (a new session or generation forgets it).
     }
 
     /// Stop: success for the innermost turn, or the end of a stop-hook continuation.
@@ -332,9 +353,13 @@ impl Correlator {
     /// scope's.
     pub(super) fn end_innermost(&mut self, ctx: &mut Ctx, result: TurnResult) {
         let nested = if self.main.running().is_some() {
-            self.scopes.top_foreground()
+            self.scopes
+                .top_foreground()
+                .filter(|&top| !self.stop_after_subagents_turn(ctx, top))
         } else if self.main.is_idle() {
-            self.scopes.top()
+            self.scopes
+                .top()
+                .filter(|&top| !self.stop_after_subagents_turn(ctx, top))
         } else {
             None
         };
@@ -349,6 +374,8 @@ impl Correlator {
                 None => {
                     ctx.note(Diag::NestedTurnImplied, Some(label.to_string()));
                     let epoch = self.main_epoch();
+                    // Its TurnStarted may still come, delivered after this end.
+                    self.owed.implied_nested_turn_ended(epoch);
                     self.new_record(ctx, epoch, label, Origin::Implied, None)
                 }
             };
@@ -376,7 +403,31 @@ impl Correlator {
         } else {
             self.end_continuation();
             ctx.note(Diag::StopWithoutTurn, Some(result.name().into()));
+            if self.life.is_present() {
+                // The turn it ended may be announced after it (`order.rs`).
+                self.owed.stop_without_turn(EarlyStop {
+                    result,
+                    line: ctx.line,
+                    at: ctx.now,
+                });
+            }
         }
+    }
+
+    /// A Stop inside a subagent scope whose turn already ended by its own Stop is not that
+    /// subagent's: it is the parent's (or, with no main turn, an agent turn's announced
+    /// late), delivered before the subagent's SubagentStop (Kimi Code runs SubagentStop
+    /// without waiting for it, contract section 12). The scope goes on until its
+    /// SubagentStop, as a scope still open when its parent ends does.
+    fn stop_after_subagents_turn(&self, ctx: &mut Ctx, top: usize) -> bool {
+        if self.caps.agent_scopes || !self.scopes.turn_ended(top) {
+            return false;
+        }
+        ctx.note(
+            Diag::StopBeforeSubagentStop,
+            Some(self.scopes.label(top).to_string()),
+        );
+        true
     }
 
     /// Interrupt is authoritative for the turn it names. Turn ids collide across scopes,
