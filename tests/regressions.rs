@@ -579,6 +579,36 @@ fn a_stop_without_turn_is_not_owed_past_the_next_prompt() {
     assert_eq!(counter(&r, "turn_started_after_its_stop"), 0);
 }
 
+/// An early `Stop` is owed its agent turn for seconds, not for ever: the `TurnStarted(task)`
+/// of racing hooks comes within milliseconds; one ten seconds after a stray `Stop` is a turn
+/// of its own, still running.
+#[test]
+fn a_stop_without_turn_is_not_owed_to_a_task_turn_seconds_later() {
+    let at = |s: &str| format!(r#""timestamp":"2026-12-05T09:00:{s}Z""#);
+    let rows = |late: &str| {
+        vec![
+            kimi(
+                "SessionStart",
+                &format!(r#""source":"startup",{}"#, at("00.000")),
+            ),
+            kimi(
+                "Stop",
+                &format!(r#""stop_hook_active":false,{}"#, at("01.000")),
+            ),
+            kimi(
+                "TurnStarted",
+                &format!(r#""turn_id":1,"origin_kind":"task",{}"#, at(late)),
+            ),
+        ]
+    };
+    let soon = replay(&rows("01.120"));
+    assert_eq!(turn_results(&soon), ["main success"]);
+    assert_eq!(counter(&soon, "stop_before_its_turn_started"), 1);
+    let later = replay(&rows("11.000"));
+    assert_eq!(turn_results(&later), ["main open"]);
+    assert_eq!(counter(&later, "stop_before_its_turn_started"), 0);
+}
+
 fn campaign_rows(name: &str) -> Vec<String> {
     std::fs::read_to_string(format!("corpus/kimi-code/{name}.ndjson"))
         .expect("corpus campaign")

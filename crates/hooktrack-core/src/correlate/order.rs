@@ -8,7 +8,8 @@
 //! agent turn it ended. The late row then binds to that turn instead of starting one.
 //!
 //! What is owed lasts until something that begins another turn or session (a prompt, a
-//! turn start, a session end): a later opener is the next turn's, not a late one.
+//! turn start, a session end): a later opener is the next turn's, not a late one. An
+//! early `Stop` is owed its turn for [`LATE_CLOSER_WITHIN_MS`] at most.
 
 use super::ctx::Ctx;
 use super::{Correlator, Origin, Scope};
@@ -16,6 +17,12 @@ use crate::diagnostics::Diag;
 use crate::event::TurnId;
 use crate::posture::TurnResult;
 use crate::time::Timestamp;
+
+/// How long after a `Stop` that found no turn its agent turn's `TurnStarted` may still be
+/// taken as that turn's, late: racing hook processes are apart by milliseconds (hundreds
+/// on a loaded machine), so a `TurnStarted(task)` seconds later is a turn of its own.
+/// Rows without a time (bare payload lines) are judged by order alone.
+pub(super) const LATE_CLOSER_WITHIN_MS: i64 = 5_000;
 
 /// A `Stop` (or `StopFailure`) that found no turn open: where it was read and what it said.
 #[derive(Debug, Clone, Copy)]
@@ -154,6 +161,11 @@ impl Correlator {
         let Some(stop) = self.owed.take_closer() else {
             return false;
         };
+        if let (Some(stopped), Some(now)) = (stop.at, ctx.now)
+            && now.as_millis() - stopped.as_millis() > LATE_CLOSER_WITHIN_MS
+        {
+            return false;
+        }
         ctx.note(
             Diag::StopBeforeItsTurnStarted,
             Some(format!(
