@@ -481,6 +481,13 @@ fn a_store_of_one_session_draws_the_page_it_draws_as_one_stream() {
                 "a group per session in {}",
                 path.display()
             );
+            let turns: usize = json["sessions"]
+                .as_array()
+                .expect("sessions")
+                .iter()
+                .map(|s| s["turns"].as_array().map_or(0, Vec::len))
+                .sum();
+            assert_eq!(count_kind(&page, "turn"), turns, "{}", path.display());
             continue;
         }
         single += 1;

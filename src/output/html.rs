@@ -268,14 +268,15 @@ pub(super) fn write<W: Write>(
 }
 
 /// Writes the page of a store of several sessions: one group of lanes per session (in
-/// `parts`' order, that of their first rows), on one time axis.
+/// `parts`' order, that of their first rows), on one time axis; `lines` the store's.
 pub(super) fn write_sessions<W: Write>(
     out: &mut W,
     source_name: &str,
     parts: &[SessionPart<'_>],
+    lines: u64,
     rec: &Recorder,
 ) -> io::Result<()> {
-    let page = render_sessions(source_name, parts, rec);
+    let page = render_sessions(source_name, parts, lines, rec);
     out.write_all(page.as_bytes())
 }
 
@@ -578,7 +579,12 @@ fn session_label(part: &SessionPart<'_>, panes: &[String]) -> SessionLabel {
     }
 }
 
-fn render_sessions(source_name: &str, parts: &[SessionPart<'_>], rec: &Recorder) -> String {
+fn render_sessions(
+    source_name: &str,
+    parts: &[SessionPart<'_>],
+    lines: u64,
+    rec: &Recorder,
+) -> String {
     let turns: Vec<&TurnRecord> = parts.iter().flat_map(|p| &p.report.turns).collect();
     let frame = frame(rec, &turns);
     let axis = &frame.axis;
@@ -606,7 +612,7 @@ fn render_sessions(source_name: &str, parts: &[SessionPart<'_>], rec: &Recorder)
 
     let mut s = String::with_capacity(64 * 1024 + rec.marks.len() * 400);
     head(&mut s, source_name, true);
-    header_sessions(&mut s, source_name, parts, &labels, &frame);
+    header_sessions(&mut s, source_name, (parts, lines), &labels, &frame);
 
     svg_open(&mut s, axis, height);
     let mut y = groups_top;
@@ -1323,7 +1329,7 @@ fn header(s: &mut String, source_name: &str, report: &Report, frame: &Frame<'_>)
 fn header_sessions(
     s: &mut String,
     source_name: &str,
-    parts: &[SessionPart<'_>],
+    (parts, lines): (&[SessionPart<'_>], u64),
     labels: &[SessionLabel],
     frame: &Frame<'_>,
 ) {
@@ -1334,7 +1340,7 @@ fn header_sessions(
         "<p class=\"facts\"><span class=\"src\">{}</span> · {} sessions · {} lines, {} events · {} turns · {} guesses · {} skipped lines</p>\n<ul class=\"sessions\">",
         esc(source_name),
         parts.len(),
-        parts.iter().map(|p| p.report.lines).sum::<u64>(),
+        lines,
         parts.iter().map(|p| p.report.events).sum::<u64>(),
         parts.iter().map(|p| p.report.turns.len()).sum::<usize>(),
         notes,

@@ -595,7 +595,7 @@ fn write_sessions<W: Write>(
                 .zip(&reports)
                 .map(|(&session_id, report)| html::SessionPart { session_id, report })
                 .collect();
-            html::write_sessions(out, extras.source_name, &parts, extras.recorder)
+            html::write_sessions(out, extras.source_name, &parts, lines, extras.recorder)
                 .map_err(write)?;
         }
         Format::Text => {
