@@ -6,6 +6,11 @@
 //! and CSS, and one small inline script for hover, zoom and the overview strip; no
 //! network. The same input gives the same bytes.
 //!
+//! A store of several sessions (read by session, as json reads it) is drawn on the one
+//! axis as a group of lanes per session, headed by its label (agent, tmux pane, session
+//! id) and its own events, guesses and skipped transcript lines; the store's skipped
+//! lines, which may name no session, share one track above the groups.
+//!
 //! The turns are the report's ledger; what the ledger does not keep (each event's time,
 //! notes and posture, each skipped line, which turn each tool call went to) is recorded
 //! by [`Recorder`] while the replay runs.

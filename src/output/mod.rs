@@ -193,8 +193,8 @@ pub fn replay_threaded<R: BufRead + Send, W: Write>(
 /// report}], "lines", "events", "overflow_rows"}`; in ndjson every line of a session but
 /// the first carries `"session": N` (its index, in order of first rows) and the end line
 /// adds `"sessions": [...]`, each session's id and finals; html draws a group of lanes
-/// per session on one time axis, with a ledger each. A log of one session gives the same bytes either
-/// way. Returns the first session's report, the others in [`Report::other_sessions`].
+/// per session on one time axis, with a ledger each. A log of one session gives the same
+/// bytes either way. Returns the first session's report, the others in [`Report::other_sessions`].
 /// Transcript lines go to the session whose rows named their file (see
 /// [`Transcripts::add_file_of`]).
 pub fn replay_with<R: BufRead + Send, W: Write>(
