@@ -1,6 +1,8 @@
 //! `hooktrack replay --format html`: the page's marks are counted against the JSON
 //! report and the ndjson stream, and the page is loaded in a real headless Chromium (no
-//! console error, the script drew what the file holds, a screenshot).
+//! console error, the script drew what the file holds, a screenshot). A store of two
+//! sessions draws a group of lanes per session, each with the turns `--format json` gives
+//! that session.
 //!
 //! Without Chromium the browser half prints `SKIPPED html browser test: <reason>` and
 //! passes, unless `HOOKTRACK_E2E_REQUIRE=1`. `HOOKTRACK_CHROMIUM` names another binary.
@@ -8,6 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use hooktrack_core::time::Timestamp;
 
 use crate::support::{corpus_dir, kimi, lines};
 
@@ -25,8 +29,9 @@ const CAMPAIGNS: [&str; 5] = [
     "kimi-cli/kimi-cli-1.52.0-compaction-manual.ndjson",
 ];
 
-/// The page pictures a log as one stream (a log of several sessions too): what it is
-/// checked against is read as one stream as well.
+/// The campaigns' pages read as one stream (`--one-stream`: a log of several sessions in
+/// one lane group), checked against the same reading; the page of a store of several
+/// sessions read by session is checked on its own (`two_session_store`).
 fn replay(path: &Path, format: &str) -> Vec<u8> {
     let out = hooktrack()
         .args(["replay", "--one-stream", "--format", format])
@@ -220,6 +225,281 @@ fn the_page_is_self_contained_and_payload_text_stays_text() {
     assert!(timed.contains("Axis: time (UTC)"));
 }
 
+/// The two sessions of [`two_session_store`]: Claude Code 2.1.332's Escape during a
+/// permission dialog (reported only in its transcript) in pane `%1`, and its background
+/// Bash in a second pane. The first id and the second pane look like markup.
+const SESSION_A: &str = "<b>A</b>-0fbbdf2f-a19a-4852-bf6c-1614a1d0e421";
+const SESSION_B: &str = "bbbbbbbb-2222-4bbb-8bbb-000000000002";
+const PANE_A: &str = "%1";
+const PANE_B: &str = "%2\"><svg onload=alert(4)>";
+
+/// The rows of `campaign`, re-stamped with `session_id` and `pane`, their times moved by
+/// `shift_ms`.
+fn restamped(
+    campaign: &str,
+    session_id: &str,
+    pane: &str,
+    shift_ms: i64,
+) -> Vec<(i64, serde_json::Value)> {
+    let text = std::fs::read_to_string(corpus_dir().join(campaign)).expect("a corpus file");
+    text.lines()
+        .map(|line| {
+            let mut row: serde_json::Value = serde_json::from_str(line).expect("a corpus row");
+            let at = row["received_at"]
+                .as_str()
+                .and_then(Timestamp::parse_rfc3339)
+                .expect("a timed row")
+                .as_millis()
+                + shift_ms;
+            row["received_at"] = Timestamp::from_millis(at).to_string().into();
+            row["payload"]["session_id"] = session_id.into();
+            row["tmux_pane"] = pane.into();
+            (at, row)
+        })
+        .collect()
+}
+
+/// One store of two Claude Code sessions writing at the same time: two recorded
+/// campaigns' rows, re-stamped with their own session id and pane, the second moved to
+/// start 3 s after the first, interleaved by time and numbered again. Returns the store
+/// and the directory of the first session's transcript (the second's stays unread: its
+/// times were not moved with its rows).
+fn two_session_store(dir: &Path) -> (PathBuf, PathBuf) {
+    const ESCAPE: &str = "claude-code/claude-code-2.1.332-reject-escape-transcript";
+    const BASH: &str = "claude-code/claude-code-2.1.332-background-bash";
+    let first = restamped(&format!("{ESCAPE}.ndjson"), SESSION_A, PANE_A, 0);
+    let a0 = first.first().expect("rows").0;
+    let b0 = restamped(&format!("{BASH}.ndjson"), SESSION_B, PANE_B, 0)
+        .first()
+        .expect("rows")
+        .0;
+    let second = restamped(
+        &format!("{BASH}.ndjson"),
+        SESSION_B,
+        PANE_B,
+        a0 + 3_000 - b0,
+    );
+    let mut rows: Vec<(i64, serde_json::Value)> = first.into_iter().chain(second).collect();
+    rows.sort_by_key(|&(at, _)| at);
+    let mut store = String::new();
+    for (i, (_, mut row)) in rows.into_iter().enumerate() {
+        row["sequence"] = (i as u64 + 1).into();
+        store.push_str(&row.to_string());
+        store.push('\n');
+    }
+    let path = dir.join("events.ndjson");
+    std::fs::write(&path, store).expect("write the store");
+    let transcripts = dir.join("transcripts");
+    std::fs::create_dir_all(&transcripts).expect("the transcript directory");
+    let source = corpus_dir().join(format!("{ESCAPE}.transcripts"));
+    for entry in std::fs::read_dir(&source).expect("the campaign's transcripts") {
+        let entry = entry.expect("a transcript");
+        std::fs::copy(entry.path(), transcripts.join(entry.file_name())).expect("copy");
+    }
+    (path, transcripts)
+}
+
+/// Replays the two-session store by session (the default), with its transcripts.
+fn replay_store(store: &Path, transcripts: &Path, format: &str) -> Vec<u8> {
+    let out = hooktrack()
+        .args(["replay", "--format", format, "--transcripts"])
+        .arg(transcripts)
+        .arg(store)
+        .output()
+        .expect("run hooktrack replay");
+    assert!(
+        out.status.success(),
+        "replay --format {format}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// The page's session groups, in order: each `<g class="session">`'s `data-session` (as
+/// written, escaped) and its markup.
+fn session_groups(page: &str) -> Vec<(&str, &str)> {
+    const OPEN: &str = "<g class=\"session\" data-session=\"";
+    let mut groups = Vec::new();
+    let mut rest = page;
+    while let Some(at) = rest.find(OPEN) {
+        let body = &rest[at + OPEN.len()..];
+        let id_end = body.find('"').expect("the attribute ends");
+        let end = body.find("</g>").expect("the group ends");
+        groups.push((&body[..id_end], &body[id_end..end]));
+        rest = &body[end..];
+    }
+    groups
+}
+
+/// The first line of every turn bar's tooltip: `turn #ID · SCOPE · RESULT`, sorted.
+fn turn_titles(markup: &str) -> Vec<String> {
+    let mut titles: Vec<String> = markup
+        .match_indices("data-kind=\"turn\"")
+        .map(|(at, _)| {
+            let title = &markup[at..][markup[at..].find("<title>").expect("a tooltip") + 7..];
+            title[..title.find('\n').expect("a tooltip of lines")].to_owned()
+        })
+        .collect();
+    titles.sort();
+    titles
+}
+
+#[test]
+fn a_store_of_two_sessions_draws_a_group_of_lanes_per_session_with_its_own_turns() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (store, transcripts) = two_session_store(dir.path());
+    let json: serde_json::Value =
+        serde_json::from_slice(&replay_store(&store, &transcripts, "json")).expect("JSON");
+    let sessions = json["sessions"].as_array().expect("one ledger per session");
+    let ids: Vec<&str> = sessions
+        .iter()
+        .map(|s| s["session_id"].as_str().expect("a session id"))
+        .collect();
+    assert_eq!(ids, [SESSION_A, SESSION_B]);
+    // The Escape that only the first session's transcript reports stays that session's,
+    // however the other one writes in between.
+    let results = |s: &serde_json::Value| -> Vec<String> {
+        s["turns"]
+            .as_array()
+            .expect("turns")
+            .iter()
+            .map(|t| t["result"].as_str().expect("a result").to_owned())
+            .collect()
+    };
+    assert!(results(&sessions[0]).contains(&"interrupted".to_owned()));
+    assert!(!results(&sessions[1]).is_empty());
+
+    // Notes per session, from the ndjson stream (a line of session N > 0 says so).
+    let stream = String::from_utf8(replay_store(&store, &transcripts, "ndjson")).expect("UTF-8");
+    let mut notes = [0_usize; 2];
+    for line in stream.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("an ndjson line");
+        let session = v
+            .get("session")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
+        notes[session as usize] += v["notes"].as_array().map_or(0, Vec::len);
+    }
+
+    let page = String::from_utf8(replay_store(&store, &transcripts, "html")).expect("UTF-8");
+    let groups = session_groups(&page);
+    let shown: Vec<&str> = groups.iter().map(|&(id, _)| id).collect();
+    assert_eq!(
+        shown,
+        [
+            "&lt;b&gt;A&lt;/b&gt;-0fbbdf2f-a19a-4852-bf6c-1614a1d0e421",
+            SESSION_B
+        ]
+    );
+    let mut turns = 0;
+    for (((_, group), session), notes) in groups.iter().zip(sessions).zip(notes) {
+        let want: Vec<String> = {
+            let mut want: Vec<String> = session["turns"]
+                .as_array()
+                .expect("turns")
+                .iter()
+                .map(|t| {
+                    format!(
+                        "turn #{} · {} · {}",
+                        t["id"],
+                        t["scope"].as_str().expect("a scope"),
+                        t["result"].as_str().expect("a result")
+                    )
+                })
+                .collect();
+            want.sort();
+            want
+        };
+        assert_eq!(
+            turn_titles(group),
+            want,
+            "the turns of {}",
+            session["session_id"]
+        );
+        turns += want.len();
+        let tools: u64 = session["turns"]
+            .as_array()
+            .expect("turns")
+            .iter()
+            .map(|t| t["tool_calls"].as_u64().expect("tool_calls"))
+            .sum();
+        assert_eq!(count_kind(group, "tool") as u64, tools);
+        assert_eq!(count_kind(group, "note"), notes);
+    }
+    assert_eq!(
+        count_kind(&page, "turn"),
+        turns,
+        "every turn is in its group"
+    );
+    // The first session's permission dialogs are shaded in its group alone.
+    assert!(count_kind(groups[0].1, "blocked") > 0);
+    assert_eq!(
+        count_kind(&page, "blocked"),
+        count_kind(groups[0].1, "blocked")
+    );
+
+    // Each group is named by agent, pane and shortened id; the whole id in its tooltip.
+    assert!(page.contains(
+        "<tspan>claude-code · %1</tspan><tspan class=\"session-id\" x=\"8\" dy=\"15\">session &lt;b&gt;A&lt;/b&gt;…</tspan><title>session &lt;b&gt;A&lt;/b&gt;-0fbbdf2f-a19a-4852-bf6c-1614a1d0e421\n"
+    ));
+    assert!(page.contains(
+        "<tspan class=\"session-id\" x=\"8\" dy=\"15\">session bbbbbbbb…</tspan><title>session bbbbbbbb-2222-4bbb-8bbb-000000000002\n"
+    ));
+    assert!(page.contains("tmux pane %2&quot;&gt;&lt;svg onload=alert(4)&gt;\n"));
+    for needle in ["<b>A</b>", "<svg onload", "alert(4)>"] {
+        assert!(!page.contains(needle), "{needle:?} in the page");
+    }
+    assert_eq!(
+        page.into_bytes(),
+        replay_store(&store, &transcripts, "html"),
+        "same input, same bytes"
+    );
+}
+
+#[test]
+fn a_store_of_one_session_draws_the_page_it_draws_as_one_stream() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut single = 0;
+    for path in all_campaigns(dir.path()) {
+        let by_session = |format: &str| {
+            let out = hooktrack()
+                .args(["replay", "--format", format])
+                .arg(&path)
+                .output()
+                .expect("run hooktrack replay");
+            assert!(out.status.success(), "{}", path.display());
+            out.stdout
+        };
+        let json: serde_json::Value =
+            serde_json::from_slice(&by_session("json")).expect("the JSON report");
+        let page = by_session("html");
+        if json.get("sessions").is_some() {
+            let page = String::from_utf8(page).expect("UTF-8");
+            assert_eq!(
+                session_groups(&page).len(),
+                json["sessions"].as_array().map_or(0, Vec::len),
+                "a group per session in {}",
+                path.display()
+            );
+            let turns: usize = json["sessions"]
+                .as_array()
+                .expect("sessions")
+                .iter()
+                .map(|s| s["turns"].as_array().map_or(0, Vec::len))
+                .sum();
+            assert_eq!(count_kind(&page, "turn"), turns, "{}", path.display());
+            continue;
+        }
+        single += 1;
+        assert!(
+            page == replay(&path, "html"),
+            "the page of one session is its one-stream page: {}",
+            path.display()
+        );
+    }
+    assert!(single >= 4, "{single} campaigns of one session");
+}
+
 /// Where Chromium is, or why the browser half is skipped.
 fn chromium() -> Result<PathBuf, String> {
     let candidate = std::env::var_os("HOOKTRACK_CHROMIUM")
@@ -397,5 +677,53 @@ fn chromium_loads_every_page_without_errors_and_sees_every_mark() {
             shot.display()
         );
     }
+    // A store of two sessions: a group of lanes each, every turn drawn, the script ran
+    // clean, and the ids and panes that look like markup stayed text.
+    let (store, transcripts) = two_session_store(dir.path());
+    let html = replay_store(&store, &transcripts, "html");
+    let turns = count_kind(&String::from_utf8_lossy(&html), "turn");
+    let page = dir.path().join("two-sessions.html");
+    std::fs::write(&page, html).expect("write the page");
+    let dom = String::from_utf8(run_chromium(&chromium, &page, &["--dump-dom".to_owned()]))
+        .expect("the DOM is UTF-8");
+    let check = "<output id=\"hooktrack-check\"";
+    assert_eq!(
+        attribute(&dom, check, "data-script").as_deref(),
+        Some("ok"),
+        "the page's script did not finish on the two-session store"
+    );
+    assert_eq!(
+        attribute(&dom, check, "data-errors").as_deref(),
+        Some("0"),
+        "errors in the page of the two-session store"
+    );
+    assert_eq!(
+        attribute(&dom, check, "data-turn").and_then(|n| n.parse::<usize>().ok()),
+        Some(turns),
+        "turns the browser found on the two-session store"
+    );
+    assert_eq!(dom.matches("<g class=\"session\"").count(), 2);
+    assert!(
+        !dom.contains("<b>A</b>") && !dom.contains("<svg onload"),
+        "markup from a session id or a pane"
+    );
+    let shot = shots.join("two-sessions.png");
+    let _ = std::fs::remove_file(&shot);
+    run_chromium(
+        &chromium,
+        &page,
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1400,900".to_owned(),
+            "--hide-scrollbars".to_owned(),
+        ],
+    );
+    assert!(
+        std::fs::read(&shot)
+            .expect("the screenshot was written")
+            .starts_with(b"\x89PNG\r\n\x1a\n"),
+        "{} is a PNG",
+        shot.display()
+    );
     println!("html screenshots in {}", shots.display());
 }

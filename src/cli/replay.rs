@@ -47,7 +47,7 @@ pub struct ReplayArgs {
     /// session. By default a log of several `session_id`s (an agent started by hand into
     /// the store, a `/clear`) gives one ledger per session: text a summary per session,
     /// json `{"sessions": [...]}`, ndjson `"session": N` on the lines of every session but
-    /// the first and the finals of each in the end line (html is always one stream). A log
+    /// the first and the finals of each in the end line, html a group of lanes each. A log
     /// of one session reads the same either way.
     #[arg(long)]
     one_stream: bool,

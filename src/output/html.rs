@@ -6,6 +6,11 @@
 //! and CSS, and one small inline script for hover, zoom and the overview strip; no
 //! network. The same input gives the same bytes.
 //!
+//! A store of several sessions (read by session, as json reads it) is drawn on the one
+//! axis as a group of lanes per session, headed by its label (agent, tmux pane, session
+//! id) and its own events, guesses and skipped transcript lines; the store's skipped
+//! lines, which may name no session, share one track above the groups.
+//!
 //! The turns are the report's ledger; what the ledger does not keep (each event's time,
 //! notes and posture, each skipped line, which turn each tool call went to) is recorded
 //! by [`Recorder`] while the replay runs.
@@ -19,6 +24,7 @@ use hooktrack_core::diagnostics::{Diag, Note};
 use hooktrack_core::event::{Event, ToolRef};
 use hooktrack_core::pipeline::{Fed, Pipeline, Step};
 use hooktrack_core::posture::{Phase, TurnResult};
+use hooktrack_core::source::Source;
 use hooktrack_core::time::Timestamp;
 
 use super::Report;
@@ -48,6 +54,8 @@ const LEDGER_OPEN_UP_TO: usize = 100;
 /// One event as the page shows it.
 #[derive(Debug)]
 struct EventMark {
+    /// The index of its session (in order of first rows).
+    session: usize,
     line: u64,
     at: Option<Timestamp>,
     name: String,
@@ -62,6 +70,9 @@ struct EventMark {
 
 #[derive(Debug)]
 struct SkipMark {
+    /// The session of a transcript's line; none for a line of the store, which may name
+    /// no session (it could not be read, or was dropped).
+    session: Option<usize>,
     line: u64,
     diag: Diag,
     detail: String,
@@ -76,6 +87,7 @@ enum Mark {
 /// One tool call, in the turn the correlator counted it in.
 #[derive(Debug)]
 struct ToolSpan {
+    session: usize,
     turn: u64,
     name: Option<String>,
     call_id: Option<String>,
@@ -91,39 +103,53 @@ struct ToolSpan {
 pub(super) struct Recorder {
     marks: Vec<Mark>,
     tools: Vec<ToolSpan>,
-    /// Tool calls each open turn had at the last tool start: the turn whose count grows
-    /// at a tool start is the one the correlator counted it in.
-    tool_counts: BTreeMap<u64, u64>,
+    /// Tool calls each open turn (session, turn id) had at the last tool start: the
+    /// turn whose count grows at a tool start is the one the correlator counted it in.
+    tool_counts: BTreeMap<(usize, u64), u64>,
     /// Indexes into `tools` of calls not finished yet, oldest first.
     open_tools: Vec<usize>,
+    /// The tmux panes each session's rows named, in order of first mention.
+    panes: Vec<Vec<String>>,
 }
 
 impl Recorder {
-    pub(super) fn record(&mut self, fed: &Fed<'_>, pipeline: &Pipeline) {
+    /// Records one fed line of the session of index `session`, `pipeline` after it.
+    pub(super) fn record(&mut self, fed: &Fed<'_>, pipeline: &Pipeline, session: usize) {
         match fed {
             Fed::Skipped(skip) => self.marks.push(Mark::Skip(SkipMark {
+                session: (skip.source != Source::Hook).then_some(session),
                 line: skip.line,
                 diag: skip.diag,
                 detail: skip.detail.clone(),
             })),
-            Fed::Event(step) => self.record_step(step, pipeline),
+            Fed::Event(step) => self.record_step(step, pipeline, session),
         }
     }
 
-    fn record_step(&mut self, step: &Step<'_>, pipeline: &Pipeline) {
+    fn record_step(&mut self, step: &Step<'_>, pipeline: &Pipeline, session: usize) {
         let posture = pipeline.posture();
         match &step.event {
-            Event::ToolStarted { tool } => self.tool_started(step, tool, pipeline),
-            Event::ToolFinished { tool } => self.tool_finished(step, tool, false),
-            Event::ToolFailed { tool, .. } => self.tool_finished(step, tool, true),
+            Event::ToolStarted { tool } => self.tool_started(step, tool, pipeline, session),
+            Event::ToolFinished { tool } => self.tool_finished(step, tool, false, session),
+            Event::ToolFailed { tool, .. } => self.tool_finished(step, tool, true, session),
             _ => {}
         }
         for closed in &step.outcome.closed {
-            self.tool_counts.remove(&closed.id);
+            self.tool_counts.remove(&(session, closed.id));
             let tools = &self.tools;
-            self.open_tools.retain(|&i| tools[i].turn != closed.id);
+            self.open_tools
+                .retain(|&i| (tools[i].session, tools[i].turn) != (session, closed.id));
+        }
+        if let Some(pane) = &step.tmux_pane {
+            if self.panes.len() <= session {
+                self.panes.resize_with(session + 1, Vec::new);
+            }
+            if !self.panes[session].contains(pane) {
+                self.panes[session].push(pane.clone());
+            }
         }
         self.marks.push(Mark::Event(EventMark {
+            session,
             line: step.line,
             at: step.at,
             name: step.name.to_string(),
@@ -137,20 +163,28 @@ impl Recorder {
         }));
     }
 
-    fn tool_started(&mut self, step: &Step<'_>, tool: &ToolRef<'_>, pipeline: &Pipeline) {
+    fn tool_started(
+        &mut self,
+        step: &Step<'_>,
+        tool: &ToolRef<'_>,
+        pipeline: &Pipeline,
+        session: usize,
+    ) {
         let mut owner = None;
         for rec in pipeline.open_turns().iter().chain(&step.outcome.closed) {
-            let known = self.tool_counts.get(&rec.id).copied().unwrap_or(0);
+            let key = (session, rec.id);
+            let known = self.tool_counts.get(&key).copied().unwrap_or(0);
             if rec.tool_calls > known {
                 owner = Some(rec.id);
             }
-            self.tool_counts.insert(rec.id, rec.tool_calls);
+            self.tool_counts.insert(key, rec.tool_calls);
         }
         // A call started with no turn open is counted in none: the ledger has no place
         // for it, and neither has the page (its event and its note still show).
         let Some(turn) = owner else { return };
         self.open_tools.push(self.tools.len());
         self.tools.push(ToolSpan {
+            session,
             turn,
             name: tool.name.as_deref().map(str::to_owned),
             call_id: tool.call_id.as_deref().map(str::to_owned),
@@ -162,16 +196,17 @@ impl Recorder {
     }
 
     /// Pairs a finish with its start for drawing only: by call id (the newest open call
-    /// with that id), else the oldest open id-less call of that name.
-    fn tool_finished(&mut self, step: &Step<'_>, tool: &ToolRef<'_>, failed: bool) {
+    /// with that id), else the oldest open id-less call of that name; in its session.
+    fn tool_finished(&mut self, step: &Step<'_>, tool: &ToolRef<'_>, failed: bool, session: usize) {
         let tools = &self.tools;
         let found = match tool.call_id.as_deref() {
-            Some(id) => self
-                .open_tools
-                .iter()
-                .rposition(|&i| tools[i].call_id.as_deref() == Some(id)),
+            Some(id) => self.open_tools.iter().rposition(|&i| {
+                tools[i].session == session && tools[i].call_id.as_deref() == Some(id)
+            }),
             None => self.open_tools.iter().position(|&i| {
-                tools[i].call_id.is_none() && tools[i].name.as_deref() == tool.name.as_deref()
+                tools[i].session == session
+                    && tools[i].call_id.is_none()
+                    && tools[i].name.as_deref() == tool.name.as_deref()
             }),
         };
         if let Some(pos) = found {
@@ -216,8 +251,14 @@ impl Positions {
 
 /// A drawn lane: a scope and its rows of non-overlapping bars.
 struct Lane<'a> {
-    scope: &'a str,
+    scope: String,
     rows: Vec<Vec<(&'a TurnRecord, i64, i64)>>,
+}
+
+/// One session of a store of several, as its group of lanes shows it.
+pub(super) struct SessionPart<'a> {
+    pub session_id: Option<&'a str>,
+    pub report: &'a Report,
 }
 
 /// Writes the page.
@@ -231,6 +272,19 @@ pub(super) fn write<W: Write>(
     out.write_all(page.as_bytes())
 }
 
+/// Writes the page of a store of several sessions: one group of lanes per session (in
+/// `parts`' order, that of their first rows), on one time axis; `lines` the store's.
+pub(super) fn write_sessions<W: Write>(
+    out: &mut W,
+    source_name: &str,
+    parts: &[SessionPart<'_>],
+    lines: u64,
+    rec: &Recorder,
+) -> io::Result<()> {
+    let page = render_sessions(source_name, parts, lines, rec);
+    out.write_all(page.as_bytes())
+}
+
 macro_rules! w {
     ($dst:expr, $($arg:tt)*) => {{
         // Writing to a String cannot fail.
@@ -238,7 +292,60 @@ macro_rules! w {
     }};
 }
 
-fn render(source_name: &str, report: &Report, rec: &Recorder) -> String {
+/// The recorded lines placed on the axis: what every drawing of the page shares.
+struct Frame<'r> {
+    events: Vec<&'r EventMark>,
+    skips: Vec<&'r SkipMark>,
+    untimed: usize,
+    positions: Positions,
+    axis: Axis,
+}
+
+impl Frame<'_> {
+    /// A turn's span on the axis (an open turn runs to the end of the log).
+    fn turn_span(&self, t: &TurnRecord) -> (i64, i64) {
+        turn_span(
+            self.axis.time,
+            self.axis.t0,
+            &self.positions,
+            t,
+            self.axis.hi,
+        )
+    }
+
+    fn events_of(&self, session: usize) -> Vec<&EventMark> {
+        self.events
+            .iter()
+            .copied()
+            .filter(|e| e.session == session)
+            .collect()
+    }
+}
+
+fn turn_span(
+    time: bool,
+    t0: i64,
+    positions: &Positions,
+    t: &TurnRecord,
+    end_of_log: i64,
+) -> (i64, i64) {
+    let start = match (time, t.started_at) {
+        (true, Some(at)) => at.as_millis() - t0,
+        _ => positions.of(t.first_row),
+    };
+    let end = if t.result == TurnResult::Open {
+        end_of_log
+    } else {
+        match (time, t.ended_at) {
+            (true, Some(at)) => at.as_millis() - t0,
+            _ => positions.of(t.last_row),
+        }
+    };
+    (start, end.max(start))
+}
+
+/// Places every recorded line and every turn of `turns` on one axis.
+fn frame<'r>(rec: &'r Recorder, turns: &[&TurnRecord]) -> Frame<'r> {
     let events: Vec<&EventMark> = rec
         .marks
         .iter()
@@ -286,26 +393,11 @@ fn render(source_name: &str, report: &Report, rec: &Recorder) -> String {
             })
             .collect(),
     };
-    let turn_span = |t: &TurnRecord, end_of_log: i64| -> (i64, i64) {
-        let start = match (time, t.started_at) {
-            (true, Some(at)) => at.as_millis() - t0,
-            _ => positions.of(t.first_row),
-        };
-        let end = if t.result == TurnResult::Open {
-            end_of_log
-        } else {
-            match (time, t.ended_at) {
-                (true, Some(at)) => at.as_millis() - t0,
-                _ => positions.of(t.last_row),
-            }
-        };
-        (start, end.max(start))
-    };
 
     let mut lo = positions.lines.iter().map(|&(_, v)| v).min().unwrap_or(0);
     let mut hi = positions.lines.iter().map(|&(_, v)| v).max().unwrap_or(1);
-    for t in &report.turns {
-        let (a, b) = turn_span(t, hi);
+    for t in turns {
+        let (a, b) = turn_span(time, t0, &positions, t, hi);
         lo = lo.min(a);
         hi = hi.max(b);
     }
@@ -319,14 +411,21 @@ fn render(source_name: &str, report: &Report, rec: &Recorder) -> String {
     } else {
         (lo.min(1) - 1, hi + pad.max(1))
     };
-    let axis = Axis { time, t0, lo, hi };
-    let end_of_log = hi;
+    Frame {
+        events,
+        skips,
+        untimed,
+        positions,
+        axis: Axis { time, t0, lo, hi },
+    }
+}
 
-    // Lanes: main first, then the other scopes in order of their first turn; within a
-    // lane, turns that overlap in time go to further rows (one after the other share a
-    // row, however narrow they are drawn).
+/// Lanes: main first (or alone, with no turn), then the other scopes in order of their
+/// first turn; within a lane, turns that overlap in time go to further rows (one after
+/// the other share a row, however narrow they are drawn).
+fn lanes<'a>(turns: &'a [TurnRecord], frame: &Frame<'_>) -> Vec<Lane<'a>> {
     let mut scopes: Vec<String> = Vec::new();
-    let mut sorted: Vec<&TurnRecord> = report.turns.iter().collect();
+    let mut sorted: Vec<&TurnRecord> = turns.iter().collect();
     sorted.sort_by_key(|t| (t.first_row, t.id));
     if sorted.iter().any(|t| t.is_main()) || sorted.is_empty() {
         scopes.push("main".to_owned());
@@ -337,18 +436,17 @@ fn render(source_name: &str, report: &Report, rec: &Recorder) -> String {
             scopes.push(scope);
         }
     }
-    let mut lanes: Vec<Lane<'_>> = scopes
-        .iter()
-        .map(|s| Lane {
-            scope: s,
+    let mut lanes: Vec<Lane<'a>> = scopes
+        .into_iter()
+        .map(|scope| Lane {
+            scope,
             rows: Vec::new(),
         })
         .collect();
-    let mut spans: Vec<(&TurnRecord, i64, i64)> = report
-        .turns
+    let mut spans: Vec<(&TurnRecord, i64, i64)> = turns
         .iter()
         .map(|t| {
-            let (a, b) = turn_span(t, end_of_log);
+            let (a, b) = frame.turn_span(t);
             (t, a, b)
         })
         .collect();
@@ -372,29 +470,243 @@ fn render(source_name: &str, report: &Report, rec: &Recorder) -> String {
             lane.rows.push(Vec::new());
         }
     }
+    lanes
+}
+
+fn render(source_name: &str, report: &Report, rec: &Recorder) -> String {
+    let turns: Vec<&TurnRecord> = report.turns.iter().collect();
+    let frame = frame(rec, &turns);
+    let axis = &frame.axis;
+    let lanes = lanes(&report.turns, &frame);
 
     let lanes_top = AXIS_H + 3.0 * TRACK_H + 6.0;
     let rows_total: usize = lanes.iter().map(|l| l.rows.len()).sum();
     let height = lanes_top + rows_total as f64 * ROW_H + 10.0;
+
+    let mut s = String::with_capacity(64 * 1024 + rec.marks.len() * 400);
+    head(&mut s, source_name, false);
+    header(&mut s, source_name, report, &frame);
+
+    // The main picture.
+    svg_open(&mut s, axis, height);
+    // Lane backgrounds and labels.
+    lane_labels(&mut s, &lanes, lanes_top);
+    for (label, row) in [("events", 0.0), ("guesses", 1.0), ("skipped lines", 2.0)] {
+        w!(
+            s,
+            "<text class=\"track-label\" x=\"8\" y=\"{:.0}\">{label}</text>",
+            AXIS_H + row * TRACK_H + 13.0
+        );
+    }
+    s.push('\n');
+    axis_open_plot(&mut s, axis, height);
+
+    windows(
+        &mut s,
+        axis,
+        &frame.events,
+        &frame.positions,
+        AXIS_H,
+        height - 10.0,
+    );
+    lane_turns(&mut s, &frame, &lanes, lanes_top, rec, 0);
+    event_marks(&mut s, &frame, &frame.events, AXIS_H);
+    skip_marks(&mut s, &frame, &frame.skips, AXIS_H + 2.0 * TRACK_H);
+    s.push_str("</g>\n</svg></div>\n");
+
+    let main: Vec<&TurnRecord> = report.turns.iter().filter(|t| t.is_main()).collect();
+    overview(&mut s, &frame, &main, std::slice::from_ref(&frame.events));
+    legend(&mut s);
+    turns_table(&mut s, "Turns", &report.turns);
+    guesses_table(&mut s, "Guesses", &frame.events);
+    skips_table(&mut s, &frame.skips);
+    diagnostics_table(&mut s, "Diagnostic counters", report);
+    tail(&mut s);
+    s
+}
+
+/// Height of a session's head band (its label, its events and guesses tracks).
+const SESSION_HEAD_H: f64 = 3.0 * TRACK_H + 4.0;
+/// Characters of a session id shown in its label (the whole id is in its tooltip).
+const SESSION_ID_SHOWN: usize = 8;
+
+/// How a session is named on the page.
+struct SessionLabel {
+    /// `agent · pane`.
+    who: String,
+    /// The session id, shortened.
+    short: String,
+    /// The whole id and the session's facts, for the tooltip.
+    title: String,
+}
+
+/// A session's label: agent, tmux pane (the rows' `tmux_pane`), shortened session id;
+/// the whole id in its tooltip.
+fn session_label(part: &SessionPart<'_>, panes: &[String]) -> SessionLabel {
+    let agent = part
+        .report
+        .provider
+        .as_ref()
+        .map_or("agent not identified", |d| d.provider.name());
+    let pane = if panes.is_empty() {
+        "no pane".to_owned()
+    } else {
+        panes.join(", ")
+    };
+    let id = part.session_id.unwrap_or("(no session id)");
+    let short = if id.chars().count() > SESSION_ID_SHOWN {
+        let mut short: String = id.chars().take(SESSION_ID_SHOWN).collect();
+        short.push('…');
+        short
+    } else {
+        id.to_owned()
+    };
+    let turns = part.report.turns.len();
+    let title = format!(
+        "session {id}\nagent {}\ntmux pane {}\n{turns} turn{}, {} lines, {} events\n(its events, guesses and skipped transcript lines are the marks in this band)",
+        part.report.provider.as_ref().map_or_else(
+            || "not identified".to_owned(),
+            |d| format!("{} ({})", d.provider.name(), d.reason)
+        ),
+        if panes.is_empty() {
+            "not known".to_owned()
+        } else {
+            panes.join(", ")
+        },
+        if turns == 1 { "" } else { "s" },
+        part.report.lines,
+        part.report.events,
+    );
+    SessionLabel {
+        who: format!("{agent} · {pane}"),
+        short,
+        title,
+    }
+}
+
+fn render_sessions(
+    source_name: &str,
+    parts: &[SessionPart<'_>],
+    lines: u64,
+    rec: &Recorder,
+) -> String {
+    let turns: Vec<&TurnRecord> = parts.iter().flat_map(|p| &p.report.turns).collect();
+    let frame = frame(rec, &turns);
+    let axis = &frame.axis;
+    let groups: Vec<(Vec<Lane<'_>>, Vec<&EventMark>)> = parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (lanes(&p.report.turns, &frame), frame.events_of(i)))
+        .collect();
+    let no_panes = Vec::new();
+    let labels: Vec<SessionLabel> = parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| session_label(p, rec.panes.get(i).unwrap_or(&no_panes)))
+        .collect();
+
+    // One shared track (the store's skipped lines: a line that could not be read names
+    // no session), then a group per session: its head band (its events, guesses and
+    // skipped transcript lines), then its lanes.
+    let groups_top = AXIS_H + TRACK_H + 6.0;
+    let group_h = |lanes: &[Lane<'_>]| {
+        SESSION_HEAD_H + lanes.iter().map(|l| l.rows.len()).sum::<usize>() as f64 * ROW_H
+    };
+    let height = groups_top + groups.iter().map(|(l, _)| group_h(l)).sum::<f64>() + 10.0;
     let width = LABEL_W + PLOT_W + 10.0;
 
     let mut s = String::with_capacity(64 * 1024 + rec.marks.len() * 400);
-    head(&mut s, source_name);
-    header(
-        &mut s,
-        source_name,
-        report,
-        &events,
-        skips.len(),
-        untimed,
-        time,
-    );
+    head(&mut s, source_name, true);
+    header_sessions(&mut s, source_name, (parts, lines), &labels, &frame);
 
-    // The main picture.
+    svg_open(&mut s, axis, height);
+    let mut y = groups_top;
+    for ((lanes, _), label) in groups.iter().zip(&labels) {
+        w!(
+            s,
+            "<rect class=\"session-head\" x=\"0\" y=\"{y:.0}\" width=\"{width}\" height=\"{SESSION_HEAD_H:.0}\"/>"
+        );
+        w!(
+            s,
+            "<text class=\"session-label\" x=\"8\" y=\"{:.0}\"><tspan>{}</tspan><tspan class=\"session-id\" x=\"8\" dy=\"15\">session {}</tspan><title>{}</title></text>\n",
+            y + 14.0,
+            esc(&clip_chars(&label.who, 28)),
+            esc(&label.short),
+            esc(&label.title)
+        );
+        w!(
+            s,
+            "<text class=\"track-label\" x=\"8\" y=\"{:.0}\">events · guesses · skipped</text>\n",
+            y + 48.0
+        );
+        lane_labels(&mut s, lanes, y + SESSION_HEAD_H);
+        y += group_h(lanes);
+    }
     w!(
         s,
-        "<div class=\"chart\"><svg id=\"main\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height:.0}\" viewBox=\"0 0 {width} {height:.0}\" data-axis=\"{}\" data-t0=\"{t0}\" data-lo=\"{lo}\" data-hi=\"{hi}\" data-left=\"{LABEL_W}\" data-width=\"{PLOT_W}\" data-top=\"{AXIS_H}\" data-bottom=\"{:.0}\">\n",
-        if time { "time" } else { "line" },
+        "<text class=\"track-label\" x=\"8\" y=\"{:.0}\">skipped lines</text>\n",
+        AXIS_H + 13.0
+    );
+    axis_open_plot(&mut s, axis, height);
+
+    let mut y = groups_top;
+    for (i, ((lanes, events), part)) in groups.iter().zip(parts).enumerate() {
+        let bottom = y + group_h(lanes);
+        w!(
+            s,
+            "<g class=\"session\" data-session=\"{}\">\n",
+            esc(part.session_id.unwrap_or(""))
+        );
+        windows(&mut s, axis, events, &frame.positions, y, bottom);
+        lane_turns(&mut s, &frame, lanes, y + SESSION_HEAD_H, rec, i);
+        event_marks(&mut s, &frame, events, y);
+        let skips: Vec<&SkipMark> = frame
+            .skips
+            .iter()
+            .copied()
+            .filter(|sk| sk.session == Some(i))
+            .collect();
+        skip_marks(&mut s, &frame, &skips, y + 2.0 * TRACK_H);
+        s.push_str("</g>\n");
+        y = bottom;
+    }
+    let unowned: Vec<&SkipMark> = frame
+        .skips
+        .iter()
+        .copied()
+        .filter(|sk| sk.session.is_none())
+        .collect();
+    skip_marks(&mut s, &frame, &unowned, AXIS_H);
+    s.push_str("</g>\n</svg></div>\n");
+
+    let main: Vec<&TurnRecord> = turns.iter().copied().filter(|t| t.is_main()).collect();
+    let runs: Vec<Vec<&EventMark>> = groups.iter().map(|(_, e)| e.clone()).collect();
+    overview(&mut s, &frame, &main, &runs);
+    legend(&mut s);
+    for ((part, (_, events)), label) in parts.iter().zip(&groups).zip(&labels) {
+        let of = format!(
+            "of {} · session {}",
+            esc(&label.who),
+            esc(part.session_id.unwrap_or("(none)"))
+        );
+        turns_table(&mut s, &format!("Turns {of}"), &part.report.turns);
+        guesses_table(&mut s, &format!("Guesses {of}"), events);
+        diagnostics_table(&mut s, &format!("Diagnostic counters {of}"), part.report);
+    }
+    skips_table(&mut s, &frame.skips);
+    tail(&mut s);
+    s
+}
+
+fn svg_open(s: &mut String, axis: &Axis, height: f64) {
+    let width = LABEL_W + PLOT_W + 10.0;
+    w!(
+        s,
+        "<div class=\"chart\"><svg id=\"main\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height:.0}\" viewBox=\"0 0 {width} {height:.0}\" data-axis=\"{}\" data-t0=\"{}\" data-lo=\"{}\" data-hi=\"{}\" data-left=\"{LABEL_W}\" data-width=\"{PLOT_W}\" data-top=\"{AXIS_H}\" data-bottom=\"{:.0}\">\n",
+        if axis.time { "time" } else { "line" },
+        axis.t0,
+        axis.lo,
+        axis.hi,
         height - 10.0
     );
     s.push_str(
@@ -404,8 +716,19 @@ fn render(source_name: &str, report: &Report, rec: &Recorder) -> String {
         s,
         "<clipPath id=\"plot\"><rect x=\"{LABEL_W}\" y=\"0\" width=\"{PLOT_W}\" height=\"{height:.0}\"/></clipPath></defs>\n"
     );
-    // Lane backgrounds and labels.
-    let mut y = lanes_top;
+}
+
+/// The axis, and the opening of the clipped plot the marks are drawn in.
+fn axis_open_plot(s: &mut String, axis: &Axis, height: f64) {
+    w!(s, "<g id=\"axis\">");
+    axis_ticks(s, axis, height - 10.0);
+    s.push_str("</g>\n<g clip-path=\"url(#plot)\">\n");
+}
+
+/// Lane backgrounds and labels, from `top` down.
+fn lane_labels(s: &mut String, lanes: &[Lane<'_>], top: f64) {
+    let width = LABEL_W + PLOT_W + 10.0;
+    let mut y = top;
     for (i, lane) in lanes.iter().enumerate() {
         let h = lane.rows.len() as f64 * ROW_H;
         w!(
@@ -413,65 +736,62 @@ fn render(source_name: &str, report: &Report, rec: &Recorder) -> String {
             "<rect class=\"lane{}\" x=\"0\" y=\"{y:.0}\" width=\"{width}\" height=\"{h:.0}\"/>",
             if i % 2 == 0 { "" } else { " alt" }
         );
+        let turns = lane.rows.iter().map(Vec::len).sum::<usize>();
         w!(
             s,
             "<text class=\"lane-label\" x=\"8\" y=\"{:.0}\">{}<title>scope {}: {} turn{}</title></text>\n",
             y + 18.0,
-            esc(&clip_chars(lane.scope, 28)),
-            esc(lane.scope),
-            lane.rows.iter().map(Vec::len).sum::<usize>(),
-            if lane.rows.iter().map(Vec::len).sum::<usize>() == 1 {
-                ""
-            } else {
-                "s"
-            }
+            esc(&clip_chars(&lane.scope, 28)),
+            esc(&lane.scope),
+            turns,
+            if turns == 1 { "" } else { "s" }
         );
         y += h;
     }
-    for (label, row) in [("events", 0.0), ("guesses", 1.0), ("skipped lines", 2.0)] {
-        w!(
-            s,
-            "<text class=\"track-label\" x=\"8\" y=\"{:.0}\">{label}</text>",
-            AXIS_H + row * TRACK_H + 13.0
-        );
-    }
-    s.push('\n');
-    w!(s, "<g id=\"axis\">");
-    axis_ticks(&mut s, &axis, height - 10.0);
-    s.push_str("</g>\n<g clip-path=\"url(#plot)\">\n");
+}
 
-    windows(&mut s, &axis, &events, &positions, AXIS_H, height - 10.0);
-
-    // Turns and their tool calls.
+/// The turns of the session of index `session` and their tool calls, from `top` down.
+fn lane_turns(
+    s: &mut String,
+    frame: &Frame<'_>,
+    lanes: &[Lane<'_>],
+    top: f64,
+    rec: &Recorder,
+    session: usize,
+) {
     let mut tools_by_turn: BTreeMap<u64, Vec<&ToolSpan>> = BTreeMap::new();
-    for tool in &rec.tools {
+    for tool in rec.tools.iter().filter(|t| t.session == session) {
         tools_by_turn.entry(tool.turn).or_default().push(tool);
     }
-    let mut y = lanes_top;
-    for lane in &lanes {
+    let axis = &frame.axis;
+    let mut y = top;
+    for lane in lanes {
         for row in &lane.rows {
             for &(t, a, b) in row {
-                turn_bar(&mut s, &axis, t, a, b, y + 2.0);
+                turn_bar(s, axis, t, a, b, y + 2.0);
                 for tool in tools_by_turn.get(&t.id).map_or(&[][..], Vec::as_slice) {
-                    tool_bar(&mut s, &axis, &positions, tool, (a, b), y + 2.0);
+                    tool_bar(s, axis, &frame.positions, tool, (a, b), y + 2.0);
                 }
             }
             y += ROW_H;
         }
     }
+}
 
-    // The mark tracks.
-    for e in &events {
-        let v = positions.of(e.line);
+/// The events and guesses tracks of `events`, the first at `top`.
+fn event_marks(s: &mut String, frame: &Frame<'_>, events: &[&EventMark], top: f64) {
+    let axis = &frame.axis;
+    for e in events {
+        let v = frame.positions.of(e.line);
         rect(
-            &mut s,
+            s,
             "event",
             "event",
             (v, v),
-            AXIS_H + 4.0,
+            top + 4.0,
             TRACK_H - 8.0,
             1.0,
-            &axis,
+            axis,
             &format!(
                 "line {} · {} · {} ({}){}",
                 e.line,
@@ -482,18 +802,18 @@ fn render(source_name: &str, report: &Report, rec: &Recorder) -> String {
             ),
         );
     }
-    for e in &events {
-        let v = positions.of(e.line);
+    for e in events {
+        let v = frame.positions.of(e.line);
         for (i, note) in e.notes.iter().enumerate() {
             rect(
-                &mut s,
+                s,
                 "note",
                 "note",
                 (v, v),
-                AXIS_H + TRACK_H + 2.0 + (i.min(2) as f64) * 3.0,
+                top + TRACK_H + 2.0 + (i.min(2) as f64) * 3.0,
                 TRACK_H - 8.0,
                 MARK_W,
-                &axis,
+                axis,
                 &format!(
                     "line {} · {} · {} ({}){}\nguess: {}\n{}",
                     e.line,
@@ -507,17 +827,21 @@ fn render(source_name: &str, report: &Report, rec: &Recorder) -> String {
             );
         }
     }
-    for sk in &skips {
-        let v = positions.of(sk.line);
+}
+
+/// A track of skipped lines at `top`.
+fn skip_marks(s: &mut String, frame: &Frame<'_>, skips: &[&SkipMark], top: f64) {
+    for sk in skips {
+        let v = frame.positions.of(sk.line);
         rect(
-            &mut s,
+            s,
             "skip",
             "skip",
             (v, v),
-            AXIS_H + 2.0 * TRACK_H + 3.0,
+            top + 3.0,
             TRACK_H - 6.0,
             MARK_W,
-            &axis,
+            &frame.axis,
             &format!(
                 "line {} · skipped: {}\n{}\n{}",
                 sk.line,
@@ -527,15 +851,6 @@ fn render(source_name: &str, report: &Report, rec: &Recorder) -> String {
             ),
         );
     }
-    s.push_str("</g>\n</svg></div>\n");
-
-    overview(
-        &mut s, &axis, report, &events, &positions, end_of_log, &turn_span,
-    );
-    legend(&mut s);
-    ledger(&mut s, report, &events, &skips);
-    tail(&mut s);
-    s
 }
 
 fn value_of(time: bool, t0: i64, line: u64, at: Option<Timestamp>) -> i64 {
@@ -870,16 +1185,10 @@ fn axis_ticks(s: &mut String, axis: &Axis, bottom: f64) {
 }
 
 /// The overview strip: the whole campaign at once (event density, main turns, windows),
-/// with the zoomed part framed; drag on it to zoom there.
-fn overview(
-    s: &mut String,
-    axis: &Axis,
-    report: &Report,
-    events: &[&EventMark],
-    positions: &Positions,
-    end_of_log: i64,
-    turn_span: &dyn Fn(&TurnRecord, i64) -> (i64, i64),
-) {
+/// with the zoomed part framed; drag on it to zoom there. `runs` are the events of each
+/// session, whose postures make its windows.
+fn overview(s: &mut String, frame: &Frame<'_>, main: &[&TurnRecord], runs: &[Vec<&EventMark>]) {
+    let (axis, positions, events) = (&frame.axis, &frame.positions, &frame.events);
     let width = LABEL_W + PLOT_W + 10.0;
     w!(
         s,
@@ -916,8 +1225,8 @@ fn overview(
             bin_w.max(1.0)
         );
     }
-    for t in report.turns.iter().filter(|t| t.is_main()) {
-        let (a, b) = turn_span(t, end_of_log);
+    for t in main {
+        let (a, b) = frame.turn_span(t);
         let (x, w) = place(axis, a, b, 1.0, false);
         w!(
             s,
@@ -925,23 +1234,25 @@ fn overview(
             t.result.name()
         );
     }
-    let mut run: [Option<i64>; 2] = [None, None];
-    for e in events {
-        for (k, on) in [(0, e.blocked), (1, e.compacting)] {
-            let v = positions.of(e.line);
-            match (run[k], on) {
-                (None, true) => run[k] = Some(v),
-                (Some(a), false) => {
-                    ov_window(s, axis, k, a, v);
-                    run[k] = None;
+    for events in runs {
+        let mut run: [Option<i64>; 2] = [None, None];
+        for e in events {
+            for (k, on) in [(0, e.blocked), (1, e.compacting)] {
+                let v = positions.of(e.line);
+                match (run[k], on) {
+                    (None, true) => run[k] = Some(v),
+                    (Some(a), false) => {
+                        ov_window(s, axis, k, a, v);
+                        run[k] = None;
+                    }
+                    _ => {}
                 }
-                _ => {}
             }
         }
-    }
-    for (k, open) in run.iter().enumerate() {
-        if let Some(a) = open {
-            ov_window(s, axis, k, *a, axis.hi);
+        for (k, open) in run.iter().enumerate() {
+            if let Some(a) = open {
+                ov_window(s, axis, k, *a, axis.hi);
+            }
         }
     }
     w!(
@@ -960,7 +1271,8 @@ fn ov_window(s: &mut String, axis: &Axis, kind: usize, a: i64, b: i64) {
     );
 }
 
-fn head(s: &mut String, source_name: &str) {
+/// The page's head; `sessions`: with the styles of the groups of several sessions.
+fn head(s: &mut String, source_name: &str, sessions: bool) {
     w!(
         s,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n<meta name=\"viewport\" content=\"width=device-width\">\n<title>hooktrack timeline: {}</title>\n",
@@ -978,20 +1290,18 @@ fn head(s: &mut String, source_name: &str) {
         include_str!("html/page.css"),
         "</style>\n"
     ));
+    if sessions {
+        s.push_str(concat!(
+            "<style>\n",
+            include_str!("html/sessions.css"),
+            "</style>\n"
+        ));
+    }
     s.push_str("</head>\n<body>\n");
 }
 
-fn header(
-    s: &mut String,
-    source_name: &str,
-    report: &Report,
-    events: &[&EventMark],
-    skips: usize,
-    untimed: usize,
-    time: bool,
-) {
-    w!(s, "<header><h1>hooktrack timeline</h1>\n");
-    let provider = match &report.provider {
+fn provider_text(report: &Report) -> String {
+    match &report.provider {
         Some(d) => format!(
             "{} ({}{})",
             d.provider.name(),
@@ -999,19 +1309,68 @@ fn header(
             d.line.map_or_else(String::new, |l| format!(", line {l}"))
         ),
         None => "not identified".to_owned(),
-    };
-    let notes: usize = events.iter().map(|e| e.notes.len()).sum();
+    }
+}
+
+fn header(s: &mut String, source_name: &str, report: &Report, frame: &Frame<'_>) {
+    w!(s, "<header><h1>hooktrack timeline</h1>\n");
+    let notes: usize = frame.events.iter().map(|e| e.notes.len()).sum();
     w!(
         s,
         "<p class=\"facts\"><span class=\"src\">{}</span> · agent {} · {} lines, {} events · {} turns · {} guesses · {} skipped lines</p>\n",
         esc(source_name),
-        esc(&provider),
+        esc(&provider_text(report)),
         report.lines,
         report.events,
         report.turns.len(),
         notes,
-        skips
+        frame.skips.len()
     );
+    header_end(s, frame);
+}
+
+/// The header of a store of several sessions: the whole store's counts, then a line per
+/// session (its label, its whole id, its counts).
+fn header_sessions(
+    s: &mut String,
+    source_name: &str,
+    (parts, lines): (&[SessionPart<'_>], u64),
+    labels: &[SessionLabel],
+    frame: &Frame<'_>,
+) {
+    w!(s, "<header><h1>hooktrack timeline</h1>\n");
+    let notes: usize = frame.events.iter().map(|e| e.notes.len()).sum();
+    w!(
+        s,
+        "<p class=\"facts\"><span class=\"src\">{}</span> · {} sessions · {} lines, {} events · {} turns · {} guesses · {} skipped lines</p>\n<ul class=\"sessions\">",
+        esc(source_name),
+        parts.len(),
+        lines,
+        parts.iter().map(|p| p.report.events).sum::<u64>(),
+        parts.iter().map(|p| p.report.turns.len()).sum::<usize>(),
+        notes,
+        frame.skips.len()
+    );
+    for (part, label) in parts.iter().zip(labels) {
+        let turns = part.report.turns.len();
+        w!(
+            s,
+            "<li><b>{}</b> · session <code>{}</code> · agent {} · {} lines, {} events · {turns} turn{}</li>",
+            esc(&label.who),
+            esc(part.session_id.unwrap_or("(none)")),
+            esc(&provider_text(part.report)),
+            part.report.lines,
+            part.report.events,
+            if turns == 1 { "" } else { "s" }
+        );
+    }
+    s.push_str("</ul>\n");
+    header_end(s, frame);
+}
+
+/// The axis note and the zoom controls, closing the header.
+fn header_end(s: &mut String, frame: &Frame<'_>) {
+    let (time, untimed, events) = (frame.axis.time, frame.untimed, &frame.events);
     let axis_note = if time {
         "Axis: time (UTC), from the rows' own times. Skipped lines sit where the event before them is.".to_owned()
     } else if events.is_empty() {
@@ -1051,19 +1410,20 @@ fn legend(s: &mut String) {
     s.push_str("</ul>\n");
 }
 
-fn ledger(s: &mut String, report: &Report, events: &[&EventMark], skips: &[&SkipMark]) {
+/// The turn table; `title` is markup (escaped by the caller).
+fn turns_table(s: &mut String, title: &str, turns: &[TurnRecord]) {
     w!(
         s,
-        "<section><details{}><summary>Turns ({})</summary>\n<table class=\"ledger\"><thead><tr><th>#</th><th>scope</th><th>turn id</th><th>origin</th><th>result</th><th>lines</th><th>started</th><th>ended</th><th>tools</th></tr></thead><tbody>\n",
+        "<section><details{}><summary>{title} ({})</summary>\n<table class=\"ledger\"><thead><tr><th>#</th><th>scope</th><th>turn id</th><th>origin</th><th>result</th><th>lines</th><th>started</th><th>ended</th><th>tools</th></tr></thead><tbody>\n",
         // A long ledger starts folded: the picture comes first.
-        if report.turns.len() <= LEDGER_OPEN_UP_TO {
+        if turns.len() <= LEDGER_OPEN_UP_TO {
             " open"
         } else {
             ""
         },
-        report.turns.len()
+        turns.len()
     );
-    for t in &report.turns {
+    for t in turns {
         let id = t
             .turn_id
             .as_ref()
@@ -1085,13 +1445,17 @@ fn ledger(s: &mut String, report: &Report, events: &[&EventMark], skips: &[&Skip
         );
     }
     s.push_str("</tbody></table></details></section>\n");
+}
+
+/// The guesses of `events`; `title` is markup (escaped by the caller).
+fn guesses_table(s: &mut String, title: &str, events: &[&EventMark]) {
     let notes: Vec<(&EventMark, &Note)> = events
         .iter()
         .flat_map(|e| e.notes.iter().map(move |n| (*e, n)))
         .collect();
     w!(
         s,
-        "<section><details><summary>Guesses ({})</summary><table class=\"ledger\"><thead><tr><th>line</th><th>time</th><th>event</th><th>note</th></tr></thead><tbody>\n",
+        "<section><details><summary>{title} ({})</summary><table class=\"ledger\"><thead><tr><th>line</th><th>time</th><th>event</th><th>note</th></tr></thead><tbody>\n",
         notes.len()
     );
     for (e, n) in notes {
@@ -1105,6 +1469,9 @@ fn ledger(s: &mut String, report: &Report, events: &[&EventMark], skips: &[&Skip
         );
     }
     s.push_str("</tbody></table></details></section>\n");
+}
+
+fn skips_table(s: &mut String, skips: &[&SkipMark]) {
     w!(
         s,
         "<section><details><summary>Skipped lines ({})</summary><table class=\"ledger\"><thead><tr><th>line</th><th>cause</th><th>detail</th></tr></thead><tbody>\n",
@@ -1120,10 +1487,14 @@ fn ledger(s: &mut String, report: &Report, events: &[&EventMark], skips: &[&Skip
         );
     }
     s.push_str("</tbody></table></details></section>\n");
+}
+
+/// The non-zero diagnostic counters; `title` is markup (escaped by the caller).
+fn diagnostics_table(s: &mut String, title: &str, report: &Report) {
     let nonzero: Vec<_> = report.diagnostics.nonzero().collect();
     w!(
         s,
-        "<section><details><summary>Diagnostic counters ({} non-zero)</summary><table class=\"ledger\"><tbody>\n",
+        "<section><details><summary>{title} ({} non-zero)</summary><table class=\"ledger\"><tbody>\n",
         nonzero.len()
     );
     for (diag, n) in nonzero {

@@ -192,9 +192,9 @@ pub fn replay_threaded<R: BufRead + Send, W: Write>(
 /// section per session after the timeline; in json `{"sessions": [{"session_id", ...a
 /// report}], "lines", "events", "overflow_rows"}`; in ndjson every line of a session but
 /// the first carries `"session": N` (its index, in order of first rows) and the end line
-/// adds `"sessions": [...]`, each session's id and finals; html pictures the log as one
-/// stream (one time axis, one ledger). A log of one session gives the same bytes either
-/// way. Returns the first session's report, the others in [`Report::other_sessions`].
+/// adds `"sessions": [...]`, each session's id and finals; html draws a group of lanes
+/// per session on one time axis, with a ledger each. A log of one session gives the same
+/// bytes either way. Returns the first session's report, the others in [`Report::other_sessions`].
 /// Transcript lines go to the session whose rows named their file (see
 /// [`Transcripts::add_file_of`]).
 pub fn replay_with<R: BufRead + Send, W: Write>(
@@ -251,7 +251,7 @@ pub(crate) fn replay_finding<R: BufRead + Send, W: Write>(
     if !matches!(format, Format::Json | Format::Html) {
         find = None;
     }
-    let by_session = !options.one_stream && !matches!(format, Format::Html);
+    let by_session = !options.one_stream;
     let mut tracker = Tracker::new(TrackerConfig {
         choice,
         by_session,
@@ -333,6 +333,11 @@ pub(crate) fn replay_finding<R: BufRead + Send, W: Write>(
     }
     tracker.flush_transcript(&mut |l| written.line(&l, out))?;
     let recorder = written.recorder;
+    let extras = Extras {
+        explain: options.explain,
+        recorder: &recorder,
+        source_name,
+    };
     if tracker.sessions().len() > 1 {
         let reports = (0..tracker.sessions().len())
             .map(|i| {
@@ -342,14 +347,9 @@ pub(crate) fn replay_finding<R: BufRead + Send, W: Write>(
                 report
             })
             .collect();
-        return write_sessions(out, format, tracker.router(), reports, lines)
+        return write_sessions(out, format, tracker.router(), reports, lines, extras)
             .map(|report| Replayed::Done(Box::new(report)));
     }
-    let extras = Extras {
-        explain: options.explain,
-        recorder: &recorder,
-        source_name,
-    };
     let ledger = tracker.ledger(0);
     let session_id = tracker.sessions()[0].session_id.clone();
     let mut report = finish(tracker.pipeline(), ledger, lines, format, extras, out)?;
@@ -391,7 +391,7 @@ impl Written {
                         .map_err(write)?;
                 }
             }
-            Format::Html => self.recorder.record(fed, pipeline),
+            Format::Html => self.recorder.record(fed, pipeline, index),
             Format::Json => {}
         }
         Ok(())
@@ -529,14 +529,15 @@ fn write_json<W: Write>(
 
 /// A store that held several sessions: a ledger per session (text: a section each after
 /// the timeline; json: `{"sessions": [...], "lines", "events", "overflow_rows"}`; ndjson:
-/// an end line with `"sessions": [...]`). Returns the first session's report, the others
-/// in its [`Report::other_sessions`].
+/// an end line with `"sessions": [...]`; html: a group of lanes each). Returns the first
+/// session's report, the others in its [`Report::other_sessions`].
 fn write_sessions<W: Write>(
     out: &mut W,
     format: Format,
     sessions: &Sessions,
     mut reports: Vec<Report>,
     lines: u64,
+    extras: Extras<'_>,
 ) -> Result<Report, ReplayError> {
     let write = |source| ReplayError::Write { source };
     for (report, session) in reports.iter_mut().zip(sessions.all()) {
@@ -588,7 +589,16 @@ fn write_sessions<W: Write>(
             };
             write_json(out, &end, false)?;
         }
-        Format::Text | Format::Html => {
+        Format::Html => {
+            let parts: Vec<html::SessionPart<'_>> = ids
+                .iter()
+                .zip(&reports)
+                .map(|(&session_id, report)| html::SessionPart { session_id, report })
+                .collect();
+            html::write_sessions(out, extras.source_name, &parts, lines, extras.recorder)
+                .map_err(write)?;
+        }
+        Format::Text => {
             writeln!(out).map_err(write)?;
             writeln!(
                 out,
