@@ -310,6 +310,18 @@ fn watch_notify_sends_one_desktop_notification_per_transition() {
         "PermissionRequest",
         r#","tool_name":"Bash","tool_input":{"command":"ls"}"#,
     );
+    // The answer comes once `watch` has shown the wait, as a person's would: rows that
+    // reach it together are read as one change (on a loaded machine the wait was then
+    // never shown, so never notified).
+    let shown = std::time::Instant::now() + bound;
+    loop {
+        let left = shown.saturating_duration_since(std::time::Instant::now());
+        let line = lines.recv_timeout(left).expect("watch shows the wait");
+        let line: serde_json::Value = serde_json::from_str(&line).expect("an ndjson line");
+        if line["posture"]["turn"]["phase"] == "blocked" {
+            break;
+        }
+    }
     session(
         "PostToolUse",
         r#","tool_name":"Bash","tool_input":{"command":"ls"},"tool_response":{}"#,

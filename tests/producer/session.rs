@@ -698,6 +698,8 @@ fn sigint_is_left_to_the_agent_and_the_session_survives_it() {
     fs::write(out_dir.join("go"), "").expect("go");
     let status = wait_child(&mut session, Duration::from_secs(30));
     assert_eq!(status.code(), Some(0));
+    // However late a forwarded SIGINT would have come, the agent saw none before it ended.
+    assert!(!out_dir.join("got").exists(), "SIGINT was forwarded");
 }
 
 /// The library's supervision without the binary: `Launch::spawn` runs the command with
