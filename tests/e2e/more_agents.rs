@@ -6,8 +6,8 @@
 //! scratch HOME: a headless turn with tools, a headless failed model call, and Escape
 //! during a tool in a TUI run in a private tmux server.
 //!
-//! Without its CLI (npm, the registry, tmux for the TUI) a test is reported as ignored with the reason
-//! (`main.rs`); with `HOOKTRACK_E2E_REQUIRE=1` it fails instead.
+//! Without its CLI (npm, the registry; tmux for the TUI) a test is reported as ignored
+//! with the reason (`main.rs`); with `HOOKTRACK_E2E_REQUIRE=1` it fails instead.
 
 use std::ffi::OsString;
 use std::fs;

@@ -4,8 +4,8 @@
 //! `hooktrack session` against `tests/e2e/mock_model.py` on 127.0.0.1 with a scratch HOME;
 //! Claude Code's TUI in tmux on a private socket.
 //!
-//! Without its CLI (npm, the registry, tmux for the TUI) a test is reported as ignored with the reason
-//! (`main.rs`); with `HOOKTRACK_E2E_REQUIRE=1` it fails instead.
+//! Without its CLI (npm, the registry; tmux for the TUI) a test is reported as ignored
+//! with the reason (`main.rs`); with `HOOKTRACK_E2E_REQUIRE=1` it fails instead.
 
 use std::ffi::OsString;
 use std::fs;

@@ -281,8 +281,9 @@ pub fn assert_one_finding_then_a_whole_run(
     );
 }
 
-/// Types `quit` (the agent's own command) into the pane and waits (at most [`PATIENCE`]) for the
-/// session's end line: that line, and the screen and every line for a failure's message.
+/// Types `quit` (the agent's own command) into the pane and waits (at most [`PATIENCE`])
+/// for the session's end line: that line, and the screen and every line for a failure's
+/// message.
 pub fn quit_tui(tmux: &Tmux, world: &SessionWorld, quit: &str) -> (serde_json::Value, String) {
     tmux.keys(&["-l", quit]);
     tmux.keys(&["Enter"]);
