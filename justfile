@@ -1,8 +1,14 @@
 # Each recipe is one cargo command; `just` is a convenience, never a requirement.
 
-# Run the whole test suite (what CI runs, after fmt and clippy).
+# Every crate's tests and doc-tests, hermetic (no network; tmux where present).
 test:
     cargo test
+
+# The end-to-end tests with the real agent CLIs and Chromium (npm and PyPI installs cached
+# under target/tmp/, about 3.9 GB the first time): `just e2e`, or one agent:
+# `just e2e kimi_code::`. A test that cannot run here is reported ignored, with why.
+e2e *filter:
+    cargo test --test e2e {{filter}}
 
 # Replay a campaign: `just replay corpus/kimi-code/escape-interrupt.ndjson`.
 replay file *args:

