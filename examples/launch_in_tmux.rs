@@ -20,9 +20,9 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
+use hooktrack::install::detect_member;
 use hooktrack::{Agent, ChannelConfig, Launch, LaunchConfig, ProviderChoice, wall_clock};
 use hooktrack::{AgentExit, AgentStatus, default_session_root, find_program};
-use hooktrack::install::detect_member;
 
 /// The private tmux server's socket name.
 const SOCKET: &str = "hooktrack-example";
