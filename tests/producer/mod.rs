@@ -3,6 +3,7 @@
 
 mod util;
 
+mod check;
 mod collect;
 pub(crate) mod e2e;
 mod e2e_kilo;

@@ -71,7 +71,7 @@ pub fn preflight(probe: &Probe<'_>) -> Vec<Finding> {
         found.push(Finding {
             file: probe.config.to_owned(),
             cause: error_chain(e),
-            fix: format!("run `hooktrack install {}`", agent_word(probe.agent)),
+            fix: format!("run {}", super::own_side::install_command(probe.agent)),
         });
     }
     if let Some(runtime) = probe.agent.descriptor().preflight.runtime {
