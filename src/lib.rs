@@ -199,6 +199,13 @@ pub mod install {
         Uninstalled, Validation, check_for, install, uninstall, uninstall_routed, version_of,
     };
 
+    /// hooktrack's own side of a hook: the binary the entries run, the default store.
+    pub mod own_side {
+        pub use hooktrack_producer::install::own_side::{
+            Entry, entries, install_command, own_side,
+        };
+    }
+
     /// Whether the hooks will fire: the descriptor's preflight facts asked of the disk
     /// and the agent.
     pub mod preflight {

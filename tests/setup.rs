@@ -85,6 +85,56 @@ fn undo_keeps_an_edit_made_since_and_removes_only_the_entries() {
     assert!(!after.contains("hooktrack"), "{after}");
 }
 
+/// `sudo -E hooktrack setup`: root, with the user's $HOME and sudo's $SUDO_UID. Setup
+/// refuses in one line and writes nothing, rather than leave the user's files root's.
+/// Being root is what triggers it: run as another user, the same environment is set up.
+#[test]
+fn sudo_e_setup_is_refused_and_leaves_nothing_owned_by_root() {
+    use std::os::unix::fs::MetadataExt;
+    let h = Home::new();
+    let claude = h.file(".claude/settings.json");
+    fs::create_dir_all(claude.parent().unwrap()).unwrap();
+    fs::write(&claude, CLAUDE_SETTINGS).unwrap();
+    let user = 4242;
+    let as_root = rustix::process::geteuid().is_root();
+    if as_root {
+        // The home is the user's, as `sudo -E` finds it.
+        for path in [&h.home, &h.file(".claude"), &claude] {
+            std::os::unix::fs::chown(path, Some(user), Some(user)).unwrap();
+        }
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+        .arg("setup")
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("PATH", &h.bin)
+        .env("SUDO_UID", user.to_string())
+        .current_dir(&h.home)
+        .output()
+        .unwrap();
+    let said = text(&out);
+    if as_root {
+        assert_eq!(out.status.code(), Some(1), "{said}");
+        assert_eq!(said.lines().count(), 1, "{said}");
+        assert!(
+            said.contains(&format!(
+                "refusing to set up as root for uid {user} ($HOME {} belongs to uid {user}, started through sudo)",
+                h.home.display()
+            )),
+            "{said}"
+        );
+        assert!(said.contains("without sudo"), "{said}");
+        assert_eq!(fs::read_to_string(&claude).unwrap(), CLAUDE_SETTINGS);
+        assert_eq!(fs::metadata(&claude).unwrap().uid(), user);
+        assert!(!h.state.exists(), "setup wrote its record");
+    } else {
+        assert!(out.status.success(), "{said}");
+        assert!(!said.contains("refusing"), "{said}");
+        assert!(said.contains("claude: 28 hooktrack entries"), "{said}");
+    }
+}
+
 #[test]
 fn setup_finds_nothing_in_an_empty_home() {
     let h = Home::new();

@@ -28,9 +28,17 @@ use hooktrack::emit;
 /// `tmux_pane`.
 ///
 /// Without --url/--dir/--generation it is routed by the environment the agent inherited
-/// ($HOOKTRACK_URL, $HOOKTRACK_DIR, $HOOKTRACK_GENERATION): the entries hooktrack writes in
-/// user-global configs. With no $HOOKTRACK_DIR either (an agent started outside hooktrack)
-/// it exits at once.
+/// ($HOOKTRACK_URL, $HOOKTRACK_DIR, $HOOKTRACK_GENERATION): the entries `hooktrack setup`
+/// (and `hooktrack install` without --dir) write in user-global configs. An agent started
+/// through `hooktrack session` delivers to that session. With no $HOOKTRACK_DIR (an agent
+/// started outside hooktrack) the row still goes somewhere: to the agent's per-user default
+/// store, $XDG_STATE_HOME/hooktrack/agents/AGENT/ (else
+/// ~/.local/state/hooktrack/agents/AGENT/, AGENT the --agent name), created 0700. No
+/// collector is asked there ($HOOKTRACK_URL is ignored): the hook appends the row itself
+/// with generation 0 and the agent's process id, and moves events.ndjson to
+/// events.ndjson.1 once it is over 8 MiB. `hooktrack watch` shows these stores. Only when
+/// neither $XDG_STATE_HOME nor $HOME is set does it read the payload, drop it and exit at
+/// once.
 #[derive(Args)]
 pub struct EmitArgs {
     /// The collector, e.g. http://127.0.0.1:41234/events (default: $HOOKTRACK_URL).
@@ -39,8 +47,12 @@ pub struct EmitArgs {
     /// The store's artifact directory (default: $HOOKTRACK_DIR).
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// The provider written into the row (kimi, kimi-cli, claude, codex, gemini).
-    #[arg(long, visible_alias = "agent", default_value = hooktrack::store::DEFAULT_PROVIDER_DIR)]
+    #[arg(
+        long,
+        visible_alias = "agent",
+        default_value = hooktrack::store::DEFAULT_PROVIDER_DIR,
+        help = provider_help()
+    )]
     provider: String,
     /// The channel generation (default: $HOOKTRACK_GENERATION, else 0).
     #[arg(long)]
@@ -52,6 +64,18 @@ pub struct EmitArgs {
     /// their own entries from the user's. Ignored.
     #[arg(long)]
     observer: Option<String>,
+}
+
+/// What --provider takes: every agent's store name, from the descriptors.
+fn provider_help() -> String {
+    let names: Vec<&str> = hooktrack::Agent::ALL
+        .iter()
+        .map(|a| a.store_name())
+        .collect();
+    format!(
+        "The agent the row is from, and the default store's name ({})",
+        names.join(", ")
+    )
 }
 
 /// `hooktrack emit ARGS`: the help when asked for, else one delivery read by the hand
@@ -83,6 +107,35 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
+
+    /// The help's account of a hook outside any session follows the code it describes:
+    /// the default store's folder and rotation size, and every agent's name.
+    #[test]
+    fn the_help_says_where_a_hook_without_hooktrack_dir_delivers() {
+        let mut cli = crate::cli::Cli::command();
+        cli.build();
+        let help = cli
+            .find_subcommand_mut("emit")
+            .map(|e| e.render_long_help().to_string())
+            .unwrap_or_default();
+        let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        let folder = format!("hooktrack/{}/AGENT/", hooktrack::emit::STORES_DIR);
+        assert!(
+            flat.contains(&format!("$XDG_STATE_HOME/{folder}")),
+            "{flat}"
+        );
+        assert!(flat.contains(&format!("~/.local/state/{folder}")), "{flat}");
+        let mib = hooktrack::emit::ROTATE_BYTES / (1024 * 1024);
+        assert!(flat.contains(&format!("over {mib} MiB")), "{flat}");
+        assert!(!flat.contains("it exits at once"), "{flat}");
+        for agent in hooktrack::Agent::ALL {
+            assert!(
+                flat.contains(agent.store_name()),
+                "{}: {flat}",
+                agent.store_name()
+            );
+        }
+    }
 
     #[test]
     fn the_help_names_exactly_the_flags_the_hand_parser_reads() {

@@ -16,6 +16,7 @@ use hooktrack::install::{
 };
 use hooktrack::{Agent, ProviderChoice};
 
+use hooktrack::install::own_side;
 use hooktrack::install::preflight::{self, Probe};
 
 use super::{fail, parse_agent_choice};
@@ -261,7 +262,9 @@ pub struct UninstallArgs {
     generation: Option<u64>,
 }
 
-/// Check an agent CLI's hook config the way the installer's read-back does, and (unless
+/// Check an agent CLI's hook config the way the installer's read-back does, hooktrack's
+/// own side (the hook binary its entries run exists, is executable and is this hooktrack's;
+/// the per-user default store routed hooks deliver to is writable), and (unless
 /// --file-only) what else decides whether the hooks fire; exit 1 with the file, the cause
 /// and the fix if they will not.
 #[derive(Args)]
@@ -270,13 +273,30 @@ pub struct CheckArgs {
     target: Target,
     #[command(flatten)]
     probe: ProbeArgs,
+    /// The hook binary the entries must run (default: the one `install` writes,
+    /// `hooktrack-hook` beside this binary if it is there, else this one; this one is
+    /// accepted too).
+    #[arg(long)]
+    emitter: Option<PathBuf>,
+}
+
+impl CheckArgs {
+    /// The binaries entries may run and still be this hooktrack's.
+    fn current_emitters(&self) -> Vec<PathBuf> {
+        if let Some(e) = &self.emitter {
+            return vec![absolute(e)];
+        }
+        let mut current: Vec<PathBuf> = hook_binary().into_iter().collect();
+        current.extend(this_binary().ok().filter(|t| !current.contains(t)));
+        current
+    }
 }
 
 /// Beyond the file: what else decides whether the hooks fire.
 #[derive(Args)]
 struct ProbeArgs {
-    /// Only check the file (as the installer's read-back does), not the agent's switches,
-    /// trust and auth.
+    /// Only check the file (as the installer's read-back does) and hooktrack's own side,
+    /// not the agent's switches, trust and auth.
     #[arg(long)]
     file_only: bool,
     /// The agent binary to ask (its `--version`, Codex's trust state; default: the
@@ -417,15 +437,24 @@ pub fn run_check(args: &CheckArgs) -> ExitCode {
             return fail(&error_chain(&e));
         }
     };
+    // A TOML file without hooktrack's block is valid, and nothing in it will report.
+    if report.validation.ours == 0 {
+        return fail(&error_chain(&InstallError::NotInstalled {
+            path: report.config.clone(),
+            reason: "it holds no hooktrack block",
+            install: own_side::install_command(agent),
+        }));
+    }
+    let mut findings = own_side::own_side(agent, &report.config, &args.current_emitters(), &env);
     if !probe.file_only {
-        let findings = preflight::preflight(&agent_probe);
-        if !findings.is_empty() {
-            eprintln!("hooktrack: {window}");
-            for finding in &findings {
-                eprintln!("hooktrack: error: {finding}");
-            }
-            return ExitCode::FAILURE;
+        findings.extend(preflight::preflight(&agent_probe));
+    }
+    if !findings.is_empty() {
+        eprintln!("hooktrack: {window}");
+        for finding in &findings {
+            eprintln!("hooktrack: error: {finding}");
         }
+        return ExitCode::FAILURE;
     }
     println!("ok: {}", check_line(agent, &report));
     println!("{window}");

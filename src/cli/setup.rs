@@ -37,6 +37,10 @@ use super::install::{TargetError, hook_binary};
 /// through `hooktrack session` delivers to that session, any other to its per-user
 /// default store under $XDG_STATE_HOME/hooktrack/agents/), then what `check` says.
 /// `--undo` restores every file setup changed, byte for byte.
+///
+/// Run it as yourself: as root for another user (`sudo -E hooktrack setup`, or a $HOME
+/// that is not root's) it refuses and changes nothing, since every file it writes and
+/// every folder it creates would become root's.
 #[derive(Args)]
 pub struct SetupArgs {
     /// Remove what setup added: each file it changed gets its bytes back (a file it
@@ -99,6 +103,13 @@ enum SetupError {
 
 pub fn run(args: &SetupArgs) -> ExitCode {
     let env = |name: &str| std::env::var_os(name);
+    let owner = |path: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        fs::metadata(path).ok().map(|m| m.uid())
+    };
+    if let Some(refusal) = root_for_a_user(rustix::process::geteuid().as_raw(), &env, &owner) {
+        return fail(&refusal);
+    }
     let Some(state) = state_dir(env) else {
         return fail(&SetupError::NoStateDir.to_string());
     };
@@ -112,6 +123,51 @@ pub fn run(args: &SetupArgs) -> ExitCode {
         Ok(code) => code,
         Err(e) => fail(&error_chain(&e)),
     }
+}
+
+/// Why setup refuses to run as this process: root (`euid` 0) setting up a normal user's
+/// files, as `sudo -E hooktrack setup` does (sudo names the user in $SUDO_UID; `-E` keeps
+/// their $HOME), would leave every file it writes and folder it creates owned by root, so
+/// that the user's own agent and `setup --undo` could no longer change them. Keeping each
+/// owner by hand would have to cover every file, folder and rename setup and install make;
+/// refusing covers them all. Whose files they are is said by $HOME's owner, and by
+/// $SUDO_UID when $HOME does not exist. `None`: go ahead (a normal user, or root in root's
+/// own home).
+fn root_for_a_user(
+    euid: u32,
+    env: &dyn Fn(&str) -> Option<OsString>,
+    owner_of: &dyn Fn(&Path) -> Option<u32>,
+) -> Option<String> {
+    if euid != 0 {
+        return None;
+    }
+    let home = env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let shown = home
+        .as_deref()
+        .map_or_else(|| "(unset)".to_owned(), |h| h.display().to_string());
+    let sudo_uid = env("SUDO_UID")
+        .and_then(|u| u.to_str().and_then(|u| u.parse::<u32>().ok()))
+        .filter(|u| *u != 0);
+    let through_sudo = if sudo_uid.is_some() {
+        ", started through sudo"
+    } else {
+        ""
+    };
+    // The home decides whose files setup writes; sudo's word only where it does not exist.
+    let (uid, why) = match (home.as_deref().and_then(owner_of), sudo_uid) {
+        (Some(0), _) | (None, None) => return None,
+        (Some(uid), _) => (
+            uid,
+            format!("$HOME {shown} belongs to uid {uid}{through_sudo}"),
+        ),
+        (None, Some(uid)) => (
+            uid,
+            format!("started through sudo by uid {uid}, and $HOME {shown} does not exist"),
+        ),
+    };
+    Some(format!(
+        "refusing to set up as root for uid {uid} ({why}): the files setup writes would become root's; run `hooktrack setup` as that user, without sudo"
+    ))
 }
 
 /// The agents to set up: each found one, a family by its installed member.
@@ -416,4 +472,81 @@ fn undo(ledger_path: &Path) -> Result<ExitCode, SetupError> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| OsString::from(v))
+        }
+    }
+
+    /// `/home/ann` is uid 1000's, `/root` root's.
+    fn owner(path: &Path) -> Option<u32> {
+        match path.to_str() {
+            Some("/home/ann") => Some(1000),
+            Some("/root") => Some(0),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn sudo_e_setup_is_refused_naming_the_user_and_what_to_run() {
+        let vars = [("HOME", "/home/ann"), ("SUDO_UID", "1000")];
+        let refusal = root_for_a_user(0, &env(&vars), &owner).unwrap_or_default();
+        assert!(
+            refusal.contains("$HOME /home/ann belongs to uid 1000, started through sudo"),
+            "{refusal}"
+        );
+        assert!(
+            refusal.contains("run `hooktrack setup` as that user, without sudo"),
+            "{refusal}"
+        );
+        assert_eq!(refusal.lines().count(), 1, "{refusal}");
+    }
+
+    #[test]
+    fn root_in_a_users_home_without_sudo_is_refused() {
+        let refusal = root_for_a_user(0, &env(&[("HOME", "/home/ann")]), &owner);
+        assert!(
+            refusal
+                .as_deref()
+                .is_some_and(|r| r.contains("$HOME /home/ann belongs to uid 1000)")),
+            "{refusal:?}"
+        );
+    }
+
+    #[test]
+    fn sudo_with_a_home_that_does_not_exist_is_refused() {
+        let vars = [("HOME", "/home/gone"), ("SUDO_UID", "1000")];
+        let refusal = root_for_a_user(0, &env(&vars), &owner);
+        assert!(
+            refusal.as_deref().is_some_and(|r| r
+                .contains("started through sudo by uid 1000, and $HOME /home/gone does not exist")),
+            "{refusal:?}"
+        );
+    }
+
+    #[test]
+    fn sudo_to_roots_own_home_and_a_normal_user_go_ahead() {
+        // `sudo -H` / `sudo -i`: root's own home, whoever started it.
+        let vars = [("HOME", "/root"), ("SUDO_UID", "1000")];
+        assert_eq!(root_for_a_user(0, &env(&vars), &owner), None);
+        assert_eq!(root_for_a_user(0, &env(&[("HOME", "/root")]), &owner), None);
+        // A normal user, whatever sudo left in the environment.
+        let vars = [("HOME", "/home/ann"), ("SUDO_UID", "1000")];
+        assert_eq!(root_for_a_user(1000, &env(&vars), &owner), None);
+        // Root with no home and no sudo: setup itself says it has no state directory.
+        assert_eq!(root_for_a_user(0, &env(&[]), &owner), None);
+        // A SUDO_UID of root or not a number names no user.
+        for sudo_uid in ["0", "ann"] {
+            let vars = [("HOME", "/home/gone"), ("SUDO_UID", sudo_uid)];
+            assert_eq!(root_for_a_user(0, &env(&vars), &owner), None);
+        }
+    }
 }

@@ -219,9 +219,17 @@ fn a_violation_restores_the_previous_text_and_says_why_in_channel_json() {
             "{verdict}"
         );
         assert_eq!(verdict["generation"], 3);
-        // check names the same problem and changes nothing.
+        // check names the same problem (a file valid alone holds no hooktrack block: not
+        // installed, and it names the fix) and changes nothing.
         let out = run(&["check", &kimi(variant)], &config, &[]);
-        assert_eq!(out.status.code(), Some(if invalid_alone { 1 } else { 0 }));
+        assert_eq!(out.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !invalid_alone {
+            assert!(
+                stderr.contains("holds no hooktrack block; run `hooktrack install kimi`"),
+                "{stderr}"
+            );
+        }
         assert_eq!(fs::read(&config).expect("read"), original.as_bytes());
     }
 }

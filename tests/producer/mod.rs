@@ -4,6 +4,7 @@
 
 mod util;
 
+mod check;
 mod collect;
 mod emit;
 mod hardening;

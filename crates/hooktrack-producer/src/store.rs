@@ -52,8 +52,9 @@ pub const TOKEN_ENV: &str = "HOOKTRACK_TOKEN";
 
 /// The routing environment of an environment-routed hook (contract section 10): the
 /// agent process inherits it from `hooktrack session` (or a supervisor's launch) and every
-/// hook it runs delivers there. Without [`DIR_ENV`] the hook has nowhere to deliver and
-/// exits at once.
+/// hook it runs delivers there. Without [`DIR_ENV`] the hook delivers to the agent's
+/// per-user default store ([`crate::emit::default_store`]); only without a state directory
+/// or a home either does it exit at once.
 pub const URL_ENV: &str = "HOOKTRACK_URL";
 /// The store's artifact directory of the session the agent belongs to.
 pub const DIR_ENV: &str = "HOOKTRACK_DIR";

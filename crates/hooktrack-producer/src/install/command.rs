@@ -83,6 +83,14 @@ pub fn generation_of(command: &str) -> Option<u64> {
     rest.split(' ').next()?.parse().ok()
 }
 
+/// The program a hooktrack command runs: its leading single-quoted word, unquoted (`None`
+/// when the command does not start with one).
+pub fn emitter_of(command: &str) -> Option<String> {
+    let rest = after_quoted_word(command)?;
+    let word = &command[1..command.len() - rest.len() - 1];
+    Some(word.replace("'\\''", "'"))
+}
+
 /// The text after a leading single-quoted word, `None` if there is none.
 fn after_quoted_word(text: &str) -> Option<&str> {
     let mut rest = text.strip_prefix('\'')?;
@@ -167,6 +175,27 @@ mod tests {
                 )
             );
         }
+    }
+
+    #[test]
+    fn the_emitter_is_read_back_from_every_command() {
+        let routed = Observer {
+            emitter: PathBuf::from("/bin/hooktrack"),
+            route: Route::Environment,
+            agent_version: None,
+        };
+        for agent in Agent::ALL {
+            assert_eq!(
+                emitter_of(&command(agent, &observer(), "Stop")).as_deref(),
+                Some("/opt/it's here/hooktrack")
+            );
+            assert_eq!(
+                emitter_of(&command(agent, &routed, "Stop")).as_deref(),
+                Some("/bin/hooktrack")
+            );
+        }
+        assert_eq!(emitter_of("hooktrack emit"), None);
+        assert_eq!(emitter_of("'unterminated emit"), None);
     }
 
     #[test]

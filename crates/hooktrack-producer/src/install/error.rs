@@ -71,8 +71,14 @@ pub enum InstallError {
         #[source]
         violation: Violation,
     },
-    #[error("hooktrack is not installed in {path}: {reason}")]
-    NotInstalled { path: PathBuf, reason: &'static str },
+    /// `install` is the command that installs it, as [`super::own_side::install_command`]
+    /// names it.
+    #[error("hooktrack is not installed in {path}: {reason}; run {install}")]
+    NotInstalled {
+        path: PathBuf,
+        reason: &'static str,
+        install: String,
+    },
     #[error("cannot tell which {family} is installed ({reason}); name {names}")]
     Detect {
         family: &'static str,

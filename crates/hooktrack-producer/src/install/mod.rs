@@ -18,6 +18,7 @@ pub mod facts;
 mod file;
 mod format;
 pub mod json_hooks;
+pub mod own_side;
 pub mod plugin;
 pub mod preflight;
 pub mod toml_block;
@@ -57,7 +58,8 @@ pub enum Route {
     /// environment the agent inherits (`$HOOKTRACK_URL`, `$HOOKTRACK_DIR`,
     /// `$HOOKTRACK_GENERATION`, `$HOOKTRACK_TOKEN`). For user-global configs shared by
     /// every session: written once, its text never changes (so a trust granted in Codex
-    /// stays valid), and a hook without that environment exits at once.
+    /// stays valid), and a hook without that environment delivers to the agent's per-user
+    /// default store ([`crate::emit::default_store`]).
     Environment,
 }
 

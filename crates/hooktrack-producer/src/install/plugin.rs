@@ -138,6 +138,7 @@ pub(crate) fn check(
         return Err(InstallError::NotInstalled {
             path: config.to_owned(),
             reason: "the plugin file does not exist",
+            install: super::own_side::install_command(agent),
         });
     };
     let valid = validate(text, agent).map_err(|violation| InstallError::Invalid {

@@ -68,10 +68,17 @@ pub fn preflight(probe: &Probe<'_>) -> Vec<Finding> {
     let mut found = Vec::new();
     let checked = super::check(probe.config, probe.agent);
     if let Err(e) = &checked {
+        // The error's own "run ..." is the finding's fix: said once.
+        let cause = match e {
+            super::InstallError::NotInstalled { reason, .. } => {
+                format!("hooktrack is not installed: {reason}")
+            }
+            e => error_chain(e),
+        };
         found.push(Finding {
             file: probe.config.to_owned(),
-            cause: error_chain(e),
-            fix: format!("run `hooktrack install {}`", agent_word(probe.agent)),
+            cause,
+            fix: format!("run {}", super::own_side::install_command(probe.agent)),
         });
     }
     if let Some(runtime) = probe.agent.descriptor().preflight.runtime {
@@ -787,6 +794,36 @@ mod tests {
             file_named: true,
             ask_doctor: false,
         }
+    }
+
+    /// A file without hooktrack's entries is one finding: the cause says so once, the fix
+    /// names the command that installs (not both the same "run ...").
+    #[test]
+    fn nothing_installed_is_one_finding_whose_fix_installs() {
+        let config = Path::new("/nonexistent/hooktrack-preflight/settings.json");
+        let env = |_: &str| None;
+        let quiet = Agent::ALL.into_iter().filter(|a| {
+            let facts = a.descriptor().preflight;
+            a.config().format == hooktrack_core::agent::ConfigFormat::JsonHooks
+                && facts.hook_trust.is_none()
+                && facts.runtime.is_none()
+        });
+        let mut asked = 0;
+        for agent in quiet {
+            asked += 1;
+            let found = preflight(&probe_with(agent, &env, &[], config));
+            let first = found.first().map(ToString::to_string).unwrap_or_default();
+            assert_eq!(
+                first,
+                format!(
+                    "{}: hooktrack is not installed: the file does not exist; fix: run {}",
+                    config.display(),
+                    super::super::own_side::install_command(agent)
+                ),
+                "{agent}"
+            );
+        }
+        assert!(asked > 0);
     }
 
     /// Every agent that loads hooktrack as a plugin: each of its switches, in the

@@ -112,6 +112,24 @@ impl Settings {
         found
     }
 
+    /// The command of each of hooktrack's entries.
+    pub fn our_commands(&self) -> Vec<&str> {
+        let mut found = Vec::new();
+        for groups in self.hooks().into_iter().flat_map(Map::values) {
+            for group in groups.as_array().into_iter().flatten() {
+                let entries = group.get("hooks").and_then(Value::as_array);
+                for entry in entries.into_iter().flatten() {
+                    if let (Owner::Hooktrack { .. }, Some(command)) =
+                        (owner(entry), entry.get("command").and_then(Value::as_str))
+                    {
+                        found.push(command);
+                    }
+                }
+            }
+        }
+        found
+    }
+
     /// Removes hooktrack's entries whose generation `select` accepts, then every matcher
     /// group, event list and `hooks` object that this removal left empty (empty ones it
     /// did not empty stay). Returns how many entries went.

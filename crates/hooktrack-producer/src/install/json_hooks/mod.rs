@@ -118,6 +118,7 @@ pub(crate) fn check(
     let not_installed = |reason| InstallError::NotInstalled {
         path: config.to_owned(),
         reason,
+        install: crate::install::own_side::install_command(agent),
     };
     let Some(text) = text else {
         return Err(not_installed("the file does not exist"));
