@@ -14,7 +14,7 @@ use hooktrack_core::agent::{Agent, ConfigFormat};
 use super::command::{OBSERVER_LABEL, emitter_of, is_routed_command};
 use super::json_hooks::Settings;
 use super::preflight::Finding;
-use super::toml_block::find_block;
+use super::toml_block::find_blocks;
 use crate::emit::default_store::default_store;
 
 /// What one of hooktrack's entries runs.
@@ -28,13 +28,16 @@ pub struct Entry {
 }
 
 /// The command `hooktrack` installs `agent` with, as a fix names it: `hooktrack install
-/// AGENT`, and `hooktrack setup` where setup installs it (not for an agent whose config
-/// belongs to each launch).
+/// AGENT`, and `hooktrack setup`, which installs every agent found (Kimi Code's routed
+/// block too; a launch still writes its own block, so `hooktrack session` is named for an
+/// agent whose config also belongs to each launch).
 pub fn install_command(agent: Agent) -> String {
     let word = super::preflight::agent_word(agent);
     if agent.descriptor().install.per_session_entries {
         let program = agent.descriptor().programs.first().copied().unwrap_or(word);
-        format!("`hooktrack install {word}` (or start it with `hooktrack session -- {program}`)")
+        format!(
+            "`hooktrack install {word}` (or `hooktrack setup` for every agent found, or start it with `hooktrack session -- {program}`)"
+        )
     } else {
         format!("`hooktrack install {word}` (or `hooktrack setup` for every agent found)")
     }
@@ -77,21 +80,25 @@ pub fn entries(agent: Agent, text: &str) -> Vec<Entry> {
     }
 }
 
-/// The `command` of each `[[hooks]]` entry inside hooktrack's TOML block.
+/// The `command` of each `[[hooks]]` entry inside hooktrack's TOML blocks (setup's routed
+/// one and a launch's generation-scoped one, either or both).
 fn block_commands(text: &str) -> Vec<String> {
-    let Ok(Some(block)) = find_block(text) else {
+    let Ok(blocks) = find_blocks(text) else {
         return Vec::new();
     };
-    let Ok(table) = text[block.start..block.end].parse::<toml::Table>() else {
-        return Vec::new();
-    };
-    let Some(toml::Value::Array(hooks)) = table.get("hooks") else {
-        return Vec::new();
-    };
-    hooks
+    blocks
+        .routed
         .iter()
-        .filter_map(|h| h.get("command").and_then(toml::Value::as_str))
-        .map(str::to_owned)
+        .chain(blocks.scoped.iter())
+        .filter_map(|block| text[block.start..block.end].parse::<toml::Table>().ok())
+        .flat_map(|table| match table.get("hooks") {
+            Some(toml::Value::Array(hooks)) => hooks
+                .iter()
+                .filter_map(|h| h.get("command").and_then(toml::Value::as_str))
+                .map(str::to_owned)
+                .collect(),
+            _ => Vec::new(),
+        })
         .collect()
 }
 
@@ -309,10 +316,7 @@ mod tests {
         for agent in Agent::ALL {
             let text = install_command(agent);
             assert!(text.contains("`hooktrack install "), "{text}");
-            assert!(
-                text.contains("`hooktrack setup`") || text.contains("`hooktrack session -- "),
-                "{text}"
-            );
+            assert!(text.contains("`hooktrack setup`"), "{text}");
         }
     }
 }
