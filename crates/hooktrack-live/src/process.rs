@@ -234,18 +234,25 @@ fn wait_loop(shared: &WaiterShared, wake: &std::os::fd::OwnedFd, ended: &dyn Fn(
         if gone.is_empty() {
             continue;
         }
-        // By key and pidfd: a key re-watched meanwhile keeps its new pidfd.
+        // By key and pidfd: a key re-watched meanwhile keeps its new pidfd. Only what is
+        // still watched is reported: an `unwatch` during the poll (the snapshot above still
+        // held it) means its end is nobody's business.
+        let mut reported = Vec::new();
         if let Ok(mut guard) = shared.watched.lock()
             && let Some(list) = guard.as_mut()
         {
             list.retain(|(k, fd)| {
-                !gone
+                let ended = gone
                     .iter()
-                    .any(|(gk, gfd)| gk == k && std::sync::Arc::ptr_eq(gfd, fd))
+                    .any(|(gk, gfd)| gk == k && std::sync::Arc::ptr_eq(gfd, fd));
+                if ended {
+                    reported.push(*k);
+                }
+                !ended
             });
         }
-        for (key, _) in gone {
-            ended(*key);
+        for key in reported {
+            ended(key);
         }
     }
 }
