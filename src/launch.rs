@@ -425,7 +425,8 @@ impl Launch {
     /// environment. Its pid is watched ([`Launch::set_child_pid`]) and its start reported
     /// ([`Launch::agent_started`], at the wall clock). With `signals` (as
     /// `hooktrack session`), the caller's SIGTERM and SIGHUP go to the agent until the
-    /// launch ends, and one that came before is an error: the agent is not started.
+    /// launch ends (one that came while it was being started too), and one that came
+    /// before is an error: the agent is not started.
     /// Follow it with [`Launch::poll`] and [`Launch::wait`] in turn.
     pub fn spawn(
         &mut self,
@@ -444,11 +445,11 @@ impl Launch {
                 io::Error::other("terminated before the agent started"),
             ));
         }
-        let mut child = child::spawn(command, env, self.death_signal)?;
+        let child = child::spawn(command, env, self.death_signal)?;
         let pid = child.id();
-        if self.signals.as_ref().is_some_and(|s| !s.attach(pid)) {
-            // A SIGTERM or SIGHUP came while it was being started.
-            let _ = child.kill();
+        // A SIGTERM or SIGHUP that came while it was being started is passed to it now.
+        if let Some(signals) = self.signals.as_ref() {
+            signals.attach(pid);
         }
         self.child = Some(child);
         // The agent's end is a signal of its own: an open turn ends at once.

@@ -77,9 +77,10 @@ impl From<ExitStatus> for AgentStatus {
 
 /// No agent process to pass a signal to yet.
 const NO_AGENT: i32 = 0;
-/// A SIGTERM or SIGHUP came while there was no agent: none is started (or it is killed at
-/// once if it was being started).
+/// A SIGTERM (or a SIGHUP) came while there was no agent: none is started, and one being
+/// started when it came gets it as soon as its pid is known.
 const TERMINATED: i32 = -1;
+const HUNG_UP: i32 = -2;
 
 /// Takes this process's SIGTERM, SIGHUP and SIGINT for the launch, from
 /// [`install`](Self::install) until the launch is finished or dropped: SIGTERM and SIGHUP
@@ -93,7 +94,7 @@ const TERMINATED: i32 = -1;
 /// this process afterwards (signal-hook cannot put their default action back): it suits a
 /// process that exits with the launch, as `hooktrack session` does.
 pub struct SignalForwarding {
-    /// [`NO_AGENT`], [`TERMINATED`] or the agent's pid.
+    /// [`NO_AGENT`], [`TERMINATED`] / [`HUNG_UP`] or the agent's pid.
     target: Arc<AtomicI32>,
     handle: Handle,
     thread: Option<JoinHandle<()>>,
@@ -122,18 +123,14 @@ impl SignalForwarding {
 
     /// A SIGTERM or SIGHUP came with no agent process to pass it to.
     pub fn terminated(&self) -> bool {
-        self.target.load(Ordering::SeqCst) == TERMINATED
+        self.target.load(Ordering::SeqCst) < NO_AGENT
     }
 
-    /// Signals go to `pid` from now on. False when one came before: the caller ends the
-    /// process it just started.
+    /// Signals go to `pid` from now on. One that came while it was being started (between
+    /// its start and now: the agent may already run, even have told the world so) is
+    /// passed to it now, as a later one would be. Whether one had come.
     pub(super) fn attach(&self, pid: u32) -> bool {
-        let Ok(pid) = i32::try_from(pid) else {
-            return true;
-        };
-        self.target
-            .compare_exchange(NO_AGENT, pid, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
+        attach(&self.target, pid)
     }
 
     /// The agent is reaped and its pid free for another process: nothing goes to it.
@@ -149,6 +146,24 @@ impl Drop for SignalForwarding {
             let _ = thread.join();
         }
     }
+}
+
+/// `SignalForwarding::attach` on its target.
+fn attach(target: &AtomicI32, pid: u32) -> bool {
+    let Some(raw) = i32::try_from(pid).ok().filter(|p| *p > 0) else {
+        return false;
+    };
+    // A swap, not a compare: `forward` either saw no agent and left its mark (seen here),
+    // or sees the pid and passes its signal on itself.
+    let pending = match target.swap(raw, Ordering::SeqCst) {
+        TERMINATED => Signal::TERM,
+        HUNG_UP => Signal::HUP,
+        _ => return false,
+    };
+    if let Some(pid) = Pid::from_raw(raw) {
+        let _ = kill_process(pid, pending);
+    }
+    true
 }
 
 /// Passes one signal on to the agent, or remembers it when there is none yet.
@@ -167,9 +182,14 @@ fn forward(target: &AtomicI32, signal: i32) {
             }
             return;
         }
-        if pid == TERMINATED
+        let mark = if signal == Signal::HUP {
+            HUNG_UP
+        } else {
+            TERMINATED
+        };
+        if pid < NO_AGENT
             || target
-                .compare_exchange(NO_AGENT, TERMINATED, Ordering::SeqCst, Ordering::SeqCst)
+                .compare_exchange(NO_AGENT, mark, Ordering::SeqCst, Ordering::SeqCst)
                 .is_ok()
         {
             return;
@@ -279,6 +299,29 @@ pub(super) fn wait_up_to(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The race `sigterm_and_sighup_are_passed_to_the_agent_and_the_session_still_cleans_up`
+    /// lost under load: the agent ran (and said so) before its pid was attached, the
+    /// session's SIGHUP came in between, and the agent was killed (137) instead of getting
+    /// it. Now it gets the signal that came, as it would have a moment later.
+    #[test]
+    fn a_hangup_between_the_agents_start_and_its_attach_is_passed_to_it() {
+        use std::os::unix::process::ExitStatusExt;
+        let target = AtomicI32::new(NO_AGENT);
+        forward(&target, SIGHUP);
+        assert_eq!(target.load(Ordering::SeqCst), HUNG_UP);
+        let mut agent = match std::process::Command::new("sleep").arg("60").spawn() {
+            Ok(child) => child,
+            Err(e) => panic!("cannot run sleep: {e}"),
+        };
+        assert!(attach(&target, agent.id()), "the hangup was pending");
+        let status = agent.wait().map(|s| s.signal());
+        assert_eq!(status.ok(), Some(Some(SIGHUP)));
+        // Later signals go to it as usual, and a pid attached afresh owes nothing.
+        assert_eq!(target.load(Ordering::SeqCst), agent.id() as i32);
+        let fresh = AtomicI32::new(NO_AGENT);
+        assert!(!attach(&fresh, agent.id()));
+    }
 
     #[test]
     fn a_shell_reports_the_code_or_128_plus_the_signal() {
