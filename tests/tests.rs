@@ -11,6 +11,7 @@ mod docs;
 mod expectations;
 mod facade;
 mod hardening;
+mod help;
 mod html;
 mod live;
 mod many_sessions;

@@ -39,8 +39,9 @@ pub struct EmitArgs {
     /// The store's artifact directory (default: $HOOKTRACK_DIR).
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// The provider written into the row (kimi, kimi-cli, claude, codex, gemini).
-    #[arg(long, visible_alias = "agent", default_value = hooktrack::store::DEFAULT_PROVIDER_DIR)]
+    #[arg(long, visible_alias = "agent", default_value = hooktrack::store::DEFAULT_PROVIDER_DIR,
+          help = format!("The provider written into the row, by store name: {}",
+                         super::agents_by(hooktrack::Agent::store_name)))]
     provider: String,
     /// The channel generation (default: $HOOKTRACK_GENERATION, else 0).
     #[arg(long)]

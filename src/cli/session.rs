@@ -38,23 +38,22 @@ use hooktrack::error_chain;
 
 /// Observe an agent live: collector, observer, agent, tracking, cleanup — one command.
 ///
-/// Example: `hooktrack session -- claude -p hi`. The agent is recognised from the command
-/// (claude, codex, gemini, kimi) or named with --agent. The store is
+/// Example: `hooktrack session -- claude -p hi`. The agent is recognised from the command's
+/// program (any agent --agent names below) or named with --agent. The store is
 /// ROOT/hook-observation/<provider>/ (events.ndjson, collector.json, channel.json). The
 /// agent gets the routing variables and the bearer token in its environment and nowhere
 /// else. Posture changes go to stderr (or --output); the exit status is the agent's.
 #[derive(Args)]
 pub struct SessionArgs {
-    /// The agent, by any of its names (default: from the command;
-    /// `kimi` asks `kimi --version`).
-    #[arg(long)]
+    #[arg(long, help = format!(
+        "The agent, by any of its names (default: from the command; `kimi` asks `kimi --version`): {}",
+        super::agents_by(Agent::typed_name)
+    ))]
     agent: Option<String>,
     /// The agent's hooks file (default: where the agent reads it).
     #[arg(long, conflicts_with = "home")]
     config: Option<PathBuf>,
-    /// The agent's home: the value of $CLAUDE_CONFIG_DIR, $CODEX_HOME, $GEMINI_CLI_HOME,
-    /// $KIMI_CODE_HOME or $KIMI_SHARE_DIR, which the agent is started with.
-    #[arg(long)]
+    #[arg(long, help = super::home_help())]
     home: Option<PathBuf>,
     /// The session root (default: $XDG_STATE_HOME/hooktrack/sessions/<time>-<pid>, or
     /// ~/.local/state/...). Reusing a root starts the next generation.

@@ -38,6 +38,7 @@ use super::install::{TargetError, hook_binary};
 /// default store under $XDG_STATE_HOME/hooktrack/agents/), then what `check` says.
 /// `--undo` restores every file setup changed, byte for byte.
 #[derive(Args)]
+#[command(after_long_help = super::install::agents_table())]
 pub struct SetupArgs {
     /// Remove what setup added: each file it changed gets its bytes back (a file it
     /// created is removed); a file edited since loses only hooktrack's entries.

@@ -38,9 +38,8 @@ pub struct WatchArgs {
     /// languages): `{"session", "at", "posture", "channel", "closed", "notices", ...}`.
     #[arg(long)]
     ndjson: bool,
-    /// Which agent CLI wrote the logs: auto (detected from the rows), kimi (either Kimi),
-    /// kimi-code, kimi-cli, claude, codex or gemini.
-    #[arg(long, visible_alias = "agent", default_value = "auto", value_parser = super::parse_agent_choice)]
+    #[arg(long, visible_alias = "agent", default_value = "auto", value_parser = super::parse_agent_choice,
+          help = super::agent_choice_help("Which agent CLI wrote the logs"))]
     provider: ProviderChoice,
     /// Milliseconds between re-checks of every session, whatever the file watcher says.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(10..))]
