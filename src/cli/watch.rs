@@ -35,7 +35,8 @@ pub struct WatchArgs {
     /// default store and every `hooktrack session` store).
     paths: Vec<PathBuf>,
     /// Print one JSON line per posture change instead (for supervisors in other
-    /// languages): `{"session", "at", "posture", "channel", "closed", "notices", ...}`.
+    /// languages): `{"session", "phase", "at", "posture", "channel", "closed", "notices",
+    /// ...}` (`phase`: the word the status line and `@hooktrack_phase` show).
     #[arg(long)]
     ndjson: bool,
     #[arg(long, visible_alias = "agent", default_value = "auto", value_parser = super::parse_agent_choice,
