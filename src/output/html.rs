@@ -2,7 +2,8 @@
 //!
 //! A time axis, one lane per scope (main, each subagent or system-triggered scope), every
 //! turn a bar coloured by its result with its tool calls inside it, blocked and
-//! compaction windows shaded, a mark on every guess and every skipped line. Inline SVG
+//! compaction windows shaded, a mark on every guess and every skipped line (transcript
+//! entries hooktrack does not read by design are counted in the summary). Inline SVG
 //! and CSS, and one small inline script for hover, zoom and the overview strip; no
 //! network. The same input gives the same bytes.
 //!
@@ -96,11 +97,24 @@ pub(super) struct Recorder {
     tool_counts: BTreeMap<u64, u64>,
     /// Indexes into `tools` of calls not finished yet, oldest first.
     open_tools: Vec<usize>,
+    /// Transcript entries hooktrack does not read by design: counted in the summary, not
+    /// drawn as skipped lines (a long transcript has hundreds, none of them an error).
+    ignored: usize,
+}
+
+/// A skip that is hooktrack's choice, not a fault of the line: a transcript entry that is
+/// no marker, or a transcript not followed.
+fn deliberately_ignored(diag: Diag) -> bool {
+    matches!(
+        diag,
+        Diag::TranscriptEntryIgnored | Diag::TranscriptNotFollowed
+    )
 }
 
 impl Recorder {
     pub(super) fn record(&mut self, fed: &Fed<'_>, pipeline: &Pipeline) {
         match fed {
+            Fed::Skipped(skip) if deliberately_ignored(skip.diag) => self.ignored += 1,
             Fed::Skipped(skip) => self.marks.push(Mark::Skip(SkipMark {
                 line: skip.line,
                 diag: skip.diag,
@@ -385,7 +399,7 @@ fn render(source_name: &str, report: &Report, rec: &Recorder) -> String {
         source_name,
         report,
         &events,
-        skips.len(),
+        (skips.len(), rec.ignored),
         untimed,
         time,
     );
@@ -986,7 +1000,7 @@ fn header(
     source_name: &str,
     report: &Report,
     events: &[&EventMark],
-    skips: usize,
+    (skips, ignored): (usize, usize),
     untimed: usize,
     time: bool,
 ) {
@@ -1003,14 +1017,15 @@ fn header(
     let notes: usize = events.iter().map(|e| e.notes.len()).sum();
     w!(
         s,
-        "<p class=\"facts\"><span class=\"src\">{}</span> · agent {} · {} lines, {} events · {} turns · {} guesses · {} skipped lines</p>\n",
+        "<p class=\"facts\"><span class=\"src\">{}</span> · agent {} · {} lines, {} events · {} turns · {} guesses · {} skipped lines · {} transcript entries ignored</p>\n",
         esc(source_name),
         esc(&provider),
         report.lines,
         report.events,
         report.turns.len(),
         notes,
-        skips
+        skips,
+        ignored
     );
     let axis_note = if time {
         "Axis: time (UTC), from the rows' own times. Skipped lines sit where the event before them is.".to_owned()
