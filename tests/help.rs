@@ -197,3 +197,62 @@ fn the_readme_feature_table_has_a_row_per_agent() {
     }
     assert_eq!(rows.len(), Agent::ALL.len(), "one row per agent: {rows:?}");
 }
+
+/// Every `@hooktrack_…` name in the sources under `dir`.
+fn tmux_options_in(dir: &std::path::Path, found: &mut BTreeSet<String>) {
+    for entry in std::fs::read_dir(dir).expect("read src") {
+        let path = entry.expect("an entry").path();
+        if path.is_dir() {
+            tmux_options_in(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).expect("a source file");
+            for (at, _) in text.match_indices("@hooktrack_") {
+                let name: String = text[at + 1..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                    .collect();
+                // `@hooktrack_*` in a comment names them all, not one.
+                if !name.ends_with('_') {
+                    found.insert(format!("@{name}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn docs_tmux_lists_every_option_hooktrack_sets_and_every_value_of_the_agent() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/tmux.md"))
+        .expect("docs/tmux.md");
+    let mut in_code = BTreeSet::new();
+    tmux_options_in(
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")),
+        &mut in_code,
+    );
+    assert!(in_code.len() >= 9, "too few options found: {in_code:?}");
+    let rows: Vec<&str> = doc
+        .lines()
+        .filter(|l| l.starts_with("| `@hooktrack_"))
+        .collect();
+    let in_doc: BTreeSet<String> = rows
+        .iter()
+        .filter_map(|r| r.split('`').nth(1))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(in_doc, in_code, "docs/tmux.md's table and the code");
+    let agent_row = rows
+        .iter()
+        .find(|r| r.starts_with("| `@hooktrack_agent` |"))
+        .expect("the agent's row");
+    for agent in Agent::ALL {
+        assert!(
+            agent_row.contains(&format!("`{}`", agent.name())),
+            "@hooktrack_agent's values lack {}",
+            agent.name()
+        );
+    }
+    assert!(
+        doc.contains("| `allow-passthrough` | `on`"),
+        "docs/tmux.md names allow-passthrough for --notify"
+    );
+}

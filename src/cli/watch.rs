@@ -46,8 +46,7 @@ pub struct WatchArgs {
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(10..))]
     recheck_ms: u64,
     /// Publish each session's posture as tmux user options on the agent's pane
-    /// (@hooktrack_phase, @hooktrack_blocked, @hooktrack_last, @hooktrack_agent,
-    /// @hooktrack_turn, @hooktrack_turn_age, @hooktrack_attention, @hooktrack_status), for
+    /// (@hooktrack_phase, @hooktrack_status and the others docs/tmux.md lists), for
     /// status-right and window-status-format (docs/tmux.md). The pane is the one the
     /// rows name (the emitter records $TMUX_PANE), or --tmux-pane. Removed at exit.
     #[arg(long)]
