@@ -256,3 +256,20 @@ fn docs_tmux_lists_every_option_hooktrack_sets_and_every_value_of_the_agent() {
         "docs/tmux.md names allow-passthrough for --notify"
     );
 }
+
+#[test]
+fn startup_grace_names_every_agents_headless_command() {
+    let text = help(&["session"]);
+    let paragraph = option_paragraph(&text, "--startup-grace-ms");
+    for agent in Agent::ALL {
+        let d = agent.descriptor();
+        let how = d.headless.flags.first().or(d.headless.subcommands.first());
+        if let (Some(program), Some(how)) = (d.programs.first(), how) {
+            assert!(
+                paragraph.contains(&format!("`{program} {how}`")),
+                "--startup-grace-ms lacks {}'s `{program} {how}`:\n{paragraph}",
+                agent.label()
+            );
+        }
+    }
+}

@@ -36,6 +36,28 @@ use super::fail;
 use super::install::{TargetError, choose, hook_binary};
 use hooktrack::error_chain;
 
+/// What `--startup-grace-ms` means, with each agent's headless command line from its
+/// descriptor (`claude -p`, `codex exec`).
+fn startup_grace_help() -> String {
+    let mut headless: Vec<String> = Vec::new();
+    for agent in Agent::ALL {
+        let d = agent.descriptor();
+        let how = d.headless.flags.first().or(d.headless.subcommands.first());
+        if let (Some(program), Some(how)) = (d.programs.first(), how) {
+            let line = format!("`{program} {how}`");
+            if !headless.contains(&line) {
+                headless.push(line);
+            }
+        }
+    }
+    format!(
+        "With no event this long after the first prompt, the channel says `unavailable` \
+         (startup silence). A headless command ({}) gets its prompt at launch; for a TUI the \
+         first prompt is unknown, so no silence is judged while it runs",
+        headless.join(", ")
+    )
+}
+
 /// Observe an agent live: collector, observer, agent, tracking, cleanup — one command.
 ///
 /// Example: `hooktrack session -- claude -p hi`. The agent is recognised from the command's
@@ -68,11 +90,7 @@ pub struct SessionArgs {
     /// After the agent exits, wait until no row arrived for this long (late hooks).
     #[arg(long, default_value_t = 500)]
     linger_ms: u64,
-    /// With no event this long after the first prompt, the channel says `unavailable`
-    /// (startup silence). A headless command (`claude -p`, `codex exec`, `gemini -p`,
-    /// `kimi --print`) gets its prompt at launch; for a TUI the first prompt is unknown,
-    /// so no silence is judged while it runs.
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = 20_000, help = startup_grace_help())]
     startup_grace_ms: u32,
     /// The signal the agent receives if this process is killed without its cleanup
     /// (`kill -9`): TERM (default), HUP, INT, KILL, or none (the agent runs on).
