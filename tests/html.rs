@@ -494,3 +494,59 @@ fn a_store_of_one_session_draws_the_page_it_draws_as_one_stream() {
     }
     assert!(single >= 4, "{single} campaigns of one session");
 }
+
+/// Transcript entries hooktrack does not read by design (no marker) are counted in the
+/// page's summary, not drawn as red skipped lines: a recorded Claude Code transcript has
+/// dozens of them.
+#[test]
+fn ignored_transcript_entries_are_counted_not_drawn() {
+    let log = corpus_dir()
+        .join("claude-code/claude-code-2.1.197-interactive-escape-reject-transcript.ndjson");
+    let transcripts = log.with_extension("transcripts");
+    let run = |format: &str| {
+        let out = hooktrack()
+            .args([
+                "replay",
+                "--one-stream",
+                "--format",
+                format,
+                "--transcripts",
+            ])
+            .arg(&transcripts)
+            .arg(&log)
+            .output()
+            .expect("run hooktrack replay");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("UTF-8")
+    };
+    let report: serde_json::Value = serde_json::from_str(&run("json")).expect("the JSON report");
+    let counters = &report["diagnostics"]["counters"];
+    let ignored = counters["transcript_entry_ignored"]
+        .as_u64()
+        .expect("counter")
+        + counters["transcript_not_followed"]
+            .as_u64()
+            .expect("counter");
+    assert!(ignored > 0, "the campaign must have ignored entries");
+    let unreadable = counters["transcript_entry_unreadable"]
+        .as_u64()
+        .expect("counter");
+    let page = run("html");
+    assert!(
+        page.contains(&format!("· {ignored} transcript entries ignored</p>")),
+        "the summary counts them"
+    );
+    let hook_skips = run("ndjson")
+        .lines()
+        .filter(|l| l.contains("\"skipped\""))
+        .count();
+    assert_eq!(
+        count_kind(&page, "skip") as u64,
+        hook_skips as u64 + unreadable,
+        "only lines that could not be read are drawn as skipped"
+    );
+}

@@ -23,6 +23,7 @@ mod docs;
 mod expectations;
 mod facade;
 mod hardening;
+mod help;
 mod html;
 mod live;
 mod many_sessions;

@@ -83,6 +83,8 @@ fn ndjson_prints_a_line_per_change_and_ctrl_c_exits_cleanly() {
     assert_eq!(first["session"], root.path().display().to_string());
     assert_eq!(first["channel"]["state"], "unavailable");
     assert_eq!(first["posture"]["presence"], "unknown");
+    // The word the text view and tmux show, spelt as the posture spells it.
+    assert_eq!(first["phase"], "unknown");
 
     let mut f = OpenOptions::new()
         .create(true)
@@ -779,6 +781,8 @@ fn an_agent_end_seen_by_two_watchers_is_one_row_and_replay_agrees() {
         let gone = json_until(rx, "the agent's end", |v| {
             v["posture"]["presence"] == "absent"
         });
+        // Text, tmux and --ndjson say one word for a gone agent.
+        assert_eq!(gone["phase"], "absent", "{gone}");
         live.push(gone);
     }
     let text = fs::read_to_string(store.join("events.ndjson")).expect("read");

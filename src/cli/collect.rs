@@ -27,9 +27,9 @@ pub struct CollectArgs {
     /// The store's artifact directory (created 0700 if missing).
     #[arg(long)]
     dir: PathBuf,
-    /// The provider written into rows posted without one (kimi, kimi-cli, claude, codex,
-    /// gemini).
-    #[arg(long, default_value = DEFAULT_PROVIDER.store_name(), value_parser = provider)]
+    #[arg(long, default_value = DEFAULT_PROVIDER.store_name(), value_parser = provider,
+          help = format!("The provider written into rows posted without one, by store name: {}",
+                         super::agents_by(Agent::store_name)))]
     provider: Agent,
     /// The channel generation.
     #[arg(long)]

@@ -68,13 +68,9 @@ pub struct EmitArgs {
 
 /// What --provider takes: every agent's store name, from the descriptors.
 fn provider_help() -> String {
-    let names: Vec<&str> = hooktrack::Agent::ALL
-        .iter()
-        .map(|a| a.store_name())
-        .collect();
     format!(
         "The agent the row is from, and the default store's name ({})",
-        names.join(", ")
+        super::agents_by(hooktrack::Agent::store_name)
     )
 }
 

@@ -73,7 +73,7 @@ pub struct Target {
     /// $HOME).
     #[arg(long, conflicts_with_all = ["home", "project"])]
     config: Option<PathBuf>,
-    #[arg(long, conflicts_with = "project", help = home_help())]
+    #[arg(long, conflicts_with = "project", help = super::home_help())]
     home: Option<PathBuf>,
     /// A project directory: edit its own file (.claude/settings.json, .codex/hooks.json,
     /// .gemini/settings.json: `<DIR>/<the agent's dot directory>/<its file>`).
@@ -100,15 +100,20 @@ fn agent_help() -> String {
     }
     format!(
         "The agent: {} (also: {}); {}",
-        Agent::names_for_help(),
+        super::agents_by(Agent::typed_name),
         other_names.join(", "),
         families.join("; ")
     )
 }
 
 /// Each agent's file, events and timeout, from the descriptors.
-fn agents_table() -> String {
+pub(super) fn agents_table() -> String {
     let mut table = String::from("Agents:");
+    let width = Agent::ALL
+        .iter()
+        .map(|a| a.label().len())
+        .max()
+        .unwrap_or(0);
     for agent in Agent::ALL {
         let location = agent.config();
         let install = agent.descriptor().install;
@@ -116,8 +121,9 @@ fn agents_table() -> String {
             .home_env
             .map_or_else(|| format!("~/{}", location.dot_dir), |v| format!("${v}"));
         table.push_str(&format!(
-            "\n  {:<10} {}/{} ({} events, timeout {} {})",
+            "\n  {:<10} {:<width$} {}/{} ({} events, timeout {} {})",
             agent.typed_name(),
+            agent.label(),
             home,
             location.file,
             agent.hook_events().len(),
@@ -126,19 +132,6 @@ fn agents_table() -> String {
         ));
     }
     table
-}
-
-/// What `--home` means, from the agents' descriptors.
-fn home_help() -> String {
-    let vars: Vec<String> = Agent::ALL
-        .iter()
-        .filter_map(|a| a.config().home_var())
-        .map(|v| format!("${v}"))
-        .collect();
-    format!(
-        "The agent's home: the value of its home variable ({}), which the agent is started with",
-        vars.join(", ")
-    )
 }
 
 impl Target {

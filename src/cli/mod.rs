@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 
 /// Turn AI coding agents' hook events into trustworthy turn state.
 #[derive(Parser)]
-#[command(name = "hooktrack", version, about, long_about = None)]
+#[command(name = "hooktrack", version, about, long_about = None, after_help = agents_help())]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -65,6 +65,54 @@ pub(crate) fn parse_agent_choice(name: &str) -> Result<hooktrack::ProviderChoice
             hooktrack::ProviderChoice::names_for_help()
         )
     })
+}
+
+/// Every agent with the name `name` gives it, `kimi-code (Kimi Code 2.x), claude (Claude
+/// Code), ...`: the one list of agents in help texts, so that none goes stale.
+pub(crate) fn agents_by(name: fn(hooktrack::Agent) -> &'static str) -> String {
+    hooktrack::Agent::ALL
+        .iter()
+        .map(|&a| format!("{} ({})", name(a), a.label()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The top-level help's last line: the agents every command knows.
+fn agents_help() -> String {
+    format!("Agents: {}", agents_by(hooktrack::Agent::typed_name))
+}
+
+/// What a flag taking an agent choice (`--provider`, `--agent`) accepts.
+pub(crate) fn agent_choice_help(what: &str) -> String {
+    let kimi = hooktrack::ProviderChoice::Kimi
+        .family()
+        .map(|f| format!("{} (either {}), ", f.name, f.label))
+        .unwrap_or_default();
+    format!(
+        "{what}: auto (detected from the rows), {kimi}{}",
+        agents_by(hooktrack::Agent::typed_name)
+    )
+}
+
+/// What `--home DIR` means, per agent, from the descriptors' config locations: the value
+/// of the agent's home variable, which holds the agent's file itself, or (a stand-in for
+/// `$HOME`) its dot directory.
+pub(crate) fn home_help() -> String {
+    let vars: Vec<String> = hooktrack::Agent::ALL
+        .iter()
+        .filter_map(|a| {
+            let location = a.config();
+            let var = location.home_var()?;
+            Some(match location.home_env {
+                Some(_) => format!("{} ${var}", a.typed_name()),
+                None => format!("{} ${var} (it holds {}/)", a.typed_name(), location.dot_dir),
+            })
+        })
+        .collect();
+    format!(
+        "The agent's home: the value of its home variable, which the agent is started with: {}",
+        vars.join(", ")
+    )
 }
 
 pub(crate) fn fail(message: &str) -> ExitCode {

@@ -29,9 +29,8 @@ pub struct ReplayArgs {
     /// self-contained HTML page picturing the campaign (`--format html > timeline.html`).
     #[arg(long, value_enum, default_value_t = FormatArg::Text)]
     format: FormatArg,
-    /// Which agent CLI wrote the log: auto (detected from the rows), kimi (either Kimi),
-    /// kimi-code, kimi-cli, claude, codex or gemini.
-    #[arg(long, visible_alias = "agent", default_value = "auto", value_parser = super::parse_agent_choice)]
+    #[arg(long, visible_alias = "agent", default_value = "auto", value_parser = super::parse_agent_choice,
+          help = super::agent_choice_help("Which agent CLI wrote the log"))]
     provider: ProviderChoice,
     /// Find the transcripts the payloads name (`transcript_path`) by file name in DIR
     /// (a recording moved from another machine) instead of at the named path.

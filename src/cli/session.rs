@@ -36,25 +36,46 @@ use super::fail;
 use super::install::{TargetError, choose, hook_binary};
 use hooktrack::error_chain;
 
+/// What `--startup-grace-ms` means, with each agent's headless command line from its
+/// descriptor (`claude -p`, `codex exec`).
+fn startup_grace_help() -> String {
+    let mut headless: Vec<String> = Vec::new();
+    for agent in Agent::ALL {
+        let d = agent.descriptor();
+        let how = d.headless.flags.first().or(d.headless.subcommands.first());
+        if let (Some(program), Some(how)) = (d.programs.first(), how) {
+            let line = format!("`{program} {how}`");
+            if !headless.contains(&line) {
+                headless.push(line);
+            }
+        }
+    }
+    format!(
+        "With no event this long after the first prompt, the channel says `unavailable` \
+         (startup silence). A headless command ({}) gets its prompt at launch; for a TUI the \
+         first prompt is unknown, so no silence is judged while it runs",
+        headless.join(", ")
+    )
+}
+
 /// Observe an agent live: collector, observer, agent, tracking, cleanup — one command.
 ///
-/// Example: `hooktrack session -- claude -p hi`. The agent is recognised from the command
-/// (claude, codex, gemini, kimi) or named with --agent. The store is
+/// Example: `hooktrack session -- claude -p hi`. The agent is recognised from the command's
+/// program (any agent --agent names below) or named with --agent. The store is
 /// ROOT/hook-observation/<provider>/ (events.ndjson, collector.json, channel.json). The
 /// agent gets the routing variables and the bearer token in its environment and nowhere
 /// else. Posture changes go to stderr (or --output); the exit status is the agent's.
 #[derive(Args)]
 pub struct SessionArgs {
-    /// The agent, by any of its names (default: from the command;
-    /// `kimi` asks `kimi --version`).
-    #[arg(long)]
+    #[arg(long, help = format!(
+        "The agent, by any of its names (default: from the command; `kimi` asks `kimi --version`): {}",
+        super::agents_by(Agent::typed_name)
+    ))]
     agent: Option<String>,
     /// The agent's hooks file (default: where the agent reads it).
     #[arg(long, conflicts_with = "home")]
     config: Option<PathBuf>,
-    /// The agent's home: the value of $CLAUDE_CONFIG_DIR, $CODEX_HOME, $GEMINI_CLI_HOME,
-    /// $KIMI_CODE_HOME or $KIMI_SHARE_DIR, which the agent is started with.
-    #[arg(long)]
+    #[arg(long, help = super::home_help())]
     home: Option<PathBuf>,
     /// The session root (default: $XDG_STATE_HOME/hooktrack/sessions/<time>-<pid>, or
     /// ~/.local/state/...). Reusing a root starts the next generation.
@@ -69,11 +90,7 @@ pub struct SessionArgs {
     /// After the agent exits, wait until no row arrived for this long (late hooks).
     #[arg(long, default_value_t = 500)]
     linger_ms: u64,
-    /// With no event this long after the first prompt, the channel says `unavailable`
-    /// (startup silence). A headless command (`claude -p`, `codex exec`, `gemini -p`,
-    /// `kimi --print`) gets its prompt at launch; for a TUI the first prompt is unknown,
-    /// so no silence is judged while it runs.
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = 20_000, help = startup_grace_help())]
     startup_grace_ms: u32,
     /// The signal the agent receives if this process is killed without its cleanup
     /// (`kill -9`): TERM (default), HUP, INT, KILL, or none (the agent runs on).

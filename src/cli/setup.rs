@@ -42,6 +42,7 @@ use super::install::{TargetError, hook_binary};
 /// that is not root's) it refuses and changes nothing, since every file it writes and
 /// every folder it creates would become root's.
 #[derive(Args)]
+#[command(after_long_help = super::install::agents_table())]
 pub struct SetupArgs {
     /// Remove what setup added: each file it changed gets its bytes back (a file it
     /// created is removed); a file edited since loses only hooktrack's entries.

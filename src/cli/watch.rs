@@ -35,19 +35,18 @@ pub struct WatchArgs {
     /// default store and every `hooktrack session` store).
     paths: Vec<PathBuf>,
     /// Print one JSON line per posture change instead (for supervisors in other
-    /// languages): `{"session", "at", "posture", "channel", "closed", "notices", ...}`.
+    /// languages): `{"session", "phase", "at", "posture", "channel", "closed", "notices",
+    /// ...}` (`phase`: the word the status line and `@hooktrack_phase` show).
     #[arg(long)]
     ndjson: bool,
-    /// Which agent CLI wrote the logs: auto (detected from the rows), kimi (either Kimi),
-    /// kimi-code, kimi-cli, claude, codex or gemini.
-    #[arg(long, visible_alias = "agent", default_value = "auto", value_parser = super::parse_agent_choice)]
+    #[arg(long, visible_alias = "agent", default_value = "auto", value_parser = super::parse_agent_choice,
+          help = super::agent_choice_help("Which agent CLI wrote the logs"))]
     provider: ProviderChoice,
     /// Milliseconds between re-checks of every session, whatever the file watcher says.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(10..))]
     recheck_ms: u64,
     /// Publish each session's posture as tmux user options on the agent's pane
-    /// (@hooktrack_phase, @hooktrack_blocked, @hooktrack_last, @hooktrack_agent,
-    /// @hooktrack_turn, @hooktrack_turn_age, @hooktrack_attention, @hooktrack_status), for
+    /// (@hooktrack_phase, @hooktrack_status and the others docs/tmux.md lists), for
     /// status-right and window-status-format (docs/tmux.md). The pane is the one the
     /// rows name (the emitter records $TMUX_PANE), or --tmux-pane. Removed at exit.
     #[arg(long)]

@@ -2,7 +2,8 @@
 //!
 //! A time axis, one lane per scope (main, each subagent or system-triggered scope), every
 //! turn a bar coloured by its result with its tool calls inside it, blocked and
-//! compaction windows shaded, a mark on every guess and every skipped line. Inline SVG
+//! compaction windows shaded, a mark on every guess and every skipped line (transcript
+//! entries hooktrack does not read by design are counted in the summary). Inline SVG
 //! and CSS, and one small inline script for hover, zoom and the overview strip; no
 //! network. The same input gives the same bytes.
 //!
@@ -110,12 +111,25 @@ pub(super) struct Recorder {
     open_tools: Vec<usize>,
     /// The tmux panes each session's rows named, in order of first mention.
     panes: Vec<Vec<String>>,
+    /// Transcript entries hooktrack does not read by design: counted in the summary, not
+    /// drawn as skipped lines (a long transcript has hundreds, none of them an error).
+    ignored: usize,
+}
+
+/// A skip that is hooktrack's choice, not a fault of the line: a transcript entry that is
+/// no marker, or a transcript not followed.
+fn deliberately_ignored(diag: Diag) -> bool {
+    matches!(
+        diag,
+        Diag::TranscriptEntryIgnored | Diag::TranscriptNotFollowed
+    )
 }
 
 impl Recorder {
     /// Records one fed line of the session of index `session`, `pipeline` after it.
     pub(super) fn record(&mut self, fed: &Fed<'_>, pipeline: &Pipeline, session: usize) {
         match fed {
+            Fed::Skipped(skip) if deliberately_ignored(skip.diag) => self.ignored += 1,
             Fed::Skipped(skip) => self.marks.push(Mark::Skip(SkipMark {
                 session: (skip.source != Source::Hook).then_some(session),
                 line: skip.line,
@@ -485,7 +499,7 @@ fn render(source_name: &str, report: &Report, rec: &Recorder) -> String {
 
     let mut s = String::with_capacity(64 * 1024 + rec.marks.len() * 400);
     head(&mut s, source_name, false);
-    header(&mut s, source_name, report, &frame);
+    header(&mut s, source_name, report, &frame, rec.ignored);
 
     // The main picture.
     svg_open(&mut s, axis, height);
@@ -617,7 +631,14 @@ fn render_sessions(
 
     let mut s = String::with_capacity(64 * 1024 + rec.marks.len() * 400);
     head(&mut s, source_name, true);
-    header_sessions(&mut s, source_name, (parts, lines), &labels, &frame);
+    header_sessions(
+        &mut s,
+        source_name,
+        (parts, lines),
+        &labels,
+        &frame,
+        rec.ignored,
+    );
 
     svg_open(&mut s, axis, height);
     let mut y = groups_top;
@@ -1312,19 +1333,22 @@ fn provider_text(report: &Report) -> String {
     }
 }
 
-fn header(s: &mut String, source_name: &str, report: &Report, frame: &Frame<'_>) {
+/// The header of a store of one session; `ignored`: the transcript entries hooktrack does
+/// not read by design (counted here, not drawn).
+fn header(s: &mut String, source_name: &str, report: &Report, frame: &Frame<'_>, ignored: usize) {
     w!(s, "<header><h1>hooktrack timeline</h1>\n");
     let notes: usize = frame.events.iter().map(|e| e.notes.len()).sum();
     w!(
         s,
-        "<p class=\"facts\"><span class=\"src\">{}</span> · agent {} · {} lines, {} events · {} turns · {} guesses · {} skipped lines</p>\n",
+        "<p class=\"facts\"><span class=\"src\">{}</span> · agent {} · {} lines, {} events · {} turns · {} guesses · {} skipped lines · {} transcript entries ignored</p>\n",
         esc(source_name),
         esc(&provider_text(report)),
         report.lines,
         report.events,
         report.turns.len(),
         notes,
-        frame.skips.len()
+        frame.skips.len(),
+        ignored
     );
     header_end(s, frame);
 }
@@ -1337,19 +1361,21 @@ fn header_sessions(
     (parts, lines): (&[SessionPart<'_>], u64),
     labels: &[SessionLabel],
     frame: &Frame<'_>,
+    ignored: usize,
 ) {
     w!(s, "<header><h1>hooktrack timeline</h1>\n");
     let notes: usize = frame.events.iter().map(|e| e.notes.len()).sum();
     w!(
         s,
-        "<p class=\"facts\"><span class=\"src\">{}</span> · {} sessions · {} lines, {} events · {} turns · {} guesses · {} skipped lines</p>\n<ul class=\"sessions\">",
+        "<p class=\"facts\"><span class=\"src\">{}</span> · {} sessions · {} lines, {} events · {} turns · {} guesses · {} skipped lines · {} transcript entries ignored</p>\n<ul class=\"sessions\">",
         esc(source_name),
         parts.len(),
         lines,
         parts.iter().map(|p| p.report.events).sum::<u64>(),
         parts.iter().map(|p| p.report.turns.len()).sum::<usize>(),
         notes,
-        frame.skips.len()
+        frame.skips.len(),
+        ignored
     );
     for (part, label) in parts.iter().zip(labels) {
         let turns = part.report.turns.len();

@@ -49,17 +49,9 @@ impl Facts {
         }
     }
 
-    /// `absent` when the agent is gone, else the turn phase.
+    /// `absent` when the agent is gone, else the turn phase: [`shown_phase`].
     pub fn phase_name(&self) -> &'static str {
-        if self.presence == Presence::Absent {
-            return "absent";
-        }
-        match self.phase {
-            Phase::Ready => "ready",
-            Phase::Active => "active",
-            Phase::Blocked => "blocked",
-            Phase::Unknown => "unknown",
-        }
+        shown_phase(self.presence, self.phase)
     }
 
     /// How long the open main turn has been running at `now`.
@@ -68,6 +60,24 @@ impl Facts {
             .map(|at| (now.as_millis() - at.as_millis()).max(0))
     }
 }
+
+/// The one word for what a session does, in the text view's phase column, `--ndjson`'s
+/// `phase` and tmux's `@hooktrack_phase`: `absent` when the agent is gone (its posture's
+/// presence), else the turn phase, each spelt as the posture's JSON spells it.
+pub fn shown_phase(presence: Presence, phase: Phase) -> &'static str {
+    if presence == Presence::Absent {
+        return "absent";
+    }
+    match phase {
+        Phase::Ready => "ready",
+        Phase::Active => "active",
+        Phase::Blocked => "blocked",
+        Phase::Unknown => "unknown",
+    }
+}
+
+/// The word for an agent not identified yet (no row named it), in every output.
+pub const UNKNOWN_AGENT: &str = "unknown";
 
 /// ` · 2 background` when background work runs, else empty: what follows the phase in a
 /// status line (`ready · 1 background`).
@@ -127,6 +137,27 @@ mod tests {
         assert_eq!(age_text(7_380_000), "2h03m");
         assert_eq!(coarse_age_text(7_400), "5s");
         assert_eq!(coarse_age_text(245_000), "4m");
+    }
+
+    /// Text, tmux and `--ndjson` show [`shown_phase`]; it must use the words the posture's
+    /// JSON uses, so that no output says `unknown` where another says `absent`.
+    #[test]
+    fn the_shown_phase_speaks_the_postures_json_words() {
+        let word = |v: serde_json::Value| v.as_str().map(str::to_owned);
+        for presence in [Presence::Present, Presence::Absent, Presence::Unknown] {
+            for phase in [Phase::Ready, Phase::Active, Phase::Blocked, Phase::Unknown] {
+                let want = if presence == Presence::Absent {
+                    word(serde_json::json!(presence))
+                } else {
+                    word(serde_json::json!(phase))
+                };
+                assert_eq!(
+                    Some(shown_phase(presence, phase)),
+                    want.as_deref(),
+                    "{presence:?} {phase:?}"
+                );
+            }
+        }
     }
 
     #[test]

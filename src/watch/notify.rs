@@ -186,7 +186,10 @@ impl Notifier {
             ("HOOKTRACK_SESSION", facts.session.clone()),
             (
                 "HOOKTRACK_AGENT",
-                facts.agent.unwrap_or("unknown").to_owned(),
+                facts
+                    .agent
+                    .unwrap_or(super::facts::UNKNOWN_AGENT)
+                    .to_owned(),
             ),
             ("HOOKTRACK_PHASE", facts.phase_name().to_owned()),
             ("HOOKTRACK_RESULT", facts.last_result.name().to_owned()),

@@ -271,7 +271,10 @@ fn work(target: &TmuxTarget, rx: &Receiver<Job>, stop: &AtomicBool, warnings: &S
 /// The option values for a session, in [`OPTIONS`] order. Empty means "not so", which
 /// `#{?@hooktrack_blocked,…,…}` reads as false.
 fn values(facts: &Facts, now: Timestamp) -> Vec<String> {
-    let agent = facts.agent.unwrap_or("unknown").to_owned();
+    let agent = facts
+        .agent
+        .unwrap_or(super::facts::UNKNOWN_AGENT)
+        .to_owned();
     let phase = facts.phase_name().to_owned();
     let blocked = if facts.phase == Phase::Blocked {
         facts.blocked_tool.as_deref().map_or_else(

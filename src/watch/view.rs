@@ -6,11 +6,11 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use hooktrack_core::posture::{Phase, Presence};
+use hooktrack_core::posture::Phase;
 use hooktrack_core::time::Timestamp;
 use hooktrack_live::session::Update;
 
-use super::facts::{Facts, age_text, background_text, display_text};
+use super::facts::{Facts, UNKNOWN_AGENT, age_text, background_text, display_text, shown_phase};
 
 /// How a [`Watch`](super::Watch) shows its sessions on the writer it is handed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,6 +88,9 @@ struct NdjsonLine<'a> {
     /// Set for a store of several `session_id`s: one line per session.
     #[serde(skip_serializing_if = "Option::is_none")]
     session_id: Option<&'a str>,
+    /// The word the text view and tmux's `@hooktrack_phase` show: the turn phase, or
+    /// `absent` when the agent is gone.
+    phase: &'static str,
     #[serde(flatten)]
     update: &'a Update,
 }
@@ -146,6 +149,7 @@ impl View for Ndjson {
                 &NdjsonLine {
                     session: name,
                     session_id,
+                    phase: shown_phase(update.posture().presence, update.posture().turn.phase),
                     update: &update,
                 },
             )?;
@@ -293,7 +297,7 @@ pub(super) struct StatusLine {
 /// says how much background work runs, if any (`ready · 1 background`).
 pub(super) fn status_line(name: &str, update: &Update, now: Timestamp) -> StatusLine {
     let p = update.posture();
-    let agent = update.agent().map_or("?", |a| a.name());
+    let agent = update.agent().map_or(UNKNOWN_AGENT, |a| a.name());
     let waits = if p.turn.phase == Phase::Blocked {
         let tool = p
             .turn
@@ -318,12 +322,8 @@ pub(super) fn status_line(name: &str, update: &Update, now: Timestamp) -> Status
         ),
         None => "never".to_owned(),
     };
-    // One word for a gone agent in every output: tmux's `@hooktrack_phase` says the same.
-    let phase = if p.presence == Presence::Absent {
-        "absent".to_owned()
-    } else {
-        name_of(&p.turn.phase)
-    };
+    // One word in every output: tmux's `@hooktrack_phase` and --ndjson's `phase` say the same.
+    let phase = shown_phase(p.presence, p.turn.phase).to_owned();
     let line = |turn_age: &str, event_age: &str| {
         format!(
             "{name}  {agent:<11}  {:<7}  turn {:<4}  for {turn_age:<6}  tools {:<3}  waits {waits:<10}  last {:<13}  {:<19}  event {event_age}",
