@@ -62,6 +62,24 @@ fn escape(s: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
     Cow::Owned(shown)
 }
 
+/// `s` for a notification daemon that reads markup (`notify-send`'s body): `&`, `<`
+/// and `>` as entities, so `<a href=…>` or `<img src=…>` is shown as text.
+pub fn markup(s: &str) -> Cow<'_, str> {
+    if !s.contains(['&', '<', '>']) {
+        return Cow::Borrowed(s);
+    }
+    let mut shown = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '&' => shown.push_str("&amp;"),
+            '<' => shown.push_str("&lt;"),
+            '>' => shown.push_str("&gt;"),
+            c => shown.push(c),
+        }
+    }
+    Cow::Owned(shown)
+}
+
 /// What a [`SafeWriter`] writes in place of an unsafe character.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Notation {
@@ -183,6 +201,7 @@ mod tests {
             "a\\u{1b}]52;c;eA==\\u{7}b\\u{9b}6n\\u{202e}\\u{a}\\u{9}\\u{7f}"
         );
         assert_eq!(visible_lines("a\nb\t\x1b"), "a\nb\t\\u{1b}");
+        assert_eq!(markup("<a href=x>&</a>"), "&lt;a href=x&gt;&amp;&lt;/a&gt;");
         for c in [
             '\u{61c}', '\u{200e}', '\u{200f}', '\u{2066}', '\u{2069}', '\u{80}',
         ] {

@@ -30,6 +30,7 @@ use hooktrack_live::session::Update;
 
 use super::bounded::run_bounded;
 use super::facts::{Facts, display_text};
+use crate::safe_text::markup;
 use hooktrack_core::diagnostics::error_chain;
 
 /// Runs waiting for the worker; more are dropped (and counted).
@@ -282,7 +283,9 @@ fn work(
                 match desktop {
                     Desktop::NotifySend(program) => {
                         let mut run = Command::new(program);
-                        run.args(["--app-name", "hooktrack", &title, &body]);
+                        // notify-send reads a subset of HTML: a tool named `<a href=…>`
+                        // is shown as text.
+                        run.args(["--app-name", "hooktrack", &markup(&title), &markup(&body)]);
                         run
                     }
                     Desktop::Osc { tmux } => {

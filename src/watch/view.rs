@@ -11,6 +11,7 @@ use hooktrack_core::time::Timestamp;
 use hooktrack_live::session::Update;
 
 use super::facts::{Facts, age_text, background_text, display_text};
+use crate::safe_text::visible;
 
 /// How a [`Watch`](super::Watch) shows its sessions on the writer it is handed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,11 +202,12 @@ impl View for LiveView {
             // Back to the first status line.
             write!(out, "\x1b[{}F", self.drawn)?;
         }
+        // This view writes its own escapes, so what it shows is made safe line by line.
         for notice in self.notices.drain(..) {
-            writeln!(out, "\x1b[2K{notice}")?;
+            writeln!(out, "\x1b[2K{}", visible(&notice))?;
         }
         for line in lines {
-            writeln!(out, "\x1b[2K{}", line.text)?;
+            writeln!(out, "\x1b[2K{}", visible(&line.text))?;
         }
         self.drawn = lines.len();
         out.flush()
