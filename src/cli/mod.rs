@@ -68,6 +68,10 @@ pub(crate) fn parse_agent_choice(name: &str) -> Result<hooktrack::ProviderChoice
 }
 
 pub(crate) fn fail(message: &str) -> ExitCode {
-    eprintln!("hooktrack: error: {message}");
+    // An error names paths and payload text: shown, never interpreted.
+    eprintln!(
+        "hooktrack: error: {}",
+        hooktrack::safe_text::visible_lines(message)
+    );
     ExitCode::FAILURE
 }
