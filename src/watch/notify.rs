@@ -422,7 +422,7 @@ mod tests {
         };
         let (title, body) = message(&job);
         assert_eq!(title, "claude-code waits for you");
-        // A payload's text cannot end the escape sequence.
-        assert_eq!(body, "Bash__]0_x · %3 · claude");
+        // A payload's text cannot end the escape sequence: its ESC is shown, its `;` gone.
+        assert_eq!(body, "Bash_\\u{1b}]0_x · %3 · claude");
     }
 }
