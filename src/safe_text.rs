@@ -145,6 +145,12 @@ impl<W: Write> SafeWriter<W> {
     }
 
     fn put_str(&mut self, s: &str) -> io::Result<()> {
+        // Most output is printable ASCII and newlines: one pass over the bytes, no decoding.
+        if s.bytes()
+            .all(|b| (b' '..0x7f).contains(&b) || b == b'\n' || b == b'\t')
+        {
+            return self.inner.write_all(s.as_bytes());
+        }
         let mut start = 0;
         for (i, c) in s.char_indices() {
             if !self.rewrites(c) {
