@@ -115,13 +115,6 @@ impl<W: Write> SafeWriter<W> {
         self.inner
     }
 
-    fn rewrites(&self, c: char) -> bool {
-        match self.notation {
-            Notation::Text => is_unsafe(c) && c != '\n' && c != '\t',
-            Notation::Json => is_unsafe(c) && c > '\u{1f}',
-        }
-    }
-
     fn put(&mut self, mut rest: &[u8]) -> io::Result<()> {
         loop {
             match std::str::from_utf8(rest) {
@@ -144,26 +137,36 @@ impl<W: Write> SafeWriter<W> {
         }
     }
 
+    /// Writes `s` with its unsafe characters rewritten. The scan is over bytes: in UTF-8
+    /// every unsafe character is an ASCII byte or starts with 0xC2 (C1), 0xD8 (U+061C) or
+    /// 0xE2 (the bidi controls), and only those are decoded.
     fn put_str(&mut self, s: &str) -> io::Result<()> {
-        // Most output is printable ASCII and newlines: one pass over the bytes, no decoding.
-        if s.bytes()
-            .all(|b| (b' '..0x7f).contains(&b) || b == b'\n' || b == b'\t')
-        {
-            return self.inner.write_all(s.as_bytes());
-        }
-        let mut start = 0;
-        for (i, c) in s.char_indices() {
-            if !self.rewrites(c) {
+        let bytes = s.as_bytes();
+        let (mut start, mut i) = (0, 0);
+        while i < bytes.len() {
+            let unsafe_char = match bytes[i] {
+                b'\n' | b'\t' => None,
+                0x00..=0x1f if self.notation == Notation::Json => None,
+                0x00..=0x1f | 0x7f => Some(char::from(bytes[i])),
+                0xc2 | 0xd8 | 0xe2 => s
+                    .get(i..)
+                    .and_then(|rest| rest.chars().next())
+                    .filter(|&c| is_unsafe(c)),
+                _ => None,
+            };
+            let Some(c) = unsafe_char else {
+                i += 1;
                 continue;
-            }
-            self.inner.write_all(&s.as_bytes()[start..i])?;
+            };
+            self.inner.write_all(&bytes[start..i])?;
             match self.notation {
                 Notation::Text => write!(self.inner, "\\u{{{:x}}}", u32::from(c))?,
                 Notation::Json => write!(self.inner, "\\u{:04x}", u32::from(c))?,
             }
-            start = i + c.len_utf8();
+            i += c.len_utf8();
+            start = i;
         }
-        self.inner.write_all(&s.as_bytes()[start..])
+        self.inner.write_all(&bytes[start..])
     }
 }
 
@@ -215,6 +218,27 @@ mod tests {
         }
         for c in [' ', '~', '\u{a0}', '\u{2028}', 'é', '\u{2070}'] {
             assert!(!is_unsafe(c), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn the_writer_byte_scan_agrees_with_is_unsafe_on_every_character_up_to_u_3000() {
+        for c in (0..0x3000).filter_map(char::from_u32) {
+            let text = c.to_string();
+            let written = through(Notation::Text, &[text.as_bytes()]);
+            let expected = if c == '\n' || c == '\t' {
+                text.clone()
+            } else {
+                visible(&text).into_owned()
+            };
+            assert_eq!(written, expected, "{c:?}");
+            let json = through(Notation::Json, &[text.as_bytes()]);
+            let expected = if is_unsafe(c) && c > '\u{1f}' {
+                format!("\\u{:04x}", u32::from(c))
+            } else {
+                text
+            };
+            assert_eq!(json, expected, "{c:?}");
         }
     }
 
