@@ -144,10 +144,18 @@ impl<W: Write> SafeWriter<W> {
         let bytes = s.as_bytes();
         let (mut start, mut i) = (0, 0);
         while i < bytes.len() {
-            let unsafe_char = match bytes[i] {
+            // Eight printable ASCII bytes at a time: the bulk of every output.
+            while let Some(word) = bytes.get(i..i + 8) {
+                if !all_printable_ascii(word) {
+                    break;
+                }
+                i += 8;
+            }
+            let Some(&byte) = bytes.get(i) else { break };
+            let unsafe_char = match byte {
                 b'\n' | b'\t' => None,
                 0x00..=0x1f if self.notation == Notation::Json => None,
-                0x00..=0x1f | 0x7f => Some(char::from(bytes[i])),
+                0x00..=0x1f | 0x7f => Some(char::from(byte)),
                 0xc2 | 0xd8 | 0xe2 => s
                     .get(i..)
                     .and_then(|rest| rest.chars().next())
@@ -188,6 +196,22 @@ impl<W: Write> Write for SafeWriter<W> {
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
     }
+}
+
+/// True when all 8 bytes of `word` are in 0x20..=0x7E. A false "no" only costs the byte
+/// by byte path; a "yes" is exact: a byte at or above 0x7F sets its top bit in
+/// `x | (x + 0x01…)` (a carry only ever leaves a byte that is itself flagged), and with
+/// every top bit clear, `(x - 0x20…) & !x` sets a top bit only where a byte is below 0x20.
+fn all_printable_ascii(word: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const TOPS: u64 = 0x8080_8080_8080_8080;
+    let Ok(word) = <[u8; 8]>::try_from(word) else {
+        return false;
+    };
+    let x = u64::from_le_bytes(word);
+    let high = (x | x.wrapping_add(ONES)) & TOPS;
+    let low = x.wrapping_sub(ONES * 0x20) & !x & TOPS;
+    high == 0 && low == 0
 }
 
 #[cfg(test)]
@@ -239,6 +263,32 @@ mod tests {
                 text
             };
             assert_eq!(json, expected, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn the_word_check_passes_printable_ascii_only() {
+        for b in 0..=255u8 {
+            for at in 0..8 {
+                let mut word = *b"abcdefgh";
+                word[at] = b;
+                assert_eq!(
+                    all_printable_ascii(&word),
+                    (0x20..0x7f).contains(&b),
+                    "{b:#x} at {at}"
+                );
+            }
+        }
+        // A long line: the unsafe characters found at every offset from a word's start.
+        for pad in 0..16 {
+            let text = format!(
+                "{}\u{9b}x{}\x1b\u{202e}{}",
+                "a".repeat(pad),
+                "b".repeat(pad),
+                "c".repeat(20)
+            );
+            let written = through(Notation::Text, &[text.as_bytes()]);
+            assert_eq!(written, visible(&text), "{pad}");
         }
     }
 

@@ -257,8 +257,13 @@ pub(crate) fn replay_finding<R: BufRead + Send, W: Write>(
         Format::Json | Format::Ndjson => Notation::Json,
         Format::Text | Format::Html => Notation::Text,
     };
-    let mut out = SafeWriter::new(out, notation);
-    replay_finding_to(input, source_name, choice, format, options, find, &mut out)
+    // Buffered in front: serde_json writes many small pieces, each made safe in 8 KiB
+    // batches rather than one by one.
+    let mut out = io::BufWriter::new(SafeWriter::new(out, notation));
+    let replayed = replay_finding_to(input, source_name, choice, format, options, find, &mut out)?;
+    out.flush()
+        .map_err(|source| ReplayError::Write { source })?;
+    Ok(replayed)
 }
 
 fn replay_finding_to<R: BufRead + Send, W: Write>(
