@@ -48,6 +48,7 @@
 
 mod launch;
 mod output;
+pub mod safe_text;
 pub mod transcripts;
 pub mod watch;
 

@@ -33,6 +33,7 @@ mod producer;
 mod properties;
 mod public_api;
 mod regressions;
+mod sanitize;
 mod setup;
 mod signals;
 mod tail;

@@ -21,6 +21,7 @@ use hooktrack::install::preflight::{self, Probe};
 
 use super::{fail, parse_agent_choice};
 use hooktrack::error_chain;
+use hooktrack::safe_text::visible_lines;
 
 /// Why a command could not find its file or binary, or what the installer refused.
 #[derive(Debug, Error)]
@@ -419,12 +420,12 @@ pub fn run_check(args: &CheckArgs) -> ExitCode {
     let report = match install::check_for(&config, agent, version.as_deref()) {
         Ok(report) => report,
         Err(e) => {
-            eprintln!("hooktrack: {window}");
+            eprintln!("hooktrack: {}", visible_lines(&window));
             // The agent's own validator is asked all the same: where it accepts what
             // hooktrack rejects, the user learns which of the two to believe.
             if !probe.file_only {
                 for finding in preflight::doctor_disagreement(&agent_probe, false) {
-                    eprintln!("hooktrack: error: {finding}");
+                    eprintln!("hooktrack: error: {}", visible_lines(&finding.to_string()));
                 }
             }
             return fail(&error_chain(&e));
@@ -443,14 +444,15 @@ pub fn run_check(args: &CheckArgs) -> ExitCode {
         findings.extend(preflight::preflight(&agent_probe));
     }
     if !findings.is_empty() {
-        eprintln!("hooktrack: {window}");
+        eprintln!("hooktrack: {}", visible_lines(&window));
         for finding in &findings {
-            eprintln!("hooktrack: error: {finding}");
+            eprintln!("hooktrack: error: {}", visible_lines(&finding.to_string()));
         }
         return ExitCode::FAILURE;
     }
-    println!("ok: {}", check_line(agent, &report));
-    println!("{window}");
+    // The agent's version and config text are shown, never interpreted.
+    println!("ok: {}", visible_lines(&check_line(agent, &report)));
+    println!("{}", visible_lines(&window));
     ExitCode::SUCCESS
 }
 

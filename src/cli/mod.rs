@@ -116,6 +116,10 @@ pub(crate) fn home_help() -> String {
 }
 
 pub(crate) fn fail(message: &str) -> ExitCode {
-    eprintln!("hooktrack: error: {message}");
+    // An error names paths and payload text: shown, never interpreted.
+    eprintln!(
+        "hooktrack: error: {}",
+        hooktrack::safe_text::visible_lines(message)
+    );
     ExitCode::FAILURE
 }

@@ -22,6 +22,7 @@ use hooktrack::TurnRecord;
 use hooktrack::collect::CollectSummary;
 use hooktrack::install::preflight::Finding;
 use hooktrack::posture::Posture;
+use hooktrack::safe_text::{Notation, SafeWriter};
 use hooktrack::store;
 use hooktrack::wall_clock;
 use hooktrack::{Agent, ProviderChoice, Timestamp};
@@ -396,8 +397,13 @@ impl Output {
                 source,
             })?),
         };
+        // What the session shows names the agent's turns and paths: made safe here.
+        let notation = match format {
+            OutputFormat::Text => Notation::Text,
+            OutputFormat::Ndjson => Notation::Json,
+        };
         Ok(Self {
-            sink,
+            sink: Box::new(SafeWriter::new(sink, notation)),
             format,
             silence_reported: false,
         })

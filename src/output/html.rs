@@ -1567,8 +1567,8 @@ fn clip_chars(text: &str, max: usize) -> String {
     out
 }
 
-/// Escapes text for HTML text and attribute values. Control characters other than tab
-/// and newline become U+FFFD.
+/// Escapes text for HTML text and attribute values. Control and bidi characters other than
+/// tab and newline are shown in `safe_text`'s notation (`\u{1b}`).
 fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -1579,7 +1579,10 @@ fn esc(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             '\n' | '\t' => out.push(c),
-            c if c.is_control() => out.push('\u{FFFD}'),
+            // Shown in the one notation of every output, never interpreted.
+            c if crate::safe_text::is_unsafe(c) => {
+                out.push_str(&crate::safe_text::visible(c.encode_utf8(&mut [0; 4])));
+            }
             c => out.push(c),
         }
     }
@@ -1593,8 +1596,8 @@ mod tests {
     #[test]
     fn escapes_markup_and_controls() {
         assert_eq!(
-            esc("<script>\"a\" & 'b'</script>\u{0}"),
-            "&lt;script&gt;&quot;a&quot; &amp; &#39;b&#39;&lt;/script&gt;\u{FFFD}"
+            esc("<script>\"a\" & 'b'</script>\u{0}\u{9b}\u{202e}"),
+            "&lt;script&gt;&quot;a&quot; &amp; &#39;b&#39;&lt;/script&gt;\\u{0}\\u{9b}\\u{202e}"
         );
     }
 }

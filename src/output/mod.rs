@@ -20,6 +20,8 @@ use std::io::{self, BufRead, Write};
 use serde::Serialize;
 use thiserror::Error;
 
+use crate::safe_text::{Notation, SafeWriter};
+
 use hooktrack_core::correlate::TurnRecord;
 use hooktrack_core::diagnostics::Diagnostics;
 use hooktrack_core::pipeline::{Fed, Pipeline};
@@ -239,7 +241,32 @@ impl From<ReplayError> for Stop {
 /// The result is the same as with the transcripts given at the start: if any of their
 /// lines is earlier than a row already fed, the replay stops with
 /// [`Replayed::NamedLate`] for the caller to start over with them.
+///
+/// Every format is written through [`SafeWriter`]: no character from a row, a path or a
+/// transcript reaches the output as a control (`safe_text.rs`).
 pub(crate) fn replay_finding<R: BufRead + Send, W: Write>(
+    input: R,
+    source_name: &str,
+    choice: ProviderChoice,
+    format: Format,
+    options: Options,
+    find: Option<Find<'_>>,
+    out: &mut W,
+) -> Result<Replayed, ReplayError> {
+    let notation = match format {
+        Format::Json | Format::Ndjson => Notation::Json,
+        Format::Text | Format::Html => Notation::Text,
+    };
+    // Buffered in front: serde_json writes many small pieces, each made safe in 8 KiB
+    // batches rather than one by one.
+    let mut out = io::BufWriter::new(SafeWriter::new(out, notation));
+    let replayed = replay_finding_to(input, source_name, choice, format, options, find, &mut out)?;
+    out.flush()
+        .map_err(|source| ReplayError::Write { source })?;
+    Ok(replayed)
+}
+
+fn replay_finding_to<R: BufRead + Send, W: Write>(
     input: R,
     source_name: &str,
     choice: ProviderChoice,

@@ -5,6 +5,8 @@ use hooktrack_core::store::is_tmux_pane_id;
 use hooktrack_core::time::Timestamp;
 use hooktrack_live::session::Update;
 
+use crate::safe_text::visible;
+
 /// One session's state, as a person asks for it: which agent, doing what, since when,
 /// waiting on which tool.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,19 +113,24 @@ pub fn coarse_age_text(ms: i64) -> String {
 }
 
 /// Payload text made safe for a one-line display, a tmux option value or an environment
-/// variable: at most `max` characters; control characters, and the characters tmux
-/// formats and command lines give meaning to (`#`, `;`, `{`, `}`), become `_`.
+/// variable: at most `max` characters; the characters tmux formats and command lines give
+/// meaning to (`#`, `;`, `{`, `}`) become `_`, control and bidi characters are shown as
+/// `\u{1b}` ([`visible`]).
 pub fn display_text(text: &str, max: usize) -> String {
-    text.chars()
+    let steers_tmux: String = text
+        .chars()
         .take(max)
         .map(|c| {
-            if c.is_control() || matches!(c, '#' | ';' | '{' | '}') {
+            if matches!(c, '#' | ';' | '{' | '}') {
                 '_'
             } else {
                 c
             }
         })
-        .collect()
+        .collect();
+    // Controls are shown in the one notation (`\u{1b}`), after the braces went: its own
+    // braces follow no `#`, so tmux reads them as text.
+    visible(&steers_tmux).into_owned()
 }
 
 #[cfg(test)]
@@ -162,7 +169,11 @@ mod tests {
 
     #[test]
     fn payload_text_cannot_steer_tmux() {
-        assert_eq!(display_text("#[bg=red]x;y\n", 64), "_[bg=red]x_y_");
+        assert_eq!(display_text("#[bg=red]x;y\n", 64), "_[bg=red]x_y\\u{a}");
+        assert_eq!(
+            display_text("a\x1b]52;c;eA==\x07\u{9b}\u{202e}", 64),
+            "a\\u{1b}]52_c_eA==\\u{7}\\u{9b}\\u{202e}"
+        );
         assert_eq!(display_text("abcdef", 3), "abc");
     }
 }

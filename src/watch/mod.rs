@@ -50,6 +50,8 @@ use discover::{Discover, Discovered, Found, is_pattern};
 use facts::Facts;
 use notify::{Action, Notifier};
 use tmux::Tmux;
+
+use crate::safe_text::{Notation, SafeWriter};
 use view::{StatusLine, View, pane_facts, session_name, short_id, status_line};
 
 pub use config::{WatchConfig, WatchError, default_folders};
@@ -218,8 +220,15 @@ impl Watch {
             record_ends: config.record_process_ends,
             grace_ms: i64::try_from(config.drop_after.as_millis()).unwrap_or(i64::MAX),
             next_redraw: Instant::now() + REDRAW,
-            view: config.output.map(|o| o.view(notices)),
-            out,
+            view: config
+                .output
+                .map(|o| o.view(safe_writer(notices, Notation::Text))),
+            out: match config.output {
+                Some(Output::Ndjson) => safe_writer(out, Notation::Json),
+                Some(Output::Lines) => safe_writer(out, Notation::Text),
+                // The live view writes its own escapes and makes its lines safe itself.
+                Some(Output::Live) | None => out,
+            },
             tmux,
             on_change,
             notify,
@@ -579,4 +588,10 @@ impl Watch {
             .collect();
         view.redraw(&mut self.out, &lines).map_err(write)
     }
+}
+
+/// `out` through [`SafeWriter`]: text from agents reaches the output shown, never as
+/// terminal control.
+fn safe_writer(out: Box<dyn Write>, notation: Notation) -> Box<dyn Write> {
+    Box::new(SafeWriter::new(out, notation))
 }

@@ -30,6 +30,7 @@ use hooktrack_live::session::Update;
 
 use super::bounded::run_bounded;
 use super::facts::{Facts, display_text};
+use crate::safe_text::{markup, visible};
 use hooktrack_core::diagnostics::error_chain;
 
 /// Runs waiting for the worker; more are dropped (and counted).
@@ -285,7 +286,9 @@ fn work(
                 match desktop {
                     Desktop::NotifySend(program) => {
                         let mut run = Command::new(program);
-                        run.args(["--app-name", "hooktrack", &title, &body]);
+                        // notify-send reads a subset of HTML: a tool named `<a href=…>`
+                        // is shown as text.
+                        run.args(["--app-name", "hooktrack", &markup(&title), &markup(&body)]);
                         run
                     }
                     Desktop::Osc { tmux } => {
@@ -346,17 +349,26 @@ fn message(job: &Job) -> (String, String) {
     .into_iter()
     .filter(|p| !p.is_empty())
     .collect();
-    (
-        display_text(&title, 80),
-        display_text(&body.join(" · "), 160),
-    )
+    (display_text(&title, 80), osc_text(&body.join(" · "), 160))
+}
+
+/// A notification body: at most `max` characters, no `;` (it would end OSC 777's title
+/// field), controls shown ([`visible`]). Unlike [`display_text`] it keeps braces, so the
+/// tool name's `\u{1b}` (already made safe) is shown as it is, not mangled twice.
+fn osc_text(text: &str, max: usize) -> String {
+    let cut: String = text
+        .chars()
+        .take(max)
+        .map(|c| if c == ';' { '_' } else { c })
+        .collect();
+    visible(&cut).into_owned()
 }
 
 /// OSC 777 (`notify;TITLE;BODY`: urxvt, foot, WezTerm, Ghostty...) then OSC 9 (`BODY`:
 /// iTerm2, Windows Terminal, kitty...), each ended by BEL; a terminal ignores the one it
 /// does not know. Inside tmux each goes through tmux's passthrough (`ESC P tmux;` with
 /// every ESC doubled, then `ESC \`). The texts have no control characters and no `;`
-/// ([`display_text`]), so they cannot end the sequence early.
+/// ([`display_text`], `osc_text`), so they cannot end the sequence early.
 pub fn osc(title: &str, body: &str, tmux: bool) -> Vec<u8> {
     let sequences = [
         format!("\x1b]777;notify;{title};{body}\x07"),
@@ -413,7 +425,7 @@ mod tests {
         };
         let (title, body) = message(&job);
         assert_eq!(title, "claude-code waits for you");
-        // A payload's text cannot end the escape sequence.
-        assert_eq!(body, "Bash__]0_x · %3 · claude");
+        // A payload's text cannot end the escape sequence: its ESC is shown, its `;` gone.
+        assert_eq!(body, "Bash_\\u{1b}]0_x · %3 · claude");
     }
 }

@@ -11,6 +11,7 @@ use hooktrack_core::time::Timestamp;
 use hooktrack_live::session::Update;
 
 use super::facts::{Facts, UNKNOWN_AGENT, age_text, background_text, display_text, shown_phase};
+use crate::safe_text::visible;
 
 /// How a [`Watch`](super::Watch) shows its sessions on the writer it is handed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,11 +206,12 @@ impl View for LiveView {
             // Back to the first status line.
             write!(out, "\x1b[{}F", self.drawn)?;
         }
+        // This view writes its own escapes, so what it shows is made safe line by line.
         for notice in self.notices.drain(..) {
-            writeln!(out, "\x1b[2K{notice}")?;
+            writeln!(out, "\x1b[2K{}", visible(&notice))?;
         }
         for line in lines {
-            writeln!(out, "\x1b[2K{}", line.text)?;
+            writeln!(out, "\x1b[2K{}", visible(&line.text))?;
         }
         self.drawn = lines.len();
         out.flush()
@@ -389,5 +391,38 @@ fn name_of<T: Serialize>(v: &T) -> String {
     match serde_json::to_value(v) {
         Ok(serde_json::Value::String(s)) => s,
         _ => "?".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_live_view_writes_its_own_escapes_and_shows_a_rows_controls() {
+        let mut view = LiveView::default();
+        let mut out = Vec::new();
+        view.notice(&mut out, "store: turn p\x1b]52;c;eA==\x07 ended")
+            .unwrap();
+        let hostile = "store  claude-code  active  turn p\x1b[6n\u{9b}2J\u{202e}";
+        let line = StatusLine {
+            text: hostile.to_owned(),
+            key: hostile.to_owned(),
+        };
+        view.redraw(&mut out, std::slice::from_ref(&line)).unwrap();
+        view.redraw(&mut out, std::slice::from_ref(&line)).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        // Only the view's own sequences: erase the line, back to the first status line.
+        let own = text.replace("\x1b[2K", "").replace("\x1b[1F", "");
+        assert!(
+            !own.chars()
+                .any(|c| crate::safe_text::is_unsafe(c) && c != '\n'),
+            "{own:?}"
+        );
+        assert!(
+            own.contains(r"turn p\u{1b}]52;c;eA==\u{7} ended"),
+            "{own:?}"
+        );
+        assert!(own.contains(r"turn p\u{1b}[6n\u{9b}2J\u{202e}"), "{own:?}");
     }
 }
