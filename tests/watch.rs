@@ -799,10 +799,19 @@ fn an_agent_end_seen_by_two_watchers_is_one_row_and_replay_agrees() {
         ended[0]["payload"],
         serde_json::json!({"pid": pid, "session_id": "session_t", "seen_by": "watch"})
     );
-    assert_eq!(ended[0]["received_at"], live[0]["gone_since"]);
-    // What the live view closed, the replay closes the same way.
-    let closed = &live[0]["closed"][0];
+    // The row is the one watch that wrote it (the other found it written): its time is
+    // that watch's, and what that watch closed the replay closes the same way. The other
+    // saw the same end a moment apart (its own clock), with the same turn and result.
+    let writer = live
+        .iter()
+        .find(|v| v["gone_since"] == ended[0]["received_at"])
+        .unwrap_or_else(|| panic!("no watch wrote {}: {live:?}", ended[0]));
+    let closed = &writer["closed"][0];
     assert_eq!(closed["result"], "terminal_gap");
+    for other in &live {
+        assert_eq!(other["closed"][0]["result"], closed["result"], "{other}");
+        assert_eq!(other["closed"][0]["turn_id"], closed["turn_id"], "{other}");
+    }
     drop(watchers);
     let out = hooktrack()
         .args(["replay", "--format", "ndjson"])
