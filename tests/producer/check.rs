@@ -130,11 +130,16 @@ fn check_names_the_command_that_installs_when_nothing_is_installed() {
             "{}: {stderr}",
             agent.name()
         );
-        // Setup installs every agent but one whose config belongs to each launch.
-        let by_setup = !agent.descriptor().install.per_session_entries;
-        assert_eq!(
+        // Setup installs every agent (Kimi Code's routed block too); one whose config
+        // also belongs to each launch is named with `hooktrack session` besides.
+        assert!(
             stderr.contains("`hooktrack setup`"),
-            by_setup,
+            "{}: {stderr}",
+            agent.name()
+        );
+        assert_eq!(
+            stderr.contains("`hooktrack session -- "),
+            agent.descriptor().install.per_session_entries,
             "{}: {stderr}",
             agent.name()
         );
@@ -248,9 +253,12 @@ fn check_fails_when_the_default_store_cannot_be_written() {
             agent.name()
         );
     }
-    // Entries that name their session's store do not deliver to the default one.
+    // Entries that name their session's store do not deliver to the default one (the
+    // routed entries go first: Kimi Code's file can hold both blocks side by side).
     let store = scratch.path("session-store");
     for agent in Agent::ALL {
+        let out = scratch.run("uninstall", agent, &[]);
+        assert!(out.status.success(), "{}: {out:?}", agent.name());
         let out = scratch.run(
             "install",
             agent,
