@@ -247,6 +247,7 @@ pub(crate) fn replay_finding<R: BufRead + Send, W: Write>(
         previous: Vec::new(),
         recorder: html::Recorder::default(),
         ndjson: ndjson::Lines::default(),
+        timeline: timeline::Lines::default(),
     };
     let mut lines = 0;
     // The latest time of the rows fed so far, while the transcripts wait to be found.
@@ -338,6 +339,7 @@ struct Written {
     previous: Vec<Posture>,
     recorder: html::Recorder,
     ndjson: ndjson::Lines,
+    timeline: timeline::Lines,
 }
 
 impl Written {
@@ -352,7 +354,9 @@ impl Written {
         match self.format {
             Format::Text => {
                 let posture = pipeline.posture();
-                timeline::write_line(out, fed, previous, &posture).map_err(write)?;
+                self.timeline
+                    .write(out, fed, previous, &posture)
+                    .map_err(write)?;
                 *previous = posture;
             }
             Format::Ndjson => {
