@@ -64,11 +64,11 @@ fn json(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) -> io::Result<()> 
     serde_json::to_writer(out, value).map_err(io::Error::other)
 }
 
-/// Appends `,"key":` (`key` is one of the constants below: nothing in it is escaped).
-fn key(out: &mut Vec<u8>, key: &str) {
-    out.extend_from_slice(b",\"");
-    out.extend_from_slice(key.as_bytes());
-    out.extend_from_slice(b"\":");
+/// Appends `,"key":`, a constant's bytes in one piece (nothing in a key here is escaped).
+macro_rules! key {
+    ($out:expr, $key:literal) => {
+        $out.extend_from_slice(concat!(",\"", $key, "\":").as_bytes())
+    };
 }
 
 /// An event line before its posture, as serde_json writes a struct of the fields `line`,
@@ -78,12 +78,12 @@ fn event_head(out: &mut Vec<u8>, step: &Step<'_>, session: usize) -> io::Result<
     out.extend_from_slice(b"{\"line\":");
     json(out, &step.line)?;
     if !is_first(&session) {
-        key(out, "session");
+        key!(out, "session");
         json(out, &session)?;
     }
-    key(out, "source");
+    key!(out, "source");
     json(out, &step.source)?;
-    key(out, "at");
+    key!(out, "at");
     // The collector's shape is digits and separators: nothing in it is escaped.
     match step.at.and_then(|t| t.collector_format()) {
         Some(text) => {
@@ -93,16 +93,16 @@ fn event_head(out: &mut Vec<u8>, step: &Step<'_>, session: usize) -> io::Result<
         }
         None => json(out, &step.at)?,
     }
-    key(out, "event");
+    key!(out, "event");
     json(out, &*step.name)?;
-    key(out, "kind");
+    key!(out, "kind");
     json(out, step.event.kind())?;
     if !step.outcome.notes.is_empty() {
-        key(out, "notes");
+        key!(out, "notes");
         json(out, &step.outcome.notes)?;
     }
     if !step.outcome.closed.is_empty() {
-        key(out, "closed");
+        key!(out, "closed");
         json(out, &step.outcome.closed)?;
     }
     Ok(())
@@ -126,27 +126,27 @@ fn turn_part(out: &mut Vec<u8>, turn: &TurnPosture) -> io::Result<()> {
     } = turn;
     out.extend_from_slice(b"{\"phase\":");
     json(out, phase)?;
-    key(out, "epoch");
+    key!(out, "epoch");
     json(out, epoch)?;
-    key(out, "turn_id");
+    key!(out, "turn_id");
     json(out, turn_id)?;
-    key(out, "scope_depth");
+    key!(out, "scope_depth");
     json(out, scope_depth)?;
-    key(out, "open_tool_calls");
+    key!(out, "open_tool_calls");
     json(out, open_tool_calls)?;
-    key(out, "pending_permissions");
+    key!(out, "pending_permissions");
     json(out, pending_permissions)?;
-    key(out, "queue_length");
+    key!(out, "queue_length");
     json(out, queue_length)?;
     if let Some(tool) = blocked_tool {
-        key(out, "blocked_tool");
+        key!(out, "blocked_tool");
         json(out, tool)?;
     }
-    key(out, "background_scopes");
+    key!(out, "background_scopes");
     json(out, background_scopes)?;
-    key(out, "background_tasks");
+    key!(out, "background_tasks");
     json(out, background_tasks)?;
-    key(out, "background_tool_calls");
+    key!(out, "background_tool_calls");
     json(out, background_tool_calls)?;
     out.push(b'}');
     Ok(())
