@@ -308,8 +308,9 @@ pub(crate) fn replay_finding<R: BufRead + Send, W: Write>(
     if tracker.sessions().len() > 1 {
         let reports = (0..tracker.sessions().len())
             .map(|i| {
+                let ledger = tracker.take_ledger(i);
                 let session = &tracker.sessions()[i];
-                let mut report = report_of(&session.pipeline, tracker.ledger(i), session.lines);
+                let mut report = report_of(&session.pipeline, ledger, session.lines);
                 report.session_id.clone_from(&session.session_id);
                 report
             })
@@ -322,7 +323,7 @@ pub(crate) fn replay_finding<R: BufRead + Send, W: Write>(
         recorder: &recorder,
         source_name,
     };
-    let ledger = tracker.ledger(0);
+    let ledger = tracker.take_ledger(0);
     let session_id = tracker.sessions()[0].session_id.clone();
     let mut report = finish(tracker.pipeline(), ledger, lines, format, extras, out)?;
     report.session_id = session_id;
