@@ -184,10 +184,11 @@ fn describe_into(out: &mut String, event: &Event<'_>) {
                 (false, None) => write!(out, "{excerpt:?}"),
             };
         }
-        Event::PromptQueued { queue_length, .. } => {
-            if let Some(n) = queue_length {
-                let _ = write!(out, "queue {n}");
-            }
+        Event::PromptQueued {
+            queue_length: Some(n),
+            ..
+        } => {
+            let _ = write!(out, "queue {n}");
         }
         Event::TurnStarted {
             turn_id,
@@ -240,17 +241,14 @@ fn describe_into(out: &mut String, event: &Event<'_>) {
             let _ = write!(out, "{} {decision}", opt(&tool.call_id));
         }
         Event::Stopped {
-            stop_hook_active, ..
-        } => {
-            if *stop_hook_active {
-                out.push_str("stop_hook_active");
-            }
-        }
+            stop_hook_active: true,
+            ..
+        } => out.push_str("stop_hook_active"),
         Event::StopFailed { error_type, .. } => out.push_str(opt(error_type)),
-        Event::Interrupted { turn_id, .. } => {
-            if let Some(t) = turn_id {
-                let _ = write!(out, "turn {t}");
-            }
+        Event::Interrupted {
+            turn_id: Some(t), ..
+        } => {
+            let _ = write!(out, "turn {t}");
         }
         Event::SubagentStarted { name, agent_id } | Event::SubagentStopped { name, agent_id } => {
             out.push_str(name.as_deref().filter(|n| !n.is_empty()).unwrap_or("?"));
@@ -281,13 +279,13 @@ fn describe_into(out: &mut String, event: &Event<'_>) {
             }
         }
         Event::Heartbeat => {}
-        Event::ProcessEnded { pid } => {
-            if let Some(p) = pid {
-                let _ = write!(out, "pid {p}");
-            }
+        Event::ProcessEnded { pid: Some(p) } => {
+            let _ = write!(out, "pid {p}");
         }
         Event::Unknown { .. } => out.push_str("(unknown event)"),
-        // A canonical event newer than this timeline: its name says what it is.
+        // Nothing to add: the events above without their value (a queue length, a
+        // turn id, a pid, an active stop hook), and a canonical event newer than this
+        // timeline (its name says what it is).
         _ => {}
     }
 }
