@@ -127,6 +127,21 @@ fn main() -> Result<()> {
             .ok_or("--split-only-process needs a file argument")?;
         return whole_process::split_only_process(Path::new(file));
     }
+    // Only the campaign: `--write-campaign N FILE` writes the N-event campaign to FILE
+    // (for a whole-process comparison or a profile at a size the bench does not write).
+    if let Some(i) = args.iter().position(|a| a == "--write-campaign") {
+        let (Some(n), Some(file)) = (args.get(i + 1), args.get(i + 2)) else {
+            return Err("--write-campaign needs an event count and a file".into());
+        };
+        let n: usize = n.parse().map_err(|e| format!("event count {n}: {e}"))?;
+        let summary = write_campaign(Path::new(file), n)?;
+        println!(
+            "{n} events, {} turns, {:.1} MiB",
+            summary.turns,
+            summary.bytes as f64 / MIB
+        );
+        return Ok(());
+    }
     // Only the whole-process comparison, on FILE.
     if let Some(i) = args.iter().position(|a| a == "--whole-process") {
         let file = args

@@ -17,9 +17,19 @@ use std::time::{Duration, Instant};
 
 use super::{Envelope, Result};
 
-/// Warm-up and measured rounds of the whole-process comparison.
+/// Warm-up and measured rounds of the whole-process comparison (`HOOKTRACK_BENCH_ROUNDS`
+/// sets the measured rounds: 7 for a before / after of record).
 const WARMUPS: usize = 1;
 const ROUNDS: usize = 5;
+
+fn rounds() -> Result<usize> {
+    match std::env::var("HOOKTRACK_BENCH_ROUNDS") {
+        Ok(n) => Ok(n
+            .parse()
+            .map_err(|e| format!("HOOKTRACK_BENCH_ROUNDS {n}: {e}"))?),
+        Err(_) => Ok(ROUNDS),
+    }
+}
 
 /// Child mode: the parse-only program. Prints the line count.
 pub fn parse_only_process(path: &Path) -> Result<()> {
@@ -167,25 +177,25 @@ pub fn run(path: &Path) -> Result<()> {
             &["replay", "--threads", "1", file],
         ),
     ];
+    // The before build runs the same arguments as the contender of the same label.
+    let now = contenders.len();
     if let Some(before) = std::env::var_os("HOOKTRACK_BENCH_BEFORE") {
         let before = PathBuf::from(before);
-        contenders.push(Contender::new(
-            "before: json",
-            &before,
-            &["replay", "--format", "json", file],
-        ));
-        contenders.push(Contender::new(
-            "before: ndjson",
-            &before,
-            &["replay", "--format", "ndjson", file],
-        ));
-        contenders.push(Contender::new("before: text", &before, &["replay", file]));
+        let same: Vec<Contender> = contenders[2..now]
+            .iter()
+            .map(|c| {
+                let args: Vec<&str> = c.args.iter().map(String::as_str).collect();
+                Contender::new(&format!("before: {}", c.label), &before, &args)
+            })
+            .collect();
+        contenders.extend(same);
     }
+    let rounds = rounds()?;
     println!(
-        "\n== whole process on {} ({WARMUPS} warm-up + {ROUNDS} rounds, stdout to /dev/null)",
+        "\n== whole process on {} ({WARMUPS} warm-up + {rounds} rounds, stdout to /dev/null)",
         path.display()
     );
-    for round in 0..WARMUPS + ROUNDS {
+    for round in 0..WARMUPS + rounds {
         for c in &mut contenders {
             let (wall, cpu) = c.run()?;
             if round >= WARMUPS {
@@ -212,5 +222,19 @@ pub fn run(path: &Path) -> Result<()> {
         );
     }
     println!("  (ratio = parse-only time / contender time, median of the paired ratios per round)");
+    if contenders.len() > now {
+        println!(
+            "  before / after: the before build's time / this build's, paired per round (< 1: this build is slower)"
+        );
+        println!("  {:<20} {:>12} {:>11}", "", "wall", "cpu");
+        for (after, before) in contenders[2..now].iter().zip(&contenders[now..]) {
+            println!(
+                "  {:<20} {:>12.3} {:>11.3}",
+                after.label,
+                paired(&before.wall, &after.wall),
+                paired(&before.cpu, &after.cpu)
+            );
+        }
+    }
     Ok(())
 }

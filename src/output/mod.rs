@@ -298,6 +298,7 @@ fn replay_finding_to<R: BufRead + Send, W: Write>(
         previous: Vec::new(),
         recorder: html::Recorder::default(),
         ndjson: ndjson::Lines::default(),
+        timeline: timeline::Lines::default(),
     };
     let mut lines = 0;
     // The latest time of the rows fed so far, while the transcripts wait to be found.
@@ -368,8 +369,9 @@ fn replay_finding_to<R: BufRead + Send, W: Write>(
     if tracker.sessions().len() > 1 {
         let reports = (0..tracker.sessions().len())
             .map(|i| {
+                let ledger = tracker.take_ledger(i);
                 let session = &tracker.sessions()[i];
-                let mut report = report_of(&session.pipeline, tracker.ledger(i), session.lines);
+                let mut report = report_of(&session.pipeline, ledger, session.lines);
                 report.session_id.clone_from(&session.session_id);
                 report
             })
@@ -377,7 +379,7 @@ fn replay_finding_to<R: BufRead + Send, W: Write>(
         return write_sessions(out, format, tracker.router(), reports, lines, extras)
             .map(|report| Replayed::Done(Box::new(report)));
     }
-    let ledger = tracker.ledger(0);
+    let ledger = tracker.take_ledger(0);
     let session_id = tracker.sessions()[0].session_id.clone();
     let mut report = finish(tracker.pipeline(), ledger, lines, format, extras, out)?;
     report.session_id = session_id;
@@ -394,6 +396,7 @@ struct Written {
     previous: Vec<Posture>,
     recorder: html::Recorder,
     ndjson: ndjson::Lines,
+    timeline: timeline::Lines,
 }
 
 impl Written {
@@ -408,7 +411,9 @@ impl Written {
         match self.format {
             Format::Text => {
                 let posture = pipeline.posture();
-                timeline::write_line(out, fed, previous, &posture).map_err(write)?;
+                self.timeline
+                    .write(out, fed, previous, &posture)
+                    .map_err(write)?;
                 *previous = posture;
             }
             Format::Ndjson => {

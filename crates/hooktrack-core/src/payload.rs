@@ -469,6 +469,220 @@ impl Payload<'_> {
     }
 }
 
+/// A payload read straight into its box: what rows hold.
+///
+/// The derived [`Deserialize`] of [`Payload`] builds the struct on the stack, and serde and
+/// serde_json move the result three times before `Box::new` copies it to the heap: four
+/// copies of its 1 KiB per row, with the assembly of the struct from its 44 fields about
+/// 5% of a replay's instructions. This reads each field into a box allocated first,
+/// exactly as the derived code does (the same names and aliases, the same reader per
+/// field, the same duplicate-field errors, unknown fields skipped, an array given to the
+/// derived code); `tests::in_place_reads_as_the_derived_code` holds the two to the same
+/// payloads and errors.
+pub struct BoxedPayload<'a>(pub Box<Payload<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for BoxedPayload<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut payload = Box::<Payload<'a>>::default();
+        deserializer.deserialize_struct("Payload", Field::NAMES, InPlace(&mut payload))?;
+        Ok(BoxedPayload(payload))
+    }
+}
+
+/// Reads a payload into the `Payload` it holds (a default one).
+struct InPlace<'p, 'a>(&'p mut Payload<'a>);
+
+impl<'de: 'a, 'a> Visitor<'de> for InPlace<'_, 'a> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        // The derived code's, for the same type errors.
+        f.write_str("struct Payload")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let payload = self.0;
+        let mut seen = 0u64;
+        while let Some(field) = map.next_key_seed(FieldSeed)? {
+            let Some(field) = field else {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            };
+            let bit = 1u64 << (field as u32);
+            if seen & bit != 0 {
+                return Err(de::Error::duplicate_field(field.name()));
+            }
+            seen |= bit;
+            read_field(payload, field, &mut map)?;
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        // A payload that is an array (never a real one): the derived code reads it.
+        *self.0 = Payload::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+        Ok(())
+    }
+}
+
+/// A key of a payload object: the field it names, `None` for one hooktrack does not read.
+struct FieldSeed;
+
+impl<'de> de::DeserializeSeed<'de> for FieldSeed {
+    type Value = Option<Field>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_identifier(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FieldSeed {
+    type Value = Option<Field>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("field identifier")
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(usize::try_from(v)
+            .ok()
+            .and_then(|i| Field::ALL.get(i).copied()))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Field::of(v))
+    }
+
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Self::Value, E> {
+        Ok(std::str::from_utf8(v).ok().and_then(Field::of))
+    }
+}
+
+/// A field whose own reader is a function (`deserialize_with`), as a type.
+macro_rules! read_with {
+    ($name:ident, $ty:ty, $with:ident) => {
+        struct $name<'a>($ty);
+        impl<'de: 'a, 'a> Deserialize<'de> for $name<'a> {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                $with(deserializer).map($name)
+            }
+        }
+    };
+}
+read_with!(OptText, Option<Cow<'a, str>>, opt_text);
+read_with!(OptTextOrNumber, Option<Cow<'a, str>>, opt_text_or_number);
+struct Pid(Option<u32>);
+impl<'de> Deserialize<'de> for Pid {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        lenient_pid(deserializer).map(Pid)
+    }
+}
+
+fn text<'de: 'a, 'a, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Cow<'a, str>>, A::Error> {
+    Ok(map.next_value::<OptText<'a>>()?.0)
+}
+
+fn text_or_number<'de: 'a, 'a, A: MapAccess<'de>>(
+    map: &mut A,
+) -> Result<Option<Cow<'a, str>>, A::Error> {
+    Ok(map.next_value::<OptTextOrNumber<'a>>()?.0)
+}
+
+fn pid<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<u32>, A::Error> {
+    Ok(map.next_value::<Pid>()?.0)
+}
+
+fn value<'de, T: Deserialize<'de>, A: MapAccess<'de>>(map: &mut A) -> Result<T, A::Error> {
+    map.next_value()
+}
+
+/// The fields of [`Payload`] in its order, each with its aliases and its reader: `text`
+/// for `deserialize_with = "opt_text"`, `value` for a plain `Option<T>`.
+macro_rules! fields {
+    ($($field:ident $(| $alias:literal)* => $read:ident,)*) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[allow(non_camel_case_types)]
+        enum Field {
+            $($field,)*
+        }
+
+        impl Field {
+            const ALL: &'static [Field] = &[$(Field::$field,)*];
+            const NAMES: &'static [&'static str] = &[$(stringify!($field),)*];
+
+            fn of(name: &str) -> Option<Field> {
+                match name {
+                    $(stringify!($field) $(| $alias)* => Some(Field::$field),)*
+                    _ => None,
+                }
+            }
+
+            fn name(self) -> &'static str {
+                Self::NAMES[self as usize]
+            }
+        }
+
+        fn read_field<'de: 'a, 'a, A: MapAccess<'de>>(
+            payload: &mut Payload<'a>,
+            field: Field,
+            map: &mut A,
+        ) -> Result<(), A::Error> {
+            match field {
+                $(Field::$field => payload.$field = $read(map)?,)*
+            }
+            Ok(())
+        }
+    };
+}
+
+fields! {
+    hook_event_name => text,
+    session_id | "sessionId" => text,
+    client_type => text,
+    transcript_path => text,
+    timestamp => text_or_number,
+    source => text,
+    calling_session_id => text,
+    reason => text,
+    prompt => value,
+    is_steer => value,
+    is_interrupt => value,
+    prompt_id => text,
+    queue_length => value,
+    turn_id => value,
+    origin_kind => text,
+    origin_name => text,
+    tool_name | "toolName" => text,
+    tool_input | "toolInput" => value,
+    tool_call_id => text,
+    tool_use_id => text,
+    error => value,
+    id => text,
+    agent_id => text,
+    agent_type => text,
+    agent_name => text,
+    permission_mode => value,
+    decision => text,
+    stop_hook_active => value,
+    error_type => text,
+    error_message => text,
+    error_context => text,
+    task_id => text,
+    kind => text,
+    trigger => text,
+    notification_type => text,
+    severity => text,
+    source_id => text,
+    background_tasks => value,
+    from_model => text,
+    to_model => text,
+    pid => pid,
+    properties => value,
+}
+
+// One bit per field in `InPlace::visit_map`'s duplicate check.
+const _: () = assert!(Field::ALL.len() <= 64);
+
 /// FNV-1a: stable across runs and platforms, so replays stay byte-for-byte deterministic.
 pub fn text_hash(text: &str) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
@@ -509,6 +723,119 @@ mod tests {
             parse(r#"{"turn_id":"t-1"}"#).turn_id.unwrap().0,
             TurnId::Text("t-1".into())
         );
+    }
+
+    /// The derived reader's result and the in-place reader's, as comparable text.
+    fn both(json: &str) -> (String, String) {
+        let derived = match serde_json::from_str::<Box<Payload<'_>>>(json) {
+            Ok(p) => format!("{p:?}"),
+            Err(e) => format!("error: {e}"),
+        };
+        let in_place = match serde_json::from_str::<BoxedPayload<'_>>(json) {
+            Ok(p) => format!("{:?}", p.0),
+            Err(e) => format!("error: {e}"),
+        };
+        (derived, in_place)
+    }
+
+    #[test]
+    fn in_place_reads_as_the_derived_code() {
+        let mut texts: Vec<String> = [
+            // Every field, aliases, escapes, nulls, numbers as text.
+            r#"{"hook_event_name":"PreToolUse","sessionId":"s\u00e9","client_type":"c","transcript_path":"/t","timestamp":1767225601000,"source":"startup","calling_session_id":"p","reason":"r","prompt":[{"type":"text","text":"a"}],"is_steer":true,"is_interrupt":false,"prompt_id":"q","queue_length":2,"turn_id":"t-1","origin_kind":"user","origin_name":"n","toolName":"Bash","toolInput":{"command":"ls"},"tool_call_id":"c1","tool_use_id":"u1","error":{"message":"m"},"id":"i","agent_id":"a","agent_type":"t","agent_name":"n","permission_mode":{"x":[1]},"decision":"allow","stop_hook_active":true,"error_type":"e","error_message":"m","error_context":"model_call","task_id":"k","kind":"bash","trigger":"auto","notification_type":"idle_prompt","severity":"warn","source_id":"s","background_tasks":[{"id":1}],"from_model":"a","to_model":"b","pid":42,"properties":{"k":"v"},"unknown":[1,{"a":null}]}"#,
+            r#"{"session_id":null,"prompt":null,"turn_id":null,"tool_input":null,"pid":"x","timestamp":"2026-01-01T00:00:00Z"}"#,
+            // Duplicates, by name and by alias, a null one included.
+            r#"{"session_id":"a","session_id":"b"}"#,
+            r#"{"session_id":"a","sessionId":"b"}"#,
+            r#"{"is_steer":null,"is_steer":true}"#,
+            r#"{"unknown":1,"unknown":2}"#,
+            // Type errors, not an object, an array.
+            r#"{"session_id":3}"#,
+            r#"{"is_steer":"yes"}"#,
+            r#"{"turn_id":[1]}"#,
+            r#""a payload""#,
+            "7",
+            "[]",
+            r#"["Stop","s"]"#,
+            r#"{"prompt":"\ud800 lone"}"#,
+            r#"{"hook_event_name":"Stop""#,
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        // Every payload of the corpus, and every line read as a bare payload.
+        let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus");
+        for agent in std::fs::read_dir(&corpus).unwrap() {
+            let dir = agent.unwrap().path();
+            if !dir.is_dir() {
+                continue;
+            }
+            for file in std::fs::read_dir(&dir).unwrap() {
+                let path = file.unwrap().path();
+                if path.extension().is_some_and(|e| e == "ndjson") {
+                    let bytes = std::fs::read(&path).unwrap();
+                    for line in String::from_utf8_lossy(&bytes).lines() {
+                        if let Ok(serde_json::Value::Object(row)) = serde_json::from_str(line)
+                            && let Some(payload) = row.get("payload")
+                        {
+                            texts.push(payload.to_string());
+                        }
+                        texts.push(line.to_owned());
+                    }
+                }
+            }
+        }
+        assert!(texts.len() > 2_000, "{} texts", texts.len());
+        for text in &texts {
+            let (derived, in_place) = both(text);
+            assert_eq!(derived, in_place, "{text}");
+            let (derived, in_place) = with_lone_surrogates(|| both(text));
+            assert_eq!(derived, in_place, "lone surrogates read: {text}");
+        }
+        assert!(
+            both(r#"{"session_id":"a","sessionId":"b"}"#)
+                .0
+                .contains("duplicate field `session_id`")
+        );
+    }
+
+    #[test]
+    fn in_place_knows_every_field_of_the_derived_code() {
+        use std::cell::Cell;
+        /// A deserializer that only records the fields a struct asks for.
+        struct Recorder(Cell<&'static [&'static str]>);
+        impl<'de> Deserializer<'de> for &Recorder {
+            type Error = de::value::Error;
+            fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+                Err(de::Error::custom("not a struct"))
+            }
+            fn deserialize_struct<V: Visitor<'de>>(
+                self,
+                _: &'static str,
+                fields: &'static [&'static str],
+                _: V,
+            ) -> Result<V::Value, Self::Error> {
+                self.0.set(fields);
+                Err(de::Error::custom("recorded"))
+            }
+            serde::forward_to_deserialize_any! {
+                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+                byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map
+                enum identifier ignored_any
+            }
+        }
+        let recorder = Recorder(Cell::new(&[]));
+        assert!(Payload::deserialize(&recorder).is_err());
+        let derived = recorder.0.get();
+        assert!(derived.len() >= Field::ALL.len(), "{derived:?}");
+        for name in derived {
+            assert!(Field::of(name).is_some(), "{name} is not read in place");
+        }
+        for name in Field::NAMES {
+            assert!(derived.contains(name), "{name} is no field of Payload");
+        }
+        for (i, field) in Field::ALL.iter().enumerate() {
+            assert_eq!(*field as usize, i);
+        }
     }
 
     #[test]

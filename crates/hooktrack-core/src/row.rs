@@ -13,7 +13,7 @@ use thiserror::Error;
 
 use crate::diagnostics::Diag;
 pub use crate::envelope::Via;
-use crate::payload::Payload;
+use crate::payload::{BoxedPayload, Payload};
 use crate::read::ReadLine;
 use crate::time::Timestamp;
 
@@ -113,8 +113,9 @@ struct Line<'a> {
     event: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "crate::payload::opt_text")]
     hook_event_name: Option<Cow<'a, str>>,
+    /// Read into its box (see [`BoxedPayload`]).
     #[serde(borrow)]
-    payload: Option<Box<Payload<'a>>>,
+    payload: Option<BoxedPayload<'a>>,
     /// Lenient: a pane of the wrong type is dropped, never the row.
     #[serde(default)]
     tmux_pane: Option<Lenient>,
@@ -180,10 +181,13 @@ pub fn parse_line(bytes: &[u8]) -> Result<Row<'_>, LineError> {
     let (line, lone_line): (Line<'_>, u32) = forgiving(text)?;
     let bare = line.payload.is_none() && line.hook_event_name.is_some();
     let (payload, lone_surrogates) = match line.payload {
-        Some(p) => (p, lone_line),
+        Some(BoxedPayload(p)) => (p, lone_line),
         // A bare payload line: the whole line is the payload, and its fields are read
         // again (one the envelope's shape skipped may hold a lone surrogate).
-        None if bare => forgiving(text)?,
+        None if bare => {
+            let (BoxedPayload(p), lone) = forgiving(text)?;
+            (p, lone)
+        }
         None => (Box::default(), lone_line),
     };
     let (event_name, name_mismatch) = match (&payload.hook_event_name, line.event) {

@@ -109,9 +109,16 @@ impl Timestamp {
     /// `HH:MM:SS.mmm`, for the timeline: the same digits chrono's `%H:%M:%S%.3f` writes (a
     /// time from milliseconds has no leap second), without its format interpreter.
     pub fn clock(self) -> String {
-        if self.datetime().is_none() {
-            return format!("@{}ms", self.0);
+        match self.clock_digits() {
+            Some(text) => String::from_utf8_lossy(&text).into_owned(),
+            None => format!("@{}ms", self.0),
         }
+    }
+
+    /// [`Timestamp::clock`] without an allocation, for a time of chrono's calendar (`None`
+    /// for one outside it, which `clock` writes as `@<ms>ms`).
+    pub fn clock_digits(self) -> Option<[u8; 12]> {
+        self.datetime()?;
         let day_ms = self.0.rem_euclid(86_400_000);
         let mut text = *b"00:00:00.000";
         for (at, width, value) in [
@@ -122,7 +129,7 @@ impl Timestamp {
         ] {
             put_digits(&mut text, at, width, value);
         }
-        String::from_utf8_lossy(&text).into_owned()
+        Some(text)
     }
 }
 

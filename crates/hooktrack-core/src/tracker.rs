@@ -430,6 +430,17 @@ impl Tracker {
         self.sessions.get(index).pipeline.ledger(closed)
     }
 
+    /// [`Tracker::ledger`], the closed turns moved out instead of cloned (a replay's end:
+    /// a long log's ledger is most of what it keeps).
+    pub fn take_ledger(&mut self, index: usize) -> Vec<TurnRecord> {
+        let closed = self
+            .ledgers
+            .get_mut(index)
+            .map(std::mem::take)
+            .unwrap_or_default();
+        self.sessions.get(index).pipeline.ledger(closed)
+    }
+
     /// Every session, in the order of their first rows.
     pub fn sessions(&self) -> &[SessionPipeline] {
         self.sessions.all()
