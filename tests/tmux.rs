@@ -139,7 +139,9 @@ fn watch_publishes_each_session_on_its_pane_and_cleans_up() {
             .trim()
             .to_owned(),
     );
-    server.run(&["new-window", "-d", "-t", "t", "sleep 600"]);
+    // `-a`: after the target window, never at an index in use (a loaded run once got
+    // "create window failed: index 0 in use" from a plain `-t t`).
+    server.run(&["new-window", "-d", "-a", "-t", "t", "sleep 600"]);
     let panes: Vec<String> = server
         .run(&["list-panes", "-a", "-F", "#{pane_id}"])
         .lines()
