@@ -615,11 +615,22 @@ impl Launch {
     /// [`Launch::poll`], handing each update to `each` (with the live session) as soon as
     /// it is read: a burst of rows read in many rounds is never held whole, so memory is
     /// bounded by one round's read budget, whatever the length of the run.
-    pub fn poll_each(&mut self, now: Timestamp, mut each: impl FnMut(&Session, Update)) {
+    pub fn poll_each(&mut self, now: Timestamp, each: impl FnMut(&Session, Update)) {
+        self.poll_rounds(now, false, each);
+    }
+
+    /// [`Launch::poll_each`]; `last`: the agent is gone and its files are written, so no
+    /// row waits for a transcript any more ([`Session::poll_final`]).
+    fn poll_rounds(&mut self, now: Timestamp, last: bool, mut each: impl FnMut(&Session, Update)) {
         self.check_process(now);
         // Bounded: a poll stops at its read budget with `more`; catch up in a few rounds.
         for _ in 0..64 {
-            let Some(update) = self.session.poll(now) else {
+            let polled = if last {
+                self.session.poll_final(now)
+            } else {
+                self.session.poll(now)
+            };
+            let Some(update) = polled else {
                 break;
             };
             self.events = self.session.hook_events();
@@ -664,7 +675,7 @@ impl Launch {
     pub fn finish(mut self, now: Timestamp) -> Result<Finished, FinishError> {
         let uninstall = self.remove_observer();
         let collected = self.stop_collector();
-        self.poll(now);
+        self.poll_rounds(now, true, |_, _| {});
         uninstall?;
         Ok(Finished {
             collector: Some(collected?),

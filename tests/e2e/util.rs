@@ -81,8 +81,14 @@ const ROUTING_ENV: [&str; 4] = [
 ];
 
 impl SessionWorld {
+    /// A fresh HOME and working folder; with `HOOKTRACK_E2E_KEEP=1` they outlive the test
+    /// (their path goes to stderr), to read a failed run's store and transcripts.
     pub fn new() -> Self {
-        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut tmp = tempfile::tempdir().expect("tempdir");
+        if std::env::var_os("HOOKTRACK_E2E_KEEP").is_some_and(|v| v == "1") {
+            tmp.disable_cleanup(true);
+            eprintln!("kept: {}", tmp.path().display());
+        }
         let home = tmp.path().join("home");
         let work = tmp.path().join("work");
         fs::create_dir_all(&home).expect("mkdir home");

@@ -316,6 +316,17 @@ impl Follows {
         Some(f.clock.stamp(batch))
     }
 
+    /// Whether `session`'s file is open and not yet read to a line of time `at` or later:
+    /// a line written before a row received at `at` may still come.
+    pub(crate) fn behind(&self, session: usize, at: Timestamp) -> bool {
+        self.sessions
+            .get(session)
+            .and_then(|s| s.file.as_ref())
+            .is_some_and(|f| {
+                matches!(f.state, FileState::Open) && f.clock.last().is_none_or(|last| last < at)
+            })
+    }
+
     /// The driver could not find or read `session`'s file.
     pub(crate) fn failed(&mut self, session: usize) {
         if let Some(f) = self.sessions.get_mut(session).and_then(|s| s.file.as_mut()) {

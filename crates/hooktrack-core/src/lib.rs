@@ -22,6 +22,7 @@ pub mod diagnostics;
 pub mod envelope;
 pub mod event;
 pub mod follow;
+pub mod hold;
 pub mod merge;
 pub mod payload;
 pub mod pipeline;

@@ -259,6 +259,24 @@ impl Pipeline {
         Fed::Event(self.observe(step, notes))
     }
 
+    /// Whether `row` would end this session's open main turn by beginning something else
+    /// ([`Correlator::would_supersede`]). `row` is a copy the caller parsed for the
+    /// question: the adapter takes what it maps out of the payload.
+    pub fn would_supersede(&self, mut row: Row<'_>) -> bool {
+        let Some(correlator) = &self.correlator else {
+            return false;
+        };
+        if row.meta.via == Some(Via::Launcher) {
+            return row.event_name == PROCESS_ENDED
+                && correlator.would_supersede(&Event::ProcessEnded { pid: None });
+        }
+        let Some(provider) = self.detection().map(|d| d.provider) else {
+            return false;
+        };
+        let event = provider.normalize(&row.event_name, &mut row.payload);
+        correlator.would_supersede(&event)
+    }
+
     /// Feeds one line of the transcript the payloads name ([`Pipeline::transcript_path`]).
     /// `number` is its 1-based line number in the transcript. Only a known marker becomes
     /// an event (timed by the entry's own timestamp); any other entry is a counted skip.

@@ -264,6 +264,23 @@ impl Sessions {
         self.current
     }
 
+    /// The session a row would go to, without routing it: the one its `session_id` names
+    /// (the current one for a row naming none); `None` for a session not seen yet.
+    pub fn peek(&self, row: &Row<'_>) -> Option<usize> {
+        let p = &row.payload;
+        let own = p
+            .session_id
+            .as_deref()
+            .filter(|id| p.agent_id.as_deref() != Some(*id));
+        match own {
+            Some(id) if self.limit > 1 => self
+                .sessions
+                .iter()
+                .position(|s| s.session_id.as_deref() == Some(id)),
+            _ => Some(self.current),
+        }
+    }
+
     /// Starts over with one fresh session (a file rewritten in place is replayed into it).
     pub fn restart(&mut self) {
         let announced = self.announced;

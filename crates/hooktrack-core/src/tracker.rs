@@ -31,9 +31,11 @@ use crate::correlate::TurnRecord;
 use crate::diagnostics::Diag;
 use crate::envelope::{PROCESS_ENDED, Via};
 use crate::follow::{Follows, Offset, PidEnd, Request};
+use crate::hold::{HOLD_MS, Held, HeldLine};
 use crate::pipeline::{Fed, Pipeline};
 use crate::provider::ProviderChoice;
-use crate::row::{LineError, Row};
+use crate::read::ReadLine;
+use crate::row::{LineError, Row, parse_line, parse_read_line};
 use crate::sessions::{SessionPipeline, Sessions};
 use crate::time::Timestamp;
 use crate::transcript::entry_time;
@@ -74,6 +76,11 @@ pub struct TranscriptClock {
 }
 
 impl TranscriptClock {
+    /// The time of the last timed line read.
+    pub fn last(&self) -> Option<Timestamp> {
+        self.last
+    }
+
     /// Times a batch of `(line number, bytes)` read from the file, in file order.
     pub fn stamp(
         &mut self,
@@ -174,6 +181,9 @@ pub struct Tracker {
     closed: Vec<(usize, TurnRecord)>,
     /// What to read besides the rows: each session's file, each session's pid.
     follows: Follows,
+    /// Store lines a live reader keeps back while a row waits for its session's
+    /// transcript ([`crate::hold`]).
+    held: Held,
 }
 
 impl Tracker {
@@ -190,6 +200,7 @@ impl Tracker {
             ledgers: Vec::new(),
             closed: Vec::new(),
             follows: Follows::default(),
+            held: Held::default(),
         }
     }
 
@@ -246,6 +257,128 @@ impl Tracker {
             }
         }
         self.settle(&fed, index, replayed, sink)
+    }
+
+    /// Feeds one line of the store as a live reader reads it, at `now`: a row that would
+    /// end its session's open turn while that session's transcript is not yet read past
+    /// the row's time waits, with every line after it (see [`crate::hold`]), until
+    /// [`Tracker::release`] lets it go. A `replayed` line never waits.
+    pub fn feed_live<E>(
+        &mut self,
+        line: ReadLine<'_>,
+        replayed: bool,
+        now: Timestamp,
+        sink: &mut impl for<'x> FnMut(FedLine<'_, 'x>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if !self.held.is_empty() {
+            self.held.lines.push_back(HeldLine::own(line));
+            return self.release(now, false, sink);
+        }
+        let bytes = match line {
+            ReadLine::Line { bytes, .. } if !replayed => Some(bytes),
+            _ => None,
+        };
+        let (number, parsed) = parse_read_line(line);
+        if let (Ok(row), Some(bytes)) = (&parsed, bytes)
+            && let Some(waits) = self.must_wait(row, bytes, now)
+        {
+            self.held.lines.push_back(HeldLine::Row {
+                number,
+                bytes: bytes.to_vec(),
+                waits: Some(waits),
+            });
+            self.count_in(waits.0, Diag::RowHeldForTranscript);
+            return Ok(());
+        }
+        match parsed {
+            Ok(mut row) => self.feed_hook(number, Ok(&mut row), replayed, sink),
+            Err(e) => self.feed_hook(number, Err(e), replayed, sink),
+        }
+    }
+
+    /// Feeds the lines kept back by [`Tracker::feed_live`] whose wait is over at `now`
+    /// (their session's file was read past the waiting row's time, or
+    /// [`HOLD_MS`](crate::hold::HOLD_MS) passed); with `all`, every one (the agent is gone
+    /// and its files are read to their end).
+    pub fn release<E>(
+        &mut self,
+        now: Timestamp,
+        all: bool,
+        sink: &mut impl for<'x> FnMut(FedLine<'_, 'x>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        while let Some(line) = self.held.lines.pop_front() {
+            match line {
+                HeldLine::Other { number, error } => {
+                    self.feed_hook(number, Err(error), false, sink)?
+                }
+                HeldLine::Row {
+                    number,
+                    bytes,
+                    waits,
+                } => {
+                    let waits = match waits {
+                        Some(w) => Some(w),
+                        // A row behind the one that waited may have to wait in its turn.
+                        None => match parse_line(&bytes) {
+                            Ok(row) if !all => self.must_wait(&row, &bytes, now).inspect(|w| {
+                                self.count_in(w.0, Diag::RowHeldForTranscript);
+                            }),
+                            _ => None,
+                        },
+                    };
+                    if let Some((session, at)) = waits {
+                        let behind = self.follows.behind(session, at);
+                        if behind && !all && now.as_millis() < at.as_millis() + HOLD_MS {
+                            self.held.lines.push_front(HeldLine::Row {
+                                number,
+                                bytes,
+                                waits: Some((session, at)),
+                            });
+                            return Ok(());
+                        }
+                        if behind {
+                            self.count_in(session, Diag::RowHoldExpired);
+                        }
+                    }
+                    match parse_line(&bytes) {
+                        Ok(mut row) => self.feed_hook(number, Ok(&mut row), false, sink)?,
+                        Err(e) => self.feed_hook(number, Err(e), false, sink)?,
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// When the row that waits goes on even if its session's file stays behind (see
+    /// [`Tracker::release`]): a live driver reads again by then. `None` when nothing waits.
+    pub fn held_until(&self) -> Option<Timestamp> {
+        self.held.until()
+    }
+
+    /// The session and time a row must wait with (see [`crate::hold`]); `bytes` is its line,
+    /// parsed again to ask the session's pipeline without changing it.
+    fn must_wait(&self, row: &Row<'_>, bytes: &[u8], now: Timestamp) -> Option<(usize, Timestamp)> {
+        let at = row.meta.at?;
+        if now.as_millis() >= at.as_millis().saturating_add(HOLD_MS) {
+            return None;
+        }
+        let session = self.sessions.peek(row)?;
+        if session >= self.sessions.len() || !self.follows.behind(session, at) {
+            return None;
+        }
+        let copy = parse_line(bytes).ok()?;
+        self.sessions
+            .get(session)
+            .pipeline
+            .would_supersede(copy)
+            .then_some((session, at))
+    }
+
+    fn count_in(&mut self, session: usize, diag: Diag) {
+        if session < self.sessions.len() {
+            self.sessions.get_mut(session).pipeline.count(diag);
+        }
     }
 
     /// What the driver is asked to do since the last call (see [`Request`]).
@@ -309,11 +442,17 @@ impl Tracker {
 
     /// Feeds every transcript line still waiting (at the end of a replay, or of a live
     /// poll: nothing later is known to come before them).
+    /// While a row waits for its session's transcript (see [`Tracker::feed_live`]), only
+    /// the lines before its time are fed: the rest go after it.
     pub fn flush_transcript<'a, E>(
         &mut self,
         sink: &mut impl FnMut(FedLine<'_, 'a>) -> Result<(), E>,
     ) -> Result<(), E> {
-        while let Some(line) = self.pending.pop_front() {
+        let before = self.held.waiting().map(|(_, at)| at);
+        while let Some(line) = self.pending.pop_front_if(|t| match before {
+            None => true,
+            Some(row) => t.at.is_some_and(|a| a < row),
+        }) {
             self.feed_transcript_line(&line, sink)?;
         }
         Ok(())
@@ -413,6 +552,7 @@ impl Tracker {
     /// Starts over with fresh pipelines (a checkpoint's prefix or a file rewritten in
     /// place is fed again): what the lines built is built again, not twice.
     pub fn restart(&mut self) {
+        self.held = Held::default();
         self.sessions.restart();
         self.ledgers.clear();
     }

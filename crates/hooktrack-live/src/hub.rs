@@ -234,11 +234,14 @@ impl Worker {
         let mut due: Vec<SessionId> = Vec::new();
         let mut rounds: u32 = 0;
         let mut next_recheck = Instant::now() + self.config.recheck;
+        // Sessions whose row waits for their transcript, and when it goes on anyway.
+        let mut holds: HashMap<SessionId, Instant> = HashMap::new();
         loop {
             // Sessions left with more to read are served again at once; otherwise sleep
-            // until a message or the re-check.
+            // until a message, the re-check or the end of a row's wait.
+            let wake = holds.values().copied().fold(next_recheck, Instant::min);
             let wait = if dirty.is_empty() {
-                next_recheck.saturating_duration_since(Instant::now())
+                wake.saturating_duration_since(Instant::now())
             } else {
                 Duration::ZERO
             };
@@ -268,16 +271,38 @@ impl Worker {
                 }
                 next_recheck = Instant::now() + self.config.recheck;
             }
+            let instant = Instant::now();
+            holds.retain(|id, until| {
+                let over = *until <= instant;
+                if over {
+                    dirty.insert(*id);
+                }
+                !over
+            });
             let now = wall_clock();
             let round: Vec<SessionId> = dirty.drain().collect();
-            for id in round {
-                if self.poll(id, now, Poll::Full) {
+            let polled: Vec<(SessionId, Poll)> = round
+                .into_iter()
+                .map(|id| (id, Poll::Full))
+                .chain(
+                    std::mem::take(&mut due)
+                        .into_iter()
+                        .map(|id| (id, Poll::Recheck)),
+                )
+                .collect();
+            for (id, how) in polled {
+                if self.poll(id, now, how) {
                     dirty.insert(id);
                 }
-            }
-            for id in std::mem::take(&mut due) {
-                if self.poll(id, now, Poll::Recheck) {
-                    dirty.insert(id);
+                match self.sessions.get(&id).and_then(|t| t.session.held_until()) {
+                    Some(until) => {
+                        let ms = until.as_millis().saturating_sub(now.as_millis()).max(0);
+                        let ms = u64::try_from(ms).unwrap_or(0);
+                        holds.insert(id, instant + Duration::from_millis(ms));
+                    }
+                    None => {
+                        holds.remove(&id);
+                    }
                 }
             }
         }

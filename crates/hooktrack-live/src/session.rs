@@ -44,7 +44,6 @@ use hooktrack_core::posture::Posture;
 use hooktrack_core::provenance::Provenance;
 use hooktrack_core::provider::ProviderChoice;
 use hooktrack_core::read::ReadLine;
-use hooktrack_core::row::parse_read_line;
 use hooktrack_core::store::{self, StorePaths};
 use hooktrack_core::time::Timestamp;
 use hooktrack_core::tracker::{FedLine, SeenEnd, Tracker, TrackerConfig};
@@ -120,6 +119,8 @@ pub struct Session {
     /// The last line fed was a replayed one.
     replaying: bool,
     more: bool,
+    /// The next poll lets every waiting row go ([`Session::poll_final`]).
+    final_poll: bool,
     /// The store directory as the last full poll found it, and the cheap re-checks since.
     dir_stamp: Option<Stamp>,
     quiet_rechecks: u32,
@@ -224,6 +225,7 @@ impl Session {
             pending,
             replaying: false,
             more: false,
+            final_poll: false,
             dir_stamp: None,
             quiet_rechecks: 0,
             healthy: false,
@@ -295,6 +297,19 @@ impl Session {
         self.more
     }
 
+    /// When a row that waits for its session's transcript goes on anyway (see
+    /// `hooktrack_core::hold`): poll again by then. `None` when nothing waits.
+    pub fn held_until(&self) -> Option<Timestamp> {
+        self.tracker.held_until()
+    }
+
+    /// [`Session::poll`] once the agent is gone and its files are written: no row waits
+    /// for a transcript any more.
+    pub fn poll_final(&mut self, now: Timestamp) -> Option<Update> {
+        self.final_poll = true;
+        self.poll(now)
+    }
+
     /// Reads what is new and re-judges the channel at `now`. `Some` when something
     /// changed (always on the first poll).
     pub fn poll(&mut self, now: Timestamp) -> Option<Update> {
@@ -319,20 +334,19 @@ impl Session {
                 tracker.restart();
             }
             *replaying = tl.replay;
-            let (number, parsed) = parse_read_line(tl.line);
-            let fed = match parsed {
-                Ok(mut row) => tracker.feed_hook(number, Ok(&mut row), tl.replay, &mut sink),
-                Err(e) => tracker.feed_hook(number, Err(e), tl.replay, &mut sink),
-            };
-            let Ok(()) = fed;
+            let Ok(()) = tracker.feed_live(tl.line, tl.replay, now, &mut sink);
         });
         // The rows may have asked for files not followed yet: read them now, after them.
         self.carry_out(&mut notices);
         read_lines |= self.read_files();
-        let Ok(()) = self.tracker.flush_transcript(&mut |l| {
-            self.view.on_line(&l, now);
-            Ok::<(), Infallible>(())
-        });
+        let all = std::mem::take(&mut self.final_poll);
+        let (tracker, view) = (&mut self.tracker, &mut self.view);
+        let mut sink = |l: FedLine<'_, '_>| -> Result<(), Infallible> {
+            view.on_line(&l, now);
+            Ok(())
+        };
+        let Ok(()) = tracker.release(now, all, &mut sink);
+        let Ok(()) = tracker.flush_transcript(&mut sink);
         read_lines |= self.poll_process(now, &mut notices);
         read_lines |= self.poll_agents(now, &mut notices);
         match polled {
@@ -376,6 +390,7 @@ impl Session {
                 FileSlot::Open { tailer, .. } => tailer.caught_up(),
                 FileSlot::Unresolved { .. } | FileSlot::Parked { .. } => true,
             })
+            && self.tracker.held_until().is_none()
             && self.process.as_mut().is_none_or(|p| !p.has_ended())
             && self
                 .agents

@@ -195,6 +195,32 @@ impl Correlator {
         ctx.out
     }
 
+    /// Whether `event` would end the open main turn by beginning something else: a new
+    /// prompt (not a steer, not a subagent's), a session's start or end, the process's end.
+    /// A live reader lets such a row wait for its session's transcript (`crate::hold`),
+    /// which may still hold how that turn ended.
+    pub fn would_supersede(&self, event: &Event<'_>) -> bool {
+        if self.main.running().is_none() {
+            return false;
+        }
+        match event {
+            Event::PromptSubmitted {
+                steer: false,
+                agent,
+                ..
+            } => {
+                if self.caps.agent_scopes {
+                    agent.is_none()
+                } else {
+                    self.scopes.is_empty()
+                }
+            }
+            Event::SessionStarted { source } => source.as_deref() != Some("compact"),
+            Event::SessionEnded { .. } | Event::ProcessEnded { .. } => true,
+            _ => false,
+        }
+    }
+
     /// Turns still open (main first, then nested from the outermost), for the ledger at
     /// the end of a replay.
     pub fn open_turns(&self) -> Vec<TurnRecord> {
