@@ -487,7 +487,8 @@ impl Launch {
         let mut quiet_since = Instant::now();
         while started.elapsed() < MAX_LINGER && quiet_since.elapsed() < linger {
             let mut lines = false;
-            self.poll_each(wall_clock(), |session, update| {
+            // The agent is gone: its files are whole, no row waits for them.
+            self.poll_rounds(wall_clock(), true, |session, update| {
                 lines |= !update.lines.is_empty();
                 each(session, update);
             });

@@ -67,7 +67,7 @@ diagnostics! {
     TranscriptMarkerStale => "transcript_marker_stale", "a transcript marker for a turn that is not the open one (older, another turn id, or none open): it settles nothing";
     TurnOriginFromTranscript => "turn_origin_from_transcript", "the transcript says the open main turn is one the agent started itself (Claude Code `turnOrigin: task_notification`) where its hook prompt did not (cut or missing): its origin is `agent`";
     TranscriptNotFollowed => "transcript_not_followed", "the provider writes no transcript hooktrack reads (Kimi CLI), or none was identified yet, so its lines are ignored";
-    RowHeldForTranscript => "row_held_for_transcript", "read live, a row that would end the open turn (a prompt, a session's start or end, the process's end) waited for its session's transcript to be read past its time, so a line written before it (an Escape, a dialog answered No) is placed before it";
+    RowHeldForTranscript => "row_held_for_transcript", "read live, a row that would end the open turn (a prompt, a session's start or end) waited for its session's transcript to be read past its time, so a line written before it (an Escape, a dialog answered No) is placed before it";
     RowHoldExpired => "row_hold_expired", "a row that waited for its session's transcript went on after 1 s without the file reaching its time: a marker written later settles nothing";
     TranscriptLetGo => "transcript_let_go", "the session's transcript or session file was closed for a more recently active session's (at most 32 followed at once); it is read on from where it stood when the session writes again";
     // Epochs and turns.

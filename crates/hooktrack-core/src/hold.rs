@@ -10,7 +10,7 @@
 //!
 //! So a live reader ([`Tracker::feed_live`](crate::tracker::Tracker::feed_live)) lets a row
 //! that would end the open main turn by beginning something else (a prompt, a session's
-//! start or end, the process's end) wait until its session's file has been read past the
+//! start or end) wait until its session's file has been read past the
 //! row's time, so every line written before the row is placed before it, or until
 //! [`HOLD_MS`] after the row's time, whichever comes first. The lines after it wait behind
 //! it: the store's order is kept. Every wait is counted (`row_held_for_transcript`), and
@@ -263,6 +263,28 @@ mod tests {
         assert_eq!(live.tracker.held_until(), None);
         assert_eq!(live.results(), [TurnResult::TerminalGap, TurnResult::Open]);
         assert_eq!(live.count(Diag::RowHoldExpired), 1);
+    }
+
+    /// The agent's end is written after it died, its files whole: a killed agent's
+    /// `process_ended` row ends the open turn at once (a `session` that lingers less than
+    /// `HOLD_MS` after the end read it as still open).
+    #[test]
+    fn a_process_end_row_never_waits_for_the_transcript() {
+        let mut live = Live::new();
+        live.row(&row("SessionStart", 1_000, ""), 1_000);
+        live.row(&prompt("p1", 2_000), 2_000);
+        live.transcript(vec![entry("p1", 1_990, "Make a file.")], 2_010);
+        let end = crate::envelope::process_ended_row_of(
+            "claude",
+            1,
+            at(3_000),
+            42,
+            crate::envelope::ProcessEnd::Killed(9),
+            Some("s"),
+        );
+        live.row(&String::from_utf8_lossy(&end), 3_000);
+        assert_eq!(live.tracker.held_until(), None);
+        assert_eq!(live.results(), [TurnResult::TerminalGap]);
     }
 
     /// Only a row that would end the open turn waits: a tool call inside it, or a prompt

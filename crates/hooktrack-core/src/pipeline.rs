@@ -267,8 +267,7 @@ impl Pipeline {
             return false;
         };
         if row.meta.via == Some(Via::Launcher) {
-            return row.event_name == PROCESS_ENDED
-                && correlator.would_supersede(&Event::ProcessEnded { pid: None });
+            return false;
         }
         let Some(provider) = self.detection().map(|d| d.provider) else {
             return false;

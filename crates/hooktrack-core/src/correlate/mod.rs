@@ -196,7 +196,7 @@ impl Correlator {
     }
 
     /// Whether `event` would end the open main turn by beginning something else: a new
-    /// prompt (not a steer, not a subagent's), a session's start or end, the process's end.
+    /// prompt (not a steer, not a subagent's), a session's start or end.
     /// A live reader lets such a row wait for its session's transcript (`crate::hold`),
     /// which may still hold how that turn ended.
     pub fn would_supersede(&self, event: &Event<'_>) -> bool {
@@ -216,7 +216,9 @@ impl Correlator {
                 }
             }
             Event::SessionStarted { source } => source.as_deref() != Some("compact"),
-            Event::SessionEnded { .. } | Event::ProcessEnded { .. } => true,
+            Event::SessionEnded { .. } => true,
+            // A process end is written after the agent died, its files complete: by the
+            // time its row is read, so is every line the agent wrote.
             _ => false,
         }
     }
