@@ -46,6 +46,8 @@
 //! assert_eq!(pipeline.posture().last_turn.result, TurnResult::Success);
 //! ```
 
+#[cfg(feature = "fleet")]
+pub mod fleet;
 mod launch;
 mod output;
 pub mod safe_text;

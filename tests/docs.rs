@@ -357,6 +357,55 @@ mod architecture {
         );
     }
 
+    /// The async runtime the NATS client needs stays in `src/fleet/`: no other production
+    /// source names tokio, the client or an `async fn`.
+    #[test]
+    fn the_async_runtime_lives_in_the_fleet_alone() {
+        let mut dirs = vec![root().join("src")];
+        for entry in std::fs::read_dir(root().join("crates"))
+            .expect("crates/")
+            .flatten()
+        {
+            dirs.push(entry.path().join("src"));
+        }
+        let mut naming = BTreeSet::new();
+        let mut fleet_files = 0;
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                if path.extension().is_none_or(|e| e != "rs") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).expect("a source file");
+                let uses = text
+                    .lines()
+                    .filter(|l| !l.trim_start().starts_with("//"))
+                    .any(|l| {
+                        l.contains("tokio") || l.contains("async_nats") || l.contains("async fn")
+                    });
+                let relative = path.strip_prefix(root()).expect("under the root");
+                let relative = relative.to_string_lossy().replace('\\', "/");
+                if relative.starts_with("src/fleet/") {
+                    fleet_files += usize::from(uses);
+                } else if uses {
+                    naming.insert(relative);
+                }
+            }
+        }
+        assert!(
+            fleet_files > 0,
+            "src/fleet/ uses no async runtime? the test looks wrong"
+        );
+        assert!(
+            naming.is_empty(),
+            "async code outside src/fleet/: {naming:#?}"
+        );
+    }
+
     /// `tests/x.rs::name`, `tests/x.rs::module::name` or `crates/c/src/x.rs::name`: the file
     /// and the test function it names.
     fn test_reference(span: &str) -> Option<(&str, &str)> {

@@ -2,6 +2,8 @@
 
 mod collect;
 mod emit;
+#[cfg(feature = "fleet")]
+mod fleet;
 mod install;
 mod replay;
 mod session;
@@ -29,7 +31,8 @@ enum Command {
     Install(install::InstallArgs),
     Uninstall(install::UninstallArgs),
     Check(install::CheckArgs),
-    Watch(watch::WatchArgs),
+    // Boxed: its fleet flags make it several times the size of the others.
+    Watch(Box<watch::WatchArgs>),
     Setup(setup::SetupArgs),
 }
 

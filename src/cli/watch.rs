@@ -97,6 +97,9 @@ pub struct WatchArgs {
     /// One session only; keep FILE outside the store.
     #[arg(long, value_name = "FILE")]
     checkpoint: Option<PathBuf>,
+    #[cfg(feature = "fleet")]
+    #[command(flatten)]
+    nats: super::fleet::NatsArgs,
 }
 
 fn parse_pane_flag(text: &str) -> Result<(String, String), String> {
@@ -118,6 +121,26 @@ fn parse_pane_flag(text: &str) -> Result<(String, String), String> {
 const STOP_CHECK: Duration = Duration::from_millis(200);
 
 pub fn run(args: &WatchArgs) -> ExitCode {
+    // Ctrl-C, `kill` and a closed terminal all end the watch the same way: the loop sees
+    // the flag, the view finishes its last frame.
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM, SIGHUP] {
+        if let Err(e) = signal_hook::flag::register(signal, Arc::clone(&stop)) {
+            return fail(&format!("cannot handle Ctrl-C: {}", error_chain(&e)));
+        }
+    }
+    #[cfg(feature = "fleet")]
+    if let Some(server) = args.paths.iter().find(|p| super::fleet::is_server(p)) {
+        if args.paths.len() > 1 {
+            return fail("watch one NATS server, or stores: not both");
+        }
+        return super::fleet::view(&server.to_string_lossy(), &args.nats, args.ndjson, &stop);
+    }
+    #[cfg(feature = "fleet")]
+    let publish = match args.nats.publish() {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
     let (default_stores, session_roots) = if args.paths.is_empty() {
         default_folders(|name| std::env::var_os(name))
     } else {
@@ -148,15 +171,9 @@ pub fn run(args: &WatchArgs) -> ExitCode {
         notify: args.notify.then(desktop_notifier),
         command_timeout: Duration::from_secs(args.on_change_timeout),
         record_process_ends: true,
+        #[cfg(feature = "fleet")]
+        publish,
     };
-    // Ctrl-C, `kill` and a closed terminal all end the watch the same way: the loop sees
-    // the flag, the view finishes its last frame.
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [SIGINT, SIGTERM, SIGHUP] {
-        if let Err(e) = signal_hook::flag::register(signal, Arc::clone(&stop)) {
-            return fail(&format!("cannot handle Ctrl-C: {}", error_chain(&e)));
-        }
-    }
     let mut watch = match Watch::start(
         config,
         Box::new(io::stdout().lock()),

@@ -62,6 +62,9 @@ pub struct WatchConfig {
     pub command_timeout: Duration,
     /// Write an agent end seen from its pid to its store ([`record_process_end`](super::record_process_end)).
     pub record_process_ends: bool,
+    /// Publish every session's updates to a NATS JetStream fleet ([`crate::fleet`]).
+    #[cfg(feature = "fleet")]
+    pub publish: Option<crate::fleet::PublishConfig>,
 }
 
 impl Default for WatchConfig {
@@ -81,6 +84,8 @@ impl Default for WatchConfig {
             notify: None,
             command_timeout: Duration::from_secs(10),
             record_process_ends: true,
+            #[cfg(feature = "fleet")]
+            publish: None,
         }
     }
 }
@@ -118,5 +123,11 @@ pub enum WatchError {
     Write {
         #[source]
         source: io::Error,
+    },
+    #[cfg(feature = "fleet")]
+    #[error("cannot publish to the fleet")]
+    Publish {
+        #[source]
+        source: crate::fleet::FleetError,
     },
 }

@@ -98,6 +98,8 @@ pub struct Watch {
     tmux: Option<Tmux>,
     on_change: Option<Notifier>,
     notify: Option<Notifier>,
+    #[cfg(feature = "fleet")]
+    publisher: Option<crate::fleet::Publisher>,
     warnings: Receiver<String>,
 }
 
@@ -190,6 +192,14 @@ impl Watch {
             None => None,
         };
         drop(warn_tx);
+        #[cfg(feature = "fleet")]
+        let publisher = match config.publish.clone() {
+            Some(publish) => Some(
+                crate::fleet::Publisher::start(publish)
+                    .map_err(|source| WatchError::Publish { source })?,
+            ),
+            None => None,
+        };
         let (hub, updates) = Hub::start(HubConfig {
             recheck: config.recheck,
         })
@@ -232,6 +242,8 @@ impl Watch {
             tmux,
             on_change,
             notify,
+            #[cfg(feature = "fleet")]
+            publisher,
             warnings,
         };
         for (path, paths) in given {
@@ -300,6 +312,10 @@ impl Watch {
         }
         for n in [self.on_change, self.notify].into_iter().flatten() {
             n.finish();
+        }
+        #[cfg(feature = "fleet")]
+        if let Some(publisher) = self.publisher {
+            publisher.finish(Duration::from_secs(2));
         }
         result.map_err(|source| WatchError::Write { source })
     }
@@ -434,6 +450,27 @@ impl Watch {
         if self.record_ends {
             self.record_ends_of(id, &update);
         }
+        #[cfg(feature = "fleet")]
+        if let Some(publisher) = &self.publisher {
+            for (sid, one) in update.per_session() {
+                // Nothing read yet: no session to show (its id comes with its rows).
+                if one.events == 0
+                    || self
+                        .dropped
+                        .contains(&(id, one.current().session_id.clone()))
+                {
+                    continue;
+                }
+                // Named by its session id even alone in its store: a fleet's sessions
+                // are told apart by host, agent and id.
+                let sid = sid.or(one.current().session_id.as_deref());
+                let Ok(line) = serde_json::to_vec(&view::ndjson_line(&name, sid, &one)) else {
+                    continue;
+                };
+                let agent = one.agent().map_or("unknown", |a| a.name());
+                publisher.publish(agent, sid.unwrap_or(&name), &line);
+            }
+        }
         if let Some(view) = &mut self.view {
             let dropped = &self.dropped;
             view.update(&mut self.out, &name, &update, &|sid| {
@@ -538,6 +575,11 @@ impl Watch {
                         now,
                     )
                     .map_err(write)?;
+                }
+                #[cfg(feature = "fleet")]
+                if let Some(publisher) = &self.publisher {
+                    let agent = s.agent.map_or("unknown", |a| a.name());
+                    publisher.forget(agent, s.session_id.as_deref().unwrap_or(name));
                 }
                 if let Some(t) = &mut self.tmux
                     && let Some(pane) = s.tmux_pane.as_deref().or(store.pane.as_deref())

@@ -96,6 +96,20 @@ struct NdjsonLine<'a> {
     update: &'a Update,
 }
 
+/// One session's `--ndjson` line: also what the fleet publishes.
+pub(super) fn ndjson_line<'a>(
+    name: &'a str,
+    session_id: Option<&'a str>,
+    update: &'a Update,
+) -> impl Serialize + 'a {
+    NdjsonLine {
+        session: name,
+        session_id,
+        phase: shown_phase(update.posture().presence, update.posture().turn.phase),
+        update,
+    }
+}
+
 /// The line that says a session was dropped.
 #[derive(Serialize)]
 struct DroppedLine<'a> {
@@ -145,15 +159,7 @@ impl View for Ndjson {
             if dropped(update.current().session_id.as_deref()) {
                 continue;
             }
-            serde_json::to_writer(
-                &mut *out,
-                &NdjsonLine {
-                    session: name,
-                    session_id,
-                    phase: shown_phase(update.posture().presence, update.posture().turn.phase),
-                    update: &update,
-                },
-            )?;
+            serde_json::to_writer(&mut *out, &ndjson_line(name, session_id, &update))?;
             out.write_all(b"\n")?;
         }
         out.flush()

