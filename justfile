@@ -21,6 +21,7 @@ bench: hook-static
     cargo bench --bench replay
     HOOKTRACK_BENCH_STATIC_BIN=target/static/release/hooktrack-hook cargo bench --bench producer
     cargo bench --bench live
+    cargo bench --bench fleet
 
 # Statically linked, position-dependent `hooktrack` and `hooktrack-hook` (the hook command
 # alone) in target/static/release/ (docs/benchmarks.md: the hook starts in about the time
