@@ -31,7 +31,12 @@ fn usage(pid: &str) -> (f64, u64) {
         .rsplit_once(')')
         .map(|(_, rest)| rest.split_whitespace().collect())
         .unwrap_or_default();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     // Fields after the name: state is 0, utime 11, stime 12.
     let cpu = (ticks(11) + ticks(12)) / 100.0;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -93,7 +98,8 @@ fn nats_server() -> Option<PathBuf> {
             .find(|p| p.is_file())
     });
     on_path.or_else(|| {
-        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/tmp/e2e-nats/bin/nats-server");
+        let p =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/tmp/e2e-nats/bin/nats-server");
         p.is_file().then_some(p)
     })
 }
@@ -113,7 +119,9 @@ fn main() {
         return;
     }
     let Some(bin) = nats_server() else {
-        println!("fleet: no nats-server (set HOOKTRACK_NATS_SERVER, or run the e2e fleet test once)");
+        println!(
+            "fleet: no nats-server (set HOOKTRACK_NATS_SERVER, or run the e2e fleet test once)"
+        );
         return;
     };
     let knobs: Vec<u64> = std::env::var("HOOKTRACK_FLEET_BENCH")
@@ -168,17 +176,19 @@ fn main() {
         if started.elapsed() > Duration::from_secs(t * 4 + 60) {
             break;
         }
-        if let Ok(Seen::State { record, .. }) = viewer.recv(Duration::from_millis(100)) {
-            if let Some(sent) = record["sent_ms"].as_i64() {
-                lags.push(now_ms() - sent);
-                last_seen = Instant::now();
-            }
+        if let Ok(Seen::State { record, .. }) = viewer.recv(Duration::from_millis(100))
+            && let Some(sent) = record["sent_ms"].as_i64()
+        {
+            lags.push(now_ms() - sent);
+            last_seen = Instant::now();
         }
     }
     let viewing = started.elapsed().as_secs_f64();
     let (mut published, mut dropped, mut cpus, mut hwms) = (0u64, 0u64, Vec::new(), Vec::new());
     for child in children {
-        let Ok(out) = child.wait_with_output() else { continue };
+        let Ok(out) = child.wait_with_output() else {
+            continue;
+        };
         let text = String::from_utf8_lossy(&out.stdout);
         let f: Vec<&str> = text.split_whitespace().collect();
         if let [a, b, c, d] = f[..] {
@@ -194,7 +204,10 @@ fn main() {
     let _ = server.wait();
     lags.sort_unstable();
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    println!("fleet: {p} publishers x {s} sessions x {r} updates/s for {t} s ({} updates sent)", sent_total);
+    println!(
+        "fleet: {p} publishers x {s} sessions x {r} updates/s for {t} s ({} updates sent)",
+        sent_total
+    );
     println!(
         "  viewer lag ms: p50 {} p99 {} max {} ({} updates seen, {:.0}/s over {viewing:.1} s)",
         percentile(&lags, 0.5),
@@ -203,7 +216,10 @@ fn main() {
         lags.len(),
         lags.len() as f64 / viewing
     );
-    println!("  published {published}, dropped {dropped} ({:.0}/s sent)", published as f64 / t as f64);
+    println!(
+        "  published {published}, dropped {dropped} ({:.0}/s sent)",
+        published as f64 / t as f64
+    );
     println!(
         "  publisher CPU s: mean {:.2} max {:.2}; peak RSS KiB: mean {:.0} max {}",
         mean(&cpus),

@@ -257,6 +257,10 @@ fn describe_into(out: &mut String, event: &Event<'_>) {
             }
         }
         Event::Activity { .. } => {}
+        Event::Retrying { attempt: Some(n) } => {
+            let _ = write!(out, "attempt {n}");
+        }
+        Event::Retrying { attempt: None } => {}
         Event::ModelSwitched { from, to, .. } => {
             let _ = write!(
                 out,

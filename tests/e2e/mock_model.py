@@ -18,6 +18,8 @@ Scripts:
 - `[[tools]]`: step 1 runs a shell command and writes `notes.txt`, step 2 reads it back,
   step 3 answers in text (each CLI with its own tool names);
 - `[[fail]]`: every model call fails with a non-retryable 400;
+- `[[retry]]` (chat completions): the first two calls of the server's life fail with a
+  retryable 500, then one text answer;
 - `[[plain]]` (or anything else): one text answer;
 - `[[slowtext]]` (streamed chat completions): a text answer streamed over a minute, one
   word a second (to press Escape while it streams, no tool running);
@@ -48,6 +50,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+LOCK = threading.Lock()
 MARKER = re.compile(r"\[\[(\w+)\]\]")
 FINAL = "The file holds two lines. Done."
 HELLO = "Hello from the mock model."
@@ -245,10 +248,20 @@ class Turn:
         self.called = set()
 
 
+# How many calls of `[[retry]]` failed so far (this server's lifetime: one test's).
+RETRIED = {"count": 0}
+RETRY_FAILURES = 2
+
+
 def reply(cli, turn):
-    """`("fail", None)`, `("text", str)` or `("calls", [(id, name, args)])`."""
+    """`("fail", None)`, `("retryable", None)`, `("text", str)` or `("calls", [(id, name, args)])`."""
     if turn.marker == "fail":
         return ("fail", None)
+    if turn.marker == "retry":
+        with LOCK:
+            RETRIED["count"] += 1
+            failing = RETRIED["count"] <= RETRY_FAILURES
+        return ("retryable", None) if failing else ("text", HELLO)
     if cli == "kimi-code" and turn.marker in KIMI_CODE:
         steps, final = KIMI_CODE[turn.marker]
         done = 0
@@ -541,6 +554,9 @@ class Handler(BaseHTTPRequestHandler):
         if kind == "fail":
             return self.fail({"error": {"message": "mock model: scripted failure",
                                         "type": "invalid_request_error"}})
+        if kind == "retryable":
+            return self.send_json({"error": {"message": "mock model: overloaded, try again",
+                                             "type": "server_error"}}, 500)
         if body.get("stream") and turn_chat(body).marker == "slowtext":
             return self.slow_text(body)
         calls = value if kind == "calls" else []

@@ -160,6 +160,42 @@ fn opencode_failed_model_call_through_session_ends_known_failure() {
     assert_eq!(ledger(&end["turns"]), ["main known_failure 0"], "{context}");
 }
 
+/// OpenCode retries a model call that failed with a 500 by itself: its status goes busy,
+/// retry, busy, idle (the mock's second failure is OpenCode's title call). One prompt, one
+/// turn (it was two, the first `terminal_gap`). Recorded as
+/// `corpus/opencode/opencode-1.18.33-retry-headless`.
+fn opencode_a_model_call_retried_twice_is_one_turn() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e(WHAT, &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&modules, &mock, json!({}));
+    let (code, out, lines) = world.run(&modules, "Say hello. [[retry]]");
+    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
+    assert_eq!(code, Some(0), "{context}");
+    assert!(out.contains("Hello from the mock model."), "{context}");
+    let statuses: Vec<String> =
+        fs::read_to_string(world.root.join("hook-observation/opencode/events.ndjson"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|r| r["event"] == "session.status")
+            .filter_map(|r| {
+                r["payload"]["properties"]["status"]["type"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect();
+    assert_eq!(
+        statuses,
+        ["busy", "retry", "busy", "retry", "busy", "idle"],
+        "{context}"
+    );
+    let end = lines.last().expect("end line");
+    assert_eq!(ledger(&end["turns"]), ["main success 0"], "{context}");
+}
+
 fn opencode_permission_in_a_headless_run_is_blocked_then_rejected_and_ends_the_turn() {
     let modules = match installed() {
         Ok(m) => m,
@@ -383,6 +419,7 @@ pub(crate) fn tests() -> Vec<crate::E2e> {
             opencode_failed_model_call_through_session_ends_known_failure,
             [OpenCode]
         ),
+        e2e!(opencode_a_model_call_retried_twice_is_one_turn, [OpenCode]),
         e2e!(
             opencode_permission_in_a_headless_run_is_blocked_then_rejected_and_ends_the_turn,
             [OpenCode]

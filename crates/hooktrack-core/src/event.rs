@@ -189,6 +189,11 @@ pub enum Event<'a> {
     Activity {
         name: Cow<'a, str>,
     },
+    /// The agent retries a failed model call by itself and waits before the next try
+    /// (OpenCode's and Kilo's `session.status` `retry`, with its attempt): the turn goes on.
+    Retrying {
+        attempt: Option<u64>,
+    },
     /// The session's model changes (Claude Code's `/model`): a fact about the session,
     /// not about a turn; `done` once the switch took effect (`PostModelSwitch`).
     ModelSwitched {
@@ -234,6 +239,7 @@ impl Event<'_> {
             Event::Notification { .. } => "notification",
             Event::InputRequested { .. } => "input_requested",
             Event::Activity { .. } => "activity",
+            Event::Retrying { .. } => "retrying",
             Event::ModelSwitched { .. } => "model_switched",
             Event::ProcessEnded { .. } => "process_ended",
             Event::Unknown { .. } => "unknown",

@@ -35,6 +35,7 @@ mod life;
 mod main_state;
 mod nested;
 mod order;
+mod retry;
 mod scopes;
 #[cfg(test)]
 mod tests;
@@ -54,6 +55,7 @@ use history::History;
 use life::Life;
 use main_state::MainState;
 use order::Owed;
+use retry::Retry;
 use scopes::Scopes;
 use tools::Tools;
 use transcript::Ahead;
@@ -123,6 +125,8 @@ pub struct Correlator {
     compaction: Compaction,
     queue_length: u64,
     background_tasks: BackgroundTasks,
+    /// A model call the agent retries by itself (`retry.rs`).
+    retry: Retry,
 }
 
 impl Correlator {
@@ -141,6 +145,7 @@ impl Correlator {
             compaction: Compaction::default(),
             queue_length: 0,
             background_tasks: BackgroundTasks::default(),
+            retry: Retry::None,
         }
     }
 
@@ -347,12 +352,18 @@ impl Correlator {
                 self.end_session(ctx, TurnResult::TerminalGap, Diag::TerminalGapProcessEnded);
                 self.life.ended();
             }
+            Event::Retrying { .. } => self.retrying(ctx),
             Event::PromptSubmitted {
+                text,
                 steer,
                 turn_id,
                 agent,
-                ..
-            } => self.prompt(ctx, *steer, turn_id.clone(), agent.as_deref()),
+            } => {
+                let empty = text.is_empty() && turn_id.is_none() && agent.is_none() && !steer;
+                if !self.retry_resumed(ctx, empty) {
+                    self.prompt(ctx, *steer, turn_id.clone(), agent.as_deref());
+                }
+            }
             Event::PromptBlocked { .. } => self.prompt_blocked(ctx),
             Event::PromptQueued { queue_length, .. } => {
                 self.queue_length = queue_length.unwrap_or(self.queue_length + 1);
@@ -390,7 +401,9 @@ impl Correlator {
                 if let Some(running) = background_tasks {
                     self.background_tasks.replace(running);
                 }
-                self.stopped(ctx, *stop_hook_active, turn_id.clone())
+                if !self.retry_cancelled(ctx) {
+                    self.stopped(ctx, *stop_hook_active, turn_id.clone())
+                }
             }
             Event::StopFailed { .. } => self.end_innermost(ctx, TurnResult::KnownFailure),
             Event::Interrupted { turn_id, .. } => self.interrupt(ctx, turn_id.as_ref()),

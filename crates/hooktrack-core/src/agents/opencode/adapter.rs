@@ -36,6 +36,8 @@ struct Properties {
 struct Status {
     #[serde(rename = "type")]
     kind: Option<String>,
+    /// `retry`: which attempt comes next.
+    attempt: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -88,6 +90,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         "session.created" if agent.is_none() => Event::SessionStarted { source: None },
         "session.deleted" if agent.is_none() => Event::SessionEnded { reason: None },
         "session.status" => {
+            let attempt = props.status.as_ref().and_then(|s| s.attempt);
             let kind = props.status.and_then(|s| s.kind);
             match (kind.as_deref(), agent) {
                 // The first `busy` after `idle`: a prompt was taken up (OpenCode's plugin
@@ -112,7 +115,10 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
                     name: None,
                     agent_id: Some(id),
                 },
-                // `retry`: the model call is retried, the turn goes on.
+                // `retry`: the model call failed and is tried again after a wait; the
+                // turn goes on (its next `busy` is no new prompt, an `idle` first is the
+                // wait cancelled).
+                (Some("retry"), None) => Event::Retrying { attempt },
                 _ => Event::Activity { name: name.clone() },
             }
         }
