@@ -116,6 +116,38 @@ fn kilo_tool_turn_through_session_ends_success_with_three_tools() {
     assert!(plugin.contains("\"--agent\", \"kilo\""), "{plugin}");
 }
 
+/// Kilo retries a model call that failed with a 500 by itself, as OpenCode does: one
+/// prompt, one turn.
+fn kilo_a_model_call_retried_is_one_turn() {
+    let kilo = match installed() {
+        Ok(k) => k,
+        Err(reason) => return skip_e2e(WHAT, &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock, json!({}));
+    let (code, out, lines) = world.run(&kilo, &["run", "Say hello. [[retry]]"]);
+    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
+    assert_eq!(code, Some(0), "{context}");
+    let statuses: Vec<String> =
+        fs::read_to_string(world.root.join("hook-observation/kilo/events.ndjson"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|r| r["event"] == "session.status")
+            .filter_map(|r| {
+                r["payload"]["properties"]["status"]["type"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect();
+    assert!(
+        statuses.iter().any(|s| s == "retry"),
+        "{statuses:?}\n{context}"
+    );
+    let end = lines.last().expect("end line");
+    assert_eq!(ledger(&end["turns"]), ["main success 0"], "{context}");
+}
+
 fn kilo_escape_twice_during_a_tool_in_tmux_ends_interrupted() {
     let kilo = match installed() {
         Ok(k) => k,
@@ -176,6 +208,7 @@ fn session_with_kilo_pure_says_so_once_and_goes_on() {
 /// This module's tests, with what each needs (`main.rs`).
 pub(crate) fn tests() -> Vec<crate::E2e> {
     vec![
+        e2e!(kilo_a_model_call_retried_is_one_turn, [Kilo]),
         e2e!(
             kilo_tool_turn_through_session_ends_success_with_three_tools,
             [Kilo]
