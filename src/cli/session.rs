@@ -8,7 +8,7 @@
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -65,7 +65,9 @@ fn startup_grace_help() -> String {
 /// program (any agent --agent names below) or named with --agent. The store is
 /// ROOT/hook-observation/<provider>/ (events.ndjson, collector.json, channel.json). The
 /// agent gets the routing variables and the bearer token in its environment and nowhere
-/// else. Posture changes go to stderr (or --output); the exit status is the agent's.
+/// else. Posture changes go to stderr (or --output); for a TUI agent (no prompt at launch)
+/// on a terminal they go to ROOT/session.log instead, so its screen stays whole, and the
+/// summary comes to stderr at exit. The exit status is the agent's.
 #[derive(Args)]
 pub struct SessionArgs {
     #[arg(long, help = format!(
@@ -82,7 +84,8 @@ pub struct SessionArgs {
     /// ~/.local/state/...). Reusing a root starts the next generation.
     #[arg(long)]
     root: Option<PathBuf>,
-    /// Where posture changes go: a file, or - for stdout (default: stderr).
+    /// Where posture changes go: a file, or - for stdout (default: stderr; for a TUI agent
+    /// on a terminal, ROOT/session.log, the summary to stderr at exit).
     #[arg(long)]
     output: Option<PathBuf>,
     /// text: one line per change; ndjson: one JSON line per event, then an end line.
@@ -204,7 +207,29 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
         Some(r) => r.clone(),
         None => default_session_root(env, store::now()).ok_or(SessionError::NoRoot)?,
     };
-    let mut out = Output::open(args.output.as_deref(), args.format)?;
+    // A TUI owns the terminal: lines written over its screen would break it. Unless told
+    // where, its posture changes go to a file in the session root, and the summary to the
+    // terminal once the agent is gone.
+    let tui = args.output.is_none()
+        && io::stderr().is_terminal()
+        && !hooktrack::prompt_at_launch(agent, &args.command[1..]);
+    let log = tui.then(|| root.join("session.log"));
+    if let Some(log) = &log {
+        if let Err(source) = std::fs::create_dir_all(&root) {
+            return Err(SessionError::Output {
+                path: root.clone(),
+                source,
+            });
+        }
+        eprintln!(
+            "hooktrack: {} takes the terminal: posture changes go to {} \
+             (`hooktrack watch {}` shows them live); the summary follows at exit",
+            agent.label(),
+            hooktrack::safe_text::visible(&log.display().to_string()),
+            hooktrack::safe_text::visible(&root.display().to_string()),
+        );
+    }
+    let mut out = Output::open(log.as_deref().or(args.output.as_deref()), args.format)?;
 
     // Signals first, so that a SIGTERM during the setup still ends in the cleanup.
     let signals = SignalForwarding::install()?;
@@ -261,6 +286,9 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
         )
     });
     out.end(&end, code, collected, silence.as_deref());
+    if log.is_some() {
+        Output::open(None, args.format)?.end(&end, code, collected, silence.as_deref());
+    }
     if let Err(e) = finished {
         return Err(SessionError::AfterExit {
             code,

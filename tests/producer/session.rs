@@ -829,3 +829,53 @@ fn kimi_code_under_a_node_too_old_is_named_before_it_runs() {
         "{context}"
     );
 }
+
+/// A TUI agent (no prompt at launch) on a terminal: `session` writes nothing over its
+/// screen while it runs; its lines go to ROOT/session.log, and the summary comes to the
+/// terminal once the agent is gone. (`script` gives the session a terminal.)
+#[test]
+fn a_tui_session_on_a_terminal_keeps_its_lines_off_the_screen() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        // util-linux's `script` is what gives the session a terminal here.
+        panic!("this test needs util-linux's `script`");
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let root = tmp.path().join("root");
+    fs::create_dir_all(home.join(".kimi")).expect("mkdir");
+    fs::write(home.join(".kimi/config.toml"), OPERATOR).expect("write config");
+    // The agent draws its screen and leaves: what is on the terminal meanwhile is its own.
+    let agent = tmp.path().join("fake-kimi");
+    fs::write(&agent, "#!/bin/sh\nprintf 'AGENT SCREEN\\n'\nexit 0\n").expect("write agent");
+    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let command = format!(
+        "{} session --agent kimi-cli --root {} -- {}",
+        env!("CARGO_BIN_EXE_hooktrack"),
+        root.display(),
+        agent.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .env("HOME", &home)
+        .env_remove("HOOKTRACK_TOKEN")
+        .env_remove("KIMI_SHARE_DIR")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run script");
+    let screen = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    assert!(out.status.success(), "{screen}");
+    let log = fs::read_to_string(root.join("session.log")).expect("session.log");
+    assert!(log.contains("observing Kimi CLI"), "{log}");
+    assert!(screen.contains("takes the terminal"), "{screen}");
+    assert!(!screen.contains("observing Kimi CLI"), "{screen}");
+    // The summary after the agent's own screen.
+    let drawn = screen.find("AGENT SCREEN").expect("the agent's screen");
+    let summary = screen
+        .find("agent exited with status 0")
+        .expect("the summary");
+    assert!(drawn < summary, "{screen}");
+}
