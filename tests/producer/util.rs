@@ -432,6 +432,8 @@ impl PluginHome {
             .args(args)
             .env("HOME", self.home())
             .env_remove(self.home_var)
+            // OpenCode and Kilo read `$XDG_CONFIG_HOME/<agent>/` when it is set.
+            .env_remove("XDG_CONFIG_HOME")
             .output()
             .expect("run hooktrack")
     }

@@ -79,7 +79,8 @@ pub enum ConfigFormat {
 }
 
 /// Where an agent reads its hook config: `$<home_env>/<file>` when the variable is set,
-/// else `$<user_home_env>/<dot_dir>/<file>` when that one is (Gemini CLI's
+/// else, for a `dot_dir` under `.config/`, `$XDG_CONFIG_HOME/<the rest>/<file>` when that
+/// is set, else `$<user_home_env>/<dot_dir>/<file>` when that one is (Gemini CLI's
 /// `$GEMINI_CLI_HOME` stands in for `$HOME`), else `~/<dot_dir>/<file>` (a project's own is
 /// `<project>/<dot_dir>/<file>`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,12 +98,22 @@ pub struct ConfigLocation {
     pub project_install: bool,
 }
 
+/// The XDG config home's default place under `$HOME`.
+const XDG_CONFIG_DIR: &str = ".config/";
+
 impl ConfigLocation {
     /// The directory that holds the file: `$<home_env>` when set and not empty, else
     /// `$HOME/<dot_dir>`. `env` looks a variable up (the caller decides which environment).
     pub fn home(&self, env: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
         if let Some(dir) = self.home_env.and_then(&env).filter(|d| !d.is_empty()) {
             return Some(PathBuf::from(dir));
+        }
+        // A folder under `~/.config/` is the XDG config home's: the agents that keep theirs
+        // there (OpenCode, Kilo) read `$XDG_CONFIG_HOME/<name>` when it is set.
+        if let Some(name) = self.dot_dir.strip_prefix(XDG_CONFIG_DIR)
+            && let Some(xdg) = env("XDG_CONFIG_HOME").filter(|d| !d.is_empty())
+        {
+            return Some(PathBuf::from(xdg).join(name));
         }
         self.user_home_env
             .and_then(&env)
@@ -276,6 +287,49 @@ mod tests {
         assert_eq!(
             claude.file_in_home(Path::new("/c")),
             PathBuf::from("/c/settings.json")
+        );
+    }
+
+    /// OpenCode and Kilo read plugins from `$XDG_CONFIG_HOME/<agent>/` when it is set: a
+    /// plugin under `~/.config/` was never loaded there.
+    #[test]
+    fn opencode_and_kilo_read_their_plugin_from_xdg_config_home_when_set() {
+        let env = |xdg: Option<&'static str>, own: Option<&'static str>| {
+            move |name: &str| match name {
+                "HOME" => Some(OsString::from("/h")),
+                "XDG_CONFIG_HOME" => xdg.map(OsString::from),
+                "OPENCODE_CONFIG_DIR" | "KILO_CONFIG_DIR" => own.map(OsString::from),
+                _ => None,
+            }
+        };
+        for (agent, name) in [(Agent::OpenCode, "opencode"), (Agent::Kilo, "kilo")] {
+            let c = agent.config();
+            assert_eq!(
+                c.user_file(env(Some("/x"), None)),
+                Some(PathBuf::from(format!("/x/{name}/plugin/hooktrack.js")))
+            );
+            assert_eq!(
+                c.user_file(env(None, None)),
+                Some(PathBuf::from(format!(
+                    "/h/.config/{name}/plugin/hooktrack.js"
+                )))
+            );
+            assert_eq!(
+                c.user_file(env(Some(""), None)),
+                Some(PathBuf::from(format!(
+                    "/h/.config/{name}/plugin/hooktrack.js"
+                )))
+            );
+            // The agent's own variable wins.
+            assert_eq!(
+                c.user_file(env(Some("/x"), Some("/o"))),
+                Some(PathBuf::from("/o/plugin/hooktrack.js"))
+            );
+        }
+        // An agent whose folder is not under `.config/` does not move.
+        assert_eq!(
+            Agent::ClaudeCode.config().user_file(env(Some("/x"), None)),
+            Some(PathBuf::from("/h/.claude/settings.json"))
         );
     }
 
