@@ -12,6 +12,7 @@
 
 mod html;
 mod ndjson;
+mod pretty;
 mod read_ahead;
 mod timeline;
 
@@ -549,7 +550,10 @@ fn write_json<W: Write>(
     pretty: bool,
 ) -> Result<(), ReplayError> {
     let written = if pretty {
-        serde_json::to_writer_pretty(&mut *out, value)
+        value.serialize(&mut serde_json::Serializer::with_formatter(
+            &mut *out,
+            pretty::Pretty::default(),
+        ))
     } else {
         serde_json::to_writer(&mut *out, value)
     };
