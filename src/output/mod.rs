@@ -11,6 +11,7 @@
 //! without a timestamp takes the time of the line before it in its file.
 
 mod html;
+mod json_report;
 mod ndjson;
 mod pretty;
 mod read_ahead;
@@ -523,7 +524,9 @@ fn finish<W: Write>(
         }
         Format::Html => html::write(out, source_name, &report, recorder).map_err(write)?,
         Format::Json => {
-            write_json(out, &report, true)?;
+            json_report::write(out, &report)
+                .and_then(|()| writeln!(out))
+                .map_err(write)?;
         }
         Format::Ndjson => {
             let end = EndLine {

@@ -20,6 +20,14 @@ pub(super) struct Pretty {
 }
 
 impl Pretty {
+    /// A value nested `depth` levels into a document written around it.
+    pub(super) fn at_depth(depth: usize) -> Self {
+        Pretty {
+            depth,
+            has_value: false,
+        }
+    }
+
     /// A line break (after a comma unless `first`) and the indentation of the depth.
     fn line<W: ?Sized + Write>(&self, out: &mut W, first: bool) -> io::Result<()> {
         let levels = self.depth.min(LEVELS);
