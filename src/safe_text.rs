@@ -115,52 +115,42 @@ impl<W: Write> SafeWriter<W> {
         self.inner
     }
 
-    fn put(&mut self, mut rest: &[u8]) -> io::Result<()> {
-        loop {
-            match std::str::from_utf8(rest) {
-                Ok(s) => return self.put_str(s),
-                Err(e) => {
-                    let (valid, after) = rest.split_at(e.valid_up_to());
-                    self.put_str(std::str::from_utf8(valid).unwrap_or_default())?;
-                    match e.error_len() {
-                        None => {
-                            self.pending.extend_from_slice(after);
-                            return Ok(());
-                        }
-                        Some(n) => {
-                            self.inner.write_all("\u{fffd}".as_bytes())?;
-                            rest = &after[n..];
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// Writes `s` with its unsafe characters rewritten. The scan is over bytes: in UTF-8
-    /// every unsafe character is an ASCII byte or starts with 0xC2 (C1), 0xD8 (U+061C) or
-    /// 0xE2 (the bidi controls), and only those are decoded.
-    fn put_str(&mut self, s: &str) -> io::Result<()> {
-        let bytes = s.as_bytes();
+    /// Writes `bytes` with their unsafe characters rewritten, a byte that is not UTF-8 as
+    /// U+FFFD, and holds a character the bytes end in the middle of. The scan is over
+    /// bytes: in UTF-8 every unsafe character is an ASCII byte or starts with 0xC2 (C1),
+    /// 0xD8 (U+061C) or 0xE2 (the bidi controls); runs of ASCII that cannot hold one are
+    /// skipped a word at a time, and only what is not ASCII is decoded, a character at a
+    /// time (so the bulk, ASCII, is read once).
+    fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let json = self.notation == Notation::Json;
         let (mut start, mut i) = (0, 0);
         while i < bytes.len() {
-            // Eight printable ASCII bytes at a time: the bulk of every output.
-            while let Some(word) = bytes.get(i..i + 8) {
-                if !all_printable_ascii(word) {
-                    break;
-                }
-                i += 8;
-            }
+            i = skip_plain(bytes, i, json);
             let Some(&byte) = bytes.get(i) else { break };
             let unsafe_char = match byte {
                 b'\n' | b'\t' => None,
-                0x00..=0x1f if self.notation == Notation::Json => None,
+                0x00..=0x1f if json => None,
                 0x00..=0x1f | 0x7f => Some(char::from(byte)),
-                0xc2 | 0xd8 | 0xe2 => s
-                    .get(i..)
-                    .and_then(|rest| rest.chars().next())
-                    .filter(|&c| is_unsafe(c)),
-                _ => None,
+                0x20..=0x7e => None,
+                _ => match first_char(&bytes[i..]) {
+                    Decoded::Char(c) if is_unsafe(c) => Some(c),
+                    Decoded::Char(c) => {
+                        i += c.len_utf8();
+                        continue;
+                    }
+                    Decoded::Cut => {
+                        self.inner.write_all(&bytes[start..i])?;
+                        self.pending.extend_from_slice(&bytes[i..]);
+                        return Ok(());
+                    }
+                    Decoded::Invalid(n) => {
+                        self.inner.write_all(&bytes[start..i])?;
+                        self.inner.write_all("\u{fffd}".as_bytes())?;
+                        i += n;
+                        start = i;
+                        continue;
+                    }
+                },
             };
             let Some(c) = unsafe_char else {
                 i += 1;
@@ -175,6 +165,36 @@ impl<W: Write> SafeWriter<W> {
             start = i;
         }
         self.inner.write_all(&bytes[start..])
+    }
+}
+
+/// The character `bytes` start with, as UTF-8.
+enum Decoded {
+    Char(char),
+    /// `bytes` end before the character does.
+    Cut,
+    /// The first `n` bytes are not UTF-8 (written as one U+FFFD, as `from_utf8_lossy` does).
+    Invalid(usize),
+}
+
+fn first_char(bytes: &[u8]) -> Decoded {
+    // A character is at most 4 bytes: the decoder looks no further.
+    let window = &bytes[..bytes.len().min(4)];
+    let valid = match std::str::from_utf8(window) {
+        Ok(s) => s,
+        Err(e) if e.valid_up_to() > 0 => {
+            std::str::from_utf8(&window[..e.valid_up_to()]).unwrap_or_default()
+        }
+        Err(e) => {
+            return match e.error_len() {
+                Some(n) => Decoded::Invalid(n),
+                None => Decoded::Cut,
+            };
+        }
+    };
+    match valid.chars().next() {
+        Some(c) => Decoded::Char(c),
+        None => Decoded::Invalid(1),
     }
 }
 
@@ -198,20 +218,50 @@ impl<W: Write> Write for SafeWriter<W> {
     }
 }
 
-/// True when all 8 bytes of `word` are in 0x20..=0x7E. A false "no" only costs the byte
-/// by byte path; a "yes" is exact: a byte at or above 0x7F sets its top bit in
-/// `x | (x + 0x01…)` (a carry only ever leaves a byte that is itself flagged), and with
-/// every top bit clear, `(x - 0x20…) & !x` sets a top bit only where a byte is below 0x20.
-fn all_printable_ascii(word: &[u8]) -> bool {
+/// The first index from `from` on that may hold an unsafe character: the bytes before it
+/// are printable ASCII (`json`: any ASCII below DEL, serde_json having escaped the C0
+/// controls in strings). Four words are tested at once, the bulk of every output being
+/// long runs of ASCII; the first flagged byte of a word is exact (see [`flagged`]). The
+/// last bytes short of a word are left to the caller.
+fn skip_plain(bytes: &[u8], from: usize, json: bool) -> usize {
+    let mut i = from;
+    for block in bytes.get(from..).unwrap_or_default().chunks_exact(32) {
+        if block
+            .chunks_exact(8)
+            .fold(0, |flags, w| flags | flagged(w, json))
+            != 0
+        {
+            break;
+        }
+        i += 32;
+    }
+    for word in bytes.get(i..).unwrap_or_default().chunks_exact(8) {
+        let flags = flagged(word, json);
+        if flags != 0 {
+            return i + flags.trailing_zeros() as usize / 8;
+        }
+        i += 8;
+    }
+    i
+}
+
+/// The top bit of each byte of `word` (little-endian: the first byte lowest) that is at
+/// or above DEL, or (unless `json`) below a space; zero when there is none. The lowest
+/// flag is exact: a byte at or above 0x7F sets its top bit in `x | (x + 0x01…)`, a byte
+/// below 0x20 in `(x - 0x20…) & !x`, and the carries and borrows that may flag a byte
+/// besides only ever start at a byte that is itself flagged, and go up.
+fn flagged(word: &[u8], json: bool) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const TOPS: u64 = 0x8080_8080_8080_8080;
     let Ok(word) = <[u8; 8]>::try_from(word) else {
-        return false;
+        return TOPS;
     };
     let x = u64::from_le_bytes(word);
     let high = (x | x.wrapping_add(ONES)) & TOPS;
-    let low = x.wrapping_sub(ONES * 0x20) & !x & TOPS;
-    high == 0 && low == 0
+    if json {
+        return high;
+    }
+    high | (x.wrapping_sub(ONES * 0x20) & !x & TOPS)
 }
 
 #[cfg(test)]
@@ -267,28 +317,45 @@ mod tests {
     }
 
     #[test]
-    fn the_word_check_passes_printable_ascii_only() {
+    fn the_word_check_flags_the_first_byte_that_is_not_printable_ascii() {
         for b in 0..=255u8 {
             for at in 0..8 {
                 let mut word = *b"abcdefgh";
                 word[at] = b;
                 assert_eq!(
-                    all_printable_ascii(&word),
+                    flagged(&word, false) == 0,
                     (0x20..0x7f).contains(&b),
                     "{b:#x} at {at}"
                 );
+                assert_eq!(flagged(&word, true) == 0, b < 0x7f, "{b:#x} at {at}");
+                // The first flag is the byte's own, whatever the bytes after it are.
+                for after in [0x00, 0x1f, 0x7e, 0x7f, 0xff] {
+                    word[at + 1..].fill(after);
+                    for json in [false, true] {
+                        if b >= 0x7f || (b < 0x20 && !json) {
+                            let first = flagged(&word, json).trailing_zeros() / 8;
+                            assert_eq!(first, at as u32, "{b:#x} at {at}, then {after:#x}");
+                        }
+                    }
+                }
             }
         }
         // A long line: the unsafe characters found at every offset from a word's start.
-        for pad in 0..16 {
+        for pad in 0..72 {
             let text = format!(
-                "{}\u{9b}x{}\x1b\u{202e}{}",
+                "{}\u{9b}x{}\x1b\u{202e}{}\u{7f}",
                 "a".repeat(pad),
                 "b".repeat(pad),
-                "c".repeat(20)
+                "c".repeat(pad / 3)
             );
             let written = through(Notation::Text, &[text.as_bytes()]);
             assert_eq!(written, visible(&text), "{pad}");
+            let json = through(Notation::Json, &[text.as_bytes()]);
+            let expected = text
+                .replace('\u{9b}', "\\u009b")
+                .replace('\u{202e}', "\\u202e")
+                .replace('\u{7f}', "\\u007f");
+            assert_eq!(json, expected, "{pad}");
         }
     }
 
@@ -307,6 +374,45 @@ mod tests {
             through(Notation::Json, &[b"\"", &csi[..1], &csi[1..], b"\x7f\"\n"]),
             "\"\\u009b\\u007f\"\n"
         );
+    }
+
+    #[test]
+    fn two_writes_cut_anywhere_give_what_one_write_gives() {
+        let mut text = b"plain \xe2\x86\x92 arrow \xc2\x9b csi \xd8\x9c alm \xe2\x80\xae rlo \xf0\x9f\x98\x80 \
+            emoji \xc3\xa9 e \xff bad \xe2\x82 cut \xed\xa0\x80 surrogate \x1b esc \x7f del\n"
+            .to_vec();
+        text.extend_from_slice(&b"0123456789abcdef".repeat(5));
+        for notation in [Notation::Text, Notation::Json] {
+            let whole = through(notation, &[&text]);
+            assert_eq!(whole, through_lossy(notation, &text), "{notation:?}");
+            for cut in 0..=text.len() {
+                let (a, b) = text.split_at(cut);
+                assert_eq!(
+                    through(notation, &[a, b]),
+                    whole,
+                    "{notation:?} cut at {cut}"
+                );
+            }
+        }
+    }
+
+    /// What the writer gives, made another way: `from_utf8_lossy`, then `visible` (text,
+    /// keeping newlines and tabs) or the JSON escape of DEL, C1 and bidi controls.
+    fn through_lossy(notation: Notation, bytes: &[u8]) -> String {
+        let lossy = String::from_utf8_lossy(bytes);
+        match notation {
+            Notation::Text => visible_lines(&lossy).into_owned(),
+            Notation::Json => lossy
+                .chars()
+                .map(|c| {
+                    if is_unsafe(c) && c > '\u{1f}' {
+                        format!("\\u{:04x}", u32::from(c))
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect(),
+        }
     }
 
     #[test]

@@ -146,9 +146,15 @@ fn paired(base: &[Duration], other: &[Duration]) -> f64 {
 }
 
 /// Runs the comparison on `path`. `HOOKTRACK_BENCH_BEFORE=/path/to/hooktrack` adds an
-/// older build's json, ndjson and text replays to the same rounds, for before / after.
+/// older build's json, ndjson and text replays to the same rounds, for before / after;
+/// `HOOKTRACK_BENCH_AFTER` runs another build than this package's in their place (a copy
+/// kept aside: a target directory shared with other builds may replace its binary
+/// between the build and the run).
 pub fn run(path: &Path) -> Result<()> {
-    let hooktrack = PathBuf::from(env!("CARGO_BIN_EXE_hooktrack"));
+    let hooktrack = std::env::var_os("HOOKTRACK_BENCH_AFTER").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_hooktrack")),
+        PathBuf::from,
+    );
     let me = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
     let file = path.to_str().ok_or("bench data path is not UTF-8")?;
     let mut contenders = vec![

@@ -11,7 +11,9 @@
 //! without a timestamp takes the time of the line before it in its file.
 
 mod html;
+mod json_report;
 mod ndjson;
+mod pretty;
 mod read_ahead;
 mod timeline;
 
@@ -522,7 +524,9 @@ fn finish<W: Write>(
         }
         Format::Html => html::write(out, source_name, &report, recorder).map_err(write)?,
         Format::Json => {
-            write_json(out, &report, true)?;
+            json_report::write(out, &report)
+                .and_then(|()| writeln!(out))
+                .map_err(write)?;
         }
         Format::Ndjson => {
             let end = EndLine {
@@ -549,7 +553,10 @@ fn write_json<W: Write>(
     pretty: bool,
 ) -> Result<(), ReplayError> {
     let written = if pretty {
-        serde_json::to_writer_pretty(&mut *out, value)
+        value.serialize(&mut serde_json::Serializer::with_formatter(
+            &mut *out,
+            pretty::Pretty::default(),
+        ))
     } else {
         serde_json::to_writer(&mut *out, value)
     };

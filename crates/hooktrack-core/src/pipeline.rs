@@ -64,6 +64,9 @@ pub struct Pipeline {
     detector: Detector,
     filter: DeliveryFilter,
     correlator: Option<Correlator>,
+    /// The agent whose capabilities the correlator has, once a hook row checked them
+    /// (`None`: not checked yet): comparing the capabilities costs more than the agent.
+    capabilities_of: Option<Agent>,
     diagnostics: Diagnostics,
     events: u64,
     hook_events: u64,
@@ -84,6 +87,7 @@ impl Pipeline {
             detector: Detector::new(choice),
             filter: DeliveryFilter::new(),
             correlator: None,
+            capabilities_of: None,
             diagnostics: Diagnostics::new(),
             events: 0,
             hook_events: 0,
@@ -235,13 +239,15 @@ impl Pipeline {
             self.diagnostics.count_unknown_name(name);
             notes.push(Note::new(Diag::UnknownEvent, Some(name.to_string())));
         }
-        let correlator = self
-            .correlator
-            .get_or_insert_with(|| Correlator::new(provider.capabilities()));
         // Rows before the first identifying one ran under an assumed provider: from here
         // on the identified provider's turn structure applies.
-        if correlator.capabilities() != provider.capabilities() {
-            correlator.set_capabilities(provider.capabilities());
+        if self.capabilities_of != Some(provider) {
+            let caps = provider.capabilities();
+            let correlator = self.correlator.get_or_insert_with(|| Correlator::new(caps));
+            if correlator.capabilities() != caps {
+                correlator.set_capabilities(caps);
+            }
+            self.capabilities_of = Some(provider);
         }
         let step = Step {
             line: number,
@@ -460,7 +466,11 @@ impl Pipeline {
     /// still open now, in turn order.
     pub fn ledger(&self, mut closed: Vec<TurnRecord>) -> Vec<TurnRecord> {
         closed.extend(self.open_turns());
-        closed.sort_by_key(|t| t.id);
+        // Nearly always in order already (a nested turn ends before its parent): a sort
+        // that is not needed copies every record once.
+        if !closed.is_sorted_by_key(|t| t.id) {
+            closed.sort_by_key(|t| t.id);
+        }
         closed
     }
 
