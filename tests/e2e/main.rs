@@ -48,6 +48,8 @@ mod browser;
 mod kilo;
 mod kimi_cli;
 mod kimi_code;
+mod many_panes;
+mod mock;
 mod more_agents;
 mod npm;
 mod opencode;
@@ -125,6 +127,7 @@ fn all() -> Vec<E2e> {
         kilo::tests(),
         kimi_cli::tests(),
         kimi_code::tests(),
+        many_panes::tests(),
         more_agents::tests(),
         npm::tests(),
         opencode::tests(),
