@@ -12,7 +12,9 @@
 //! - **Escape** while the answer streams (`[[slowtext]]`): the key, the CLI's own record of
 //!   it (Claude Code: its transcript's `[Request interrupted by user]` entry's `timestamp`;
 //!   Kimi Code: the `Interrupt` hook row's `received_at`), and the pane's
-//!   `@hooktrack_phase` turning `ready`;
+//!   `@hooktrack_phase` turning `ready`; for Claude Code also when that transcript line
+//!   landed in the file (its entry's `timestamp` is when it was made, which can be earlier),
+//!   seen by polling the file's length every millisecond;
 //! - **a permission dialog** (`[[ask]]` / `[[perm]]`): the `PermissionRequest` hook row's
 //!   `received_at` and the option turning `blocked` (what the agent wrote → the option);
 //!   then the answer (`1`, "Yes", and on Claude Code the Enter that confirms it) and the
@@ -408,19 +410,51 @@ impl Samples {
 #[derive(Default)]
 struct Figures {
     escape_after_write: Samples,
+    escape_after_landed: Samples,
     escape_after_key: Samples,
     dialog_after_write: Samples,
     answer_after_key: Samples,
 }
 
+/// The transcripts `rows` name.
+fn transcript_paths(rows: &[Value]) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = rows
+        .iter()
+        .filter_map(|r| r["payload"]["transcript_path"].as_str().map(PathBuf::from))
+        .collect();
+    paths.dedup();
+    paths
+}
+
+/// When a line holding `needle` first lands in one of `paths` (from now on): a 1 ms poll of
+/// their lengths, for at most [`PATIENCE`].
+fn line_landed(paths: &[PathBuf], needle: &str) -> Option<i64> {
+    let len = |p: &PathBuf| fs::metadata(p).map_or(0, |m| m.len());
+    let mut seen: Vec<u64> = paths.iter().map(len).collect();
+    let start = Instant::now();
+    while start.elapsed() < PATIENCE {
+        for (p, was) in paths.iter().zip(seen.iter_mut()) {
+            let now = len(p);
+            if now == *was {
+                continue;
+            }
+            let at = now_us();
+            let text = fs::read(p).unwrap_or_default();
+            let from = usize::try_from(*was).unwrap_or(0).min(text.len());
+            *was = now;
+            if String::from_utf8_lossy(&text[from..]).contains(needle) {
+                return Some(at);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    None
+}
+
 /// The `timestamp` of the first entry after `after` that `wanted` picks out in the
 /// transcripts `rows` name.
 fn transcript_entry(rows: &[Value], after: i64, wanted: impl Fn(&str) -> bool) -> Option<i64> {
-    let mut paths: Vec<&str> = rows
-        .iter()
-        .filter_map(|r| r["payload"]["transcript_path"].as_str())
-        .collect();
-    paths.dedup();
+    let paths = transcript_paths(rows);
     paths.iter().find_map(|p| {
         fs::read_to_string(p).ok()?.lines().find_map(|l| {
             if !wanted(l) {
@@ -490,8 +524,17 @@ fn measure(agent: Agent, way: Way, world: &World, pane: &str, tries: usize) -> F
                 },
             );
         }
+        // Claude Code's entry carries the time it was made, not the time it reached the
+        // file: a watcher that polls the transcript every millisecond sees the latter.
+        let landed = (agent == Agent::Claude).then(|| {
+            let paths = transcript_paths(&world.rows(pane));
+            std::thread::spawn(move || line_landed(&paths, "[Request interrupted by user"))
+        });
         let key = world.keys(pane, &["Escape"]);
         let changed = ready_for(key);
+        if let Some(Ok(Some(at))) = landed.map(std::thread::JoinHandle::join) {
+            figures.escape_after_landed.0.push(changed - at);
+        }
         let written = wait(
             "the CLI's record of the Escape",
             || world.screen(pane),
@@ -619,6 +662,9 @@ fn main() {
             figures
                 .escape_after_write
                 .report("Escape: option ready − the CLI's record of it");
+            figures
+                .escape_after_landed
+                .report("Escape: option ready − its transcript line landing");
             figures
                 .escape_after_key
                 .report("Escape: option ready − key");
