@@ -512,8 +512,9 @@ fn measure(agent: Agent, way: Way, world: &World, pane: &str, tries: usize) -> F
         );
         if agent == Agent::Claude {
             // Its request is out (the transcript's `api-request` entry): an Escape now
-            // interrupts the answer. (One pressed while the prompt's hooks still ran, seen
-            // under load, put the prompt back in the input box and wrote no interrupt.)
+            // interrupts the answer. (One pressed earlier, seen twice under load, put the
+            // prompt back in the input box, and the pane's phase stayed `active`: a case of
+            // its own, docs/benchmarks.md.)
             wait(
                 "Claude Code's request",
                 || world.screen(pane),
