@@ -16,12 +16,15 @@ replay file *args:
 
 # Benchmarks: replay throughput against a parse-only baseline, and peak memory; emit latency
 # against a minimal Python emitter, and collector rows/s (docs/producer.md); live tracking
-# latency, throughput and idle CPU with 1 and 500 watched sessions (docs/live.md).
+# latency, throughput and idle CPU with 1 and 500 watched sessions (docs/live.md); keystroke
+# → tmux option with the real Claude Code and Kimi Code in tmux (the e2e installs; skipped,
+# saying so, where they are not installed; HOOKTRACK_BENCH_TRIES=N for fewer than 20).
 bench: hook-static
     cargo bench --bench replay
     HOOKTRACK_BENCH_STATIC_BIN=target/static/release/hooktrack-hook cargo bench --bench producer
     cargo bench --bench live
     cargo bench --bench fleet
+    cargo bench --bench keystroke
 
 # Statically linked, position-dependent `hooktrack` and `hooktrack-hook` (the hook command
 # alone) in target/static/release/ (docs/benchmarks.md: the hook starts in about the time

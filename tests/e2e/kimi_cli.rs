@@ -4,12 +4,13 @@
 //! Needs a CPython >= 3.12 (kimi-cli 1.52.0's Requires-Python) and PyPI for the first
 //! run (`HOOKTRACK_E2E_PYTHON` names one). Without either a test is reported as ignored
 //! with the reason (`main.rs`); with `HOOKTRACK_E2E_REQUIRE=1` it fails instead. Also the
-//! mock model server every end-to-end test drives its agent against, and `run_bounded`.
+//! `run_bounded`; the mock model server every end-to-end test drives its agent against is
+//! `mock.rs`'s.
 
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::util::*;
@@ -203,46 +204,7 @@ pub(crate) fn kimi_venv(python: &Path) -> Result<PathBuf, String> {
     Ok(venv)
 }
 
-/// The mock model server: its port comes on the first stdout line.
-pub(crate) struct Mock {
-    child: Child,
-    pub(crate) port: u16,
-}
-
-impl Mock {
-    pub(crate) fn start(python: &Path) -> Self {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/mock_model.py");
-        let mut child = Command::new(python)
-            .arg(&script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the mock model server");
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut first)
-            .expect("mock port");
-        let port = first.trim().parse().expect("mock port number");
-        Self { child, port }
-    }
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        // Closing its stdin stops it; kill in case it does not.
-        drop(self.child.stdin.take());
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(5) {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+pub(crate) use super::mock::Mock;
 
 /// `hooktrack session` running the real Kimi CLI in print mode (stream-json in and out,
 /// `--yolo`) from the venv, in `work` with `home` as `$HOME`, every standard stream piped;

@@ -759,6 +759,139 @@ fn kimi_code_tui_permissions_escape_compact_and_kill_9() {
     assert_eq!(ledger(&replay["turns"]), ledger(&end["turns"]));
 }
 
+/// Busy loops (`sh -c 'while :; do :; done'`), killed by pid when dropped.
+struct CpuHog(Vec<std::process::Child>);
+
+impl CpuHog {
+    /// Twice as many busy loops as this machine has cores.
+    fn start() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, usize::from);
+        let loops = (0..2 * cores)
+            .map(|_| {
+                Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .stdin(Stdio::null())
+                    .spawn()
+                    .expect("spawn a busy loop")
+            })
+            .collect();
+        Self(loops)
+    }
+}
+
+impl Drop for CpuHog {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// How many `Stop` rows reached the store before their turn's `TurnStarted` (each agent
+/// counted apart): the deliveries the reading must put back in the agent's order.
+fn stops_before_their_turn(rows: &[Value]) -> usize {
+    let mut open: Vec<(Value, i64)> = Vec::new();
+    let mut early = 0;
+    for row in rows {
+        let agent = row["payload"]["agent_id"].clone();
+        let at = match open.iter().position(|(a, _)| *a == agent) {
+            Some(at) => at,
+            None => {
+                open.push((agent, 0));
+                open.len() - 1
+            }
+        };
+        match row["event"].as_str() {
+            Some("TurnStarted") => open[at].1 += 1,
+            Some("Stop") => {
+                if open[at].1 <= 0 {
+                    early += 1;
+                }
+                open[at].1 -= 1;
+            }
+            _ => {}
+        }
+    }
+    early
+}
+
+/// Issue 32's load test: turns typed into the real Kimi Code's TUI while twice as many
+/// busy loops as cores run, each typed once its answer is on the screen and its `Stop` in
+/// the store, as a person waits for an answer. Kimi Code runs its hooks without waiting
+/// for them, so under load a `Stop` can reach the store before its turn's `TurnStarted`:
+/// every typed turn must still be counted once, as a success, live and in the replay, with
+/// no turn made up. 30 turns (a size CI affords); 200 with `HOOKTRACK_E2E_LONG=1`.
+fn kimi_code_tui_turns_typed_under_a_cpu_hog_are_the_turns_counted() {
+    let bin = match kimi_bin() {
+        Ok(b) => b,
+        Err(reason) => return skip(&reason),
+    };
+    let typed = if std::env::var_os("HOOKTRACK_E2E_LONG").is_some_and(|v| v == "1") {
+        200
+    } else {
+        30
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    let tmux = Tmux::start(&world, &bin);
+    tmux.wait_screen("Trust this folder?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_screen("No session yet");
+
+    let hog = CpuHog::start();
+    let started = std::time::Instant::now();
+    for n in 1..=typed {
+        let text = format!("Say hello, number {n}. [[plain]]");
+        prompt_firing(&tmux, &world, &text, "UserPromptSubmit");
+        tmux.until(&world, &format!("turn {n}'s Stop"), || {
+            (world.count("Stop") >= n).then_some(())
+        });
+        // The turn ends live: ready, and not left active behind a late row; the turn
+        // count (`epoch`) is the turns typed, none made up.
+        let posture = tmux.until(&world, &format!("turn {n} ended live"), || {
+            let posture = world.posture();
+            (posture["turn"]["phase"] == "ready"
+                && posture["turn"]["epoch"].as_u64() >= Some(n as u64))
+            .then_some(posture)
+        });
+        assert_eq!(posture["turn"]["epoch"], n, "{posture}");
+        assert_eq!(posture["last_turn"]["result"], "success", "{posture}");
+    }
+    let elapsed = started.elapsed();
+    drop(hog);
+
+    let rows = world.hook_rows();
+    let early = stops_before_their_turn(&rows);
+    // The agent's end (no turn open, so it closes none) gives the session's end line.
+    let agent = agent_pid(tmux.0.pane_pid().expect("the pane's pid"))
+        .unwrap_or_else(|| panic!("no agent process under the pane:\n{}", tmux.screen()));
+    // SAFETY: kill(2) on the agent process this test started (through its tmux pane).
+    let rc = unsafe { libc::kill(i32::try_from(agent).expect("pid"), libc::SIGKILL) };
+    assert_eq!(rc, 0);
+    let end = tmux.until(&world, "the session's end line", || {
+        world.lines().last().filter(|l| l["kind"] == "end").cloned()
+    });
+    // A counter the end line leaves out is 0.
+    let late_starts = end["diagnostics"]["counters"]["turn_started_after_its_stop"]
+        .as_u64()
+        .unwrap_or(0);
+    eprintln!(
+        "{typed} turns typed in {:.0} s under {} busy loops; {early} Stop rows reached the \
+         store before their TurnStarted; turn_started_after_its_stop {late_starts}",
+        elapsed.as_secs_f64(),
+        2 * std::thread::available_parallelism().map_or(2, usize::from),
+    );
+    let expected = vec!["main success 0".to_owned(); typed];
+    let context = format!(
+        "{early} stops before their turn\nend: {end}\nrows: {}",
+        events(&rows).join(" ")
+    );
+    assert_eq!(ledger(&end["turns"]), expected, "{context}");
+    let replay = replay_json(&world.events_file());
+    assert_eq!(ledger(&replay["turns"]), expected, "{context}");
+}
+
 /// What a foreground subagent looks like, from a print-mode run: the ledger a right
 /// reading gives (the user's turn ends with its own `Stop`; the subagent's turn holds its
 /// Bash call).
@@ -1187,6 +1320,10 @@ pub(crate) fn tests() -> Vec<crate::E2e> {
         ),
         e2e!(
             kimi_code_tui_permissions_escape_compact_and_kill_9,
+            [KimiCode, Tmux]
+        ),
+        e2e!(
+            kimi_code_tui_turns_typed_under_a_cpu_hog_are_the_turns_counted,
             [KimiCode, Tmux]
         ),
         e2e!(

@@ -50,6 +50,8 @@ mod fleet;
 mod kilo;
 mod kimi_cli;
 mod kimi_code;
+mod many_panes;
+mod mock;
 mod more_agents;
 mod npm;
 mod opencode;
@@ -135,6 +137,7 @@ fn all() -> Vec<E2e> {
         kilo::tests(),
         kimi_cli::tests(),
         kimi_code::tests(),
+        many_panes::tests(),
         more_agents::tests(),
         npm::tests(),
         opencode::tests(),

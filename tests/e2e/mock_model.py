@@ -21,8 +21,9 @@ Scripts:
 - `[[retry]]` (chat completions): the first two calls of the server's life fail with a
   retryable 500, then one text answer;
 - `[[plain]]` (or anything else): one text answer;
-- `[[slowtext]]` (streamed chat completions): a text answer streamed over a minute, one
-  word a second (to press Escape while it streams, no tool running);
+- `[[slowtext]]` (streamed chat completions, and Claude Code's streamed Messages): a text
+  answer streamed one word a second, over a minute, to press Escape
+  while it streams, no tool running;
 - Kimi Code only, the scenarios of its end-to-end tests and recordings (`KIMI_CODE`): a
   command that needs approval, a slow command, parallel commands, a subagent (foreground,
   background, asking permission), a background shell task, a question dialog.
@@ -596,6 +597,8 @@ class Handler(BaseHTTPRequestHandler):
         if kind == "fail":
             return self.fail({"type": "error", "error": {"type": "invalid_request_error",
                                                          "message": "mock model: scripted failure"}})
+        if body.get("stream") and turn_anthropic(body).marker == "slowtext":
+            return self.slow_anthropic(body)
         model = body.get("model", "claude-mock")
         blocks = []
         if kind == "text":
@@ -630,6 +633,39 @@ class Handler(BaseHTTPRequestHandler):
                        "usage": {"output_tokens": 10}})
         events.append({"type": "message_stop"})
         self.send_sse(events)
+
+    def slow_anthropic(self, body):
+        """`[[slowtext]]` for Claude Code: a text answer of 60 words, one a second, as
+        Anthropic SSE; a client that hangs up (Escape) ends it."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+
+        def send(doc):
+            self.wfile.write(b"event: " + doc["type"].encode() + b"\n")
+            self.wfile.write(b"data: " + json.dumps(doc).encode() + b"\n\n")
+            self.wfile.flush()
+        try:
+            send({"type": "message_start", "message": {
+                "id": "msg_mock", "type": "message", "role": "assistant",
+                "model": body.get("model", "claude-mock"), "content": [], "stop_reason": None,
+                "stop_sequence": None, "usage": {"input_tokens": 100, "output_tokens": 1}}})
+            send({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+            for n in range(60):
+                send({"type": "content_block_delta", "index": 0,
+                      "delta": {"type": "text_delta", "text": f"word{n} "}})
+                time.sleep(1)
+            send({"type": "content_block_delta", "index": 0,
+                  "delta": {"type": "text_delta", "text": "Slow answer done."}})
+            send({"type": "content_block_stop", "index": 0})
+            send({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                  "usage": {"output_tokens": 61}})
+            send({"type": "message_stop"})
+        except OSError:
+            pass
+        self.close_connection = True
 
     # -- OpenAI Responses (Codex)
 
