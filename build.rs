@@ -12,9 +12,11 @@
 //! tests that drive a private tmux server: without one they are ignored, and `cargo
 //! test` says so with the reason, instead of passing without running. Under
 //! `HOOKTRACK_E2E_REQUIRE=1` (CI) they are never ignored, so a missing tmux fails them.
+//! `cfg(hooktrack_node)` likewise, for the tests that load the plugin files in `node`.
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(hooktrack_tmux)");
+    println!("cargo::rustc-check-cfg=cfg(hooktrack_node)");
     println!("cargo::rerun-if-env-changed=PATH");
     println!("cargo::rerun-if-env-changed=HOOKTRACK_E2E_REQUIRE");
     let tmux_runs = std::process::Command::new("tmux")
@@ -24,6 +26,13 @@ fn main() {
     let required = std::env::var_os("HOOKTRACK_E2E_REQUIRE").is_some_and(|v| v == "1");
     if tmux_runs || required {
         println!("cargo::rustc-cfg=hooktrack_tmux");
+    }
+    let node_runs = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if node_runs || required {
+        println!("cargo::rustc-cfg=hooktrack_node");
     }
 
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();

@@ -744,6 +744,87 @@ fn item_4_a_big_payload_to_a_stopped_collector_keeps_its_body_on_the_fallback_pa
     );
 }
 
+/// A stand-in for the collector on loopback: it listens on the URL's port and on the
+/// store's socket of that port, reads each request's head and then stops reading (the
+/// body waits in the sender's buffers), or, with `trickle`, takes 512 bytes of it now
+/// and then, never answering. A send on the sender it returns ends it.
+fn stalled_peer(dir: &Path, trickle: bool) -> (String, std::sync::mpsc::Sender<()>) {
+    use std::io::Read;
+    use std::os::unix::net::UnixListener;
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = tcp.local_addr().expect("addr").port();
+    fs::create_dir_all(dir).expect("mkdir");
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).expect("chmod");
+    let unix = UnixListener::bind(dir.join(format!("collector-{port}.sock"))).expect("bind");
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        // The emitter connects to the socket first; the TCP listener only holds the port.
+        let _tcp = tcp;
+        let Ok((mut conn, _)) = unix.accept() else {
+            return;
+        };
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            match conn.read(&mut byte) {
+                Ok(1) => head.push(byte[0]),
+                _ => return,
+            }
+        }
+        let mut some = [0u8; 512];
+        loop {
+            match stopped.recv_timeout(Duration::from_millis(20)) {
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if trickle => {
+                    if matches!(conn.read(&mut some), Ok(0) | Err(_)) {
+                        return;
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                _ => return,
+            }
+        }
+    });
+    (format!("http://127.0.0.1:{port}/events"), stop)
+}
+
+/// Item 5: a peer on the collector's socket that reads the request head and then stops
+/// reading, or reads a little now and then, must not cost a 900 KiB delivery its payload:
+/// the exchange gives up at the emitter's 1.5 s limit and the row goes to the store with
+/// its body, not the watchdog's give-up row at 3 s (`payload: null`). Before, one `write`
+/// on the Unix socket waited afresh for every buffer the trickling peer freed.
+#[test]
+fn item_5_a_peer_that_stops_reading_after_the_head_costs_the_delivery_nothing() {
+    for trickle in [false, true] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("store");
+        let (url, stop) = stalled_peer(&dir, trickle);
+        let message = "x".repeat(900 * 1024);
+        let payload = kimi_cli("Notification", &format!(r#""message": "{message}""#));
+        let out = emit(
+            &dir,
+            Some(&url),
+            Some(TOKEN),
+            "Notification",
+            payload.as_bytes(),
+        );
+        let _ = stop.send(());
+        assert!(out.status.success());
+        let stored = rows(&dir.join("events.ndjson"));
+        let log = fs::read_to_string(dir.join("emit.log")).unwrap_or_default();
+        assert_eq!(stored.len(), 1, "trickle {trickle}: one row; log: {log}");
+        assert_eq!(stored[0]["via"], "command_fallback");
+        assert_eq!(
+            stored[0]["payload"]["message"].as_str().map(str::len),
+            Some(message.len()),
+            "trickle {trickle}: the body was kept; log: {log}"
+        );
+        // The exchange's own limit ended it, not the watchdog.
+        assert!(log.contains("timed out sending to"), "{log}");
+        assert!(log.contains("after 1500 ms"), "{log}");
+        assert!(!log.contains("gave up"), "{log}");
+    }
+}
+
 /// True once `pid` is gone or a zombie nobody reaped yet (it runs nothing either way).
 fn process_gone(pid: i32) -> bool {
     match fs::read_to_string(format!("/proc/{pid}/stat")) {

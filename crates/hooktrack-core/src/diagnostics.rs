@@ -51,6 +51,7 @@ diagnostics! {
     OutOfOrderRow => "out_of_order_row", "a row whose emitter_seq is below one already seen in its generation (processed in file order)";
     EventNameMismatch => "event_name_mismatch", "the envelope's `event` differs from the payload's `hook_event_name` (the payload wins)";
     ProviderAssumed => "provider_assumed", "no row identified the provider; the Kimi Code mapping was assumed";
+    PluginEventsLost => "plugin_events_lost", "a plugin's loss row (OpenCode, Kilo CLI, Pi): its queue was over its bound (128 events or 2 MiB) or the agent exited with events still queued, and that many were dropped (counted here one by one); what they said is not known, the row changes nothing";
     // Normalization.
     UnknownEvent => "unknown_event", "an event name the provider mapping does not know (kept as Unknown, counted by name)";
     // Sessions and generations.
@@ -150,6 +151,15 @@ impl Diagnostics {
             self.counts = vec![0; Diag::ALL.len()];
         }
         self.counts[diag as usize] += 1;
+    }
+
+    /// Counts `n` at once (a loss row's events).
+    pub fn add(&mut self, diag: Diag, n: u64) {
+        if self.counts.is_empty() {
+            self.counts = vec![0; Diag::ALL.len()];
+        }
+        let count = &mut self.counts[diag as usize];
+        *count = count.saturating_add(n);
     }
 
     pub fn count(&self, diag: Diag) -> u64 {

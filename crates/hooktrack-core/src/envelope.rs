@@ -271,6 +271,12 @@ impl<'a> Envelope<'a> {
 /// The event name of the launcher's row for the agent process's end.
 pub const PROCESS_ENDED: &str = "process_ended";
 
+/// The event name of a plugin's loss row (the queue of `agents/plugin_queue.js`): its
+/// queue was over its bound, or the agent exited with events still queued, and it dropped
+/// `lost` events (`lost_bytes` of payload) of the session `session_id` without handing
+/// them over. Readers count it (`plugin_events_lost`); what the events said is not known.
+pub const EVENTS_LOST: &str = "hooktrack.events_lost";
+
 /// How the agent process ended, as its launcher learned it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProcessEnd {
@@ -480,6 +486,39 @@ mod tests {
             sessions.get(sessions.routed()).session_id.as_deref(),
             Some("b1")
         );
+    }
+
+    /// A plugin's loss row is counted by the events it names and changes nothing else; the
+    /// give-up row of its hook process (no payload) counts one, its number not known.
+    #[test]
+    fn a_plugins_loss_row_is_counted_by_its_events_and_changes_nothing() {
+        use crate::diagnostics::Diag;
+        use crate::pipeline::{Fed, Pipeline};
+        use crate::provider::ProviderChoice;
+        let mut pipeline = Pipeline::new(ProviderChoice::Auto);
+        let busy = r#"{"hook_event_name":"session.status","session_id":"s","properties":{"sessionID":"s","status":{"type":"busy"}}}"#;
+        assert!(matches!(
+            pipeline.feed_line(1, busy.as_bytes()),
+            Fed::Event(_)
+        ));
+        let before = serde_json::to_value(pipeline.posture()).unwrap();
+        let loss = format!(
+            r#"{{"hook_event_name":"{EVENTS_LOST}","session_id":"s","lost":37,"lost_bytes":9000}}"#
+        );
+        let Fed::Skipped(skip) = pipeline.feed_line(2, loss.as_bytes()) else {
+            panic!("not a skip");
+        };
+        assert_eq!(skip.diag, Diag::PluginEventsLost);
+        assert_eq!(skip.detail, "the plugin dropped 37 events (9000 bytes)");
+        let give_up = format!(
+            r#"{{"v":1,"provider":"opencode","generation":0,"via":"command_fallback","sequence":null,"emitter_seq":null,"received_at":"2026-10-20T09:14:03.512Z","event":"{EVENTS_LOST}","payload":null,"payload_error":"the emitter gave up"}}"#
+        );
+        let Fed::Skipped(skip) = pipeline.feed_line(3, give_up.as_bytes()) else {
+            panic!("not a skip");
+        };
+        assert!(skip.detail.contains("not known"), "{}", skip.detail);
+        assert_eq!(pipeline.diagnostics().count(Diag::PluginEventsLost), 38);
+        assert_eq!(serde_json::to_value(pipeline.posture()).unwrap(), before);
     }
 
     fn sample(payload: &RawValue) -> Envelope<'_> {

@@ -10,7 +10,7 @@ use crate::agents::SessionFile;
 use crate::correlate::{Correlator, Observation, Outcome, TurnRecord};
 use crate::deliveries::{Admission, DeliveryFilter, MAX_GENERATION_JUMP};
 use crate::diagnostics::{Diag, Diagnostics, Note};
-use crate::envelope::{PROCESS_ENDED, Via};
+use crate::envelope::{EVENTS_LOST, PROCESS_ENDED, Via};
 use crate::event::Event;
 use crate::posture::{ChannelState, Posture};
 use crate::provenance::{Cause, Facts, Provenance};
@@ -198,6 +198,9 @@ impl Pipeline {
                 row.meta.emitter_seq.map(|s| format!("emitter_seq {s}")),
             )),
             Admission::Fresh => {}
+        }
+        if row.event_name == EVENTS_LOST {
+            return self.events_lost(number, row);
         }
         if row.lone_surrogates > 0 {
             notes.push(Note::new(
@@ -422,6 +425,21 @@ impl Pipeline {
 
     fn skip<'a>(&mut self, line: u64, error: &LineError) -> Fed<'a> {
         self.skip_diag(line, error.diag(), error.to_string())
+    }
+
+    /// A plugin's loss row: counted by the events it names (one when it names no number,
+    /// as the give-up row of a hook process the agent ended), shown as a skip; it says
+    /// nothing of where a turn stands.
+    fn events_lost<'a>(&mut self, line: u64, row: &Row<'_>) -> Fed<'a> {
+        let lost = row.payload.lost.filter(|n| *n > 0);
+        self.diagnostics
+            .add(Diag::PluginEventsLost, lost.unwrap_or(1).saturating_sub(1));
+        let detail = match (lost, row.payload.lost_bytes) {
+            (Some(n), Some(bytes)) => format!("the plugin dropped {n} events ({bytes} bytes)"),
+            (Some(n), None) => format!("the plugin dropped {n} events"),
+            (None, _) => "the plugin dropped events (how many is not known)".to_owned(),
+        };
+        self.skip_diag(line, Diag::PluginEventsLost, detail)
     }
 
     fn skip_diag<'a>(&mut self, line: u64, diag: Diag, detail: String) -> Fed<'a> {

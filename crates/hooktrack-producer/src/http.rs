@@ -246,24 +246,27 @@ pub fn post_json(
             }
         }
     };
-    // One deadline for the whole exchange: `SO_SNDTIMEO` bounds one `write` call, and a
-    // peer that drains slowly (or is stopped, with a full socket buffer) takes a piece per
-    // call, so the limit is set again to what is left before every call (`write_all`
-    // would restart it each time: 3 s instead of 1.5 s for a 256 KiB payload).
+    // One deadline for the whole send. `SO_SNDTIMEO` bounds a wait, not a `write`: on a
+    // Unix socket each buffer of a long write waits afresh, so a peer that reads a little
+    // now and then held one `write` of a 900 KiB payload past the watchdog (issue 34
+    // item 5). Non-blocking writes take what fits at once, and `poll` waits for room for
+    // at most what is left of the deadline.
+    stream.set_nonblocking(true).map_err(send_timeout)?;
     let mut unsent: &[u8] = &request;
     while !unsent.is_empty() {
-        stream
-            .set_write_timeout(Some(remaining("sending to", &to)?))
-            .map_err(send_timeout)?;
         match stream.write(unsent) {
             Ok(0) => {
                 return Err(send_timeout(io::Error::from(io::ErrorKind::WriteZero)));
             }
             Ok(n) => unsent = &unsent[n..],
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                wait_writable(&stream, remaining("sending to", &to)?).map_err(send_timeout)?;
+            }
             Err(e) => return Err(send_timeout(e)),
         }
     }
+    stream.set_nonblocking(false).map_err(send_timeout)?;
     // Read the head, then as much body as Content-Length says (bounded).
     let mut buf = Vec::with_capacity(512);
     let mut chunk = [0u8; 4096];
@@ -317,6 +320,20 @@ pub fn post_json(
     }
     response.truncate(want);
     Ok((status, response))
+}
+
+/// Waits until `stream` takes more bytes, at most `left`; a timeout is `TimedOut`.
+fn wait_writable(stream: &Stream, left: Duration) -> io::Result<()> {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let limit = Timespec::try_from(left).map_err(|_| io::Error::from(io::ErrorKind::TimedOut))?;
+    let mut fds = [PollFd::new(stream, PollFlags::OUT)];
+    match poll(&mut fds, Some(&limit)) {
+        Ok(0) => Err(io::Error::from(io::ErrorKind::TimedOut)),
+        // Ready, or an error or hang-up the next `write` reports; after a signal the
+        // caller's next round waits again for what is left.
+        Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn read_some(

@@ -135,6 +135,13 @@ impl Stream {
         }
     }
 
+    pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
+        match self {
+            Self::Tcp(s) => s.set_nonblocking(nonblocking),
+            Self::Unix(s) => s.set_nonblocking(nonblocking),
+        }
+    }
+
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         match self {
             Self::Tcp(s) => s.shutdown(how),

@@ -504,7 +504,8 @@ pub struct Runtime {
 pub struct Plugin {
     /// The file's source, kept beside the descriptor (`plugin.js`, `extension.ts`) and
     /// embedded: `@ARGV@` stands for the emit command's arguments and `@EVENTS@` for the
-    /// events it forwards, each a comma-separated list of JSON strings.
+    /// events it forwards, each a comma-separated list of JSON strings, and `@QUEUE@` for
+    /// [`PLUGIN_QUEUE`], which it hands its payloads to (`enqueue`).
     pub source: &'static str,
     /// What stops the agent loading it, and how to ask which plugins it loads.
     pub loading: PluginLoading,
@@ -512,16 +513,30 @@ pub struct Plugin {
     pub exclusion: Option<PluginExclusion>,
 }
 
+/// The queue every plugin hands its events to (`plugin_queue.js`, in place of a plugin
+/// source's `@QUEUE@`): one hook process at a time in the agent's order, never awaited;
+/// at most 128 events and 2 MiB of payload, the oldest dropped past either and counted in
+/// a row of [`EVENTS_LOST`](crate::envelope::EVENTS_LOST) sent before the next; at the
+/// agent's exit what is queued handed over within 400 ms in all, the rest counted in a
+/// last loss row the agent does not wait for.
+pub const PLUGIN_QUEUE: &str = include_str!("plugin_queue.js");
+
 impl Plugin {
-    /// [`Self::source`] with `argv` for `@ARGV@` and `events` for `@EVENTS@`, in one pass
-    /// (a path holding a placeholder's text stays as it is).
+    /// [`Self::source`] with `argv` for `@ARGV@`, `events` for `@EVENTS@` and
+    /// [`PLUGIN_QUEUE`] for `@QUEUE@`, in one pass (a path holding a placeholder's text
+    /// stays as it is).
     pub fn filled(&self, argv: &str, events: &str) -> String {
-        let mut out = String::with_capacity(self.source.len() + argv.len() + events.len());
+        let mut out = String::with_capacity(
+            self.source.len() + PLUGIN_QUEUE.len() + argv.len() + events.len(),
+        );
         let mut rest = self.source;
         while let Some(at) = rest.find('@') {
             out.push_str(&rest[..at]);
             let tail = &rest[at..];
-            if let Some(after) = tail.strip_prefix("@ARGV@") {
+            if let Some(after) = tail.strip_prefix("@QUEUE@") {
+                out.push_str(PLUGIN_QUEUE);
+                rest = after;
+            } else if let Some(after) = tail.strip_prefix("@ARGV@") {
                 out.push_str(argv);
                 rest = after;
             } else if let Some(after) = tail.strip_prefix("@EVENTS@") {

@@ -121,7 +121,7 @@ fn an_agent_has_a_plugin_exactly_when_its_config_is_one() {
         let is_plugin = d.config.format == ConfigFormat::Plugin;
         assert_eq!(d.plugin.is_some(), is_plugin, "{agent:?}");
         let Some(plugin) = d.plugin else { continue };
-        for placeholder in ["@ARGV@", "@EVENTS@"] {
+        for placeholder in ["@QUEUE@", "@ARGV@", "@EVENTS@"] {
             assert_eq!(
                 plugin.source.matches(placeholder).count(),
                 1,
@@ -131,6 +131,8 @@ fn an_agent_has_a_plugin_exactly_when_its_config_is_one() {
         let filled = plugin.filled("\"a@EVENTS@\"", "\"e\"");
         assert!(filled.contains("[\"a@EVENTS@\"]"), "{agent:?}");
         assert!(!filled.contains("@ARGV@"), "{agent:?}");
+        assert!(!filled.contains("@QUEUE@"), "{agent:?}");
+        assert!(filled.contains("function enqueue("), "{agent:?}");
         let loading = plugin.loading;
         assert!(
             !loading.who.is_empty() && !loading.skipped.is_empty(),
@@ -401,5 +403,20 @@ fn the_model_switch_is_a_session_fact_not_an_unknown_event() {
             assert!(done);
         }
         other => panic!("{other:?}"),
+    }
+}
+
+/// The queue's loss row is the one the readers count: its event name is the core's.
+#[test]
+fn the_plugin_queues_loss_row_is_named_as_the_readers_expect() {
+    let quoted = format!("const LOST = \"{}\";", crate::envelope::EVENTS_LOST);
+    assert_eq!(super::PLUGIN_QUEUE.matches(&quoted).count(), 1);
+    for field in [
+        "hook_event_name: LOST",
+        "session_id:",
+        "lost,",
+        "lost_bytes:",
+    ] {
+        assert!(super::PLUGIN_QUEUE.contains(field), "{field}");
     }
 }

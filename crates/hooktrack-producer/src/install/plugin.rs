@@ -70,10 +70,11 @@ pub fn render(agent: Agent, observer: &Observer) -> String {
     format!(
         "{MARK}{VERSION} for {label} ({route})\n\
 // Written by `hooktrack install {name}`; `hooktrack uninstall {name}` removes it, and the
-// next install rewrites it whole. Each event below goes to the hook command with the event
-// as JSON on stdin, one after another (the store keeps the agent's order), never awaited
-// by the agent, every failure swallowed: the agent never waits on or sees hooktrack. What
-// is still queued when the agent exits is handed over synchronously on its way out.
+// next install rewrites it whole. Each event below goes to the hook command as JSON on
+// stdin, only the fields hooktrack reads, one after another (the store keeps the agent's
+// order), never awaited by the agent, every failure swallowed: the agent never waits on
+// or sees hooktrack. The queue is bounded (the oldest dropped and counted in the store);
+// at the agent's exit what is still queued gets 400 ms in all, the rest is counted.
 {source}",
         label = agent.label(),
         name = agent.typed_name(),

@@ -1,6 +1,6 @@
 //! OpenCode's bus events, as hooktrack's plugin forwards them: `{hook_event_name,
-//! session_id, agent_id?, properties}`, where `properties` is the bus event's, unchanged,
-//! `session_id` the root of the session's tree and `agent_id` the child session's own id
+//! session_id, agent_id?, properties}`, where `properties` holds the fields of the bus
+//! event's that [`Properties`] reads (and `info.version`, Kilo's detection's), `session_id` the root of the session's tree and `agent_id` the child session's own id
 //! when the event is a subagent's (the plugin keeps the `parentID` of every session it saw
 //! created: a stateless adapter could not tell a child's events from the root's).
 //!

@@ -77,9 +77,9 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
 };
 
 /// The plugin (`plugin.js`), loaded from `plugin/` as an ES module whose export OpenCode
-/// calls once: its `event` handler sees every bus event. It forwards those of `EVENTS`
-/// one process at a time in the agent's order, never awaited (every failure swallowed),
-/// and hands over what is still queued synchronously when the agent exits. It drops the
+/// calls once: its `event` handler sees every bus event. It hands those of `EVENTS`, only
+/// the fields hooktrack reads, to the plugins' bounded queue
+/// ([`PLUGIN_QUEUE`](crate::agents::PLUGIN_QUEUE)). It drops the
 /// status repeats OpenCode publishes (the same session or tool-call status again) and
 /// names a child session's events by the root session, the child as `agent_id` (a
 /// subagent).

@@ -1,43 +1,40 @@
-import { spawn, spawnSync } from "node:child_process";
-
+@QUEUE@
 const ARGV = [@ARGV@];
 const EVENTS = new Set([@EVENTS@]);
 // A child session's parent, to name the root session and the child (a subagent).
 const parents = new Map();
 // The last status of each session and tool call: the agent repeats both many times.
 const last = new Map();
-const pending = [];
-let running = false;
 
-function next() {
-  const item = pending.shift();
-  running = item !== undefined;
-  if (!running) return;
-  let settled = false;
-  const done = () => {
-    if (!settled) {
-      settled = true;
-      next();
-    }
+// Longest error text sent: enough for every text hooktrack compares or shows.
+const clip = (text) => (typeof text === "string" && text.length > 1024 ? text.slice(0, 1024) : text);
+
+// The fields of a bus event's properties hooktrack reads (OpenCode's adapter, and the
+// version that tells Kilo's sessions): a tool's input and output, a message's text and
+// the rest never leave the agent.
+function read(p) {
+  const part = p.part;
+  const state = part?.state;
+  const error = p.error;
+  const info = p.info;
+  return {
+    sessionID: p.sessionID,
+    status: p.status && { type: p.status.type },
+    part: part && {
+      type: part.type,
+      sessionID: part.sessionID,
+      callID: part.callID,
+      tool: part.tool,
+      state: state && { status: state.status, error: clip(state.error) },
+    },
+    error: error && { name: error.name, data: error.data && { message: clip(error.data.message) } },
+    info: info && { id: info.id, parentID: info.parentID, version: info.version },
+    id: p.id,
+    requestID: p.requestID,
+    reply: p.reply,
+    permission: p.permission,
   };
-  try {
-    const child = spawn(ARGV[0], [...ARGV.slice(1), "--event", item[0]], { stdio: ["pipe", "ignore", "ignore"] });
-    child.on("error", done);
-    child.on("close", done);
-    child.stdin.on("error", () => {});
-    child.stdin.end(item[1]);
-  } catch {
-    done();
-  }
 }
-
-process.on("exit", () => {
-  for (const [name, payload] of pending.splice(0)) {
-    try {
-      spawnSync(ARGV[0], [...ARGV.slice(1), "--event", name], { input: payload, stdio: ["pipe", "ignore", "ignore"], timeout: 4000 });
-    } catch {}
-  }
-});
 
 export const HooktrackObserver = async () => ({
   event: async ({ event }) => {
@@ -63,9 +60,7 @@ export const HooktrackObserver = async () => ({
       let root = sid;
       for (let i = 0; i < 64 && parents.has(root); i++) root = parents.get(root);
       const agent_id = root === sid ? undefined : sid;
-      const payload = JSON.stringify({ hook_event_name: name, session_id: root, agent_id, properties: p });
-      pending.push([name, payload]);
-      if (!running) next();
+      enqueue(name, root, JSON.stringify({ hook_event_name: name, session_id: root, agent_id, properties: read(p) }));
     } catch {}
   },
 });

@@ -1,41 +1,13 @@
-import { spawn, spawnSync } from "node:child_process";
-
+@QUEUE@
 const ARGV = [@ARGV@];
 const EVENTS = [@EVENTS@];
-const pending = [];
-let running = false;
 let prompted = false;
 
-function next() {
-  const item = pending.shift();
-  running = item !== undefined;
-  if (!running) return;
-  let settled = false;
-  const done = () => {
-    if (!settled) {
-      settled = true;
-      next();
-    }
-  };
-  try {
-    const child = spawn(ARGV[0], [...ARGV.slice(1), "--event", item[0]], { stdio: ["pipe", "ignore", "ignore"] });
-    child.on("error", done);
-    child.on("close", done);
-    child.stdin.on("error", () => {});
-    child.stdin.end(item[1]);
-  } catch {
-    done();
-  }
-}
+// Longest error text sent: enough for every text hooktrack compares or shows.
+const clip = (text) => (typeof text === "string" && text.length > 1024 ? text.slice(0, 1024) : text);
 
-process.on("exit", () => {
-  for (const [name, payload] of pending.splice(0)) {
-    try {
-      spawnSync(ARGV[0], [...ARGV.slice(1), "--event", name], { input: payload, stdio: ["pipe", "ignore", "ignore"], timeout: 4000 });
-    } catch {}
-  }
-});
-
+// The fields of Pi's event hooktrack reads (Pi's adapter): a tool's arguments and result
+// and the messages' text never leave the agent.
 function fields(name, e) {
   switch (name) {
     case "session_start":
@@ -50,7 +22,7 @@ function fields(name, e) {
       const messages = Array.isArray(e?.messages) ? e.messages : [];
       let last;
       for (let i = messages.length - 1; i >= 0 && !last; i--) if (messages[i]?.role === "assistant") last = messages[i];
-      return { stopReason: last?.stopReason, errorMessage: last?.errorMessage };
+      return { stopReason: last?.stopReason, errorMessage: clip(last?.errorMessage) };
     }
     case "tool_execution_start":
     case "tool_execution_end":
@@ -72,9 +44,7 @@ export default function (pi) {
           try {
             session_id = ctx?.sessionManager?.getSessionId();
           } catch {}
-          const payload = JSON.stringify({ hook_event_name: name, session_id, properties: fields(name, event) });
-          pending.push([name, payload]);
-          if (!running) next();
+          enqueue(name, session_id, JSON.stringify({ hook_event_name: name, session_id, properties: fields(name, event) }));
         } catch {}
       });
     }

@@ -1,0 +1,117 @@
+// The queue every hooktrack plugin hands its events to: one hook process at a time, in
+// the agent's order, never awaited. The agent must not wait on hooktrack nor hold its
+// events for it: the queue keeps at most MAX_QUEUED events and MAX_QUEUED_BYTES of
+// payload, dropping the oldest past either, and the next row it sends says how many
+// (`hooktrack.events_lost`), so the store shows the gap. At the agent's exit what is
+// still queued is handed over within EXIT_BUDGET_MS in all; what is left then is counted
+// in a last loss row, whose hook process the agent does not wait for.
+import { spawn, spawnSync } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const MAX_QUEUED = 128;
+const MAX_QUEUED_BYTES = 2 * 1024 * 1024;
+const EXIT_BUDGET_MS = 400;
+const LOST = "hooktrack.events_lost";
+// [event name, payload (JSON text), its size in bytes, its session id]
+const pending = [];
+let pendingBytes = 0;
+// Dropped since the last loss row, and the session of the last one dropped.
+let lost = 0;
+let lostBytes = 0;
+let lostSession;
+let running = false;
+
+function enqueue(name, sessionId, payload) {
+  const size = Buffer.byteLength(payload);
+  pending.push([name, payload, size, sessionId]);
+  pendingBytes += size;
+  while (pending.length > MAX_QUEUED || pendingBytes > MAX_QUEUED_BYTES) {
+    const dropped = pending.shift();
+    pendingBytes -= dropped[2];
+    lost += 1;
+    lostBytes += dropped[2];
+    lostSession = dropped[3];
+  }
+  if (!running) next();
+}
+
+// The next row to send: the loss row first when events were dropped before the rest.
+function take() {
+  if (lost > 0) {
+    const payload = JSON.stringify({ hook_event_name: LOST, session_id: lostSession, lost, lost_bytes: lostBytes });
+    lost = 0;
+    lostBytes = 0;
+    return [LOST, payload];
+  }
+  const item = pending.shift();
+  if (item !== undefined) pendingBytes -= item[2];
+  return item;
+}
+
+function next() {
+  const item = take();
+  running = item !== undefined;
+  if (!running) return;
+  let settled = false;
+  const done = () => {
+    if (!settled) {
+      settled = true;
+      next();
+    }
+  };
+  try {
+    const child = spawn(ARGV[0], [...ARGV.slice(1), "--event", item[0]], { stdio: ["pipe", "ignore", "ignore"] });
+    child.on("error", done);
+    child.on("close", done);
+    child.stdin.on("error", () => {});
+    child.stdin.end(item[1]);
+  } catch {
+    done();
+  }
+}
+
+// A hook process the exiting agent does not wait for: its payload is read from a file
+// opened for it and unlinked at once (no pipe can be written once the agent is gone).
+function handOff(name, payload) {
+  let dir;
+  try {
+    dir = mkdtempSync(join(tmpdir(), "hooktrack-"));
+    const file = join(dir, "payload.json");
+    writeFileSync(file, payload, { mode: 0o600 });
+    const fd = openSync(file, "r");
+    try {
+      unlinkSync(file);
+      spawn(ARGV[0], [...ARGV.slice(1), "--event", name], { stdio: [fd, "ignore", "ignore"], detached: true }).unref();
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+  } finally {
+    try {
+      if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    } catch {}
+  }
+}
+
+process.on("exit", () => {
+  const deadline = Date.now() + EXIT_BUDGET_MS;
+  for (;;) {
+    const left = deadline - Date.now();
+    const item = left > 0 ? take() : undefined;
+    if (item === undefined) break;
+    try {
+      spawnSync(ARGV[0], [...ARGV.slice(1), "--event", item[0]], { input: item[1], stdio: ["pipe", "ignore", "ignore"], timeout: left });
+    } catch {}
+  }
+  // Out of time: what is still queued is counted, not handed over.
+  for (const dropped of pending.splice(0)) {
+    lost += 1;
+    lostBytes += dropped[2];
+    lostSession = dropped[3];
+  }
+  pendingBytes = 0;
+  const last = take();
+  if (last !== undefined) handOff(last[0], last[1]);
+});
