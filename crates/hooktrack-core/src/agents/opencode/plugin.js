@@ -19,7 +19,7 @@ function read(p) {
   const info = p.info;
   return {
     sessionID: p.sessionID,
-    status: p.status && { type: p.status.type },
+    status: p.status && { type: p.status.type, attempt: p.status.attempt },
     part: part && {
       type: part.type,
       sessionID: part.sessionID,
