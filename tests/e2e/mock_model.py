@@ -19,6 +19,7 @@ Scripts:
   step 3 answers in text (each CLI with its own tool names);
 - `[[fail]]`: every model call fails with a non-retryable 400;
 - `[[plain]]` (or anything else): one text answer;
+- `[[repeat]]`: one phrase repeated 400 times (degenerate output);
 - `[[slowtext]]` (streamed chat completions): a text answer streamed over a minute, one
   word a second (to press Escape while it streams, no tool running);
 - Kimi Code only, the scenarios of its end-to-end tests and recordings (`KIMI_CODE`): a
@@ -51,6 +52,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 MARKER = re.compile(r"\[\[(\w+)\]\]")
 FINAL = "The file holds two lines. Done."
 HELLO = "Hello from the mock model."
+# `[[repeat]]`: an answer that is one phrase over and over, which Factory Droid refuses
+# as degenerate output ("The model repeatedly generated the same output").
+REPEATED = "again and again " * 400
 SUMMARY = "Summary: the user asked for scripted steps and they ran."
 
 # The tool calls of `[[tools]]`, per CLI: (id, name, arguments) per step.
@@ -118,6 +122,9 @@ SCRIPTS = {
         "reject": [[("call_q_r", "run_shell_command", {"command": "touch rejected.txt", "description": "Create a file"})]],
         "slow": [[("call_q_w", "run_shell_command", {"command": "sleep 40 # intentional-sleep: long enough to press Escape",
                                                     "description": "Wait"})]],
+        # The same call under an id of its own, for a second slow call in one session.
+        "slow2": [[("call_q_w2", "run_shell_command", {"command": "sleep 30 # intentional-sleep: long enough to queue a prompt",
+                                                      "description": "Wait"})]],
         "agent": [[("call_q_a", "agent", {"description": "Say hello", "prompt": "Say hello. [[plain]]",
                                           "subagent_type": "general-purpose"})]],
     },
@@ -147,6 +154,11 @@ SCRIPTS = {
         "wait": [[("call_c_t", "bash", {"command": "sleep 20", "description": "Wait"})]],
         "agent": [[("call_c_a", "task", {"name": "greeter", "description": "Say hello",
                                          "prompt": "Say hello. [[plain]]", "agent_type": "general-purpose"})]],
+        # The same in the background: the call returns at once, the turn ends, and Copilot
+        # reports the agent's end in a prompt of its own (`<system_notification>`).
+        "bgagent": [[("call_c_b", "task", {"name": "greeter", "description": "Say hello",
+                                           "prompt": "Say hello. [[plain]]", "agent_type": "general-purpose",
+                                           "mode": "background"})]],
     },
     # OpenCode (and Kilo): `[[perm]]` a call outside the project folder, which asks;
     # `[[slow]]` a shell call long enough to press Escape; `[[agent]]` a `task` subagent
@@ -249,6 +261,8 @@ def reply(cli, turn):
     """`("fail", None)`, `("text", str)` or `("calls", [(id, name, args)])`."""
     if turn.marker == "fail":
         return ("fail", None)
+    if turn.marker == "repeat":
+        return ("text", REPEATED)
     if cli == "kimi-code" and turn.marker in KIMI_CODE:
         steps, final = KIMI_CODE[turn.marker]
         done = 0
