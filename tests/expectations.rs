@@ -5,6 +5,8 @@
 //! one whose log holds several `session_id`s (a `/clear`) states one `[[session]]` table
 //! each, in the order of their first rows, as the replay splits them.
 //!
+//! `origins`, where stated, names who started each turn, in the order of `turns`.
+//!
 //! `[[checkpoint]]` tables state the posture in the middle of a campaign, after the hook
 //! row on line `line` (what the screen showed then: `screen`): its `phase`, and any other
 //! posture fields by their dotted JSON path in `fields` (`"turn.scope_depth" = 1`). With
@@ -19,7 +21,7 @@ use std::path::Path;
 use hooktrack::{Format, Report};
 use serde::Deserialize;
 
-use crate::support::{campaigns, replay_file, turn_results};
+use crate::support::{campaigns, replay_file, turn_origins, turn_results};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -58,6 +60,9 @@ fn hook() -> String {
 #[serde(deny_unknown_fields)]
 struct Ledger {
     turns: Vec<String>,
+    /// Who started each turn, in the order of `turns` (`user`, `agent`, `subagent`, ...),
+    /// where the campaign is about that.
+    origins: Option<Vec<String>>,
     final_phase: String,
     last_result: String,
 }
@@ -83,6 +88,12 @@ fn compare(at: &str, expected: &Ledger, report: &Report, problems: &mut Vec<Stri
             "{at}turns: expected {:?}, got {:?}",
             expected.turns, actual_turns
         ));
+    }
+    if let Some(origins) = &expected.origins {
+        let actual = turn_origins(report);
+        if &actual != origins {
+            problems.push(format!("{at}origins: expected {origins:?}, got {actual:?}"));
+        }
     }
     if phase != expected.final_phase {
         problems.push(format!(

@@ -106,6 +106,14 @@ pub fn turn_results(report: &Report) -> Vec<String> {
         .collect()
 }
 
+/// Who started each turn (`user`, `agent`, `subagent`, ...), in the order of
+/// [`turn_results`].
+pub fn turn_origins(report: &Report) -> Vec<String> {
+    let mut turns = report.turns.clone();
+    turns.sort_by_key(|t| (t.first_row, t.id));
+    turns.iter().map(|t| t.origin.to_string()).collect()
+}
+
 /// An envelope row (contract section 2) of a heartbeat, distinct per `seq`.
 pub fn envelope_row(seq: u64) -> String {
     format!(

@@ -15,6 +15,7 @@ mod scratch_home;
 mod support;
 
 mod agent_folders;
+mod agent_turns;
 
 mod channel;
 mod cli;

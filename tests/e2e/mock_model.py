@@ -21,6 +21,7 @@ Scripts:
 - `[[retry]]` (chat completions): the first two calls of the server's life fail with a
   retryable 500, then one text answer;
 - `[[plain]]` (or anything else): one text answer;
+- `[[repeat]]`: one phrase repeated 400 times (degenerate output);
 - `[[slowtext]]` (streamed chat completions, and Claude Code's streamed Messages): a text
   answer streamed one word a second, over a minute, to press Escape
   while it streams, no tool running;
@@ -55,6 +56,9 @@ LOCK = threading.Lock()
 MARKER = re.compile(r"\[\[(\w+)\]\]")
 FINAL = "The file holds two lines. Done."
 HELLO = "Hello from the mock model."
+# `[[repeat]]`: an answer that is one phrase over and over, which Factory Droid refuses
+# as degenerate output ("The model repeatedly generated the same output").
+REPEATED = "again and again " * 400
 SUMMARY = "Summary: the user asked for scripted steps and they ran."
 
 # The tool calls of `[[tools]]`, per CLI: (id, name, arguments) per step.
@@ -122,6 +126,9 @@ SCRIPTS = {
         "reject": [[("call_q_r", "run_shell_command", {"command": "touch rejected.txt", "description": "Create a file"})]],
         "slow": [[("call_q_w", "run_shell_command", {"command": "sleep 40 # intentional-sleep: long enough to press Escape",
                                                     "description": "Wait"})]],
+        # The same call under an id of its own, for a second slow call in one session.
+        "slow2": [[("call_q_w2", "run_shell_command", {"command": "sleep 30 # intentional-sleep: long enough to queue a prompt",
+                                                      "description": "Wait"})]],
         "agent": [[("call_q_a", "agent", {"description": "Say hello", "prompt": "Say hello. [[plain]]",
                                           "subagent_type": "general-purpose"})]],
     },
@@ -151,6 +158,11 @@ SCRIPTS = {
         "wait": [[("call_c_t", "bash", {"command": "sleep 20", "description": "Wait"})]],
         "agent": [[("call_c_a", "task", {"name": "greeter", "description": "Say hello",
                                          "prompt": "Say hello. [[plain]]", "agent_type": "general-purpose"})]],
+        # The same in the background: the call returns at once, the turn ends, and Copilot
+        # reports the agent's end in a prompt of its own (`<system_notification>`).
+        "bgagent": [[("call_c_b", "task", {"name": "greeter", "description": "Say hello",
+                                           "prompt": "Say hello. [[plain]]", "agent_type": "general-purpose",
+                                           "mode": "background"})]],
     },
     # OpenCode (and Kilo): `[[perm]]` a call outside the project folder, which asks;
     # `[[slow]]` a shell call long enough to press Escape; `[[agent]]` a `task` subagent
@@ -263,6 +275,8 @@ def reply(cli, turn):
             RETRIED["count"] += 1
             failing = RETRIED["count"] <= RETRY_FAILURES
         return ("retryable", None) if failing else ("text", HELLO)
+    if turn.marker == "repeat":
+        return ("text", REPEATED)
     if cli == "kimi-code" and turn.marker in KIMI_CODE:
         steps, final = KIMI_CODE[turn.marker]
         done = 0

@@ -77,7 +77,7 @@ diagnostics! {
     TurnStartedWithoutPrompt => "turn_started_without_prompt", "TurnStarted(user) with no armed prompt: an epoch was opened for it";
     TurnStartImplied => "turn_start_implied", "turn evidence (a tool call, Stop, ...) after a prompt with no TurnStarted: the turn was taken as started";
     TurnIdMismatch => "turn_id_mismatch", "an event's turn_id differs from the bound turn it was attributed to";
-    UnannouncedTurn => "unannounced_turn", "a Stop with no open turn, from a provider that runs follow-up turns without a prompt, or a main-scope tool call with none, from one whose headless turn has no prompt hook (Factory Droid `exec`): recorded as a turn";
+    UnannouncedTurn => "unannounced_turn", "a Stop with no open turn, from a provider that runs follow-up turns without a prompt, or a main-scope tool call with none, from one whose headless turn has no prompt hook (Factory Droid `exec`): recorded as a turn (Factory Droid's first one as the prompt of its command line, origin user; a later one as the agent's)";
     TurnStartedAfterItsStop => "turn_started_after_its_stop", "a TurnStarted with no prompt armed (or a TurnStarted(system_trigger) with no subagent turn open), delivered after the end of a main (or nested) turn whose start was implied, before anything else began (the agent does not wait for its hooks: Kimi Code): that turn's own start, late; it names that turn and starts none";
     StopBeforeItsTurnStarted => "stop_before_its_turn_started", "a Stop with no open turn followed by a TurnStarted(task) before any prompt (the agent does not wait for its hooks: Kimi Code): the agent turn it ended, announced late; recorded as started and ended at once with the Stop's result";
     StopBeforeSubagentStop => "stop_before_subagent_stop", "a Stop inside a subagent scope whose turn already ended by its own Stop (the agent does not wait for its SubagentStop hook: Kimi Code): not that subagent's but the parent's (or, with no main turn, that of an agent turn announced late), delivered before the subagent's SubagentStop; the scope goes on in the background until it";
@@ -89,6 +89,8 @@ diagnostics! {
     ContinuationAfterStop => "continuation_after_stop", "tool activity after the turn ended with no new prompt (a Stop hook that blocked; Kimi Code fires no second Stop): active until the next terminal event, prompt or transcript end marker; the latched result stays";
     QueueEndedWithTurn => "queue_ended_with_turn", "prompts were queued when the main turn ended: taken as consumed (a steer the turn answered, or a prompt that comes back as its own UserPromptSubmit), so the queue is empty";
     SteerPrompt => "steer_prompt", "a UserPromptSubmit with is_steer = true: folded into the running turn as queue evidence";
+    IdleEndedTurn => "idle_ended_turn", "a Notification(idle_prompt) while the main turn ran, from an agent that sends it only once it waits for the next prompt and ends a stopped turn with no other hook (Qwen Code's Escape while it streams): the turn was interrupted";
+    SteerByTurnId => "steer_by_turn_id", "a UserPromptSubmit naming the running main turn's own id (Qwen Code's Enter while it works): a steer of that turn, not a new one";
     // Tools and permissions.
     ToolCallIdMissing => "tool_call_id_missing", "a tool event without a call id: it cannot be paired";
     ToolStartDuplicate => "tool_start_duplicate", "a second start for a call id that is still open";

@@ -174,6 +174,8 @@ pub enum Event<'a> {
     Notification {
         kind: Option<Cow<'a, str>>,
         severity: Option<Cow<'a, str>>,
+        /// The turn it names, where the payload names one (Qwen Code's `prompt_id`).
+        turn_id: Option<TurnId>,
     },
     /// A dialog waits on the user and no permission event says so (Claude Code's
     /// `Notification` of type `agent_needs_input`, `elicitation_dialog`, or a

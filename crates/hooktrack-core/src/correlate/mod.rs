@@ -212,9 +212,12 @@ impl Correlator {
             Event::PromptSubmitted {
                 steer: false,
                 agent,
+                turn_id,
                 ..
             } => {
-                if self.caps.agent_scopes {
+                if self.names_running_turn(turn_id.as_ref(), agent.as_deref()) {
+                    false
+                } else if self.caps.agent_scopes {
                     agent.is_none()
                 } else {
                     self.scopes.is_empty()
@@ -337,9 +340,10 @@ impl Correlator {
                 self.input_requested(ctx, kind.as_deref(), agent.as_deref())
             }
             // `idle_prompt`: the agent waits at its input prompt.
-            Event::Notification { kind, .. } => {
+            Event::Notification { kind, turn_id, .. } => {
                 if kind.as_deref() == Some("idle_prompt") {
                     self.compaction.agent_idle();
+                    self.idle(ctx, turn_id.as_ref());
                 }
             }
             Event::Heartbeat

@@ -26,6 +26,14 @@ impl Correlator {
             self.touch(ctx, None);
             return;
         }
+        if self.names_running_turn(turn_id.as_ref(), agent) {
+            ctx.note(
+                Diag::SteerByTurnId,
+                turn_id.as_ref().map(|t| format!("turn {t}")),
+            );
+            self.touch(ctx, None);
+            return;
+        }
         if self.caps.agent_scopes && agent.is_some() {
             self.agent_prompt(ctx, agent);
             return;
@@ -36,6 +44,18 @@ impl Correlator {
         }
         self.queue_length = self.queue_length.saturating_sub(1);
         self.arm(ctx, turn_id);
+    }
+
+    /// Whether a main-scope prompt names the running main turn's own id: text typed while
+    /// it works, which the agent hands to that turn (Qwen Code's steer), not a turn of its
+    /// own.
+    pub(super) fn names_running_turn(&self, turn_id: Option<&TurnId>, agent: Option<&str>) -> bool {
+        agent.is_none()
+            && turn_id.is_some()
+            && self
+                .main
+                .running()
+                .is_some_and(|rec| rec.turn_id.as_ref() == turn_id)
     }
 
     /// Idle/Armed/Running → Armed (or Running where the prompt starts the turn).
@@ -174,8 +194,21 @@ impl Correlator {
         self.ahead.turn_begins();
         ctx.note(Diag::UnannouncedTurn, None);
         let epoch = self.next_epoch();
-        let rec = self.new_record(ctx, epoch, Scope::Main, Origin::Unannounced, None);
+        let origin = self.unannounced_origin(epoch);
+        let rec = self.new_record(ctx, epoch, Scope::Main, origin, None);
         self.main.start(rec);
+    }
+
+    /// Who started a turn no prompt announced, in `epoch`. Where a headless turn has no
+    /// prompt hook (`Capabilities::tool_starts_turn`, Factory Droid `exec`), the session's
+    /// first turn is the prompt given on the command line: the user's; a later one is the
+    /// agent's own (the report of a background task it launched). Elsewhere nobody says.
+    fn unannounced_origin(&self, epoch: u64) -> Origin {
+        match (self.caps.tool_starts_turn, epoch) {
+            (true, 1) => Origin::User,
+            (true, _) => Origin::Agent,
+            (false, _) => Origin::Unannounced,
+        }
     }
 
     /// Turn evidence while only armed: the TurnStarted was missed or never sent.
@@ -394,7 +427,8 @@ impl Correlator {
             // A late Stop after SessionEnd is not a turn that ran: the process is gone.
             ctx.note(Diag::UnannouncedTurn, None);
             let epoch = self.next_epoch();
-            let rec = self.new_record(ctx, epoch, Scope::Main, Origin::Unannounced, None);
+            let origin = self.unannounced_origin(epoch);
+            let rec = self.new_record(ctx, epoch, Scope::Main, origin, None);
             let result = match owed {
                 PendingStop::Unannounced(settled) => settled,
                 PendingStop::Nothing | PendingStop::TurnEnded => result,
@@ -488,6 +522,26 @@ impl Correlator {
         if let Some(rec) = self.main.finish() {
             self.finish_main(ctx, rec, TurnResult::Interrupted);
         }
+    }
+
+    /// The agent waits for the next prompt (`Notification(idle_prompt)`): where that ends
+    /// a turn the user stopped with no other hook (`Capabilities::idle_ends_turn`), the
+    /// main turn still running, with nothing waiting on the user, was interrupted. A notice
+    /// naming the running turn's own id does not end it: Qwen Code 0.24.4 sends that one
+    /// just before the `StopFailure` of a failed model call (the notice after an Escape,
+    /// or after a turn's `Stop`, names no running turn).
+    pub(super) fn idle(&mut self, ctx: &mut Ctx, turn_id: Option<&TurnId>) {
+        let Some(running) = self.main.running() else {
+            return;
+        };
+        if !self.caps.idle_ends_turn
+            || (turn_id.is_some() && running.turn_id.as_ref() == turn_id)
+            || self.blocking.blocks(&self.tools)
+        {
+            return;
+        }
+        ctx.note(Diag::IdleEndedTurn, None);
+        self.interrupt_main(ctx);
     }
 
     /// The epoch new nested turns belong to: the running or armed main turn's, else the

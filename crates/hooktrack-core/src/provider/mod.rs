@@ -56,6 +56,12 @@ pub struct Capabilities {
     /// main-scope tool call while no turn is armed or running starts that turn,
     /// unannounced, so its calls are its own.
     pub tool_starts_turn: bool,
+    /// The provider fires `Notification(idle_prompt)` only once it waits for the next
+    /// prompt, and ends a turn the user stopped with nothing else (Qwen Code's Escape while
+    /// the answer streams: no `Stop`, no `StopFailure`): a main turn still running then,
+    /// with nothing waiting on the user, was interrupted, unless the notice names that
+    /// turn (a `StopFailure` follows it).
+    pub idle_ends_turn: bool,
 }
 
 /// How an agent's waits on the user (permission requests, dialogs, ask-the-user calls) show

@@ -119,6 +119,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         "Notification" => Event::Notification {
             kind: p.notification_type.take(),
             severity: None,
+            turn_id: p.prompt_id.take().map(|id| TurnId::Text(id.into_owned())),
         },
         // A session fact: the turn's state does not change with the model.
         "PreModelSwitch" | "PostModelSwitch" => Event::ModelSwitched {

@@ -35,6 +35,7 @@ pub const PROMPT_TO_STOP: Capabilities = Capabilities {
     interrupt_hook: false,
     tool_starts_turn: false,
     subagents_outlive_turn: false,
+    idle_ends_turn: false,
 };
 
 /// Claude Code.

@@ -4,8 +4,12 @@
 use std::borrow::Cow;
 
 use crate::agents::claude_code::adapter as claude;
-use crate::event::Event;
+use crate::event::{Event, OriginKind};
 use crate::payload::Payload;
+
+/// How a prompt Copilot sends itself begins when background work (an agent, a shell)
+/// finished: a `UserPromptSubmit` nobody typed (its session log: `system.notification`).
+const SYSTEM_NOTIFICATION: &str = "<system_notification>";
 
 /// One payload, delivered under the event `name`, as a canonical event.
 pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
@@ -21,6 +25,18 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
             agent_id: p.agent_id.take(),
         },
         "SubagentStart" => Event::Activity { name: name.clone() },
+        // The agent reports finished background work in a turn of its own.
+        "UserPromptSubmit"
+            if p.prompt
+                .as_ref()
+                .is_some_and(|t| t.0.trim_start().starts_with(SYSTEM_NOTIFICATION)) =>
+        {
+            Event::TurnStarted {
+                turn_id: None,
+                origin: OriginKind::Task,
+                origin_name: None,
+            }
+        }
         // The only failure hook: a model call that failed (`error_context: model_call`);
         // the TUI then waits for the next prompt, `-p` ends the session. No `Stop`
         // follows in either.
@@ -36,6 +52,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         "ErrorOccurred" => Event::Notification {
             kind: p.error_context.take(),
             severity: None,
+            turn_id: None,
         },
         _ => claude::normalize(name, p),
     }

@@ -9,14 +9,16 @@
 //!   "No, cancel". Either way the turn stops there and only a plain `Stop` follows.
 //! - a user-role `message` of `visibility` `user_only` whose text starts with `Error:` or
 //!   `BYOK Error:` (a custom model's endpoint): the model call failed; a plain `Stop`
-//!   follows.
+//!   follows. The same for `The model repeatedly generated the same output…`: Droid
+//!   refused an answer that repeats itself (after one silent resample); its
+//!   `agent_turn_outcome` says `error`.
 //! - a user-role `message` of `visibility` `llm_only` whose text is `Request cancelled by
 //!   user`: Escape while the answer streamed, no tool running. No `Stop` follows at all,
 //!   only `Notification(idle_prompt)` ("Agent stopped by user and is waiting for input"),
 //!   so without this marker the turn stays open until the next prompt.
 //!
 //! The file's own verdict, `agent_turn_outcome` (`reason` `completed`, `cancelled`,
-//! `model_request_rejected`), has no timestamp and is written after the `Stop` hook has
+//! `model_request_rejected`, `error`), has no timestamp and is written after the `Stop` hook has
 //! run (before the `Notification` where no `Stop` comes): where it counts it comes after
 //! the hook that settled the turn, so it is not read.
 
@@ -35,6 +37,9 @@ pub(crate) const NEEDLES: &[&str] = &[
 
 const ESCAPED: &str = "Error: Tool execution cancelled by user";
 const REJECTED: &str = "Tool execution cancelled by user";
+/// How Droid's refusal of a model answer that repeats itself begins (0.225.2,
+/// `LLMOutputDegenerationError`, not retried): the turn failed, a plain `Stop` follows.
+const REPEATED: &str = "The model repeatedly generated the same output";
 /// What the file tells the model after an Escape with no tool running.
 const STREAM_CANCELLED: &str = "Request cancelled by user";
 
@@ -79,12 +84,16 @@ pub(crate) fn classify(entry: &Map<String, Value>) -> Option<(&'static str, Even
                     reason: Some(Cow::Borrowed("request_cancelled")),
                 },
             )),
+            // Every error Droid shows the user: a failed model call, and one of its own
+            // refusals without an `Error:` (degenerate output: `REPEATED`).
             "text" if user_only => {
                 let text = part.get("text")?.as_str()?;
-                let error = text
-                    .strip_prefix("BYOK ")
-                    .unwrap_or(text)
-                    .strip_prefix("Error: ")?;
+                let bare = text.strip_prefix("BYOK ").unwrap_or(text);
+                let error = match bare.strip_prefix("Error: ") {
+                    Some(error) => error,
+                    None if text.starts_with(REPEATED) => text,
+                    None => return None,
+                };
                 Some((
                     "model_error",
                     Event::StopFailed {

@@ -48,6 +48,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         "Notification" => Event::Notification {
             kind: p.notification_type.take(),
             severity: None,
+            turn_id: None,
         },
         "PreCompress" if p.trigger.as_deref() == Some("auto") => {
             Event::Activity { name: name.clone() }

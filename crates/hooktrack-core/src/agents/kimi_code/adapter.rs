@@ -123,6 +123,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         "Notification" => Event::Notification {
             kind: p.notification_type.take(),
             severity: p.severity.take(),
+            turn_id: None,
         },
         _ => Event::Unknown { name: name.clone() },
     }

@@ -63,6 +63,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     interrupt_hook: true,
     tool_starts_turn: false,
     subagents_outlive_turn: true,
+    idle_ends_turn: false,
 };
 
 /// Kimi Code 2.x.

@@ -44,6 +44,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         // as one too.
         agent_scopes: true,
         subagent_scope_is_turn: true,
+        // Escape while the answer streams leaves only `Notification(idle_prompt)`.
+        idle_ends_turn: true,
         ..PROMPT_TO_STOP
     },
     detect: &[DetectRule {
