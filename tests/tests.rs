@@ -15,6 +15,7 @@ mod scratch_home;
 mod support;
 
 mod agent_folders;
+mod attention;
 
 mod channel;
 mod cli;

@@ -3,6 +3,7 @@
 mod collect;
 mod emit;
 mod install;
+mod jump;
 mod replay;
 mod session;
 mod setup;
@@ -30,6 +31,7 @@ enum Command {
     Uninstall(install::UninstallArgs),
     Check(install::CheckArgs),
     Watch(watch::WatchArgs),
+    Jump(jump::JumpArgs),
     Setup(setup::SetupArgs),
 }
 
@@ -51,6 +53,7 @@ pub fn run() -> ExitCode {
         Command::Uninstall(args) => install::run_uninstall(args),
         Command::Check(args) => install::run_check(args),
         Command::Watch(args) => watch::run(args),
+        Command::Jump(args) => jump::run(args),
         Command::Setup(args) => setup::run(args),
     }
 }
