@@ -298,7 +298,7 @@ impl Tracker {
 
     /// Feeds the lines kept back by [`Tracker::feed_live`] whose wait is over at `now`
     /// (their session's file was read past the waiting row's time, or
-    /// [`HOLD_MS`](crate::hold::HOLD_MS) passed); with `all`, every one (the agent is gone
+    /// [`HOLD_MS`] passed); with `all`, every one (the agent is gone
     /// and its files are read to their end).
     pub fn release<E>(
         &mut self,
