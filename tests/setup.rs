@@ -43,6 +43,10 @@ fn setup_installs_for_the_agents_found_and_undo_restores_every_byte() {
     );
     assert!(said.contains("set -g status-right"), "{said}");
     assert!(said.contains("set -g window-status-format"), "{said}");
+    assert!(
+        said.contains("bind-key W run-shell 'hooktrack jump --client \"#{client_name}\"'"),
+        "{said}"
+    );
     // Agents not found are not touched.
     assert!(!h.file(".codex").exists());
     let installed = fs::read_to_string(&claude).unwrap();

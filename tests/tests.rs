@@ -16,7 +16,7 @@ mod support;
 
 mod agent_folders;
 mod agent_turns;
-
+mod attention;
 mod channel;
 mod cli;
 mod detection;

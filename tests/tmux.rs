@@ -14,19 +14,62 @@ use crate::watch::{Running, hooktrack, lines_of, next_json};
 
 /// A tmux server this test started, on its own socket; killed (that server only) on
 /// drop, and its socket file removed.
-struct Server {
-    socket: String,
+pub(crate) struct Server {
+    pub(crate) socket: String,
     socket_path: Option<String>,
 }
 
 impl Server {
-    fn tmux(&self) -> Command {
+    /// A server on a socket of its own whose first window runs `sleep 600` (a login
+    /// shell can exit early on a busy machine and take the server with it); `env` is
+    /// what the server and its panes get besides the test's environment.
+    pub(crate) fn start(label: &str, env: &[(&str, &str)]) -> Self {
+        Self::start_with_config(label, Path::new("/dev/null"), env)
+    }
+
+    /// [`Server::start`] with `config` as its `-f` file (whose commands have run when
+    /// this returns: tmux runs a config's `run-shell` before it answers).
+    pub(crate) fn start_with_config(label: &str, config: &Path, env: &[(&str, &str)]) -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let mut server = Server {
+            socket: format!("hooktrack-{label}-{}-{nanos}", std::process::id()),
+            socket_path: None,
+        };
+        let mut start = server.tmux();
+        for name in ["DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS"] {
+            start.env_remove(name);
+        }
+        let out = start
+            .envs(env.iter().copied())
+            .arg("-f")
+            .arg(config)
+            .args(["new-session", "-d", "-s", "t", "-x", "100"])
+            .args(["-y", "30", "sleep 600"])
+            .output()
+            .expect("run tmux");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        server.socket_path = Some(
+            server
+                .run(&["display-message", "-p", "#{socket_path}"])
+                .trim()
+                .to_owned(),
+        );
+        server
+    }
+
+    pub(crate) fn tmux(&self) -> Command {
         let mut command = Command::new("tmux");
         command.args(["-L", &self.socket]).env_remove("TMUX");
         command
     }
 
-    fn run(&self, args: &[&str]) -> String {
+    pub(crate) fn run(&self, args: &[&str]) -> String {
         let out = self.tmux().args(args).output().expect("run tmux");
         assert!(
             out.status.success(),
@@ -37,7 +80,7 @@ impl Server {
     }
 
     /// hooktrack's options on `pane`, unquoted.
-    fn options(&self, pane: &str) -> BTreeMap<String, String> {
+    pub(crate) fn options(&self, pane: &str) -> BTreeMap<String, String> {
         self.run(&["show-options", "-p", "-t", pane])
             .lines()
             .filter(|l| l.starts_with("@hooktrack_"))
@@ -49,7 +92,7 @@ impl Server {
     }
 
     /// Waits (bounded) until `pane`'s options satisfy `ok`.
-    fn wait_for(
+    pub(crate) fn wait_for(
         &self,
         pane: &str,
         what: &str,
@@ -85,7 +128,7 @@ impl Drop for Server {
 }
 
 /// An envelope row, as the emitter writes it inside tmux (`tmux_pane` last).
-fn row(seq: u64, payload: &str, pane: Option<&str>) -> String {
+pub(crate) fn row(seq: u64, payload: &str, pane: Option<&str>) -> String {
     let event: serde_json::Value = serde_json::from_str(payload).expect("payload JSON");
     let name = event["hook_event_name"].as_str().expect("an event name");
     let pane = pane.map_or_else(String::new, |p| format!(r#","tmux_pane":"{p}""#));
@@ -94,7 +137,7 @@ fn row(seq: u64, payload: &str, pane: Option<&str>) -> String {
     )
 }
 
-fn append(path: &Path, lines: &[String]) {
+pub(crate) fn append(path: &Path, lines: &[String]) {
     let mut f = OpenOptions::new()
         .create(true)
         .append(true)

@@ -5,6 +5,7 @@ mod emit;
 #[cfg(feature = "fleet")]
 mod fleet;
 mod install;
+mod jump;
 mod replay;
 mod session;
 mod setup;
@@ -33,6 +34,7 @@ enum Command {
     Check(install::CheckArgs),
     // Boxed: its fleet flags make it several times the size of the others.
     Watch(Box<watch::WatchArgs>),
+    Jump(jump::JumpArgs),
     Setup(setup::SetupArgs),
 }
 
@@ -54,6 +56,7 @@ pub fn run() -> ExitCode {
         Command::Uninstall(args) => install::run_uninstall(args),
         Command::Check(args) => install::run_check(args),
         Command::Watch(args) => watch::run(args),
+        Command::Jump(args) => jump::run(args),
         Command::Setup(args) => setup::run(args),
     }
 }

@@ -327,10 +327,12 @@ fn setup(
 }
 
 /// What to add to `~/.tmux.conf` (docs/tmux.md explains each option), then run
-/// `hooktrack watch --tmux`.
-const TMUX_LINES: &str = "add to ~/.tmux.conf, then run `hooktrack watch --tmux`:\n\
-set -g status-right '#{?@hooktrack_agent,#{?@hooktrack_attention,#[fg=white bg=red bold] #{@hooktrack_status} #[default],#[fg=colour250] #{@hooktrack_status} #[default]},}%H:%M'\n\
-set -g window-status-format '#I:#W#{?@hooktrack_blocked,#[fg=white bg=red] ⏸ #{@hooktrack_blocked} #[default],#{?@hooktrack_turn_age, ⏵#{@hooktrack_turn_age},}#{?@hooktrack_attention, !,}}'";
+/// `hooktrack watch --tmux` (or use the plugin, `hooktrack.tmux`, which starts it).
+const TMUX_LINES: &str = "add to ~/.tmux.conf, then run `hooktrack watch --tmux --notify` \
+(or add `run-shell PATH/hooktrack.tmux`, the plugin that starts and keeps it):\n\
+set -g status-right '#{?@hooktrack_agent,#{?@hooktrack_attention,#[fg=white bg=red bold] #{@hooktrack_status} #[default],#[fg=colour250] #{@hooktrack_status} #[default]},}#{?@hooktrack_watch,#{?#{!=:#{@hooktrack_waiting},0},#[fg=white bg=red] #{@hooktrack_waiting} waiting #[default],}#{?#{!=:#{@hooktrack_done},0}, #{@hooktrack_done} done ,},#[fg=white bg=red] hooktrack down #[default]}%H:%M'\n\
+set -g window-status-format '#I:#W#{?@hooktrack_blocked,#[fg=white bg=red] ⏸ #{@hooktrack_blocked} #[default],#{?@hooktrack_turn_age, ⏵#{@hooktrack_turn_age},}#{?@hooktrack_attention, !,}}'\n\
+bind-key W run-shell 'hooktrack jump --client \"#{client_name}\"'";
 
 /// The directories `install` will create for `file`, innermost first.
 fn missing_dirs(file: &Path) -> Vec<PathBuf> {

@@ -72,11 +72,13 @@ pub struct WatchArgs {
     #[arg(long, value_name = "CMD")]
     on_change: Option<String>,
     /// Tell the person when a session enters `blocked`, ends a turn, or loses its agent
-    /// (the --on-change transitions): a desktop notification through `notify-send` when
-    /// it is on PATH in a desktop session, else the terminal's notification escapes (OSC
-    /// 777 and OSC 9, through tmux's passthrough inside tmux: `set -g allow-passthrough
-    /// on`). One per transition, at most one per session and event every 5 s, off the
-    /// tracking thread (docs/notifications.md).
+    /// (the --on-change transitions): inside tmux or with --tmux, the terminal's
+    /// notification escapes (OSC 777 and OSC 9) written to every client attached to the
+    /// server, whatever window it shows, and a bell in the agent's pane (its window's
+    /// bell flag), plus `notify-send` in a desktop session; else `notify-send` when it is
+    /// on PATH in a desktop session, else the escapes on this terminal. One per
+    /// transition, at most one per session and event every 5 s, off the tracking thread
+    /// (docs/notifications.md).
     #[arg(long)]
     notify: bool,
     /// Seconds after which an --on-change command is killed (with its process group).
@@ -153,6 +155,10 @@ pub fn run(args: &WatchArgs) -> ExitCode {
     } else {
         Output::Lines
     };
+    let tmux_target = TmuxTarget {
+        socket: args.tmux_socket.clone(),
+        timeout: Duration::from_millis(args.tmux_timeout_ms),
+    };
     let config = WatchConfig {
         paths: args.paths.clone(),
         default_stores,
@@ -163,12 +169,11 @@ pub fn run(args: &WatchArgs) -> ExitCode {
         checkpoint: args.checkpoint.clone(),
         panes: args.tmux_pane.clone(),
         output: Some(output),
-        tmux: args.tmux.then(|| TmuxTarget {
-            socket: args.tmux_socket.clone(),
-            timeout: Duration::from_millis(args.tmux_timeout_ms),
-        }),
+        tmux: args.tmux.then(|| tmux_target.clone()),
         on_change: args.on_change.clone(),
-        notify: args.notify.then(desktop_notifier),
+        notify: args
+            .notify
+            .then(|| desktop_notifier(args.tmux, tmux_target)),
         command_timeout: Duration::from_secs(args.on_change_timeout),
         record_process_ends: true,
         #[cfg(feature = "fleet")]
@@ -212,18 +217,27 @@ pub fn run(args: &WatchArgs) -> ExitCode {
     }
 }
 
-/// How `--notify` reaches the person: `notify-send` when it is on PATH and a desktop
-/// session is there to show it, else the terminal's escapes (wrapped inside tmux).
-fn desktop_notifier() -> Desktop {
+/// How `--notify` reaches the person: with `--tmux`, or inside tmux, every client of
+/// the server (and `notify-send` too in a desktop session); else `notify-send` when it is
+/// on PATH and a desktop session is there to show it, else the terminal's escapes.
+fn desktop_notifier(tmux: bool, target: TmuxTarget) -> Desktop {
     let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
     let desktop = set("DISPLAY") || set("WAYLAND_DISPLAY") || set("DBUS_SESSION_BUS_ADDRESS");
-    let notify_send = std::env::var_os("PATH").and_then(|dirs| {
-        std::env::split_paths(&dirs)
-            .map(|d| d.join("notify-send"))
-            .find(|p| p.is_file())
-    });
-    match notify_send {
-        Some(program) if desktop => Desktop::NotifySend(program),
-        _ => Desktop::Osc { tmux: set("TMUX") },
+    let notify_send = std::env::var_os("PATH")
+        .and_then(|dirs| {
+            std::env::split_paths(&dirs)
+                .map(|d| d.join("notify-send"))
+                .find(|p| p.is_file())
+        })
+        .filter(|_| desktop);
+    // Inside tmux without --tmux: the server $TMUX names (the target's socket is unset).
+    let tmux = (tmux || set("TMUX")).then_some(target);
+    match (tmux, notify_send) {
+        (Some(target), notify_send) => Desktop::Tmux {
+            target,
+            notify_send,
+        },
+        (None, Some(program)) => Desktop::NotifySend(program),
+        (None, None) => Desktop::Osc { tmux: false },
     }
 }

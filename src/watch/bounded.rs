@@ -1,9 +1,9 @@
 //! Runs a helper command (tmux, an `--on-change` hook) with a deadline: it gets its own
 //! process group, and the group is killed when the deadline passes.
 
-use std::io;
+use std::io::{self, Read};
 use std::os::unix::process::CommandExt;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
@@ -30,13 +30,47 @@ pub enum RunError {
 /// Runs `command` with no stdin, discarded stdout and stderr, killed with its process
 /// group after `timeout`.
 pub fn run_bounded(command: &mut Command, timeout: Duration) -> Result<ExitStatus, RunError> {
-    let mut child = command
+    let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0)
         .spawn()
         .map_err(|source| RunError::Spawn { source })?;
+    wait_bounded(child, timeout)
+}
+
+/// Like [`run_bounded`], and what the helper wrote to stdout (at most [`MAX_OUTPUT`]
+/// bytes), read on a thread of its own so that a long answer cannot fill the pipe and
+/// stall the helper until its deadline.
+pub fn run_bounded_output(
+    command: &mut Command,
+    timeout: Duration,
+) -> Result<(ExitStatus, Vec<u8>), RunError> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|source| RunError::Spawn { source })?;
+    let reader = child.stdout.take().map(|out| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = out.take(MAX_OUTPUT).read_to_end(&mut bytes);
+            bytes
+        })
+    });
+    let status = wait_bounded(child, timeout)?;
+    // The helper has ended (or its group was killed): its end of the pipe is closed.
+    let bytes = reader.and_then(|r| r.join().ok()).unwrap_or_default();
+    Ok((status, bytes))
+}
+
+/// The most of a helper's stdout [`run_bounded_output`] keeps.
+pub const MAX_OUTPUT: u64 = 1 << 20;
+
+fn wait_bounded(mut child: Child, timeout: Duration) -> Result<ExitStatus, RunError> {
     let deadline = Instant::now() + timeout;
     loop {
         match child.try_wait() {
@@ -91,5 +125,16 @@ mod tests {
         )
         .expect("runs");
         assert_eq!(status.code(), Some(3));
+    }
+
+    #[test]
+    fn a_helpers_answer_is_read_whole_past_a_pipes_buffer() {
+        let (status, out) = run_bounded_output(
+            Command::new("sh").args(["-c", "head -c 200000 /dev/zero"]),
+            Duration::from_secs(30),
+        )
+        .expect("runs");
+        assert!(status.success());
+        assert_eq!(out.len(), 200_000);
     }
 }

@@ -25,6 +25,10 @@ pub struct Facts {
     /// turn): the phase can be `ready` while it does.
     pub background: usize,
     pub last_result: TurnResult,
+    /// When the last turn ended, as its line says (`None` for a line without a time).
+    pub last_turn_at: Option<Timestamp>,
+    /// Which turn that was (its epoch): a new value is a turn ended since.
+    pub last_turn_epoch: Option<u64>,
     /// The tmux pane to publish on: the supervisor's `--tmux-pane`, else the rows'.
     pub pane: Option<String>,
 }
@@ -42,6 +46,8 @@ impl Facts {
             blocked_tool: p.turn.blocked_tool.clone(),
             background: p.turn.background(),
             last_result: p.last_turn.result,
+            last_turn_at: p.last_turn.at,
+            last_turn_epoch: p.last_turn.epoch,
             pane: given_pane.map(str::to_owned).or_else(|| {
                 update
                     .tmux_pane

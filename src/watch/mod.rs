@@ -29,6 +29,7 @@ mod bounded;
 mod config;
 mod discover;
 mod facts;
+mod jump;
 mod notify;
 mod record;
 mod tmux;
@@ -54,10 +55,15 @@ use tmux::Tmux;
 use crate::safe_text::{Notation, SafeWriter};
 use view::{StatusLine, View, pane_facts, session_name, short_id, status_line};
 
+pub use bounded::RunError;
 pub use config::{WatchConfig, WatchError, default_folders};
+pub use jump::{JumpError, jump};
 pub use notify::{DESKTOP_GAP, Desktop};
 pub use record::record_process_end;
-pub use tmux::{OPTIONS as TMUX_OPTIONS, TmuxTarget, is_pane_target};
+pub use tmux::{
+    OPTIONS as TMUX_OPTIONS, SERVER_OPTIONS as TMUX_SERVER_OPTIONS, TmuxError, TmuxTarget,
+    is_pane_target,
+};
 pub use view::Output;
 
 /// A store followed: how it is shown and where it is.
@@ -165,7 +171,8 @@ impl Watch {
         let worker = |what| move |source| WatchError::Worker { what, source };
         let tmux = match &config.tmux {
             Some(target) => Some(
-                Tmux::start(target.clone(), warn_tx.clone()).map_err(worker("tmux publisher"))?,
+                Tmux::start(target.clone(), wall_clock(), warn_tx.clone())
+                    .map_err(worker("tmux publisher"))?,
             ),
             None => None,
         };

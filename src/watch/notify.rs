@@ -30,8 +30,10 @@ use hooktrack_live::session::Update;
 
 use super::bounded::run_bounded;
 use super::facts::{Facts, display_text};
+use super::tmux::{TmuxError, TmuxTarget};
 use crate::safe_text::{markup, visible};
 use hooktrack_core::diagnostics::error_chain;
+use hooktrack_core::store::is_tmux_pane_id;
 
 /// Runs waiting for the worker; more are dropped (and counted).
 pub const QUEUE: usize = 32;
@@ -65,8 +67,17 @@ pub enum Desktop {
     /// `notify-send TITLE BODY` (a desktop session's notification daemon).
     NotifySend(PathBuf),
     /// OSC 777 then OSC 9 on the controlling terminal; `tmux`: wrapped in tmux's DCS
-    /// passthrough (needs `set -g allow-passthrough on`).
+    /// passthrough (needs `set -g allow-passthrough on`, and reaches a client only while
+    /// the writing pane is visible on it).
     Osc { tmux: bool },
+    /// Everyone attached to a tmux server: OSC 777 then OSC 9 written to the terminal of
+    /// every client of the server (`list-clients`), whichever window is visible, and a
+    /// bell in the agent's pane, so that its window gets tmux's bell flag; also
+    /// `notify-send` when one is given (a desktop session).
+    Tmux {
+        target: TmuxTarget,
+        notify_send: Option<PathBuf>,
+    },
 }
 
 /// One notification per session and event at most this often.
@@ -284,19 +295,26 @@ fn work(
                 last_sent.insert(key, Instant::now());
                 let (title, body) = message(&job);
                 match desktop {
-                    Desktop::NotifySend(program) => {
-                        let mut run = Command::new(program);
-                        // notify-send reads a subset of HTML: a tool named `<a href=…>`
-                        // is shown as text.
-                        run.args(["--app-name", "hooktrack", &markup(&title), &markup(&body)]);
-                        run
-                    }
+                    Desktop::NotifySend(program) => notify_send(program, &title, &body),
                     Desktop::Osc { tmux } => {
                         if let Err(e) = write_tty(&osc(&title, &body, *tmux)) {
                             let _ =
                                 warnings.send(format!("notify: cannot write to the terminal: {e}"));
                         }
                         continue;
+                    }
+                    Desktop::Tmux {
+                        target,
+                        notify_send: program,
+                    } => {
+                        let pane = var(&job, "HOOKTRACK_PANE");
+                        if let Err(e) = tmux_clients(target, &osc(&title, &body, false), pane) {
+                            let _ = warnings.send(format!("notify: {}", error_chain(&e)));
+                        }
+                        match program {
+                            Some(program) => notify_send(program, &title, &body),
+                            None => continue,
+                        }
                     }
                 }
             }
@@ -385,6 +403,82 @@ pub fn osc(title: &str, body: &str, tmux: bool) -> Vec<u8> {
         }
     }
     out
+}
+
+fn notify_send(program: &PathBuf, title: &str, body: &str) -> Command {
+    let mut run = Command::new(program);
+    // notify-send reads a subset of HTML: a tool named `<a href=…>` is shown as text.
+    run.args(["--app-name", "hooktrack", &markup(title), &markup(body)]);
+    run
+}
+
+/// Why a notification did not reach a tmux server's clients; a warning, never a stop.
+#[derive(Debug, thiserror::Error)]
+enum ClientsError {
+    #[error("cannot list the tmux clients")]
+    List {
+        #[source]
+        source: TmuxError,
+    },
+    #[error("cannot write to the terminal {tty}")]
+    Write {
+        tty: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// `bytes` to the terminal of every client attached to the server (tmux forwards a
+/// pane's passthrough only to the clients that show that pane: a `watch` in a window in
+/// the background would reach nobody), then a bell in the agent's `pane` (a `%` id),
+/// which tmux turns into its window's bell flag and `bell-action`. Every client is
+/// tried; the first failure is reported.
+fn tmux_clients(target: &TmuxTarget, bytes: &[u8], pane: &str) -> Result<(), ClientsError> {
+    let ttys = target
+        .query(&["list-clients", "-F", "#{client_tty}"])
+        .map_err(|source| ClientsError::List { source })?;
+    let mut first = None;
+    for tty in ttys.lines().filter(|t| t.starts_with("/dev/")) {
+        if let Err(source) = write_terminal(tty, bytes)
+            && first.is_none()
+        {
+            first = Some(ClientsError::Write {
+                tty: tty.to_owned(),
+                source,
+            });
+        }
+    }
+    // The bell goes to the pane's terminal as output, as a program in it would ring it.
+    // Best effort: a pane gone since is no failure of the notification.
+    if is_tmux_pane_id(pane)
+        && let Ok(tty) = target.query(&["display-message", "-p", "-t", pane, "#{pane_tty}"])
+        && let Some(tty) = tty.lines().next().filter(|t| t.starts_with("/dev/"))
+    {
+        let _ = write_terminal(tty, b"\x07");
+    }
+    first.map_or(Ok(()), Err)
+}
+
+/// Writes to a terminal without ever waiting on it: a terminal that does not take the
+/// bytes now (stopped output, a client gone) loses them.
+/// Only a character device is written to: tmux names the terminals, but a path is a
+/// path.
+fn write_terminal(path: &str, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let mut tty = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(never_wait_flags())
+        .open(path)?;
+    if !tty.metadata()?.file_type().is_char_device() {
+        return Err(std::io::Error::other("not a terminal"));
+    }
+    tty.write_all(bytes)
+}
+
+/// `O_NONBLOCK | O_NOCTTY`: never wait, and never make a client's terminal ours.
+fn never_wait_flags() -> i32 {
+    let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
+    i32::try_from(flags.bits()).unwrap_or(0)
 }
 
 /// Writes to the controlling terminal, not stdout (the status view owns that).
