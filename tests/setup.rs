@@ -344,6 +344,96 @@ fn watch_follows_only_the_users_own_stores() {
     );
 }
 
+/// Issue 34 item 7: an agent started without hooktrack runs its hooks through `sh -c`;
+/// mid-turn one of its tools (`forge-tool`, a script) runs the hook command itself with a
+/// `Stop`. The tool's row names the tool as the process that ran it (`agent_pid`), not the
+/// session's agent: it is counted (`row_not_from_agent`), shown by `--explain`, and the
+/// turn goes on until the agent's own `Stop` ends it.
+#[test]
+fn a_stop_forged_by_a_tool_step_never_ends_the_turn() {
+    let h = Home::new();
+    let hook = env!("CARGO_BIN_EXE_hooktrack-hook");
+    let command =
+        |event: &str| format!("'{hook}' emit --observer hooktrack --agent claude --event {event}");
+    let payload = |event: &str, extra: &str| {
+        format!(
+            r#"{{"session_id":"s1","hook_event_name":"{event}","transcript_path":"/nonexistent/t.jsonl"{extra}}}"#
+        )
+    };
+    let tool = h.home.join("forge-tool");
+    write_script(
+        &tool,
+        &format!(
+            "#!/bin/sh\nprintf '%s' '{}' | {}\n",
+            payload("Stop", r#","stop_hook_active":false,"forged":true"#),
+            command("Stop")
+        ),
+    );
+    let mut agent = String::from("#!/bin/sh\nset -eu\n");
+    for (event, extra) in [
+        ("SessionStart", r#","source":"startup""#),
+        ("UserPromptSubmit", r#","prompt":"list files""#),
+    ] {
+        agent += &format!(
+            "printf '%s' '{}' | sh -c \"{}\"\n",
+            payload(event, extra),
+            command(event).replace('"', "\\\"")
+        );
+    }
+    agent += &format!("'{}'\n", tool.display());
+    agent += &format!(
+        "printf '%s' '{}' | sh -c \"{}\"\n",
+        payload("Stop", r#","stop_hook_active":false"#),
+        command("Stop")
+    );
+    let stand_in = h.home.join("stand-in-agent");
+    write_script(&stand_in, &agent);
+    let ran = Command::new(&stand_in)
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{}", text(&ran));
+    let events = h.state.join("hooktrack/agents/claude/events.ndjson");
+    let stored = rows(&events);
+    assert_eq!(stored.len(), 4, "{stored:#?}");
+    let forged = stored
+        .iter()
+        .find(|r| r["payload"]["forged"] == true)
+        .unwrap();
+    let own = stored
+        .iter()
+        .find(|r| r["event"] == "SessionStart")
+        .unwrap();
+    assert_ne!(forged["agent_pid"], own["agent_pid"], "{forged} {own}");
+    assert_eq!(forged["emitter_parent"]["comm"], "forge-tool", "{forged}");
+
+    let out = h.run(&["replay", "--explain", events.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = text(&out);
+    assert!(said.contains("row_not_from_agent"), "{said}");
+    let out = h.run(&["replay", "--format", "json", events.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let turns = doc["turns"].as_array().unwrap_or_else(|| panic!("{doc}"));
+    assert_eq!(turns.len(), 1, "{doc}");
+    assert_eq!(
+        doc["diagnostics"]["counters"]["row_not_from_agent"], 1,
+        "{doc}"
+    );
+    // Ended by the agent's own Stop, the row after the forged one.
+    let forged_line = stored
+        .iter()
+        .position(|r| r["payload"]["forged"] == true)
+        .unwrap()
+        + 1;
+    assert_eq!(turns[0]["result"], "success", "{doc}");
+    assert_eq!(turns[0]["ended_by"], "hook", "{doc}");
+    assert_eq!(turns[0]["last_row"], forged_line as u64 + 1, "{doc}");
+}
+
 #[test]
 fn the_default_store_is_rotated_past_its_size() {
     let h = Home::new();
