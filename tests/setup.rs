@@ -225,11 +225,7 @@ fn a_planted_agents_folder_never_costs_the_user_a_delivery() {
     let h = Home::new();
     let agents = h.state.join("hooktrack/agents");
     fs::create_dir_all(&agents).unwrap();
-    fs::set_permissions(
-        &h.state.join("hooktrack"),
-        fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    fs::set_permissions(h.state.join("hooktrack"), fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(&agents, fs::Permissions::from_mode(0o777)).unwrap();
     let planted = agents.join("claude");
     fs::create_dir(&planted).unwrap();

@@ -2,7 +2,7 @@
 //! launch) that outlived its launch: `kill -9` of `hooktrack session` runs no cleanup, so
 //! the block stays and its hooks post to a collector that is gone. Its commands name the
 //! launch's store (`--dir`); a store whose collector is not alive
-//! ([`collector_alive`](crate::store::leftover::collector_alive)) had its launch end, and
+//! ([`collector_alive`]) had its launch end, and
 //! the block is removed, with the store's own leftovers.
 
 use std::fmt;
