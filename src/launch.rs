@@ -180,6 +180,8 @@ pub struct Launch {
     home: Option<PathBuf>,
     installed: Installed,
     findings: Vec<Finding>,
+    /// What a launch that died without its cleanup had left, cleaned at the start.
+    cleaned: Vec<String>,
     /// The agent's `--version`, when its program is one of the agent's and says one.
     agent_version: Option<String>,
     session: Session,
@@ -228,6 +230,15 @@ impl Launch {
         let agent = config.agent;
         let store = StorePaths::in_dir(root.join(OBSERVATION_DIR).join(agent.store_name()));
         store::create_dir(&store)?;
+        // What a launch killed without its cleanup left (`kill -9`): its record and
+        // socket in this store, its block in a config that belongs to each launch.
+        let mut cleaned: Vec<String> = Vec::new();
+        if let Ok(Some(dead)) = store::leftover::clean_dead_collector(&store) {
+            cleaned.push(dead.to_string());
+        }
+        if let Ok(Some(dead)) = install::leftover::clean_dead_launch_block(&config.config, agent) {
+            cleaned.push(dead.to_string());
+        }
         let generation = previous_generation(&store) + 1;
         let token = token::generate()?;
         let collector = Collector::bind(CollectConfig::new(
@@ -329,6 +340,7 @@ impl Launch {
             home: config.home,
             installed,
             findings,
+            cleaned,
             agent_version,
             session,
             ledger,
@@ -383,6 +395,13 @@ impl Launch {
     /// Why the hooks will not fire (empty: they will).
     pub fn findings(&self) -> &[Finding] {
         &self.findings
+    }
+
+    /// What an earlier launch killed without its cleanup (`kill -9`) had left and this
+    /// one's start cleaned, one sentence each: a `collector.json` still saying `running`
+    /// and its socket in this store, its generation-scoped block in the agent's config.
+    pub fn cleaned(&self) -> &[String] {
+        &self.cleaned
     }
 
     /// The environment the agent must be started with: the routing variables, the token

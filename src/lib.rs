@@ -202,6 +202,12 @@ pub mod install {
         Uninstalled, Validation, check_for, install, uninstall, uninstall_routed, version_of,
     };
 
+    /// What a launch killed without its cleanup left in a config: its block, removed
+    /// once its collector is gone.
+    pub mod leftover {
+        pub use hooktrack_producer::install::leftover::{DeadBlock, clean_dead_launch_block};
+    }
+
     /// hooktrack's own side of a hook: the binary the entries run, the default store.
     pub mod own_side {
         pub use hooktrack_producer::install::own_side::{
@@ -227,4 +233,11 @@ pub mod store {
         DIR_ENV, GENERATION_ENV, LAUNCH_BLOCK_ENV, MAX_BODY_BYTES, StoreError, TOKEN_ENV, URL_ENV,
         now, write_atomic, write_json_atomic,
     };
+
+    /// What a collector killed without its cleanup left in its store.
+    pub mod leftover {
+        pub use hooktrack_producer::store::leftover::{
+            DeadCollector, clean_dead_collector, collector_alive,
+        };
+    }
 }

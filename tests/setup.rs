@@ -208,6 +208,232 @@ fn an_agent_started_without_hooktrack_delivers_to_its_default_store() {
     assert!(out.status.success(), "{}", text(&out));
 }
 
+/// Root plants for another user (`nobody`); as another user the test plants nothing.
+fn plant_as_nobody(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    if rustix::process::geteuid().as_raw() != 0 {
+        return false;
+    }
+    fs::set_permissions(path, fs::Permissions::from_mode(0o777)).unwrap();
+    std::os::unix::fs::chown(path, Some(65534), Some(65534)).unwrap();
+    true
+}
+
+/// Issue 34 item 4: a loose `agents/` let another uid plant `agents/claude` before the
+/// first hook, and the user's deliveries then went to the log only. The hook makes its
+/// own folders private (`hooktrack/` and `agents/` 0700), moves the planted folder aside
+/// (saying where, in the store's log) and delivers to a store of the user's own.
+#[test]
+fn a_planted_agents_folder_never_costs_the_user_a_delivery() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let h = Home::new();
+    let agents = h.state.join("hooktrack/agents");
+    fs::create_dir_all(&agents).unwrap();
+    fs::set_permissions(h.state.join("hooktrack"), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(&agents, fs::Permissions::from_mode(0o777)).unwrap();
+    let planted = agents.join("claude");
+    fs::create_dir(&planted).unwrap();
+    let foreign = plant_as_nobody(&planted);
+    if !foreign {
+        // Not root: a symbolic link stands in for the plant (also never followed).
+        fs::remove_dir(&planted).unwrap();
+        std::os::unix::fs::symlink(&h.home, &planted).unwrap();
+    }
+    let payload = r#"{"session_id":"s1","hook_event_name":"Stop"}"#;
+    assert!(unrouted_hook(&h, "Stop", payload).status.success());
+    assert_eq!(mode(&h.state.join("hooktrack")), 0o700);
+    assert_eq!(mode(&agents), 0o700);
+    let store = agents.join("claude");
+    let meta = fs::symlink_metadata(&store).unwrap();
+    assert!(meta.is_dir() && meta.uid() == rustix::process::geteuid().as_raw());
+    let rows = rows(&store.join("events.ndjson"));
+    assert_eq!(rows.len(), 1, "the delivery reached the user's own store");
+    assert_eq!(rows[0]["payload"]["session_id"], "s1");
+    let aside: Vec<String> = fs::read_dir(&agents)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("claude.foreign-"))
+        .collect();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    let log = fs::read_to_string(store.join("emit.log")).unwrap();
+    assert!(
+        log.contains("moved ") && log.contains(&aside[0]) && log.contains("aside"),
+        "{log}"
+    );
+    if foreign {
+        assert!(aside[0].starts_with("claude.foreign-65534-"), "{aside:?}");
+    }
+}
+
+/// Issue 34 item 4: `watch` follows only stores of the user's own, in modes no one else
+/// can write: a store another uid planted in the default stores' folder is named in a
+/// notice and not shown; the user's own store beside it is.
+#[test]
+fn watch_follows_only_the_users_own_stores() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = Home::new();
+    let payload = r#"{"session_id":"mine","hook_event_name":"Stop"}"#;
+    assert!(unrouted_hook(&h, "Stop", payload).status.success());
+    let planted = h.state.join("hooktrack/agents/codex");
+    fs::create_dir_all(&planted).unwrap();
+    fs::write(
+        planted.join("events.ndjson"),
+        r#"{"v":1,"provider":"codex","generation":0,"via":"command_fallback","emitter_seq":1,"received_at":"2026-01-01T00:00:00.000Z","event":"PermissionRequest","payload":{"session_id":"theirs","hook_event_name":"PermissionRequest","tool_name":"rm"}}"#.to_owned() + "\n",
+    )
+    .unwrap();
+    if !plant_as_nobody(&planted) {
+        // Not root: a store writable by others stands in for the plant.
+        fs::set_permissions(&planted, fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+        .args(["watch", "--ndjson"])
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    for out in [
+        Box::new(watch.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+        Box::new(watch.stderr.take().unwrap()),
+    ] {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    let mut seen = Vec::new();
+    let patience = std::time::Duration::from_secs(60);
+    // The refusal, and the user's store's line.
+    while !(seen.iter().any(|l: &String| l.contains("not followed"))
+        && seen
+            .iter()
+            .any(|l: &String| l.contains("\"session\":\"claude\"")))
+    {
+        match rx.recv_timeout(patience) {
+            Ok(line) => seen.push(line),
+            Err(_) => break,
+        }
+    }
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let refused = seen.iter().find(|l| l.contains("not followed")).cloned();
+    let refused = refused.unwrap_or_else(|| panic!("no refusal in {seen:#?}"));
+    assert!(
+        refused.contains(&planted.display().to_string()),
+        "{refused}"
+    );
+    assert!(
+        refused.contains("owned by uid 65534") || refused.contains("writable by others"),
+        "{refused}"
+    );
+    assert!(
+        seen.iter().any(|l| l.contains("\"session\":\"claude\"")),
+        "{seen:#?}"
+    );
+    assert!(
+        !seen.iter().any(|l| l.contains("\"session\":\"codex\"")),
+        "{seen:#?}"
+    );
+}
+
+/// Issue 34 item 7: an agent started without hooktrack runs its hooks through `sh -c`;
+/// mid-turn one of its tools (`forge-tool`, a script) runs the hook command itself with a
+/// `Stop`. The tool's row names the tool as the process that ran it (`agent_pid`), not the
+/// session's agent: it is counted (`row_not_from_agent`), shown by `--explain`, and the
+/// turn goes on until the agent's own `Stop` ends it.
+#[test]
+fn a_stop_forged_by_a_tool_step_never_ends_the_turn() {
+    let h = Home::new();
+    let hook = env!("CARGO_BIN_EXE_hooktrack-hook");
+    let command =
+        |event: &str| format!("'{hook}' emit --observer hooktrack --agent claude --event {event}");
+    let payload = |event: &str, extra: &str| {
+        format!(
+            r#"{{"session_id":"s1","hook_event_name":"{event}","transcript_path":"/nonexistent/t.jsonl"{extra}}}"#
+        )
+    };
+    let tool = h.home.join("forge-tool");
+    write_script(
+        &tool,
+        &format!(
+            "#!/bin/sh\nprintf '%s' '{}' | {}\n",
+            payload("Stop", r#","stop_hook_active":false,"forged":true"#),
+            command("Stop")
+        ),
+    );
+    let mut agent = String::from("#!/bin/sh\nset -eu\n");
+    for (event, extra) in [
+        ("SessionStart", r#","source":"startup""#),
+        ("UserPromptSubmit", r#","prompt":"list files""#),
+    ] {
+        agent += &format!(
+            "printf '%s' '{}' | sh -c \"{}\"\n",
+            payload(event, extra),
+            command(event).replace('"', "\\\"")
+        );
+    }
+    agent += &format!("'{}'\n", tool.display());
+    agent += &format!(
+        "printf '%s' '{}' | sh -c \"{}\"\n",
+        payload("Stop", r#","stop_hook_active":false"#),
+        command("Stop")
+    );
+    let stand_in = h.home.join("stand-in-agent");
+    write_script(&stand_in, &agent);
+    let ran = Command::new(&stand_in)
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{}", text(&ran));
+    let events = h.state.join("hooktrack/agents/claude/events.ndjson");
+    let stored = rows(&events);
+    assert_eq!(stored.len(), 4, "{stored:#?}");
+    let forged = stored
+        .iter()
+        .find(|r| r["payload"]["forged"] == true)
+        .unwrap();
+    let own = stored
+        .iter()
+        .find(|r| r["event"] == "SessionStart")
+        .unwrap();
+    assert_ne!(forged["agent_pid"], own["agent_pid"], "{forged} {own}");
+    assert_eq!(forged["emitter_parent"]["comm"], "forge-tool", "{forged}");
+
+    let out = h.run(&["replay", "--explain", events.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = text(&out);
+    assert!(said.contains("row_not_from_agent"), "{said}");
+    let out = h.run(&["replay", "--format", "json", events.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let turns = doc["turns"].as_array().unwrap_or_else(|| panic!("{doc}"));
+    assert_eq!(turns.len(), 1, "{doc}");
+    assert_eq!(
+        doc["diagnostics"]["counters"]["row_not_from_agent"], 1,
+        "{doc}"
+    );
+    // Ended by the agent's own Stop, the row after the forged one.
+    let forged_line = stored
+        .iter()
+        .position(|r| r["payload"]["forged"] == true)
+        .unwrap()
+        + 1;
+    assert_eq!(turns[0]["result"], "success", "{doc}");
+    assert_eq!(turns[0]["ended_by"], "hook", "{doc}");
+    assert_eq!(turns[0]["last_row"], forged_line as u64 + 1, "{doc}");
+}
+
 #[test]
 fn the_default_store_is_rotated_past_its_size() {
     let h = Home::new();

@@ -417,6 +417,19 @@ pub fn run_check(args: &CheckArgs) -> ExitCode {
         file_named: args.target.config.is_some(),
         ask_doctor: true,
     };
+    // A block left by a session killed without its cleanup (`kill -9`) would be checked
+    // as if it still served: it goes first, saying so.
+    match install::leftover::clean_dead_launch_block(&config, agent) {
+        Ok(Some(dead)) => eprintln!(
+            "hooktrack: cleaned up: {}",
+            visible_lines(&dead.to_string())
+        ),
+        Ok(None) => {}
+        Err(e) => eprintln!(
+            "hooktrack: a block left by a dead session could not be removed: {}",
+            visible_lines(&error_chain(&e))
+        ),
+    }
     let report = match install::check_for(&config, agent, version.as_deref()) {
         Ok(report) => report,
         Err(e) => {

@@ -372,6 +372,9 @@ struct StartLine<'a> {
     install: &'a InstallState,
     /// Why the hooks will not fire, one line each (empty: they will).
     findings: Vec<String>,
+    /// What a session killed without its cleanup had left, cleaned now (absent: nothing).
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    cleaned: &'a [String],
     /// The agent's `--version` (null: it gave none).
     agent_version: Option<&'a str>,
     /// Where that version stands against the tested window ("Claude Code 2.1.332:
@@ -464,10 +467,14 @@ impl Output {
                 collector: launch.url(),
                 install,
                 findings,
+                cleaned: launch.cleaned(),
                 agent_version: launch.agent_version(),
                 version_window: launch.version_window(),
             }),
             OutputFormat::Text => {
+                for cleaned in launch.cleaned() {
+                    self.text(&format!("cleaned up: {cleaned}"));
+                }
                 self.text(&format!(
                     "observing {} (generation {}); store {}; collector {}",
                     agent.label(),

@@ -33,6 +33,7 @@ mod jump;
 mod notify;
 mod record;
 mod tmux;
+mod trust;
 mod view;
 
 use std::collections::{HashMap, HashSet};
@@ -328,6 +329,13 @@ impl Watch {
     }
 
     fn add(&mut self, store: Store) {
+        if let Some(why) = trust::refusal(&store.paths) {
+            let _ = self.notice(&format!("{}: {why}", store.name.trim_end()));
+            return;
+        }
+        if let Some(cleaned) = trust::clean(&store.paths) {
+            let _ = self.notice(&cleaned);
+        }
         let id = self
             .hub
             .add(Session::open(store.paths.clone(), self.session.clone()));
@@ -381,6 +389,12 @@ impl Watch {
             let Some(mut store) = self.stores.remove(&old) else {
                 continue;
             };
+            if let Some(why) = trust::refusal(&paths) {
+                self.hub.remove(old);
+                self.order.retain(|o| *o != old);
+                let _ = self.notice(&format!("{}: {why}", store.name.trim_end()));
+                continue;
+            }
             self.hub.remove(old);
             self.latest.remove(&old);
             self.dropped.retain(|(id, _)| *id != old);
@@ -396,10 +410,20 @@ impl Watch {
             }
             self.stores.insert(id, store);
         }
-        for store in self.stores.values_mut() {
+        let mut refused = Vec::new();
+        for (id, store) in &mut self.stores {
             if store.pending.is_some() && store.paths.events.exists() {
                 store.pending = None;
+                if let Some(why) = trust::refusal(&store.paths) {
+                    refused.push((*id, format!("{}: {why}", store.name.trim_end())));
+                }
             }
+        }
+        for (id, why) in refused {
+            self.hub.remove(id);
+            self.stores.remove(&id);
+            self.order.retain(|o| *o != id);
+            let _ = self.notice(&why);
         }
     }
 

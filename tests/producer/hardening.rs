@@ -1259,3 +1259,171 @@ fn item_10_a_forged_session_start_never_moves_the_real_sessions_turn() {
         hooktrack::TurnResult::Success
     );
 }
+
+/// `hooktrack session` of the stand-in Kimi Code (`exec sleep 600`, its pid in
+/// `$OUT/pid`) on `root`, killed with SIGKILL once the agent runs: the agent is told (it
+/// ends), and the store keeps `collector.json` saying running, its socket, and the block
+/// in `config` (no cleanup ran). Returns the store.
+fn kill_9_a_kimi_code_session(tmp: &Path, root: &Path, config: &Path) -> std::path::PathBuf {
+    let (home, out_dir) = (tmp.join("home"), tmp.join("out"));
+    for dir in [&home, &out_dir] {
+        fs::create_dir_all(dir).expect("mkdir");
+    }
+    let _ = fs::remove_file(out_dir.join("started"));
+    let agent = tmp.join("fake-kimi-code");
+    fs::write(
+        &agent,
+        "#!/bin/sh\necho $$ > \"$OUT/pid\"\ntouch \"$OUT/started\"\nexec sleep 600\n",
+    )
+    .expect("write agent");
+    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let session = hooktrack()
+        .args([
+            "session",
+            "--agent",
+            "kimi-code",
+            "--format",
+            "ndjson",
+            "--root",
+        ])
+        .arg(root)
+        .arg("--output")
+        .arg(tmp.join("session.ndjson"))
+        .arg("--")
+        .arg(&agent)
+        .env("HOME", &home)
+        .env("KIMI_CODE_HOME", config.parent().expect("home"))
+        .env("OUT", &out_dir)
+        .env_remove("HOOKTRACK_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn session");
+    let mut session = Reap(session, out_dir.join("pid"));
+    wait_for(Duration::from_secs(60), "the agent to start", || {
+        out_dir.join("started").exists().then_some(())
+    });
+    let agent_pid: i32 = fs::read_to_string(out_dir.join("pid"))
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    send_signal(&session.0, libc::SIGKILL);
+    let _ = wait_child(&mut session.0, Duration::from_secs(30));
+    wait_for(Duration::from_secs(30), "the agent to end", || {
+        process_gone(agent_pid).then_some(())
+    });
+    let store = root.join("hook-observation/kimi");
+    let record = fs::read_to_string(store.join("collector.json")).expect("collector.json");
+    assert!(record.contains("\"running\""), "{record}");
+    assert_eq!(sockets_in(&store), 1, "the socket is left");
+    assert!(
+        fs::read_to_string(config)
+            .expect("config")
+            .contains("hooktrack kimi observer (generation"),
+        "the block is left"
+    );
+    store
+}
+
+fn sockets_in(store: &Path) -> usize {
+    fs::read_dir(store)
+        .expect("store")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".sock"))
+        .count()
+}
+
+fn says_stopped(store: &Path) -> bool {
+    fs::read_to_string(store.join("collector.json")).is_ok_and(|r| r.contains("\"stopped\""))
+}
+
+/// After `kill -9` of a session nothing is orphaned: the agent ended (its death signal),
+/// and what the session left is cleaned by the next `session` on the root (its start
+/// line says so), by `check` (the block of a gone session), and by `watch` (the record and
+/// socket of a store it follows), each saying what it cleaned.
+#[test]
+fn item_6_what_a_kill_9_left_is_cleaned_by_the_next_session_check_and_watch() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let kimi_home = tmp.path().join("kimi-home");
+    fs::create_dir_all(&kimi_home).expect("mkdir");
+    let config = kimi_home.join("config.toml");
+    let user = "default_model = \"mock\"\n";
+    fs::write(&config, user).expect("config");
+    let root = tmp.path().join("root");
+
+    // The next session on the root.
+    let store = kill_9_a_kimi_code_session(tmp.path(), &root, &config);
+    kill_9_a_kimi_code_session(tmp.path(), &root, &config);
+    let start: serde_json::Value = serde_json::from_str(
+        fs::read_to_string(tmp.path().join("session.ndjson"))
+            .expect("output")
+            .lines()
+            .next()
+            .expect("a start line"),
+    )
+    .expect("JSON");
+    let cleaned = start["cleaned"].to_string();
+    assert!(
+        cleaned.contains("generation 1") && cleaned.contains("now says stopped"),
+        "{start}"
+    );
+    assert!(
+        cleaned.contains("removed the hooktrack block (generation 1) of a session that is gone"),
+        "{start}"
+    );
+
+    // check: the second session's block goes, with its store's leftovers.
+    let check = hooktrack()
+        .args(["check", "kimi-code", "--file-only"])
+        .env("HOME", tmp.path().join("home"))
+        .env("KIMI_CODE_HOME", &kimi_home)
+        .output()
+        .expect("check");
+    let said = String::from_utf8_lossy(&check.stderr);
+    assert!(
+        said.contains(
+            "cleaned up: removed the hooktrack block (generation 2) of a session that is gone"
+        ),
+        "{said}"
+    );
+    assert!(said.contains("its socket removed"), "{said}");
+    assert_eq!(fs::read_to_string(&config).expect("config"), user);
+    assert!(says_stopped(&store) && sockets_in(&store) == 0);
+
+    // watch: a store it follows whose collector died.
+    kill_9_a_kimi_code_session(tmp.path(), &root, &config);
+    let mut watch = hooktrack()
+        .args(["watch", "--ndjson"])
+        .arg(&store)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("watch");
+    let stderr = watch.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("watch's first notice");
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert!(
+        line.contains("cleaned up: the collector")
+            && line.contains("(pid ")
+            && line.contains("generation 3"),
+        "{line}"
+    );
+    assert!(says_stopped(&store) && sockets_in(&store) == 0);
+}

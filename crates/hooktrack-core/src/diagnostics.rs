@@ -48,6 +48,7 @@ diagnostics! {
     StaleGeneration => "stale_generation", "a row of a generation older than the current one (ignored)";
     GenerationJump => "generation_jump", "a row whose generation is more than 1024 past the current one (refused: one row cannot make every later row stale)";
     UnannouncedGeneration => "unannounced_generation", "an emitter's fallback row of a newer generation that no collector's or launcher's row or record announced (refused: a tool of the agent inherits the generation and could make every later row stale)";
+    RowNotFromAgent => "row_not_from_agent", "a hook row whose `agent_pid` is not the process the session's rows came from while that process was not seen to end: the hook command run by something else (a tool step of the agent), ignored";
     OutOfOrderRow => "out_of_order_row", "a row whose emitter_seq is below one already seen in its generation (processed in file order)";
     EventNameMismatch => "event_name_mismatch", "the envelope's `event` differs from the payload's `hook_event_name` (the payload wins)";
     ProviderAssumed => "provider_assumed", "no row identified the provider; the Kimi Code mapping was assumed";

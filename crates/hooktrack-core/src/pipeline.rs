@@ -79,6 +79,11 @@ pub struct Pipeline {
     /// Where the payloads name none: the session file of the agent's descriptor and the
     /// last `session_id` (Kimi Code).
     session_file: Option<(SessionFile, String)>,
+    /// The agent process this session's hooks come from: the `agent_pid` of its first
+    /// row that names one, until that process is seen to end (a resumed session's new
+    /// process then takes over). A row naming another pid meanwhile was run by something
+    /// else (a tool step of the agent running the hook command): counted, never tracked.
+    agent: Option<u32>,
 }
 
 impl Pipeline {
@@ -96,6 +101,7 @@ impl Pipeline {
             provenance: Provenance::default(),
             transcript: None,
             session_file: None,
+            agent: None,
         }
     }
 
@@ -219,6 +225,22 @@ impl Pipeline {
         if row.meta.via == Some(Via::Launcher) {
             return Fed::Event(self.launcher_row(number, row, provider, notes));
         }
+        if let Some(pid) = row.agent_pid {
+            match self.agent {
+                Some(agent) if agent != pid => {
+                    return self.skip_diag(
+                        number,
+                        Diag::RowNotFromAgent,
+                        format!(
+                            "{} ran by process {pid}, not by the session's agent {agent} (still running as far as the store says)",
+                            row.event_name
+                        ),
+                    );
+                }
+                Some(_) => {}
+                None => self.agent = Some(pid),
+            }
+        }
         let named = crate::follow::Named::by(row, provider);
         if let Some(path) = named.transcript
             && self.transcript.as_deref() != Some(path)
@@ -335,6 +357,7 @@ impl Pipeline {
     /// The agent process ended at `at`: an open turn ends `terminal_gap`, presence becomes
     /// absent. `pid` names it in the ledger's notes.
     pub fn process_ended<'a>(&mut self, pid: Option<u32>, at: Option<Timestamp>) -> Step<'a> {
+        self.agent = None;
         let provider = self
             .detection()
             .map_or(crate::agent::Agent::ASSUMED, |d| d.provider);
@@ -367,6 +390,7 @@ impl Pipeline {
     ) -> Step<'a> {
         let name = std::mem::take(&mut row.event_name);
         let event = if name == PROCESS_ENDED {
+            self.agent = None;
             Event::ProcessEnded {
                 pid: row.payload.pid,
             }

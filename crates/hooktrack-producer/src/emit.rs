@@ -121,6 +121,16 @@ pub enum EmitError {
     SocketUntrusted { path: PathBuf, reason: String },
     #[error("no store to append the fallback row to; delivery lost")]
     NoStore,
+    #[error(
+        "moved {} aside to {}: it was uid {uid}'s, and hooktrack's folders are this user's alone",
+        path.display(),
+        to.display()
+    )]
+    MovedAside {
+        path: PathBuf,
+        to: PathBuf,
+        uid: u32,
+    },
     #[error("the store lock is stuck; the fallback row was appended without it")]
     AppendedUnlocked {
         #[source]

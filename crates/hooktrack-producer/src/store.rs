@@ -25,6 +25,7 @@
 //! wait is bounded ([`LockGuard`], [`lock_collector`]).
 
 pub mod append;
+pub mod leftover;
 mod lock;
 pub mod secure;
 

@@ -2,7 +2,7 @@
 //! socket in the store ([`stream::socket_path`]), which goes with the collector.
 
 use std::net::TcpListener;
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
@@ -13,19 +13,7 @@ use crate::stream;
 /// none of them is live. `None` when the path is too long or the socket cannot be made;
 /// the collector is then reached over TCP only, as before sockets.
 pub(super) fn bind_socket(dir: &Path, port: u16) -> Option<(UnixListener, SocketFile)> {
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let stale = name
-                .to_str()
-                .and_then(|n| n.strip_prefix("collector-"))
-                .and_then(|n| n.strip_suffix(".sock"))
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-            if stale && entry.file_type().is_ok_and(|t| t.is_socket()) {
-                let _ = std::fs::remove_file(entry.path());
-            }
-        }
-    }
+    crate::store::leftover::remove_sockets(dir);
     let path = stream::socket_path(dir, port)?;
     let listener = UnixListener::bind(&path).ok()?;
     if std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).is_err() {

@@ -101,6 +101,16 @@ pub fn run(args: &[OsString]) {
         _ => None,
     };
     let unrouted = default_store.is_some();
+    if let (Some(store), Some(state)) = (&default_store, super::default_store::state_dir(from_env))
+    {
+        for moved in super::default_store::secure_parents(&state, store) {
+            problems.push(EmitError::MovedAside {
+                path: moved.path,
+                to: moved.to,
+                uid: moved.uid,
+            });
+        }
+    }
     let Some(dir) = dir.map(PathBuf::from).or(default_store) else {
         if routed {
             // No session and no home to keep a default store in: nowhere to deliver.

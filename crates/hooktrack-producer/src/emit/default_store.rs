@@ -6,7 +6,8 @@
 //! follow the rotation, and split the rows by `session_id` as for any store).
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 
 use hooktrack_core::agent::Agent;
 
@@ -40,6 +41,76 @@ pub fn stores_root(env: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
 /// `agent`'s default store (by its store name, as rows name it).
 pub fn default_store(env: impl Fn(&str) -> Option<OsString>, agent: Agent) -> Option<PathBuf> {
     stores_root(env).map(|d| d.join(agent.store_name()))
+}
+
+/// A folder of hooktrack's own on the way to a default store that was not this user's
+/// (or was a symbolic link), moved aside so the delivery goes to a folder this user owns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MovedAside {
+    pub path: PathBuf,
+    pub to: PathBuf,
+    /// Its owner.
+    pub uid: u32,
+}
+
+/// Makes hooktrack's own folders on the way to `store` private and this user's: the
+/// state directory (`.../hooktrack`), `agents/` and the store itself, each created 0700
+/// or tightened to it. A loose `agents/` would let another user plant `agents/<agent>`
+/// before the first hook, which every later delivery would then refuse. One that is
+/// another user's, or a symbolic link, is renamed aside in its parent (this user's: the
+/// folder above it was made so), `<name>.foreign-<uid>-<pid>`, and a folder of this
+/// user's made in its place; what was moved is returned, for the log. A folder that cannot
+/// be fixed is left for the store's own check, which refuses it and says where.
+pub fn secure_parents(state: &Path, store: &Path) -> Vec<MovedAside> {
+    let me = rustix::process::geteuid().as_raw();
+    let mut moved = Vec::new();
+    if let Some(above) = state.parent() {
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(above);
+    }
+    let mut folders = vec![state.to_owned()];
+    if let Ok(below) = store.strip_prefix(state) {
+        let mut at = state.to_owned();
+        for part in below.components() {
+            at.push(part);
+            folders.push(at.clone());
+        }
+    }
+    for folder in folders {
+        match std::fs::symlink_metadata(&folder) {
+            Err(_) => {}
+            Ok(meta) if meta.is_dir() && meta.uid() == me => {
+                if meta.mode() & 0o077 != 0 {
+                    let _ =
+                        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700));
+                }
+                continue;
+            }
+            Ok(meta) => {
+                let mut name = folder.file_name().unwrap_or_default().to_owned();
+                name.push(format!(".foreign-{}-{}", meta.uid(), std::process::id()));
+                let to = folder.with_file_name(name);
+                if std::fs::rename(&folder, &to).is_err() {
+                    return moved;
+                }
+                moved.push(MovedAside {
+                    path: folder.clone(),
+                    to,
+                    uid: meta.uid(),
+                });
+            }
+        }
+        if std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&folder)
+            .is_err()
+        {
+            return moved;
+        }
+    }
+    moved
 }
 
 /// The agent process that ran the hook: the hook's parent, or the parent's parent when

@@ -18,6 +18,7 @@ pub mod facts;
 mod file;
 mod format;
 pub mod json_hooks;
+pub mod leftover;
 pub mod own_side;
 pub mod plugin;
 pub mod preflight;
