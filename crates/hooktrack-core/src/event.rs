@@ -196,6 +196,10 @@ pub enum Event<'a> {
         to: Option<Cow<'a, str>>,
         done: bool,
     },
+    /// The dialog the agent drew for the oldest window that waits on the user is no longer
+    /// on its screen (source: screen): that window was answered. Never starts or ends a
+    /// turn.
+    DialogAnswered,
     /// The agent process ended (source: process). Nothing more can happen in its turn.
     ProcessEnded {
         pid: Option<u32>,
@@ -235,6 +239,7 @@ impl Event<'_> {
             Event::InputRequested { .. } => "input_requested",
             Event::Activity { .. } => "activity",
             Event::ModelSwitched { .. } => "model_switched",
+            Event::DialogAnswered => "dialog_answered",
             Event::ProcessEnded { .. } => "process_ended",
             Event::Unknown { .. } => "unknown",
         }
