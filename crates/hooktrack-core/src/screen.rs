@@ -181,7 +181,7 @@ mod tests {
             session: 0,
             pane: "%3".into(),
         };
-        assert_eq!(asked(&mut s, 1_000), [read.clone()]);
+        assert_eq!(asked(&mut s, 1_000), std::slice::from_ref(&read));
         assert_eq!(asked(&mut s, 1_000 + SCREEN_READ_MS - 1), []);
         assert_eq!(s.due(), Some(at(1_000 + SCREEN_READ_MS)));
         assert_eq!(asked(&mut s, 1_000 + SCREEN_READ_MS), [read]);
