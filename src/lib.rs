@@ -86,7 +86,7 @@ pub use hooktrack_core::tracker::{Tracker, TrackerConfig};
 pub use hooktrack_live::hub::{Hub, HubConfig, HubError, SessionId, wall_clock};
 pub use hooktrack_live::locate::{LocateError, locate_store, resolve_store};
 pub use hooktrack_live::session::{
-    LineReport, Session, SessionConfig, SessionNotice, SessionUpdate, Update,
+    LineReport, Session, SessionConfig, SessionNotice, SessionUpdate, TmuxServer, Update,
 };
 pub use hooktrack_live::tail::Notice as TailNotice;
 pub use hooktrack_producer::collect::CollectSummary;
@@ -141,9 +141,10 @@ pub mod read {
 }
 
 /// What the tracker asks its driver to read and watch, and the limits every driver reads
-/// with (`Tracker::take_requests`).
+/// with (`Tracker::take_requests`), a pane's screen among them.
 pub mod follow {
     pub use hooktrack_core::follow::*;
+    pub use hooktrack_core::screen::SCREEN_READ_MS;
 }
 
 /// Following a file by offset: the tailer's notices and the checkpoint a follower resumes
@@ -158,6 +159,7 @@ pub mod tail {
 /// reasons they carry, nameable for matching.
 pub mod error {
     pub use hooktrack_core::row::LineError;
+    pub use hooktrack_live::screen::ScreenError;
     pub use hooktrack_live::tail::TailError;
     pub use hooktrack_producer::collect::CollectError;
     pub use hooktrack_producer::http::UrlError;

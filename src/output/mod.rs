@@ -291,6 +291,8 @@ fn replay_finding_to<R: BufRead + Send, W: Write>(
         // the files themselves were read ahead (`transcripts.rs`, with the lookup and
         // limits live uses), so the requests are not carried out again.
         follow_files: !options.no_transcripts,
+        // A replay reads no screen: a screen read is no row (`crate::screen`'s rules).
+        read_screens: false,
     });
     tracker.queue_transcript(options.transcripts.lines);
     let reader = LineReader::new(input);

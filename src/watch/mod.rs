@@ -46,7 +46,7 @@ use hooktrack_core::diagnostics::error_chain;
 use hooktrack_core::store::StorePaths;
 use hooktrack_live::hub::{Hub, HubConfig, SessionId, wall_clock};
 use hooktrack_live::locate::resolve_store;
-use hooktrack_live::session::{Session, SessionConfig, Update};
+use hooktrack_live::session::{Session, SessionConfig, TmuxServer, Update};
 
 use discover::{Discover, Discovered, Found, is_pattern};
 use facts::Facts;
@@ -215,6 +215,11 @@ impl Watch {
         let session = SessionConfig {
             provider: config.provider,
             checkpoint: config.checkpoint.clone(),
+            // The tmux supervisor reads an agent's pane while it waits on the user, on the
+            // server it publishes to, to show it running again once the dialog is gone.
+            read_screens: config.tmux.as_ref().map(|t| TmuxServer {
+                socket: t.socket.clone(),
+            }),
             ..SessionConfig::default()
         };
         let width = given

@@ -37,7 +37,9 @@ Claude Code only (the cases of its background work and dialogs; other CLIs answe
   `touch` (asks in manual mode), then text;
 - `[[bgbash]]`: a `Bash` call with `run_in_background`, then text;
 - `[[slow]]`: a `Bash` call that takes 30 s (to press Escape during it), then text;
-- `[[ask]]`: a `Bash` `touch` that needs permission, then text.
+- `[[ask]]`: a `Bash` `touch` that needs permission, then text;
+- `[[wait20]]`, `[[wait3]]`: a `Bash` call that needs permission and runs 20 s (3 s), then
+  text.
 
 The step is the number of tool results after the prompt carrying the marker, so the
 script is stateless and a re-run gives the same conversation. Standard library only; it
@@ -240,6 +242,12 @@ CLAUDE_ONE_STEP = {
     "slow": [("toolu_mock_w", "Bash", {"command": "timeout 30 tail -f /dev/null; echo slow-done",
                                        "description": "Wait a while"})],
     "ask": [("toolu_mock_k", "Bash", {"command": "touch asked.txt", "description": "Create a file"})],
+    # A call that asks for permission, then runs 20 s (3 s): the pane shows it answered
+    # long before its PostToolUse.
+    "wait20": [("toolu_mock_t", "Bash", {"command": "timeout 20 tail -f /dev/null; echo waited",
+                                         "description": "Wait twenty seconds"})],
+    "wait3": [("toolu_mock_3", "Bash", {"command": "timeout 3 tail -f /dev/null; echo waited",
+                                        "description": "Wait three seconds"})],
 }
 ONE_STEP_TEXT = "Step done."
 

@@ -970,6 +970,223 @@ fn reject_then_escape(which: Claude) {
     );
 }
 
+/// `hooktrack watch --ndjson --tmux` on the TUI's store and tmux server: the supervisor that
+/// reads the agent's pane while it waits on the user.
+struct Watcher {
+    child: std::process::Child,
+    output: PathBuf,
+}
+
+impl Watcher {
+    fn start(tui: &Tui) -> Self {
+        let store = tui.events.parent().expect("the store folder").to_owned();
+        let output = tui.world.root.with_extension("watch.ndjson");
+        let errors = tui.world.root.with_extension("watch.err");
+        let child = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+            .args(["watch", "--ndjson", "--tmux", "--tmux-socket", &tui.socket])
+            .arg(&store)
+            .env_remove("TMUX")
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(&output).expect("watch output"))
+            .stderr(fs::File::create(&errors).expect("watch errors"))
+            .spawn()
+            .expect("hooktrack watch");
+        Self { child, output }
+    }
+
+    /// The lines written so far (a line still being written is left for the next look).
+    fn lines(&self) -> Vec<Value> {
+        fs::read_to_string(&self.output)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// The first line at or after `since` (ms) for which `ok` holds (bounded).
+    fn wait_line(&self, what: &str, since: i64, ok: impl Fn(&Value) -> bool) -> Value {
+        wait_for(PATIENCE, what, || {
+            self.lines()
+                .into_iter()
+                .find(|l| at_ms(&l["at"]).is_some_and(|at| at >= since) && ok(l))
+        })
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        // This test's watch only.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A line's or row's time (RFC 3339) in milliseconds.
+fn at_ms(v: &Value) -> Option<i64> {
+    v.as_str()
+        .and_then(hooktrack::Timestamp::parse_rfc3339)
+        .map(|t| t.as_millis())
+}
+
+fn wall_ms() -> i64 {
+    hooktrack::wall_clock().as_millis()
+}
+
+/// Claude Code 2.1.332's TUI in manual mode (every shell call asks), at its prompt.
+fn manual_tui(claude: &Path) -> Option<Tui> {
+    let tui = Tui::start(
+        Claude::Newest,
+        claude,
+        r#"{"permissions": {"defaultMode": "manual"}}"#,
+    )?;
+    tui.wait_screen("the auto-mode question", |s| {
+        s.contains("No, keep manual mode")
+    });
+    tui.keys(&["Down"]);
+    std::thread::sleep(Duration::from_millis(300));
+    tui.keys(&["Enter"]);
+    tui.wait_screen("the prompt", |s| {
+        s.contains('❯') && !s.contains("keep manual mode")
+    });
+    Some(tui)
+}
+
+/// Prompts for the call `tool_use_id` that asks, answers its dialog "Yes" as a person does
+/// (the dialog drawn, the watch showing it blocked, a moment to read it), and returns how
+/// long after the answer the watch showed the agent running (ms) and when (ms), having
+/// checked that it
+/// did before the call's `PostToolUse`, and that the dialog was on screen as the
+/// descriptor says (its screen kept in `screens` the first time).
+fn approve(
+    tui: &Tui,
+    watch: &Watcher,
+    prompt: &str,
+    tool_use_id: &str,
+    keep: Option<&Path>,
+) -> (i64, i64) {
+    // Claude Code's PermissionRequest names no call id: any one counts.
+    let asked = |r: &Value| r["event"] == "PermissionRequest";
+    let before = tui.rows().iter().filter(|r| asked(r)).count();
+    let since = wall_ms();
+    tui.prompt(prompt);
+    tui.wait_row("the PermissionRequest", |_| {
+        tui.rows().iter().filter(|r| asked(r)).count() > before
+    });
+    let dialog = tui.wait_screen("the dialog", |s| s.contains("Do you want to proceed?"));
+    assert!(
+        hooktrack::Agent::ClaudeCode
+            .descriptor()
+            .screen
+            .is_some_and(|screen| screen.draws_dialog(&dialog)),
+        "the descriptor does not know this dialog:\n{dialog}"
+    );
+    watch.wait_line("the watch showing the dialog", since, |l| {
+        l["phase"] == "blocked"
+    });
+    // A person reads the dialog before answering; the watch reads the pane a few times a
+    // second meanwhile.
+    std::thread::sleep(Duration::from_secs(1));
+    let answered_at = wall_ms();
+    tui.keys(&["Enter"]);
+    let running = watch.wait_line("the watch showing the agent running", answered_at, |l| {
+        l["phase"] != "blocked"
+    });
+    if let Some(dir) = keep {
+        fs::write(dir.join("2.1.332-bash-dialog.txt"), &dialog).expect("keep the dialog");
+        let after = tui.wait_screen("the call running", |s| {
+            !s.contains("Do you want to proceed?")
+        });
+        fs::write(dir.join("2.1.332-bash-answered.txt"), after).expect("keep the screen");
+    }
+    let running_at = at_ms(&running["at"]).expect("the line's time");
+    let rows = tui.wait_row("the call's PostToolUse", |r| {
+        r["event"] == "PostToolUse" && r["payload"]["tool_use_id"] == tool_use_id
+    });
+    let finished = rows
+        .iter()
+        .rev()
+        .find(|r| r["event"] == "PostToolUse" && r["payload"]["tool_use_id"] == tool_use_id)
+        .and_then(|r| at_ms(&r["received_at"]))
+        .expect("the PostToolUse's time");
+    assert_eq!(running["phase"], "active", "{running}");
+    assert!(
+        running_at < finished,
+        "the watch showed the agent running only with its PostToolUse ({running_at} ms, the \
+         call finished at {finished} ms): the pane was not read as answered\n{running}"
+    );
+    (running_at - answered_at, running_at)
+}
+
+/// A 20-second call approved in the dialog: the watch shows the agent running as soon as
+/// the pane no longer draws the dialog (no hook fires on the answer), and `success` at the
+/// turn's end; a rejection then ends its turn as before (interrupted, by the transcript).
+fn claude_code_2_1_332_tui_approved_dialog_shows_running_before_the_call_ends() {
+    let Some(claude) = claude_or_skip(Claude::Newest) else {
+        return;
+    };
+    let Some(tui) = manual_tui(&claude) else {
+        return;
+    };
+    tui.wait_row("the SessionStart", |r| r["event"] == "SessionStart");
+    let watch = Watcher::start(&tui);
+    let keep = std::env::var_os("HOOKTRACK_E2E_SCREENS").map(PathBuf::from);
+    let (took, since) = approve(
+        &tui,
+        &watch,
+        "Wait. [[wait20]]",
+        "toolu_mock_t",
+        keep.as_deref(),
+    );
+    eprintln!("answer to running: {took} ms");
+    watch.wait_line("the turn's success", since, |l| {
+        l["phase"] == "ready" && l["posture"]["last_turn"]["result"] == "success"
+    });
+    tui.prompt("Make a file. [[ask]]");
+    tui.answer_no();
+    tui.wait_screen("the rejection", |s| s.contains("Interrupted"));
+    let end = tui.exit();
+    let turns = ledger(&end["turns"]);
+    assert_eq!(
+        turns,
+        ["main success 1", "main interrupted 1"],
+        "{end}\nscreen:\n{}",
+        tui.screen()
+    );
+    assert_eq!(end["turns"][1]["ended_by"], "transcript", "{end}");
+}
+
+/// Answer → running over a dozen dialogs of 3-second calls: the figures (printed, p50 and
+/// p99), each checked to come before the call's end as above.
+fn claude_code_2_1_332_tui_dialog_answer_to_running_figures() {
+    let Some(claude) = claude_or_skip(Claude::Newest) else {
+        return;
+    };
+    let Some(tui) = manual_tui(&claude) else {
+        return;
+    };
+    tui.wait_row("the SessionStart", |r| r["event"] == "SessionStart");
+    let watch = Watcher::start(&tui);
+    let mut took: Vec<i64> = (0..12)
+        .map(|n| {
+            let prompt = format!("Wait {n}. [[wait3]]");
+            let (ms, since) = approve(&tui, &watch, &prompt, "toolu_mock_3", None);
+            // The turn ends before the next prompt.
+            watch.wait_line("the turn's end", since, |l| l["phase"] == "ready");
+            ms
+        })
+        .collect();
+    took.sort_unstable();
+    let pick = |q: f64| took[((took.len() - 1) as f64 * q).round() as usize];
+    eprintln!(
+        "answer to running over {} dialogs: p50 {} ms, p99 {} ms, all {took:?}",
+        took.len(),
+        pick(0.5),
+        pick(0.99)
+    );
+    let end = tui.exit();
+    assert_eq!(ledger(&end["turns"]).len(), 12, "{end}");
+}
+
 fn claude_code_2_1_197_tui_permission_answered_no_and_escape_during_a_tool() {
     reject_then_escape(Claude::Oldest);
 }
@@ -1025,5 +1242,7 @@ pub(crate) fn tests() -> Vec<crate::E2e> {
         e2e!(claude_code_2_1_197_tui_permission_answered_no_and_escape_during_a_tool, [NpmClis, Tmux]),
         e2e!(claude_code_2_1_332_tui_permission_answered_no_and_escape_during_a_tool, [ClaudeNewest, Tmux]),
         e2e!(claude_code_2_1_332_auto_mode_dialog_fires_only_a_notification, [ClaudeNewest, Tmux]),
+        e2e!(claude_code_2_1_332_tui_approved_dialog_shows_running_before_the_call_ends, [ClaudeNewest, Tmux]),
+        e2e!(claude_code_2_1_332_tui_dialog_answer_to_running_figures, [ClaudeNewest, Tmux]),
     ]
 }

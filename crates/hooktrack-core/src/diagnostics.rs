@@ -72,6 +72,9 @@ diagnostics! {
     RowHeldForTranscript => "row_held_for_transcript", "read live, a row that would end the open turn (a prompt, a session's start or end) waited for its session's transcript to be read past its time, so a line written before it (an Escape, a dialog answered No) is placed before it";
     RowHoldExpired => "row_hold_expired", "a row that waited for its session's transcript went on after 1 s without the file reaching its time: a marker written later settles nothing";
     TranscriptLetGo => "transcript_let_go", "the session's transcript or session file was closed for a more recently active session's (at most 32 followed at once); it is read on from where it stood when the session writes again";
+    // The pane (a third signal, read only while the agent waits on the user).
+    DialogAnsweredOnScreen => "dialog_answered_on_screen", "the agent's tmux pane, read while it waited on the user, no longer drew the dialog it was seen drawing: the oldest permission window or dialog was taken as answered (no hook says so)";
+    ScreenUnread => "screen_unread", "the agent's tmux pane could not be read (gone, no tmux server): it is not read again until a row names a pane";
     // Epochs and turns.
     EpochAbandoned => "epoch_abandoned", "an armed prompt never started a turn (blocked by a hook) and was superseded or ended with its session; the phase stayed as it was";
     TurnSuperseded => "turn_superseded", "a new prompt arrived while a turn was still open: the open turn is a terminal gap";

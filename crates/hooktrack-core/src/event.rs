@@ -203,6 +203,10 @@ pub enum Event<'a> {
         to: Option<Cow<'a, str>>,
         done: bool,
     },
+    /// The dialog the agent drew for the oldest window that waits on the user is no longer
+    /// on its screen (source: screen): that window was answered. Never starts or ends a
+    /// turn.
+    DialogAnswered,
     /// The agent process ended (source: process). Nothing more can happen in its turn.
     ProcessEnded {
         pid: Option<u32>,
@@ -243,6 +247,7 @@ impl Event<'_> {
             Event::Activity { .. } => "activity",
             Event::Retrying { .. } => "retrying",
             Event::ModelSwitched { .. } => "model_switched",
+            Event::DialogAnswered => "dialog_answered",
             Event::ProcessEnded { .. } => "process_ended",
             Event::Unknown { .. } => "unknown",
         }

@@ -119,6 +119,12 @@ pub enum Request {
     /// Watch process `pid`, the agent of `session` (its rows' `agent_pid`); say when it
     /// ends with [`Tracker::pid_ended`](crate::tracker::Tracker::pid_ended).
     WatchPid { session: usize, pid: u32 },
+    /// Read the screen of tmux pane `pane` (`%N`), where `session`'s agent waits on the
+    /// user, once, now; hand its text back with
+    /// [`Tracker::screen_read`](crate::tracker::Tracker::screen_read), or say it could not
+    /// be read with [`Tracker::screen_failed`](crate::tracker::Tracker::screen_failed)
+    /// (see [`crate::screen`]).
+    ReadScreen { session: usize, pane: String },
 }
 
 /// How a driver found a watched pid ended.

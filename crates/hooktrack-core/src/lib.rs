@@ -31,6 +31,7 @@ pub mod provenance;
 pub mod provider;
 pub mod read;
 pub mod row;
+pub mod screen;
 pub mod sessions;
 pub mod source;
 pub mod store;

@@ -378,6 +378,34 @@ impl Pipeline {
         self.observe(step, Vec::new())
     }
 
+    /// The agent's screen no longer draws the dialog of the oldest window that waits on
+    /// the user (read at `at`): that window ends (source `screen`). Never starts or ends a
+    /// turn.
+    pub fn screen_answered<'a>(&mut self, at: Timestamp) -> Step<'a> {
+        let provider = self
+            .detection()
+            .map_or(crate::agent::Agent::ASSUMED, |d| d.provider);
+        let event = Event::DialogAnswered;
+        let step = Step {
+            line: 0,
+            source: Source::Screen,
+            at: Some(at),
+            generation: None,
+            name: Cow::Borrowed(event.kind()),
+            event,
+            provider,
+            outcome: Outcome::default(),
+            tmux_pane: None,
+            agent_pid: None,
+        };
+        self.observe(step, Vec::new())
+    }
+
+    /// What a screen read may end now (see [`Correlator::screen_target`]).
+    pub fn screen_target(&self) -> Option<u64> {
+        self.correlator.as_ref().and_then(Correlator::screen_target)
+    }
+
     /// A launcher's row in the store: the agent process's end, as
     /// [`Pipeline::process_ended`] at the row's line and time (so a replay of the store
     /// ends what the live run ended). Any other event from a launcher is unknown.

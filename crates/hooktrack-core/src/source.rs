@@ -1,5 +1,6 @@
 //! Which signal a fact came from: the hooks, the transcript the hooks name, the agent
-//! process, or the supervisor's terminal reading (contract section 9).
+//! process, the supervisor's terminal reading (contract section 9), or the agent's pane
+//! (section 12).
 
 use serde::Serialize;
 
@@ -18,6 +19,9 @@ pub enum Source {
     Process,
     /// The supervisor's reading of the agent's terminal.
     Terminal,
+    /// The agent's tmux pane, read while it waits on the user: the dialog it drew is gone
+    /// (contract section 12). Only ever ends a blocked window.
+    Screen,
 }
 
 impl Source {
@@ -27,6 +31,7 @@ impl Source {
             Source::Transcript => "transcript",
             Source::Process => "process",
             Source::Terminal => "terminal",
+            Source::Screen => "screen",
         }
     }
 }

@@ -36,6 +36,7 @@ use crate::pipeline::{Fed, Pipeline};
 use crate::provider::ProviderChoice;
 use crate::read::ReadLine;
 use crate::row::{LineError, Row, parse_line, parse_read_line};
+use crate::screen::{Screens, Seen};
 use crate::sessions::{SessionPipeline, Sessions};
 use crate::time::Timestamp;
 use crate::transcript::entry_time;
@@ -122,6 +123,9 @@ pub struct TrackerConfig {
     /// Ask for each session's transcript or session file ([`Request::Follow`]); off, only
     /// pids are asked to be watched (`--no-transcripts`).
     pub follow_files: bool,
+    /// Ask to read the tmux pane of a session whose agent waits on the user
+    /// ([`Request::ReadScreen`], [`crate::screen`]): a live reader's, never a replay's.
+    pub read_screens: bool,
 }
 
 impl Default for TrackerConfig {
@@ -132,6 +136,7 @@ impl Default for TrackerConfig {
             keep_ledger: false,
             report_closed: false,
             follow_files: true,
+            read_screens: false,
         }
     }
 }
@@ -184,6 +189,10 @@ pub struct Tracker {
     /// Store lines a live reader keeps back while a row waits for its session's
     /// transcript ([`crate::hold`]).
     held: Held,
+    /// Which panes to read while their agents wait on the user ([`crate::screen`]).
+    screens: Screens,
+    /// The screen reads asked for since the last [`Tracker::take_requests`].
+    screen_requests: Vec<Request>,
 }
 
 impl Tracker {
@@ -201,6 +210,8 @@ impl Tracker {
             closed: Vec::new(),
             follows: Follows::default(),
             held: Held::default(),
+            screens: Screens::default(),
+            screen_requests: Vec::new(),
         }
     }
 
@@ -383,12 +394,62 @@ impl Tracker {
 
     /// What the driver is asked to do since the last call (see [`Request`]).
     pub fn take_requests(&mut self) -> Vec<Request> {
-        self.follows.take_requests()
+        let mut requests = self.follows.take_requests();
+        requests.append(&mut self.screen_requests);
+        requests
     }
 
     /// True when requests wait for [`Tracker::take_requests`].
     pub fn has_requests(&self) -> bool {
-        self.follows.has_requests()
+        self.follows.has_requests() || !self.screen_requests.is_empty()
+    }
+
+    /// When the next screen read is due (with [`TrackerConfig::read_screens`]): a live
+    /// driver calls [`Tracker::ask_screens`] by then. `None` when no agent waits on a
+    /// dialog its pane may show answered.
+    pub fn screen_due(&self) -> Option<Timestamp> {
+        self.screens.due()
+    }
+
+    /// Asks for the screen reads due at `now` ([`Request::ReadScreen`], handed out by
+    /// [`Tracker::take_requests`]).
+    pub fn ask_screens(&mut self, now: Timestamp) {
+        self.screens.ask(now, &mut self.screen_requests);
+    }
+
+    /// The text of `session`'s pane as the driver read it at `now`
+    /// ([`Request::ReadScreen`]): where the dialog its agent was seen drawing is gone, the
+    /// window it was drawn for ends (an event of source `screen`, fed to the sink); see
+    /// [`crate::screen`] for the rules.
+    pub fn screen_read<'a, E>(
+        &mut self,
+        session: usize,
+        text: &str,
+        now: Timestamp,
+        sink: &mut impl FnMut(FedLine<'_, 'a>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if session >= self.sessions.len() {
+            return Ok(());
+        }
+        let pipeline = &self.sessions.get(session).pipeline;
+        let drawn = pipeline
+            .detection()
+            .and_then(|d| d.provider.descriptor().screen)
+            .is_some_and(|screen| screen.draws_dialog(text));
+        match self.screens.read(session, drawn, pipeline.screen_target()) {
+            Seen::Nothing => Ok(()),
+            Seen::Answered => {
+                let step = self.sessions.get_mut(session).pipeline.screen_answered(now);
+                self.settle(&Fed::Event(step), session, false, sink)
+            }
+        }
+    }
+
+    /// The driver could not read `session`'s pane: it is not asked for again until a row
+    /// names a pane (counted: [`Diag::ScreenUnread`]).
+    pub fn screen_failed(&mut self, session: usize) {
+        self.screens.failed(session);
+        self.count_in(session, Diag::ScreenUnread);
     }
 
     /// Lines the driver read from the file it follows for `session` (numbered in their
@@ -520,6 +581,18 @@ impl Tracker {
         replayed: bool,
         sink: &mut impl FnMut(FedLine<'_, 'a>) -> Result<(), E>,
     ) -> Result<(), E> {
+        if self.config.read_screens
+            && let Fed::Event(step) = fed
+        {
+            let pipeline = &self.sessions.get(session).pipeline;
+            let target = step
+                .provider
+                .descriptor()
+                .screen
+                .and(pipeline.screen_target());
+            self.screens
+                .on_line(session, step.tmux_pane.as_deref(), target);
+        }
         if let Fed::Event(step) = fed
             && !step.outcome.closed.is_empty()
         {
@@ -553,6 +626,7 @@ impl Tracker {
     /// place is fed again): what the lines built is built again, not twice.
     pub fn restart(&mut self) {
         self.held = Held::default();
+        self.screens = Screens::default();
         self.sessions.restart();
         self.ledgers.clear();
     }

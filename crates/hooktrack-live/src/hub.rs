@@ -8,7 +8,9 @@
 //! the pidfds of the processes handed to [`Hub::watch_process`] and wakes the session whose
 //! process ended. A periodic re-check (default 500 ms) polls every session anyway: it covers
 //! missed or coalesced notifications and queue overflows, and lets time-driven channel
-//! states (startup silence) surface. Between the two the thread sleeps.
+//! states (startup silence) surface. A session is also polled when it says it is due
+//! ([`Session::due`]: a row's wait for its transcript ends, a pane is due a read). Between
+//! these the thread sleeps.
 //!
 //! Updates arrive as `(SessionId, Update)` on the receiver returned by [`Hub::start`].
 //! This is the one place in the library that reads the clock.
@@ -234,7 +236,8 @@ impl Worker {
         let mut due: Vec<SessionId> = Vec::new();
         let mut rounds: u32 = 0;
         let mut next_recheck = Instant::now() + self.config.recheck;
-        // Sessions whose row waits for their transcript, and when it goes on anyway.
+        // Sessions whose row waits for their transcript, and when it goes on anyway, or
+        // whose agent's pane is due a read.
         let mut holds: HashMap<SessionId, Instant> = HashMap::new();
         loop {
             // Sessions left with more to read are served again at once; otherwise sleep
@@ -294,7 +297,7 @@ impl Worker {
                 if self.poll(id, now, how) {
                     dirty.insert(id);
                 }
-                match self.sessions.get(&id).and_then(|t| t.session.held_until()) {
+                match self.sessions.get(&id).and_then(|t| t.session.due()) {
                     Some(until) => {
                         let ms = until.as_millis().saturating_sub(now.as_millis()).max(0);
                         let ms = u64::try_from(ms).unwrap_or(0);

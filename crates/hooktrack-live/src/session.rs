@@ -34,6 +34,7 @@ use std::time::SystemTime;
 
 use crate::follow::find_session_file;
 use crate::process::ProcessWatch;
+pub use crate::screen::TmuxServer;
 use crate::tail::{Checkpoint, Prefix, Tailer};
 use hooktrack_core::agents::SessionFile;
 use hooktrack_core::channel::{ChannelConfig, ChannelStatus};
@@ -75,6 +76,10 @@ pub struct SessionConfig {
     /// dot directory): where an agent whose payloads name no transcript keeps its session
     /// files (Kimi Code's `sessions/`), found from the payload's `session_id`.
     pub agent_home: Option<PathBuf>,
+    /// Read the tmux pane a session's rows name, on this tmux server, while its agent
+    /// waits on the user, to end the window when its dialog is gone
+    /// (`hooktrack_core::screen`). `None`: a window waits for a hook.
+    pub read_screens: Option<TmuxServer>,
 }
 
 /// A metadata file's identity and version, to re-read it only when it changed.
@@ -134,6 +139,11 @@ pub struct Session {
     agents: Vec<Option<AgentWatch>>,
     /// Process ends seen in this poll, for its [`Update::process_ends`].
     ended: Vec<SeenEnd>,
+    /// Panes read for the tracker's [`Request::ReadScreen`]s, to hand it back: the
+    /// session, and the text or the failure.
+    screens: Vec<(usize, Option<String>)>,
+    /// The tmux server the panes are read on ([`SessionConfig::read_screens`]).
+    tmux: Option<TmuxServer>,
     /// The collector `collector.json` says is running, to see it gone (`kill -9` of its
     /// process leaves the record saying `running`).
     collector_running: Option<(u32, store::CollectorRecord)>,
@@ -216,6 +226,7 @@ impl Session {
                 keep_ledger: config.keep_ledger,
                 report_closed: true,
                 follow_files: !config.no_transcripts,
+                read_screens: config.read_screens.is_some(),
             }),
             view: View::new(config.channel, config.report_lines),
             checkpoint_path: config.checkpoint,
@@ -234,6 +245,8 @@ impl Session {
             process: None,
             agents: Vec::new(),
             ended: Vec::new(),
+            screens: Vec::new(),
+            tmux: config.read_screens.clone(),
             collector_running: None,
             paths,
         }
@@ -303,6 +316,16 @@ impl Session {
         self.tracker.held_until()
     }
 
+    /// When this session wants polling again whatever its files say: a row's wait for its
+    /// transcript ends ([`Session::held_until`]) or a pane is due a read
+    /// ([`SessionConfig::read_screens`]). `None` when nothing is timed.
+    pub fn due(&self) -> Option<Timestamp> {
+        match (self.tracker.held_until(), self.tracker.screen_due()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// [`Session::poll`] once the agent is gone and its files are written: no row waits
     /// for a transcript any more.
     pub fn poll_final(&mut self, now: Timestamp) -> Option<Update> {
@@ -349,6 +372,7 @@ impl Session {
         let Ok(()) = tracker.flush_transcript(&mut sink);
         read_lines |= self.poll_process(now, &mut notices);
         read_lines |= self.poll_agents(now, &mut notices);
+        read_lines |= self.read_screens(now, &mut notices);
         match polled {
             Ok(progress) => {
                 self.view.channel.on_read_ok();
@@ -391,6 +415,7 @@ impl Session {
                 FileSlot::Unresolved { .. } | FileSlot::Parked { .. } => true,
             })
             && self.tracker.held_until().is_none()
+            && self.tracker.screen_due().is_none_or(|at| at > now)
             && self.process.as_mut().is_none_or(|p| !p.has_ended())
             && self
                 .agents
@@ -508,8 +533,38 @@ impl Session {
                         seen_alive: false,
                     });
                 }
+                Request::ReadScreen { session, pane } => {
+                    let text = self.tmux.as_ref().and_then(|t| t.capture(&pane).ok());
+                    self.screens.push((session, text));
+                }
             }
         }
+    }
+
+    /// Reads the panes due at `now` and hands their text to the tracker: a dialog seen
+    /// gone ends its window. True when that changed something to report.
+    fn read_screens(&mut self, now: Timestamp, notices: &mut Vec<SessionNotice>) -> bool {
+        if self.tracker.screen_due().is_none_or(|at| at > now) {
+            return false;
+        }
+        self.tracker.ask_screens(now);
+        self.carry_out(notices);
+        let mut fed = false;
+        let (tracker, view) = (&mut self.tracker, &mut self.view);
+        let mut sink = |l: FedLine<'_, '_>| -> Result<(), Infallible> {
+            fed = true;
+            view.on_line(&l, now);
+            Ok(())
+        };
+        for (session, text) in std::mem::take(&mut self.screens) {
+            match text {
+                Some(text) => {
+                    let Ok(()) = tracker.screen_read(session, &text, now, &mut sink);
+                }
+                None => tracker.screen_failed(session),
+            }
+        }
+        fed
     }
 
     /// Follows `place` for `session` from `from`. A session file is found under the

@@ -88,6 +88,9 @@ pub struct Descriptor {
     /// The plugin file it loads, when it has no command hooks (its config format is
     /// [`ConfigFormat::Plugin`](crate::agent::ConfigFormat::Plugin) exactly then).
     pub plugin: Option<Plugin>,
+    /// What its dialogs look like on its terminal, where hooktrack may read the agent's
+    /// tmux pane to see one answered (`crate::screen`); `None`: its screen is not read.
+    pub screen: Option<Screen>,
 }
 
 impl Descriptor {
@@ -106,6 +109,33 @@ impl Descriptor {
                     .is_none_or(|since| version.is_some_and(|v| at_least(v, since)))
             })
             .collect()
+    }
+}
+
+/// How a dialog that waits on the user looks on the agent's screen, taken from real
+/// screens (`tmux capture-pane -p`) of the versions named. A screen read only ends a
+/// window whose dialog it saw drawn first, so a look missing here costs the early end,
+/// never a wrong one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Screen {
+    /// A dialog is drawn while a line of the screen holds one of these texts.
+    pub dialog: &'static [DialogLook],
+}
+
+/// One text a drawn dialog shows, and where it was seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DialogLook {
+    pub text: &'static str,
+    /// The versions (and dialog) whose screens showed it.
+    pub seen_in: &'static str,
+}
+
+impl Screen {
+    /// Whether `screen` (a pane's text) draws one of the agent's dialogs.
+    pub fn draws_dialog(&self, screen: &str) -> bool {
+        screen
+            .lines()
+            .any(|line| self.dialog.iter().any(|look| line.contains(look.text)))
     }
 }
 

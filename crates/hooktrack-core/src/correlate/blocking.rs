@@ -14,6 +14,11 @@
 //!   the window; it ends when the call does. The call itself is an open call of `tools.rs`,
 //!   marked at its start by [`Dialogs::asks_user`].
 //!
+//! A permission window or a dialog also ends when its agent's pane no longer draws the
+//! dialog it was seen drawing ([`Blocking::answered_on_screen`], contract section 12): the
+//! screen answers the oldest one (the one drawn), and never an ask-the-user call, whose
+//! answer is the call's own end.
+//!
 //! All of them end with their turn ([`Blocking::turn_ended`] noting the main turn's open
 //! permission windows, [`Blocking::nested_turn_ended`]) and with the session
 //! ([`Blocking::session_ended`]). The windows and dialogs are private to this file; every
@@ -45,14 +50,25 @@ struct Window {
     owner: Owner,
     /// The tool the request names (clipped), for the posture's `blocked_tool`.
     tool: Option<String>,
+    /// Its number in opening order, with the dialogs' ([`Blocking::screen_target`]).
+    serial: u64,
+}
+
+/// A dialog a notification announced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Dialog {
+    owner: Owner,
+    serial: u64,
 }
 
 /// The permission windows and dialogs waiting on the user.
 #[derive(Debug, Default)]
 pub(super) struct Blocking {
     windows: IndexMap<PermissionKey, Window>,
-    /// The owners whose agent showed a dialog, each once.
-    dialogs: Vec<Owner>,
+    /// The dialogs shown, one per owner at most.
+    dialogs: Vec<Dialog>,
+    /// The serial the next window or dialog takes.
+    opened: u64,
 }
 
 impl Blocking {
@@ -89,7 +105,15 @@ impl Blocking {
             ctx.note(Diag::StateLimitReached, Some("pending permissions".into()));
         }
         let tool = tool.map(|n| crate::envelope::clip_name(n).to_owned());
-        self.windows.insert(key, Window { owner, tool });
+        let serial = self.next_serial();
+        self.windows.insert(
+            key,
+            Window {
+                owner,
+                tool,
+                serial,
+            },
+        );
     }
 
     /// A window → none: the answer names it by its key, else by the approval id. An answer
@@ -129,16 +153,47 @@ impl Blocking {
         }
     }
 
+    fn next_serial(&mut self) -> u64 {
+        self.opened += 1;
+        self.opened
+    }
+
     /// No dialog of `owner` → one. Already open, it stays one.
     fn open_dialog(&mut self, owner: Owner) {
-        if !self.dialogs.contains(&owner) && self.dialogs.len() < MAX_DIALOGS {
-            self.dialogs.push(owner);
+        if !self.dialogs.iter().any(|d| d.owner == owner) && self.dialogs.len() < MAX_DIALOGS {
+            let serial = self.next_serial();
+            self.dialogs.push(Dialog { owner, serial });
         }
     }
 
     /// The agent of `owner` went on: its dialog (if one is open) was answered.
     fn went_on(&mut self, owner: Owner) {
-        self.dialogs.retain(|&o| o != owner);
+        self.dialogs.retain(|d| d.owner != owner);
+    }
+
+    /// What a screen read may end: the serial of the oldest permission window or dialog
+    /// (the agent draws one dialog at a time, the oldest first). `None` when only an
+    /// ask-the-user call waits, or nothing does.
+    pub(super) fn screen_target(&self) -> Option<u64> {
+        let window = self.windows.values().map(|w| w.serial).min();
+        let dialog = self.dialogs.iter().map(|d| d.serial).min();
+        window.into_iter().chain(dialog).min()
+    }
+
+    /// The oldest window or dialog → none: its dialog, seen drawn, is no longer on the
+    /// agent's screen (noted, with its key). Nothing open to end is no answer.
+    pub(super) fn answered_on_screen(&mut self, ctx: &mut Ctx) {
+        let Some(serial) = self.screen_target() else {
+            return;
+        };
+        if let Some(at) = self.windows.values().position(|w| w.serial == serial) {
+            let detail = self.windows.get_index(at).map(|(key, _)| key.to_string());
+            self.windows.shift_remove_index(at);
+            ctx.note(Diag::DialogAnsweredOnScreen, detail);
+        } else {
+            self.dialogs.retain(|d| d.serial != serial);
+            ctx.note(Diag::DialogAnsweredOnScreen, Some("dialog".into()));
+        }
     }
 
     /// The pending windows of `from` are `to`'s (the calls they are about moved there).
@@ -164,7 +219,7 @@ impl Blocking {
             }
             !closing
         });
-        self.dialogs.retain(|&o| !of(o));
+        self.dialogs.retain(|d| !of(d.owner));
     }
 
     /// The session ended: every window and dialog ends unseen (the session's end is the
@@ -401,6 +456,44 @@ mod tests {
             b.session_ended();
         }
         assert_eq!(diags(&ctx), []);
+    }
+
+    #[test]
+    fn the_screen_answers_the_oldest_window_or_dialog_one_at_a_time_never_an_ask_call() {
+        let (mut b, mut ctx, mut tools) = (Blocking::default(), ctx(), Tools::default());
+        b.open_dialog(Owner::Nested(2));
+        b.request(&mut ctx, id("call_1"), Owner::Main, Some("Bash"));
+        b.request(&mut ctx, id("call_2"), Owner::Main, Some("Edit"));
+        // The dialog came first: the agent draws it first.
+        let first = b.screen_target();
+        b.answered_on_screen(&mut ctx);
+        assert!(b.dialogs.is_empty());
+        assert_eq!(b.pending_permissions(), 2);
+        assert_ne!(b.screen_target(), first, "the next one is watched anew");
+        b.answered_on_screen(&mut ctx);
+        assert_eq!(b.blocked_tool(&tools).as_deref(), Some("Edit"));
+        b.answered_on_screen(&mut ctx);
+        assert_eq!(b.screen_target(), None);
+        assert_eq!(ctx.out.notes.len(), 3);
+        assert!(
+            diags(&ctx)
+                .iter()
+                .all(|d| *d == Diag::DialogAnsweredOnScreen)
+        );
+        assert_eq!(ctx.out.notes[1].detail.as_deref(), Some("call_1"));
+        // An open ask-the-user call is no target: its answer is the call's end.
+        let ask = ToolRef {
+            call_id: Some(Cow::Borrowed("call_q")),
+            name: Some(Cow::Borrowed("AskUserQuestion")),
+            ..ToolRef::default()
+        };
+        let asks = Agent::ClaudeCode.capabilities().dialogs.asks_user(&ask);
+        tools.start(&mut ctx, &ask, Owner::Main, true, asks);
+        assert!(b.blocks(&tools));
+        assert_eq!(b.screen_target(), None);
+        b.answered_on_screen(&mut ctx);
+        assert!(b.blocks(&tools));
+        assert_eq!(ctx.out.notes.len(), 3, "nothing to answer is no note");
     }
 
     #[test]

@@ -55,12 +55,12 @@ impl Life {
     /// Absent → Present only on a new prompt or turn (noted), other late deliveries noted
     /// as such. Session events and the process's end are judged by the correlator
     /// ([`Life::started`], [`Life::ended`]); a transcript entry is no sign of life (it may
-    /// be read long after the process ended).
+    /// be read long after the process ended), nor is a screen read (a pane outlives it).
     pub(super) fn sign(&mut self, ctx: &mut Ctx, event: &Event<'_>) {
         if matches!(
             event,
             Event::SessionStarted { .. } | Event::SessionEnded { .. } | Event::ProcessEnded { .. }
-        ) || ctx.source == Source::Transcript
+        ) || matches!(ctx.source, Source::Transcript | Source::Screen)
         {
             return;
         }

@@ -231,6 +231,12 @@ impl Correlator {
         }
     }
 
+    /// What a read of the agent's screen may end: the oldest permission window or dialog
+    /// waiting on the user, by its serial (see `blocking.rs`); `None` when none waits.
+    pub fn screen_target(&self) -> Option<u64> {
+        self.blocking.screen_target()
+    }
+
     /// Turns still open (main first, then nested from the outermost), for the ledger at
     /// the end of a replay.
     pub fn open_turns(&self) -> Vec<TurnRecord> {
@@ -350,6 +356,7 @@ impl Correlator {
             | Event::Activity { .. }
             | Event::ModelSwitched { .. }
             | Event::Unknown { .. } => {}
+            Event::DialogAnswered => self.blocking.answered_on_screen(ctx),
             Event::ProcessEnded { .. } => {
                 // After a SessionEnd this is how every agent exits: nothing to settle, no
                 // guess to count.

@@ -6,8 +6,8 @@ pub(crate) mod adapter;
 pub(crate) mod transcript;
 
 use super::{
-    COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, OffSwitch, PreflightFacts,
-    Strictness, TimeoutUnit, Transcript, Versions,
+    COMMON_SCHEMA, Descriptor, DetectRule, DialogLook, Headless, InstallFacts, OffSwitch,
+    PreflightFacts, Screen, Strictness, TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::provider::{Capabilities, Dialogs, PermissionAnswer};
@@ -112,6 +112,17 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         events_since: &NEW_IN_2_1_332,
     },
     plugin: None,
+    screen: Some(SCREEN),
+};
+
+/// Claude Code's permission dialog, as its TUI draws it. The screens it was taken from are
+/// kept beside this file (`screens/`, read by the tests below): the dialog drawn, and the
+/// same pane once "Yes" was answered and the call runs.
+pub const SCREEN: Screen = Screen {
+    dialog: &[DialogLook {
+        text: "Do you want to proceed?",
+        seen_in: "2.1.197 and 2.1.332, a Bash call's permission dialog (screens/2.1.332-bash-dialog.txt)",
+    }],
 };
 
 /// Claude Code 2.1.332's events, all but `WorktreeCreate` and `WorktreeRemove` (a command

@@ -126,6 +126,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         events_since: &[],
     },
     plugin: None,
+    screen: None,
 };
 
 /// Codex CLI 0.171.0's events.

@@ -114,6 +114,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         events_since: &[],
     },
     plugin: None,
+    screen: None,
 };
 
 /// The Claude-style events Copilot 1.0.102 fires (`StopFailure` and `PostCompact` it does

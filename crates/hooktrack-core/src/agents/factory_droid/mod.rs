@@ -114,6 +114,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         events_since: &[],
     },
     plugin: None,
+    screen: None,
 };
 
 /// The Claude-format events Factory Droid 0.225.2 fires.

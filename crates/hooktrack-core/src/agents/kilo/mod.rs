@@ -65,6 +65,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         loading: PLUGIN_LOADING,
         exclusion: None,
     }),
+    screen: None,
 };
 
 /// Kilo 7.7.7 skips every external plugin when `KILO_PURE` is `1` or `true` or with

@@ -70,6 +70,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         events_since: &[],
     },
     plugin: None,
+    screen: None,
 };
 
 /// Kimi CLI 1.52's 13 events (an unknown event name fails its startup).

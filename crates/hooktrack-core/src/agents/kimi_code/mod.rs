@@ -142,6 +142,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         events_since: &[],
     },
     plugin: None,
+    screen: None,
 };
 
 /// The pinned 20-name enum (contract section 3).

@@ -74,6 +74,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         // No config key turns a file in `plugin/` off.
         exclusion: None,
     }),
+    screen: None,
 };
 
 /// The plugin (`plugin.js`), loaded from `plugin/` as an ES module whose export OpenCode

@@ -110,6 +110,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
             prefixes: &['-', '!'],
         }),
     }),
+    screen: None,
 };
 
 /// The events the extension forwards. Not forwarded: `turn_start` / `turn_end` (one per

@@ -106,6 +106,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         events_since: &[],
     },
     plugin: None,
+    screen: None,
 };
 
 /// Qwen Code 0.24.4's events (`IDLE_HOOK_EVENTS`), all but `MessageDisplay`, which fires

@@ -1,0 +1,373 @@
+//! The pane, a third signal and only an ender (contract section 12): when to read an
+//! agent's tmux pane, and what a read may end.
+//!
+//! The tracker decides, the driver reads: while a session's agent waits on the user in a
+//! permission window or a dialog, its agent's descriptor says what its dialogs look like
+//! ([`Screen`]), and a row named its tmux pane, the tracker asks its driver to read that
+//! pane ([`Request::ReadScreen`]) at most every [`SCREEN_READ_MS`], and takes the text
+//! back with its time ([`Tracker::screen_read`]). Rules:
+//!
+//! - a read ends only the window it was watching (the oldest, the one the agent draws),
+//!   and only after an earlier read of that same window saw its dialog drawn: a hook
+//!   that opens a window runs before the agent draws the dialog, so a screen without it
+//!   says nothing until one with it was seen;
+//! - it never starts a turn or a dialog and never ends a turn;
+//! - a pane that could not be read is not read again until a row names a pane
+//!   ([`Diag::ScreenUnread`]).
+//!
+//! A replay reads no screen (see `docs/ARCHITECTURE.md` on why a screen read is no row).
+//!
+//! [`Tracker::screen_read`]: crate::tracker::Tracker::screen_read
+//! [`Diag::ScreenUnread`]: crate::diagnostics::Diag::ScreenUnread
+//! [`Screen`]: crate::agents::Screen
+
+use crate::follow::Request;
+use crate::time::Timestamp;
+
+/// The least time between two reads of one pane: a few reads a second at most.
+pub const SCREEN_READ_MS: i64 = 200;
+
+/// What the tracker watches of one session's screen.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+enum Watch {
+    /// Nothing the screen may end waits (or no pane, or no look of the agent's dialogs).
+    #[default]
+    Off,
+    /// The window of serial `target` waits; `drawn` once a read saw its dialog; the next
+    /// read is due at `next` (`None`: at once).
+    On {
+        target: u64,
+        drawn: bool,
+        next: Option<Timestamp>,
+    },
+}
+
+#[derive(Clone, Debug, Default)]
+struct PerSession {
+    /// The pane the session's rows name last, until it could not be read.
+    pane: Option<String>,
+    watch: Watch,
+}
+
+/// What a read says of the watched window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Seen {
+    /// Its dialog is drawn, or not yet seen drawn, or nothing is watched: nothing ends.
+    Nothing,
+    /// Its dialog, seen drawn before, is gone: the window was answered.
+    Answered,
+}
+
+/// The screen rules' state, per session: private, changed by the tracker through the
+/// methods below.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Screens {
+    sessions: Vec<PerSession>,
+}
+
+impl Screens {
+    fn at(&mut self, session: usize) -> &mut PerSession {
+        if self.sessions.len() <= session {
+            self.sessions.resize_with(session + 1, PerSession::default);
+        }
+        &mut self.sessions[session]
+    }
+
+    /// A line went to `session`: the pane its row named (a hook row's), and what a read
+    /// may end after it (`None` when nothing, or the agent's screen is not read). A new
+    /// target is watched from scratch: its dialog must be seen drawn again.
+    pub(crate) fn on_line(&mut self, session: usize, pane: Option<&str>, target: Option<u64>) {
+        let s = self.at(session);
+        if let Some(pane) = pane.filter(|p| crate::store::is_tmux_pane_id(p)) {
+            s.pane = Some(pane.to_owned());
+        }
+        s.watch = match (target, &s.watch) {
+            (Some(t), Watch::On { target, .. }) if *target == t => return,
+            (Some(target), _) if s.pane.is_some() => Watch::On {
+                target,
+                drawn: false,
+                next: None,
+            },
+            _ => Watch::Off,
+        };
+    }
+
+    /// When the next read is due (the earliest of every session's), if one is.
+    pub(crate) fn due(&self) -> Option<Timestamp> {
+        self.sessions
+            .iter()
+            .filter_map(|s| match s.watch {
+                Watch::On { next, .. } => Some(next.unwrap_or(Timestamp::from_millis(0))),
+                Watch::Off => None,
+            })
+            .min()
+    }
+
+    /// The reads due at `now`, each pane at most every [`SCREEN_READ_MS`].
+    pub(crate) fn ask(&mut self, now: Timestamp, requests: &mut Vec<Request>) {
+        for (session, s) in self.sessions.iter_mut().enumerate() {
+            if let (Watch::On { next, .. }, Some(pane)) = (&mut s.watch, &s.pane)
+                && next.is_none_or(|at| at <= now)
+            {
+                *next = Some(Timestamp::from_millis(now.as_millis() + SCREEN_READ_MS));
+                requests.push(Request::ReadScreen {
+                    session,
+                    pane: pane.clone(),
+                });
+            }
+        }
+    }
+
+    /// A read of `session`'s pane: whether it drew the agent's dialog, and the target a
+    /// read may end now (the session's pipeline's, which a line since the request may
+    /// have changed: then this read says nothing).
+    pub(crate) fn read(&mut self, session: usize, drawn: bool, target: Option<u64>) -> Seen {
+        let Some(s) = self.sessions.get_mut(session) else {
+            return Seen::Nothing;
+        };
+        match &mut s.watch {
+            Watch::On {
+                target: watched,
+                drawn: seen,
+                ..
+            } if Some(*watched) == target => {
+                if drawn {
+                    *seen = true;
+                    Seen::Nothing
+                } else if *seen {
+                    s.watch = Watch::Off;
+                    Seen::Answered
+                } else {
+                    Seen::Nothing
+                }
+            }
+            _ => Seen::Nothing,
+        }
+    }
+
+    /// `session`'s pane could not be read: forgotten until a row names one.
+    pub(crate) fn failed(&mut self, session: usize) {
+        if let Some(s) = self.sessions.get_mut(session) {
+            s.pane = None;
+            s.watch = Watch::Off;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: i64) -> Timestamp {
+        Timestamp::from_millis(ms)
+    }
+
+    fn asked(screens: &mut Screens, now: i64) -> Vec<Request> {
+        let mut requests = Vec::new();
+        screens.ask(at(now), &mut requests);
+        requests
+    }
+
+    #[test]
+    fn a_window_is_read_at_once_then_at_most_every_interval_and_only_with_a_pane() {
+        let mut s = Screens::default();
+        s.on_line(0, None, Some(1));
+        assert_eq!(s.due(), None, "no pane named: nothing to read");
+        s.on_line(0, Some("not a pane"), Some(1));
+        assert_eq!(s.due(), None);
+        s.on_line(0, Some("%3"), Some(1));
+        assert_eq!(s.due(), Some(at(0)));
+        let read = Request::ReadScreen {
+            session: 0,
+            pane: "%3".into(),
+        };
+        assert_eq!(asked(&mut s, 1_000), std::slice::from_ref(&read));
+        assert_eq!(asked(&mut s, 1_000 + SCREEN_READ_MS - 1), []);
+        assert_eq!(s.due(), Some(at(1_000 + SCREEN_READ_MS)));
+        assert_eq!(asked(&mut s, 1_000 + SCREEN_READ_MS), [read]);
+        // The window ended by a hook: nothing more is read.
+        s.on_line(0, None, None);
+        assert_eq!(s.due(), None);
+        assert_eq!(asked(&mut s, 5_000), []);
+    }
+
+    #[test]
+    fn only_a_dialog_seen_drawn_and_then_gone_is_an_answer() {
+        let mut s = Screens::default();
+        s.on_line(0, Some("%3"), Some(7));
+        // The hook came before the dialog was drawn.
+        assert_eq!(s.read(0, false, Some(7)), Seen::Nothing);
+        assert_eq!(s.read(0, true, Some(7)), Seen::Nothing);
+        assert_eq!(s.read(0, true, Some(7)), Seen::Nothing);
+        assert_eq!(s.read(0, false, Some(7)), Seen::Answered);
+        assert_eq!(s.due(), None, "answered: off until a line says what waits");
+    }
+
+    #[test]
+    fn a_new_window_must_be_seen_drawn_again() {
+        let mut s = Screens::default();
+        s.on_line(0, Some("%3"), Some(7));
+        assert_eq!(s.read(0, true, Some(7)), Seen::Nothing);
+        // A hook ended window 7 and window 8 opened: 8's dialog is not drawn yet.
+        s.on_line(0, None, Some(8));
+        assert_eq!(s.read(0, false, Some(8)), Seen::Nothing);
+        // A read answered for a target the pipeline no longer has says nothing.
+        assert_eq!(s.read(0, true, Some(8)), Seen::Nothing);
+        assert_eq!(s.read(0, false, Some(9)), Seen::Nothing);
+        assert_eq!(s.read(0, false, Some(8)), Seen::Answered);
+    }
+
+    #[test]
+    fn a_pane_that_cannot_be_read_is_forgotten_until_a_row_names_one() {
+        let mut s = Screens::default();
+        s.on_line(1, Some("%3"), Some(2));
+        s.failed(1);
+        assert_eq!(s.due(), None);
+        s.on_line(1, None, Some(2));
+        assert_eq!(
+            s.due(),
+            None,
+            "a line naming no pane does not bring it back"
+        );
+        s.on_line(1, Some("%3"), Some(2));
+        assert_eq!(s.due(), Some(at(0)));
+    }
+}
+
+/// The rule through the tracker, with Claude Code 2.1.332's screens as its TUI drew them
+/// (`agents/claude_code/screens/`, captured by the end-to-end test).
+#[cfg(test)]
+mod tracker_tests {
+    use crate::diagnostics::Diag;
+    use crate::follow::Request;
+    use crate::posture::{Phase, TurnResult};
+    use crate::source::Source;
+    use crate::time::Timestamp;
+    use crate::tracker::{FedLine, Tracker, TrackerConfig};
+
+    const DIALOG: &str = include_str!("agents/claude_code/screens/2.1.332-bash-dialog.txt");
+    const ANSWERED: &str = include_str!("agents/claude_code/screens/2.1.332-bash-answered.txt");
+
+    /// A Claude Code row at second `at` from pane `%3`.
+    fn row(event: &str, at: u32, extra: &str) -> String {
+        format!(
+            r#"{{"v":1,"provider":"claude","received_at":"2026-01-01T00:00:{at:02}.000Z","event":"{event}","tmux_pane":"%3","payload":{{"hook_event_name":"{event}","session_id":"s","transcript_path":"/t/s.jsonl","prompt_id":"p1"{extra}}}}}"#
+        )
+    }
+
+    const CALL: &str =
+        r#","tool_name":"Bash","tool_input":{"command":"timeout 20 tail -f /dev/null"}"#;
+
+    fn feed(tracker: &mut Tracker, lines: &[String]) {
+        let mut sink = |_: FedLine<'_, '_>| Ok::<(), ()>(());
+        for (i, line) in lines.iter().enumerate() {
+            let mut row = crate::row::parse_line(line.as_bytes()).expect("a row");
+            tracker
+                .feed_hook(i as u64 + 1, Ok(&mut row), false, &mut sink)
+                .expect("fed");
+        }
+    }
+
+    fn at(second: i64) -> Timestamp {
+        Timestamp::from_millis(1_767_225_600_000 + second * 1_000)
+    }
+
+    /// The screen reads asked for at `now`.
+    fn asked(tracker: &mut Tracker, now: Timestamp) -> Vec<Request> {
+        tracker.ask_screens(now);
+        tracker
+            .take_requests()
+            .into_iter()
+            .filter(|r| matches!(r, Request::ReadScreen { .. }))
+            .collect()
+    }
+
+    fn read(tracker: &mut Tracker, text: &str, now: Timestamp) {
+        let mut sink = |_: FedLine<'_, '_>| Ok::<(), ()>(());
+        tracker.screen_read(0, text, now, &mut sink).expect("read");
+    }
+
+    fn blocked_tracker(read_screens: bool) -> Tracker {
+        let mut tracker = Tracker::new(TrackerConfig {
+            read_screens,
+            ..TrackerConfig::default()
+        });
+        let call = format!(r#"{CALL},"tool_use_id":"toolu_1""#);
+        feed(
+            &mut tracker,
+            &[
+                row("SessionStart", 1, ""),
+                row("UserPromptSubmit", 2, r#","prompt":"Wait.""#),
+                row("PreToolUse", 3, &call),
+                row("PermissionRequest", 3, CALL),
+            ],
+        );
+        assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
+        tracker
+    }
+
+    #[test]
+    fn the_descriptor_knows_the_dialog_drawn_and_not_the_screen_after_yes() {
+        let screen = crate::agent::Agent::ClaudeCode
+            .descriptor()
+            .screen
+            .expect("Claude Code's screen is read");
+        assert!(screen.draws_dialog(DIALOG));
+        assert!(!screen.draws_dialog(ANSWERED));
+    }
+
+    #[test]
+    fn the_dialog_seen_drawn_then_gone_ends_the_window_and_the_turn_goes_on_to_success() {
+        let mut tracker = blocked_tracker(true);
+        let pane = Request::ReadScreen {
+            session: 0,
+            pane: "%3".into(),
+        };
+        assert_eq!(asked(&mut tracker, at(4)), [pane]);
+        // Gone before it was ever seen drawn: the hook ran before the TUI drew it.
+        read(&mut tracker, ANSWERED, at(4));
+        assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
+        read(&mut tracker, DIALOG, at(5));
+        assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
+        read(&mut tracker, ANSWERED, at(6));
+        let pipeline = tracker.pipeline();
+        assert_eq!(pipeline.posture().turn.phase, Phase::Active);
+        let cause = pipeline.provenance().phase.as_ref().expect("a cause");
+        assert_eq!(
+            (cause.source, cause.event.as_str(), cause.at),
+            (Source::Screen, "dialog_answered", Some(at(6)))
+        );
+        assert_eq!(
+            pipeline.diagnostics().count(Diag::DialogAnsweredOnScreen),
+            1
+        );
+        assert_eq!(tracker.screen_due(), None, "nothing waits: nothing is read");
+        // The call's end and the turn's: no answer missing its window, success.
+        let call = format!(r#"{CALL},"tool_use_id":"toolu_1""#);
+        feed(
+            &mut tracker,
+            &[row("PostToolUse", 26, &call), row("Stop", 27, "")],
+        );
+        let pipeline = tracker.pipeline();
+        assert_eq!(pipeline.posture().last_turn.result, TurnResult::Success);
+        assert_eq!(
+            pipeline
+                .diagnostics()
+                .count(Diag::PermissionResultWithoutRequest),
+            0
+        );
+    }
+
+    #[test]
+    fn a_replay_reads_no_screen_and_a_pane_that_cannot_be_read_is_counted() {
+        let mut replay = blocked_tracker(false);
+        assert_eq!(replay.screen_due(), None);
+        assert_eq!(asked(&mut replay, at(4)), []);
+        let mut live = blocked_tracker(true);
+        assert_eq!(asked(&mut live, at(4)).len(), 1);
+        live.screen_failed(0);
+        assert_eq!(asked(&mut live, at(5)), []);
+        assert_eq!(live.pipeline().diagnostics().count(Diag::ScreenUnread), 1);
+        assert_eq!(live.pipeline().posture().turn.phase, Phase::Blocked);
+    }
+}
