@@ -709,7 +709,12 @@ impl Launch {
         }
         self.installed.record.ok = false;
         let format = self.agent.config().format;
-        install::uninstall(&self.config, format, Some(self.generation))?;
+        install::uninstall(
+            &self.config,
+            format,
+            Some(self.generation),
+            install::ReadOnly::Refuse,
+        )?;
         Ok(())
     }
 
@@ -765,7 +770,7 @@ fn put_observer(
             config.display()
         ))
     } else {
-        install::install(config, agent, &observer).map(|r| {
+        install::install(config, agent, &observer, install::ReadOnly::Refuse).map(|r| {
             format!(
                 "{} hooktrack entries for {} in {}{}",
                 r.ours,

@@ -199,9 +199,11 @@ pub mod emit {
 pub mod install {
     pub use hooktrack_producer::install::detect::detect_member;
     pub use hooktrack_producer::install::plugin::VERSION as PLUGIN_VERSION;
+    pub use hooktrack_producer::install::plugin::is_ours as is_our_plugin;
     pub use hooktrack_producer::install::{
-        CheckReport, Destination, InstallError, InstallReport, Observer, Replaced, Route,
-        Uninstalled, Validation, check_for, install, uninstall, uninstall_routed, version_of,
+        CheckReport, Destination, InstallError, InstallReport, Observer, ReadOnly, Replaced, Route,
+        Uninstalled, Validation, check_for, holds_nothing, install, uninstall, uninstall_routed,
+        version_of,
     };
 
     /// What a launch killed without its cleanup left in a config: its block, removed

@@ -83,7 +83,7 @@ fn undo_keeps_an_edit_made_since_and_removes_only_the_entries() {
     let out = h.run(&["setup", "--undo"]);
     let said = text(&out);
     assert!(out.status.success(), "{said}");
-    assert!(said.contains("changed since setup"), "{said}");
+    assert!(said.contains("hooktrack's entries removed"), "{said}");
     let after = fs::read_to_string(&claude).unwrap();
     assert!(after.contains("\"light\""), "{after}");
     assert!(!after.contains("hooktrack"), "{after}");
@@ -1056,7 +1056,7 @@ fn undo_while_a_kimi_code_session_runs_takes_only_setups_block() {
     let out = h.run(&["setup", "--undo"]);
     let said = text(&out);
     assert!(out.status.success(), "{said}");
-    assert!(said.contains("changed since setup"), "{said}");
+    assert!(said.contains("hooktrack's entries removed"), "{said}");
     let now = fs::read_to_string(&config).unwrap();
     assert!(!now.contains("routed by environment"), "{now}");
     assert!(
@@ -1068,4 +1068,277 @@ fn undo_while_a_kimi_code_session_runs_takes_only_setups_block() {
     let out = h.run(&["uninstall", "kimi-code", "--generation", "7"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(fs::read_to_string(&config).unwrap(), KIMI_CODE_CONFIG);
+}
+
+/// hooktrack's entries in a file: any naming the hook binary they run.
+fn holds_entries(path: &Path) -> bool {
+    fs::read_to_string(path).is_ok_and(|t| t.contains("hooktrack-hook"))
+}
+
+/// setup, then the user edits the file (keeping hooktrack's entries), then setup again,
+/// then undo: the edit stays, and only hooktrack's entries go; nothing is "restored".
+#[test]
+fn setup_an_edit_setup_again_then_undo_keeps_the_edit() {
+    let h = Home::new();
+    let claude = h.file(".claude/settings.json");
+    fs::create_dir_all(claude.parent().unwrap()).unwrap();
+    fs::write(&claude, CLAUDE_SETTINGS).unwrap();
+    assert!(h.run(&["setup"]).status.success());
+    let installed = fs::read_to_string(&claude).unwrap();
+    let edited =
+        installed
+            .replace("\"dark\"", "\"light\"")
+            .replacen("{", "{\"editor\": \"vim\",\n", 1);
+    fs::write(&claude, &edited).unwrap();
+    let out = h.run(&["setup"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        fs::read_to_string(&claude).unwrap(),
+        edited,
+        "nothing to redo"
+    );
+
+    let out = h.run(&["setup", "--undo"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains("restored"), "{said}");
+    assert!(said.contains("hooktrack's entries removed"), "{said}");
+    let expected = CLAUDE_SETTINGS.replace("\"dark\"", "\"light\"").replacen(
+        "{",
+        "{\"editor\": \"vim\",\n",
+        1,
+    );
+    assert_eq!(fs::read_to_string(&claude).unwrap(), expected);
+}
+
+/// Four setups at once (two terminals, a dotfiles script) take turns on setup's lock:
+/// afterwards one undo leaves no file holding hooktrack's entries, says what it did to
+/// each, and the files are back as they were (the one setup created, gone).
+#[test]
+fn four_setups_at_once_then_undo_leave_no_file_with_hooktracks_entries() {
+    let h = Home::new();
+    let claude = h.file(".claude/settings.json");
+    fs::create_dir_all(claude.parent().unwrap()).unwrap();
+    fs::write(&claude, CLAUDE_SETTINGS).unwrap();
+    let codex = h.file(".codex/hooks.json");
+    fs::create_dir_all(codex.parent().unwrap()).unwrap();
+    fs::write(&codex, "{\n  \"description\": \"mine\"\n}\n").unwrap();
+    for dir in [".gemini", ".config/opencode", ".pi/agent"] {
+        fs::create_dir_all(h.file(dir)).unwrap();
+    }
+    let (kimi_code, _) = h.with_kimi_code();
+    let created = [
+        h.file(".gemini/settings.json"),
+        h.file(".config/opencode/plugin/hooktrack.js"),
+        h.file(".pi/agent/extensions/hooktrack.ts"),
+    ];
+
+    let runs: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+                .arg("setup")
+                .env_clear()
+                .env("HOME", &h.home)
+                .env("XDG_STATE_HOME", &h.state)
+                .env("PATH", &h.bin)
+                .current_dir(&h.home)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for run in runs {
+        let out = run.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    for file in [&claude, &codex, &kimi_code].into_iter().chain(&created) {
+        assert!(holds_entries(file), "{}", file.display());
+    }
+
+    let out = h.run(&["setup", "--undo"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    for file in [&claude, &codex, &kimi_code].into_iter().chain(&created) {
+        assert!(!holds_entries(file), "{}: {said}", file.display());
+        assert!(said.contains(&file.display().to_string()), "{said}");
+    }
+    assert!(!said.contains("still holds"), "{said}");
+    assert_eq!(fs::read_to_string(&claude).unwrap(), CLAUDE_SETTINGS);
+    assert_eq!(
+        fs::read_to_string(&codex).unwrap(),
+        "{\n  \"description\": \"mine\"\n}\n"
+    );
+    assert_eq!(fs::read_to_string(&kimi_code).unwrap(), KIMI_CODE_CONFIG);
+    for file in &created {
+        assert!(!file.exists(), "{}: {said}", file.display());
+    }
+    assert!(!h.state.join("hooktrack/setup.json").exists());
+}
+
+/// A config that became a symlink after setup (stow, chezmoi, home-manager adopting it):
+/// undo edits the link's target and the link stays a link.
+#[test]
+fn a_config_that_became_a_symlink_after_setup_is_undone_through_the_link() {
+    let h = Home::new();
+    let claude = h.file(".claude/settings.json");
+    fs::create_dir_all(claude.parent().unwrap()).unwrap();
+    fs::write(&claude, CLAUDE_SETTINGS).unwrap();
+    assert!(h.run(&["setup"]).status.success());
+    let adopted = h.file("dotfiles/claude/settings.json");
+    fs::create_dir_all(adopted.parent().unwrap()).unwrap();
+    fs::rename(&claude, &adopted).unwrap();
+    std::os::unix::fs::symlink(&adopted, &claude).unwrap();
+    assert!(holds_entries(&adopted));
+
+    let out = h.run(&["setup", "--undo"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        fs::symlink_metadata(&claude)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(fs::read_to_string(&adopted).unwrap(), CLAUDE_SETTINGS);
+}
+
+/// A user's own file at hooktrack's plugin path (OpenCode's and Kilo's
+/// `plugin/hooktrack.js`, Pi's `extensions/hooktrack.ts`): setup and `install` refuse,
+/// naming the path and the way out; undo and `uninstall` never delete it.
+#[test]
+fn a_users_own_plugin_at_hooktracks_path_is_refused_and_never_deleted() {
+    let h = Home::new();
+    let mine = "// my own plugin\nexport const Mine = async () => ({});\n";
+    let paths = [
+        ("opencode", h.file(".config/opencode/plugin/hooktrack.js")),
+        ("pi", h.file(".pi/agent/extensions/hooktrack.ts")),
+        ("kilo", h.file(".config/kilo/plugin/hooktrack.js")),
+    ];
+    for (_, path) in &paths {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, mine).unwrap();
+    }
+    let out = h.run(&["setup"]);
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    for (name, path) in &paths {
+        let refusal = format!(
+            "{name}: not installed: {} is not hooktrack's (its first line is not hooktrack's marker); nothing was changed: rename it or move it out of that folder",
+            path.display()
+        );
+        assert!(said.contains(&refusal), "{said}");
+        assert_eq!(fs::read_to_string(path).unwrap(), mine);
+        let out = h.run(&["install", name]);
+        assert!(!out.status.success(), "{}", text(&out));
+        assert!(text(&out).contains("is not hooktrack's"), "{}", text(&out));
+        let out = h.run(&["uninstall", name]);
+        assert!(out.status.success(), "{}", text(&out));
+        assert_eq!(fs::read_to_string(path).unwrap(), mine);
+    }
+    let out = h.run(&["setup", "--undo"]);
+    assert!(out.status.success(), "{}", text(&out));
+    for (_, path) in &paths {
+        assert_eq!(fs::read_to_string(path).unwrap(), mine);
+    }
+}
+
+/// A version 1 setup replaced a user's own plugin and recorded its bytes: undo gives the
+/// user's file back instead of deleting hooktrack's plugin from under it.
+#[test]
+fn an_older_setups_record_gives_back_a_users_plugin_it_replaced() {
+    let h = Home::new();
+    fs::create_dir_all(h.file(".config/opencode")).unwrap();
+    assert!(h.run(&["setup"]).status.success());
+    let plugin = h.file(".config/opencode/plugin/hooktrack.js");
+    let ours = fs::read_to_string(&plugin).unwrap();
+    let mine = "// my own plugin\n";
+    let ledger = serde_json::json!({"v": 1, "files": [{
+        "agent": "opencode",
+        "file": plugin,
+        "before": mine,
+        "mode": 0o644,
+        "after": ours,
+        "created_dirs": [],
+    }]});
+    fs::write(h.state.join("hooktrack/setup.json"), ledger.to_string()).unwrap();
+    let out = h.run(&["setup", "--undo"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("is back"), "{}", text(&out));
+    assert_eq!(fs::read_to_string(&plugin).unwrap(), mine);
+}
+
+/// JSON no serializer writes: a number past f64, duplicate keys, `\u` escapes, odd
+/// spacing. Installed, every byte of it is still there in order; after undo, and after
+/// undo of a file edited meanwhile, every byte outside hooktrack's entries is as written.
+#[test]
+fn json_bytes_outside_hooktracks_entries_survive_setup_and_undo() {
+    let odd = "{ \"big\" :123456789012345678901234567890,\n\"model\":\"a\",  \"model\" : \"b\",\n   \"caf\\u00e9\": \"\\u00e9\\ud83d\\ude00\"\n\n}\n";
+    let h = Home::new();
+    let claude = h.file(".claude/settings.json");
+    fs::create_dir_all(claude.parent().unwrap()).unwrap();
+    fs::write(&claude, odd).unwrap();
+    assert!(h.run(&["setup"]).status.success());
+    let installed = fs::read_to_string(&claude).unwrap();
+    let mut rest = installed.as_str();
+    for c in odd.chars() {
+        let at = rest
+            .find(c)
+            .unwrap_or_else(|| panic!("{c:?} gone: {installed}"));
+        rest = &rest[at + c.len_utf8()..];
+    }
+    assert!(installed.starts_with("{ \"big\" :123456789012345678901234567890,\n\"model\":\"a\",  \"model\" : \"b\",\n   \"caf\\u00e9\""), "{installed}");
+    let out = h.run(&["setup", "--undo"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fs::read_to_string(&claude).unwrap(), odd);
+
+    // Edited while installed: the edit and the odd bytes both stay.
+    assert!(h.run(&["setup"]).status.success());
+    let edited = fs::read_to_string(&claude)
+        .unwrap()
+        .replace("\"b\"", "\"c\"");
+    fs::write(&claude, edited).unwrap();
+    assert!(h.run(&["setup", "--undo"]).status.success());
+    assert_eq!(
+        fs::read_to_string(&claude).unwrap(),
+        odd.replace("\"b\"", "\"c\"")
+    );
+}
+
+/// A config the user made read-only (0444) is refused, naming the file, by setup and by
+/// undo; with `--force` both rewrite it and keep its mode.
+#[test]
+fn a_read_only_config_is_refused_unless_forced() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = Home::new();
+    let claude = h.file(".claude/settings.json");
+    fs::create_dir_all(claude.parent().unwrap()).unwrap();
+    fs::write(&claude, CLAUDE_SETTINGS).unwrap();
+    fs::set_permissions(&claude, fs::Permissions::from_mode(0o444)).unwrap();
+    let refusal = format!(
+        "{} is read-only (mode 444); nothing was changed: make it writable (chmod u+w) or pass --force",
+        claude.display()
+    );
+    let out = h.run(&["setup"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains(&refusal), "{}", text(&out));
+    assert_eq!(fs::read_to_string(&claude).unwrap(), CLAUDE_SETTINGS);
+
+    let out = h.run(&["setup", "--force"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(holds_entries(&claude));
+    assert_eq!(mode(&claude), 0o444);
+
+    let out = h.run(&["setup", "--undo"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains(&refusal), "{}", text(&out));
+    assert!(holds_entries(&claude));
+    assert!(
+        h.state.join("hooktrack/setup.json").exists(),
+        "kept for the next undo"
+    );
+
+    let out = h.run(&["setup", "--undo", "--force"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fs::read_to_string(&claude).unwrap(), CLAUDE_SETTINGS);
+    assert_eq!(mode(&claude), 0o444);
 }

@@ -11,8 +11,8 @@ use thiserror::Error;
 
 use hooktrack::ConfigFormat;
 use hooktrack::install::{
-    self, CheckReport, Destination, InstallError, InstallReport, Observer, Replaced, Route,
-    Uninstalled,
+    self, CheckReport, Destination, InstallError, InstallReport, Observer, ReadOnly, Replaced,
+    Route, Uninstalled,
 };
 use hooktrack::{Agent, ProviderChoice};
 
@@ -200,6 +200,10 @@ pub struct InstallArgs {
     target: Target,
     #[command(flatten)]
     observer: ObserverArgs,
+    /// Rewrite the config even if it is read-only (its mode is kept); without it a
+    /// read-only config is refused, naming the file.
+    #[arg(long)]
+    force: bool,
 }
 
 /// Where hooks send what they get: one session's collector, store and generation, or
@@ -254,6 +258,9 @@ pub struct UninstallArgs {
     /// Only remove entries of this generation (a newer session's entries are left alone).
     #[arg(long)]
     generation: Option<u64>,
+    /// Rewrite the config even if it is read-only (its mode is kept).
+    #[arg(long)]
+    force: bool,
 }
 
 /// Check an agent CLI's hook config the way the installer's read-back does, hooktrack's
@@ -326,7 +333,7 @@ pub fn run_install(args: &InstallArgs) -> ExitCode {
         Ok(resolved) => resolved,
         Err(e) => return fail(&error_chain(&e)),
     };
-    match install_to(agent, &config, &args.observer) {
+    match install_to(agent, &config, &args.observer, read_only(args.force)) {
         Ok((report, generation)) => {
             println!(
                 "installed {} hooktrack entries for {} in {} ({}{})",
@@ -353,11 +360,21 @@ fn install_to(
     agent: Agent,
     config: &Path,
     args: &ObserverArgs,
+    read_only: ReadOnly,
 ) -> Result<(InstallReport, Option<u64>), TargetError> {
     let mut observer = args.observer()?;
     observer.agent_version = agent_version(agent, None);
-    let report = install::install(config, agent, &observer)?;
+    let report = install::install(config, agent, &observer, read_only)?;
     Ok((report, observer.generation()))
+}
+
+/// `--force`'s word on a read-only config.
+pub fn read_only(force: bool) -> ReadOnly {
+    if force {
+        ReadOnly::Rewrite
+    } else {
+        ReadOnly::Refuse
+    }
 }
 
 pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
@@ -371,7 +388,7 @@ pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
         ConfigFormat::JsonHooks => "hooktrack entries",
         ConfigFormat::Plugin => "hooktrack plugin",
     };
-    match install::uninstall(&config, format, generation) {
+    match install::uninstall(&config, format, generation, read_only(args.force)) {
         Ok(Uninstalled::Removed { generation }) => println!(
             "removed the {what} (generation {}) from {}",
             show(generation),

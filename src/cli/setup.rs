@@ -4,15 +4,18 @@
 //! started through `hooktrack session`, else to its default store); each agent's `check`
 //! is reported, and the tmux lines are printed.
 //!
-//! What setup changed is recorded in `$XDG_STATE_HOME/hooktrack/setup.json`: each file's
-//! bytes before and after, and the directories it created. `--undo` puts the bytes back
-//! (or removes a file setup created) when a file still holds what setup wrote; a file
-//! changed since loses only hooktrack's entries, through the uninstaller.
+//! What setup changed is recorded in `$XDG_STATE_HOME/hooktrack/setup.json`: each file it
+//! wrote, whether it created it, and the directories it created. `--undo` takes
+//! hooktrack's entries out of each file as the file is now, through the uninstaller, so
+//! whatever the user changed since stays (the installers edit in place, so a file nobody
+//! touched comes back byte for byte); a file setup created and that holds nothing else is
+//! removed. Setup and undo hold `setup.lock` beside the record while they run, so two at
+//! once take turns, and the record is only ever what the runs before wrote.
 
 use std::ffi::OsString;
 use std::fs;
 use std::io;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -21,10 +24,11 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use hooktrack::Agent;
+use hooktrack::ConfigFormat;
 use hooktrack::emit::state_dir;
 use hooktrack::error_chain;
 use hooktrack::install::preflight::{self, Probe};
-use hooktrack::install::{self, Observer, Route, Uninstalled};
+use hooktrack::install::{self, Observer, ReadOnly, Route, Uninstalled, own_side};
 use hooktrack::store::StoreError;
 
 use super::fail;
@@ -36,7 +40,11 @@ use super::install::{TargetError, hook_binary};
 /// the entries of `hooktrack install AGENT` (routed by environment: an agent started
 /// through `hooktrack session` delivers to that session, any other to its per-user
 /// default store under $XDG_STATE_HOME/hooktrack/agents/), then what `check` says.
-/// `--undo` restores every file setup changed, byte for byte.
+/// `--undo` takes hooktrack's entries out of every file setup changed, keeping whatever
+/// else is in it now; a file setup created that holds nothing else is removed.
+///
+/// A config the user made read-only is refused, naming it, unless `--force`; a plugin file
+/// at hooktrack's path that hooktrack did not write is never replaced or removed.
 ///
 /// Run it as yourself: as root for another user (`sudo -E hooktrack setup`, or a $HOME
 /// that is not root's) it refuses and changes nothing, since every file it writes and
@@ -44,10 +52,14 @@ use super::install::{TargetError, hook_binary};
 #[derive(Args)]
 #[command(after_long_help = super::install::agents_table())]
 pub struct SetupArgs {
-    /// Remove what setup added: each file it changed gets its bytes back (a file it
-    /// created is removed); a file edited since loses only hooktrack's entries.
+    /// Remove what setup added: hooktrack's entries come out of each file it changed,
+    /// whatever else the file holds now stays; a file it created and that holds nothing
+    /// else is removed.
     #[arg(long)]
     undo: bool,
+    /// Rewrite a config even if it is read-only (its mode is kept).
+    #[arg(long)]
+    force: bool,
     /// The binary the hooks run (default: `hooktrack-hook` beside this one, else this one).
     #[arg(long, conflicts_with = "undo")]
     emitter: Option<PathBuf>,
@@ -65,17 +77,19 @@ struct Ledger {
 struct Changed {
     agent: String,
     file: PathBuf,
-    /// The bytes before the first setup; `None`: the file did not exist.
+    /// Setup created the file (version 1 records say so by a `before` of `null`).
+    #[serde(default)]
+    created: bool,
+    /// Version 1 only: the bytes before the first setup (`None`: no file). Undo no longer
+    /// writes them back, save a user's own plugin file that a version 1 setup replaced.
+    #[serde(default, skip_serializing)]
     before: Option<String>,
-    /// Its permission bits then.
-    mode: Option<u32>,
-    /// The bytes setup left.
-    after: String,
     /// Directories setup created for it, innermost first.
     created_dirs: Vec<PathBuf>,
 }
 
-const LEDGER_VERSION: u32 = 1;
+/// 2: files and whether setup created them; 1 also held their bytes before and after.
+const LEDGER_VERSION: u32 = 2;
 
 #[derive(Debug, Error)]
 enum SetupError {
@@ -98,6 +112,12 @@ enum SetupError {
         #[source]
         source: StoreError,
     },
+    #[error("cannot take the lock {}", path.display())]
+    Lock {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     #[error(transparent)]
     Target(#[from] TargetError),
 }
@@ -115,15 +135,48 @@ pub fn run(args: &SetupArgs) -> ExitCode {
         return fail(&SetupError::NoStateDir.to_string());
     };
     let ledger_path = state.join("setup.json");
-    let result = if args.undo {
-        undo(&ledger_path)
-    } else {
-        setup(args, &ledger_path, &env)
-    };
+    let result = lock(&state.join("setup.lock")).and_then(|_held| {
+        if args.undo {
+            undo(&ledger_path, super::install::read_only(args.force))
+        } else {
+            setup(args, &ledger_path, &env)
+        }
+    });
     match result {
         Ok(code) => code,
         Err(e) => fail(&error_chain(&e)),
     }
+}
+
+/// Takes `path`'s lock, waiting (and saying so) while another setup or undo holds it;
+/// held until the file returned is dropped (the kernel drops it with the process).
+fn lock(path: &Path) -> Result<fs::File, SetupError> {
+    use rustix::fs::{FlockOperation, flock};
+    let err = |source: io::Error| SetupError::Lock {
+        path: path.to_owned(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        hooktrack::store::ensure_dir(dir).map_err(|e| err(io::Error::other(error_chain(&e))))?;
+    }
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(err)?;
+    match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => return Ok(file),
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => {}
+        Err(e) => return Err(err(e.into())),
+    }
+    println!(
+        "waiting for another hooktrack setup or undo to finish ({} is held)",
+        path.display()
+    );
+    flock(&file, FlockOperation::LockExclusive).map_err(|e| err(e.into()))?;
+    Ok(file)
 }
 
 /// Why setup refuses to run as this process: root (`euid` 0) setting up a normal user's
@@ -247,17 +300,16 @@ fn setup(
             continue;
         };
         let file = fs::canonicalize(&file).unwrap_or(file);
-        let before = fs::read(&file)
-            .ok()
-            .map(|b| String::from_utf8_lossy(&b).into_owned());
-        let mode = fs::metadata(&file)
-            .ok()
-            .map(|m| m.permissions().mode() & 0o7777);
         let missing_dirs = missing_dirs(&file);
         // The events the installed version knows (an older Claude Code stops at launch on
         // an event name it does not know).
         observer.agent_version = super::install::agent_version(agent, None);
-        match install::install(&file, agent, &observer) {
+        match install::install(
+            &file,
+            agent,
+            &observer,
+            super::install::read_only(args.force),
+        ) {
             Ok(report) => {
                 println!(
                     "{name}: {} hooktrack entries in {} (routed by environment{})",
@@ -265,14 +317,11 @@ fn setup(
                     report.config.display(),
                     if report.created { ", file created" } else { "" }
                 );
-                let after = fs::read_to_string(&report.config).unwrap_or_default();
                 record(
                     &mut ledger,
                     agent,
                     &report.config,
-                    before,
-                    mode,
-                    after,
+                    report.created,
                     missing_dirs,
                 );
                 // Written after each file, so an interrupted setup can still be undone.
@@ -314,7 +363,7 @@ fn setup(
         }
     }
     println!(
-        "recorded in {} (`hooktrack setup --undo` puts every file back)",
+        "recorded in {} (`hooktrack setup --undo` takes hooktrack's entries out again)",
         ledger_path.display()
     );
     println!();
@@ -345,27 +394,23 @@ fn missing_dirs(file: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// Records a change; a file setup already changed keeps its first `before`, so `--undo`
-/// after two setups still gives the bytes from before the first.
+/// Records a change; a file setup already changed stays as first recorded (created by
+/// the first setup, still created by it).
 fn record(
     ledger: &mut Ledger,
     agent: Agent,
     file: &Path,
-    before: Option<String>,
-    mode: Option<u32>,
-    after: String,
+    created: bool,
     created_dirs: Vec<PathBuf>,
 ) {
-    if let Some(known) = ledger.files.iter_mut().find(|c| c.file == file) {
-        known.after = after;
+    if ledger.files.iter().any(|c| c.file == file) {
         return;
     }
     ledger.files.push(Changed {
         agent: agent.typed_name().to_owned(),
         file: file.to_owned(),
-        before,
-        mode,
-        after,
+        created,
+        before: None,
         created_dirs,
     });
 }
@@ -383,12 +428,17 @@ fn write_ledger(path: &Path, ledger: &Ledger) -> Result<(), SetupError> {
 fn read_ledger(path: &Path) -> Result<Option<Ledger>, SetupError> {
     match fs::read(path) {
         Ok(bytes) => {
-            serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|source| SetupError::BadLedger {
+            let mut ledger: Ledger =
+                serde_json::from_slice(&bytes).map_err(|source| SetupError::BadLedger {
                     path: path.to_owned(),
                     source,
-                })
+                })?;
+            if ledger.v < 2 {
+                for changed in &mut ledger.files {
+                    changed.created = changed.before.is_none();
+                }
+            }
+            Ok(Some(ledger))
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(SetupError::ReadLedger {
@@ -398,7 +448,7 @@ fn read_ledger(path: &Path) -> Result<Option<Ledger>, SetupError> {
     }
 }
 
-fn undo(ledger_path: &Path) -> Result<ExitCode, SetupError> {
+fn undo(ledger_path: &Path, read_only: ReadOnly) -> Result<ExitCode, SetupError> {
     let Some(ledger) = read_ledger(ledger_path)? else {
         println!("nothing to undo ({} does not exist)", ledger_path.display());
         return Ok(ExitCode::SUCCESS);
@@ -406,62 +456,27 @@ fn undo(ledger_path: &Path) -> Result<ExitCode, SetupError> {
     let mut failed = false;
     for changed in &ledger.files {
         let name = &changed.agent;
-        let file = &changed.file;
-        let now = fs::read(file).ok();
-        if now.as_deref() == Some(changed.after.as_bytes()) {
-            let restored = match &changed.before {
-                Some(before) => hooktrack::store::write_atomic(
-                    file,
-                    before.as_bytes(),
-                    changed.mode.unwrap_or(0o600),
-                )
-                .map_err(|e| error_chain(&e)),
-                None => fs::remove_file(file).map_err(|e| e.to_string()),
-            };
-            match restored {
-                Ok(()) => {
-                    // Only directories setup created, and only while empty.
-                    for dir in &changed.created_dirs {
-                        let _ = fs::remove_dir(dir);
-                    }
-                    println!(
-                        "{name}: {} {}",
-                        file.display(),
-                        if changed.before.is_some() {
-                            "restored"
-                        } else {
-                            "removed (setup created it)"
-                        }
-                    );
-                }
-                Err(e) => {
-                    println!("{name}: cannot restore {}: {e}", file.display());
-                    failed = true;
-                }
-            }
+        let Ok(agent) = Agent::from_name(name) else {
+            println!(
+                "{name}: {}: not an agent hooktrack knows: left alone",
+                changed.file.display()
+            );
+            failed = true;
             continue;
-        }
-        // Edited since setup: its bytes cannot come back without losing that edit.
-        let format = Agent::from_name(name)
-            .map(|a| a.config().format)
-            .unwrap_or(hooktrack::ConfigFormat::JsonHooks);
-        // Only setup's entries: a running session's block stays for its own cleanup.
-        match install::uninstall_routed(file, format) {
-            Ok(Uninstalled::Removed { .. }) => println!(
-                "{name}: {} changed since setup: removed hooktrack's entries only",
-                file.display()
-            ),
-            Ok(_) => println!(
-                "{name}: {} changed since setup and holds no hooktrack entries: left alone",
-                file.display()
-            ),
+        };
+        match undo_one(agent, changed, read_only) {
+            Ok(done) => println!("{name}: {}: {done}", changed.file.display()),
             Err(e) => {
-                println!("{name}: {}: {}", file.display(), error_chain(&e));
+                println!("{name}: {}: {e}", changed.file.display());
                 failed = true;
             }
         }
     }
     if failed {
+        println!(
+            "{} is kept: run `hooktrack setup --undo` again once the files above are fixed",
+            ledger_path.display()
+        );
         return Ok(ExitCode::FAILURE);
     }
     match fs::remove_file(ledger_path) {
@@ -475,6 +490,84 @@ fn undo(ledger_path: &Path) -> Result<ExitCode, SetupError> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Takes setup's entries out of one file as it is now (through a symlink, as install
+/// writes), removes it if setup created it and nothing else is left, and says what was
+/// done only once the file, read again, holds none of setup's entries.
+fn undo_one(agent: Agent, changed: &Changed, read_only: ReadOnly) -> Result<String, String> {
+    let file = &changed.file;
+    let format = agent.config().format;
+    if let Some(done) = give_back_users_plugin(agent, changed)? {
+        return Ok(done);
+    }
+    // Only setup's entries: a running session's block stays for its own cleanup.
+    let removed = match install::uninstall_routed(file, format, read_only) {
+        Ok(Uninstalled::Removed { .. }) => true,
+        Ok(_) => false,
+        Err(e) => return Err(error_chain(&e)),
+    };
+    let is_link = fs::symlink_metadata(file).is_ok_and(|m| m.file_type().is_symlink());
+    let now = fs::read(file)
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    let left = now.as_deref().map_or(0, |text| routed_entries(agent, text));
+    if left > 0 {
+        return Err(format!("still holds {left} of hooktrack's entries"));
+    }
+    let mut done = match (removed, now.is_some()) {
+        (true, true) => {
+            "hooktrack's entries removed; the rest of the file is as it is now".to_owned()
+        }
+        (true, false) => "removed (hooktrack's plugin)".to_owned(),
+        (false, true) => "holds no hooktrack entries: left alone".to_owned(),
+        (false, false) => "does not exist".to_owned(),
+    };
+    if changed.created
+        && !is_link
+        && now
+            .as_deref()
+            .is_some_and(|t| install::holds_nothing(t, format))
+    {
+        fs::remove_file(file).map_err(|e| format!("cannot remove it: {e}"))?;
+        done = "removed (setup created it, and nothing else is in it)".to_owned();
+    }
+    if !file.exists() {
+        // Only directories setup created, and only while empty.
+        for dir in &changed.created_dirs {
+            let _ = fs::remove_dir(dir);
+        }
+    }
+    Ok(done)
+}
+
+/// A version 1 setup replaced a user's own plugin file at hooktrack's path with its
+/// plugin and kept the user's bytes: while hooktrack's plugin is still there, the user's
+/// file goes back in its place.
+fn give_back_users_plugin(agent: Agent, changed: &Changed) -> Result<Option<String>, String> {
+    let (ConfigFormat::Plugin, Some(theirs)) = (agent.config().format, &changed.before) else {
+        return Ok(None);
+    };
+    if install::is_our_plugin(theirs) {
+        return Ok(None);
+    }
+    let now = fs::read_to_string(&changed.file).ok();
+    if !now.as_deref().is_some_and(install::is_our_plugin) {
+        return Ok(None);
+    }
+    hooktrack::store::write_atomic(&changed.file, theirs.as_bytes(), 0o644)
+        .map_err(|e| error_chain(&e))?;
+    Ok(Some(
+        "your own file, which an earlier setup replaced, is back".to_owned(),
+    ))
+}
+
+/// How many of setup's (environment-routed) entries `text` holds.
+fn routed_entries(agent: Agent, text: &str) -> usize {
+    own_side::entries(agent, text)
+        .iter()
+        .filter(|e| e.routed)
+        .count()
 }
 
 #[cfg(test)]

@@ -34,6 +34,18 @@ pub enum InstallError {
     /// A JSON hooks file hooktrack will not edit (nothing was changed).
     #[error("{path} {refusal}; nothing was changed")]
     Refused { path: PathBuf, refusal: Refusal },
+    /// The user made the file read-only; it is rewritten only when asked (nothing was
+    /// changed).
+    #[error(
+        "{path} is read-only (mode {mode:o}); nothing was changed: make it writable (chmod u+w) or pass --force to rewrite it anyway"
+    )]
+    ReadOnly { path: PathBuf, mode: u32 },
+    /// A file at hooktrack's plugin path that hooktrack did not write (nothing was
+    /// changed, and it is never deleted).
+    #[error(
+        "{path} is not hooktrack's (its first line is not hooktrack's marker); nothing was changed: rename it or move it out of that folder, then run again"
+    )]
+    NotOurs { path: PathBuf },
     /// Another writer kept saving the file while it was edited (nothing of theirs lost).
     #[error(
         "{path} changed under every one of {attempts} edits; left as the other writer saved it"
@@ -111,10 +123,9 @@ pub enum Refusal {
     HooksNotObject { kind: &'static str },
     #[error("has a `hooks.{event}` that is {kind}, not a list of matcher groups")]
     EventNotList { event: String, kind: &'static str },
-    #[error("cannot be rendered as JSON ({cause})")]
-    Render { cause: serde_json::Error },
-    #[error("cannot be rendered as UTF-8")]
-    RenderUtf8,
+    /// serde_json read it, but hooktrack cannot find where its values sit in the text.
+    #[error("cannot be edited in place")]
+    Unplaced,
 }
 
 /// A rule the file breaks, as the agent CLI (or the read-back) sees it: one sentence,

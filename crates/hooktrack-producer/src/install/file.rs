@@ -6,7 +6,7 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use super::InstallError;
+use super::{InstallError, ReadOnly};
 use crate::store::{self, StoreError};
 
 /// Follows a symlinked config file, so the link survives the atomic replace.
@@ -32,6 +32,20 @@ pub(crate) fn read_text(path: &Path) -> Result<Option<String>, InstallError> {
             path: path.to_owned(),
             source,
         }),
+    }
+}
+
+/// Refuses a file the user made read-only (no owner write bit), unless `read_only` says
+/// to rewrite it. A file that does not exist is writable.
+pub(crate) fn check_writable(path: &Path, read_only: ReadOnly) -> Result<(), InstallError> {
+    match fs::metadata(path) {
+        Ok(m) if m.permissions().mode() & 0o200 == 0 && read_only == ReadOnly::Refuse => {
+            Err(InstallError::ReadOnly {
+                path: path.to_owned(),
+                mode: m.permissions().mode() & 0o7777,
+            })
+        }
+        _ => Ok(()),
     }
 }
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use hooktrack_core::agent::{Agent, ConfigFormat};
 
-use super::{InstallError, Uninstalled, file, toml_block, uninstall};
+use super::{InstallError, ReadOnly, Uninstalled, file, toml_block, uninstall};
 use crate::store::StorePaths;
 use crate::store::leftover::{DeadCollector, clean_dead_collector, collector_alive};
 
@@ -75,7 +75,7 @@ pub fn clean_dead_launch_block(
         return Ok(None);
     }
     let collector = clean_dead_collector(&store).ok().flatten();
-    match uninstall(&config, format, block.generation)? {
+    match uninstall(&config, format, block.generation, ReadOnly::Refuse)? {
         Uninstalled::Removed { generation } => Ok(Some(DeadBlock {
             config,
             generation,

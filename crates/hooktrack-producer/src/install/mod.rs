@@ -136,6 +136,16 @@ pub struct InstallReport {
     pub created: bool,
 }
 
+/// Whether a config the user made read-only (no owner write bit) may be rewritten: a
+/// read-only file is a choice, so it is refused, naming the file, unless asked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadOnly {
+    #[default]
+    Refuse,
+    /// Rewrite it anyway (`--force`), keeping its mode.
+    Rewrite,
+}
+
 /// What an uninstall did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Uninstalled {
@@ -160,8 +170,9 @@ pub fn install(
     config: &Path,
     agent: Agent,
     observer: &Observer,
+    read_only: ReadOnly,
 ) -> Result<InstallReport, InstallError> {
-    let result = install_unrecorded(config, agent, observer);
+    let result = install_unrecorded(config, agent, observer, read_only);
     let Route::Argv(destination) = &observer.route else {
         return result;
     };
@@ -196,9 +207,11 @@ fn install_unrecorded(
     config: &Path,
     agent: Agent,
     observer: &Observer,
+    read_only: ReadOnly,
 ) -> Result<InstallReport, InstallError> {
     check_observer(observer)?;
     let config = file::resolve(config);
+    file::check_writable(&config, read_only)?;
     // Edited from a read, written only while the file still holds what was read: a save
     // by the user meanwhile is never overwritten, the edit is redone on it (`replace_if`).
     let mut original = file::read_text(&config)?;
@@ -235,30 +248,37 @@ fn install_unrecorded(
 
 /// Removes hooktrack's entries from `config`, keeping the rest. With `generation`, only
 /// entries of that generation go (a newer session's are left in place). A file without
-/// hooktrack entries is not rewritten.
+/// hooktrack entries is not rewritten, and a file not hooktrack's is never deleted.
 pub fn uninstall(
     config: &Path,
     format: ConfigFormat,
     generation: Option<u64>,
+    read_only: ReadOnly,
 ) -> Result<Uninstalled, InstallError> {
     uninstall_which(
         config,
         format,
         generation.map_or(Which::Any, Which::Generation),
+        read_only,
     )
 }
 
 /// Removes hooktrack's environment-routed entries from `config` (what `setup` wrote),
 /// keeping the rest: a running launch's generation-scoped block in Kimi Code's
 /// `config.toml` stays for that launch's own cleanup.
-pub fn uninstall_routed(config: &Path, format: ConfigFormat) -> Result<Uninstalled, InstallError> {
-    uninstall_which(config, format, Which::Routed)
+pub fn uninstall_routed(
+    config: &Path,
+    format: ConfigFormat,
+    read_only: ReadOnly,
+) -> Result<Uninstalled, InstallError> {
+    uninstall_which(config, format, Which::Routed, read_only)
 }
 
 fn uninstall_which(
     config: &Path,
     format: ConfigFormat,
     which: Which,
+    read_only: ReadOnly,
 ) -> Result<Uninstalled, InstallError> {
     let config = file::resolve(config);
     let mut read = file::read_text(&config)?;
@@ -266,12 +286,23 @@ fn uninstall_which(
         let Some(text) = &read else {
             return Ok(Uninstalled::NoFile);
         };
-        match format::remove(format, &config, text, which)? {
+        let removal = format::remove(format, &config, text, which)?;
+        if matches!(removal, Removal::Removed { .. } | Removal::Delete { .. }) {
+            file::check_writable(&config, read_only)?;
+        }
+        match removal {
             Removal::Nothing => return Ok(Uninstalled::NoBlock),
             Removal::KeptOther { generation } => {
                 return Ok(Uninstalled::KeptOther { generation });
             }
             Removal::Delete { generation } => {
+                // Only the text judged hooktrack's goes: a file saved there meanwhile is
+                // judged again.
+                let now = file::read_text(&config)?;
+                if now.as_deref() != Some(text.as_str()) {
+                    read = now;
+                    continue;
+                }
                 std::fs::remove_file(&config).map_err(|source| InstallError::Write {
                     path: config.clone(),
                     source: StoreError::Write {
@@ -340,6 +371,16 @@ pub fn installed_by(config: &Path, agent: Agent, observer: &Observer) -> bool {
         }
     }
     .is_ok_and(|v| v.ours > 0)
+}
+
+/// Whether a config's `text` holds nothing at all, as a file an install created does once
+/// hooktrack's entries are out again: an empty JSON object, blank TOML, an empty plugin.
+pub fn holds_nothing(text: &str, format: ConfigFormat) -> bool {
+    match format {
+        ConfigFormat::JsonHooks => json_hooks::Settings::parse(text).is_ok_and(|s| s.is_empty()),
+        ConfigFormat::TomlHooks => text.trim().is_empty(),
+        ConfigFormat::Plugin => text.is_empty(),
+    }
 }
 
 /// Records the installer's verdict in `<dir>/channel.json` (0600, atomic).

@@ -274,9 +274,9 @@ mod tests {
     fn rendered(agent: Agent, observer: &Observer) -> String {
         match agent.config().format {
             ConfigFormat::JsonHooks => {
-                let mut settings = Settings::parse("{}").expect("empty object");
-                settings.add(agent, observer).expect("add");
-                settings.render().expect("render")
+                crate::install::format::edit(agent, Path::new("settings.json"), "{}", observer)
+                    .expect("edit")
+                    .text
             }
             ConfigFormat::TomlHooks => {
                 crate::install::toml_block::render_block(agent, observer, false)

@@ -81,16 +81,23 @@ pub fn render(agent: Agent, observer: &Observer) -> String {
     )
 }
 
-/// The install edit: the whole file, rendered.
+/// The install edit: the whole file, rendered. A file already there is replaced only when
+/// its first line is hooktrack's marker: the agent loads any file in that folder, and one
+/// the user wrote at hooktrack's path is theirs.
 pub(crate) fn edit(
     agent: Agent,
-    _config: &Path,
+    config: &Path,
     before: &str,
     observer: &Observer,
 ) -> Result<Edit, InstallError> {
     let replaced = match header(before) {
         Some(h) => Replaced::entries_of(h.generation),
-        None => Replaced::Nothing,
+        None if before.is_empty() => Replaced::Nothing,
+        None => {
+            return Err(InstallError::NotOurs {
+                path: config.to_owned(),
+            });
+        }
     };
     Ok(Edit {
         text: render(agent, observer),
@@ -221,11 +228,20 @@ fn glob(pattern: &str, text: &str) -> bool {
     p[pi..].iter().all(|c| *c == '*')
 }
 
+/// Whether `text` is a plugin hooktrack wrote (of any version): its first line is
+/// hooktrack's marker.
+pub fn is_ours(text: &str) -> bool {
+    header(text).is_some()
+}
+
 /// Whether `text` is hooktrack's plugin of this version for `agent`, and (with an
 /// observer) exactly the one it renders.
 pub fn validate(text: &str, agent: Agent) -> Result<Validation, Violation> {
     let Some(h) = header(text) else {
-        return Err(Violation::new("it is not hooktrack's plugin"));
+        return Err(Violation::new(format!(
+            "it is not hooktrack's plugin (its first line is not hooktrack's marker): rename it or move it out of that folder, then run `hooktrack install {}`",
+            agent.typed_name()
+        )));
     };
     if h.version != VERSION {
         return Err(Violation::new(format!(

@@ -1,10 +1,11 @@
-//! The settings editor: the file as an order-preserving JSON object (serde_json with
-//! `preserve_order`), hooktrack's entries found, taken out and put in.
+//! The settings as the agent reads them: the file as an order-preserving JSON object
+//! (serde_json with `preserve_order`, the last of duplicate keys kept, as the agents'
+//! readers keep it), and which entries are hooktrack's. The file itself is edited in place
+//! (`splice.rs`), never re-rendered from this.
 
 use hooktrack_core::agent::Agent;
 use serde_json::{Map, Value, json};
 
-use super::layout::Layout;
 use crate::install::command::{command, generation_of, is_hooktrack_command};
 use crate::install::{Observer, Refusal, facts};
 
@@ -63,18 +64,13 @@ pub(super) fn kind(value: &Value) -> &'static str {
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub(super) root: Map<String, Value>,
-    layout: Layout,
 }
 
 impl Settings {
     /// Parses a settings file's text (blank text is an empty object).
     pub fn parse(text: &str) -> Result<Self, Refusal> {
-        let layout = Layout::of(text);
         if text.trim().is_empty() {
-            return Ok(Self {
-                root: Map::new(),
-                layout,
-            });
+            return Ok(Self { root: Map::new() });
         }
         let value: Value =
             serde_json::from_str(text).map_err(|cause| Refusal::NotJson { cause })?;
@@ -84,12 +80,7 @@ impl Settings {
         if let Some(hooks) = root.get("hooks").filter(|h| !h.is_object()) {
             return Err(Refusal::HooksNotObject { kind: kind(hooks) });
         }
-        Ok(Self { root, layout })
-    }
-
-    /// The text, laid out as the file was.
-    pub fn render(&self) -> Result<String, Refusal> {
-        self.layout.render(&self.root)
+        Ok(Self { root })
     }
 
     pub(super) fn hooks(&self) -> Option<&Map<String, Value>> {
@@ -130,85 +121,9 @@ impl Settings {
         found
     }
 
-    /// Removes hooktrack's entries whose generation `select` accepts, then every matcher
-    /// group, event list and `hooks` object that this removal left empty (empty ones it
-    /// did not empty stay). Returns how many entries went.
-    pub fn strip(&mut self, select: impl Fn(Option<u64>) -> bool) -> usize {
-        let Some(Value::Object(hooks)) = self.root.get_mut("hooks") else {
-            return 0;
-        };
-        let selected = |e: &Value| match owner(e) {
-            Owner::Hooktrack { generation } => select(generation),
-            Owner::User => false,
-        };
-        let mut removed = 0;
-        let mut emptied = Vec::new();
-        for (event, groups) in hooks.iter_mut() {
-            let Value::Array(groups) = groups else {
-                continue;
-            };
-            let before = removed;
-            groups.retain_mut(|group| {
-                let Some(Value::Array(entries)) = group.get_mut("hooks") else {
-                    return true;
-                };
-                let had = entries.len();
-                entries.retain(|e| !selected(e));
-                removed += had - entries.len();
-                !(entries.is_empty() && had > 0)
-            });
-            if removed > before && groups.is_empty() {
-                emptied.push(event.clone());
-            }
-        }
-        for event in &emptied {
-            hooks.shift_remove(event);
-        }
-        if removed > 0 && hooks.is_empty() {
-            self.root.shift_remove("hooks");
-        }
-        removed
-    }
-
-    /// Appends one matcher group with hooktrack's entry to each of the agent's events
-    /// (creating `hooks` and the event lists at the end where missing).
-    pub fn add(&mut self, agent: Agent, observer: &Observer) -> Result<(), Refusal> {
-        let hooks = self
-            .root
-            .entry("hooks")
-            .or_insert_with(|| Value::Object(Map::new()));
-        let Value::Object(hooks) = hooks else {
-            return Err(Refusal::HooksNotObject { kind: kind(hooks) });
-        };
-        let events = agent
-            .descriptor()
-            .hook_events_for(observer.agent_version.as_deref());
-        if let Some((event, value)) = events
-            .iter()
-            .find_map(|e| hooks.get(*e).filter(|v| !v.is_array()).map(|v| (e, v)))
-        {
-            return Err(Refusal::EventNotList {
-                event: (*event).to_owned(),
-                kind: kind(value),
-            });
-        }
-        for event in &events {
-            let groups = hooks
-                .entry(*event)
-                .or_insert_with(|| Value::Array(Vec::new()));
-            if let Value::Array(groups) = groups {
-                let group = if facts::schema(agent).matcher {
-                    json!({
-                        "matcher": MATCH_ALL,
-                        "hooks": [entry(agent, observer, event)],
-                    })
-                } else {
-                    json!({ "hooks": [entry(agent, observer, event)] })
-                };
-                groups.push(group);
-            }
-        }
-        Ok(())
+    /// No key at all: `{}`.
+    pub fn is_empty(&self) -> bool {
+        self.root.is_empty()
     }
 
     /// Everything, compact and in order: two files hold the same settings iff these match.

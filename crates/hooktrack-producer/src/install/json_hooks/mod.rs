@@ -6,14 +6,18 @@
 //!
 //! JSON carries no comments, so there is no marker block: hooktrack's entries are the ones
 //! whose command is `'<emitter>' emit --observer hooktrack ...` (see
-//! [`super::command::is_hooktrack_command`]). The file is parsed with serde_json
-//! (`preserve_order`), so every key keeps its place; hooktrack's entries are removed, one
-//! matcher group per event (`{"matcher": "", "hooks": [entry]}`) is appended
-//! (`edit.rs`), and the file is written back in its own layout (`layout.rs`).
-//! The read-back checks the file as the agent reads it (`validate.rs`).
+//! [`super::command::is_hooktrack_command`]). The file is read as the agent reads it with
+//! serde_json (`edit.rs`), but edited as text (`splice.rs` over the spans of `tree.rs`):
+//! hooktrack's entries are cut out, one matcher group per event
+//! (`{"matcher": "", "hooks": [entry]}`) is appended, laid out as the file around it
+//! (`layout.rs`), and every other byte stays as the user wrote it. The read-back checks the
+//! file as the agent reads it (`validate.rs`) and that, without hooktrack's entries, it is
+//! byte for byte the text the install started from.
 
 mod edit;
 mod layout;
+mod splice;
+mod tree;
 mod validate;
 
 use std::path::Path;
@@ -39,13 +43,17 @@ pub(crate) fn edit(
     before: &str,
     observer: &Observer,
 ) -> Result<Edit, InstallError> {
-    let mut settings = Settings::parse(before).map_err(refused(config))?;
-    let old = settings.our_generations();
-    settings.strip(|_| true);
-    settings.add(agent, observer).map_err(refused(config))?;
-    let text = settings.render().map_err(refused(config))?;
-    // What the user's part must look like once hooktrack's entries are taken out again.
-    settings.strip(|_| true);
+    let old = Settings::parse(before)
+        .map_err(refused(config))?
+        .our_generations();
+    let (outside, _) = splice::strip(before, |_| true).map_err(refused(config))?;
+    // A blank file is an empty object: what is left of it once the entries go again.
+    let outside = if outside.trim().is_empty() {
+        "{}\n".to_owned()
+    } else {
+        outside
+    };
+    let text = splice::add(&outside, agent, observer).map_err(refused(config))?;
     let replaced = if old.is_empty() {
         Replaced::Nothing
     } else {
@@ -54,11 +62,12 @@ pub(crate) fn edit(
     Ok(Edit {
         text,
         replaced,
-        outside: settings.canonical(),
+        outside,
     })
 }
 
-/// The read-back: the file as the agent reads it, then the user's part unchanged.
+/// The read-back: the file as the agent reads it, then, without hooktrack's entries, the
+/// very text the install started from.
 pub(crate) fn read_back(
     agent: Agent,
     back: &str,
@@ -71,9 +80,8 @@ pub(crate) fn read_back(
         Some(observer),
         observer.agent_version.as_deref(),
     )?;
-    let mut back = Settings::parse(back)?;
-    back.strip(|_| true);
-    if back.canonical() != outside {
+    let (back, _) = splice::strip(back, |_| true)?;
+    if back != outside {
         return Err(Violation::new(
             "the settings outside hooktrack's entries changed",
         ));
@@ -83,14 +91,15 @@ pub(crate) fn read_back(
 
 /// Removes hooktrack's entries (with `generation`, only those) and whatever matcher
 /// group, event list or `hooks` object their removal left empty; a file left as `{}`
-/// stays.
+/// stays. Every other byte stays as it is.
 pub(crate) fn remove(
     config: &Path,
     text: &str,
     generation: Option<u64>,
 ) -> Result<Removal, InstallError> {
-    let mut settings = Settings::parse(text).map_err(refused(config))?;
-    let found = settings.our_generations();
+    let found = Settings::parse(text)
+        .map_err(refused(config))?
+        .our_generations();
     if found.is_empty() {
         return Ok(Removal::Nothing);
     }
@@ -100,9 +109,9 @@ pub(crate) fn remove(
             generation: found.into_iter().flatten().max(),
         });
     }
-    settings.strip(select);
+    let (text, _) = splice::strip(text, select).map_err(refused(config))?;
     Ok(Removal::Removed {
-        text: settings.render().map_err(refused(config))?,
+        text,
         generation: generation.or_else(|| found.into_iter().flatten().max()),
     })
 }

@@ -1,4 +1,4 @@
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use hooktrack_core::agent::ConfigFormat;
 
@@ -28,10 +28,9 @@ fn observer() -> Observer {
 }
 
 fn installed(agent: Agent, text: &str) -> String {
-    let mut s = Settings::parse(text).unwrap();
-    s.strip(|_| true);
-    s.add(agent, &observer()).unwrap();
-    s.render().unwrap()
+    edit(agent, Path::new("settings.json"), text, &observer())
+        .unwrap()
+        .text
 }
 
 #[test]
@@ -69,9 +68,9 @@ fn a_changed_entry_is_a_violation() {
         let err = validate(&other, agent, None, None).unwrap_err();
         assert!(err.contains("more than one generation"), "{agent}: {err:?}");
         // Out from under the every-occurrence matcher (or the missing one).
-        let mut settings = Settings::parse(&text).unwrap();
-        settings.root["hooks"][agent.hook_events()[0]][0]["matcher"] = "Bash".into();
-        let moved = settings.render().unwrap();
+        let mut settings: serde_json::Value = serde_json::from_str(&text).unwrap();
+        settings["hooks"][agent.hook_events()[0]][0]["matcher"] = "Bash".into();
+        let moved = settings.to_string();
         let err = validate(&moved, agent, None, None).unwrap_err();
         assert!(err.contains("empty matcher"), "{agent}: {err:?}");
     }
@@ -92,11 +91,12 @@ fn an_entry_on_an_event_the_agent_lacks_is_a_violation() {
                 continue;
             };
             // hooktrack's own group, copied to the event the agent lacks.
-            let mut settings = Settings::parse(&installed(agent, "")).unwrap();
+            let mut settings: serde_json::Value =
+                serde_json::from_str(&installed(agent, "")).unwrap();
             let first = agent.hook_events()[0];
-            let group = settings.root["hooks"][first].clone();
-            settings.root["hooks"][*extra] = group;
-            let text = settings.render().unwrap();
+            let group = settings["hooks"][first].clone();
+            settings["hooks"][*extra] = group;
+            let text = settings.to_string();
             let err = validate(&text, agent, None, None).unwrap_err();
             let expect = format!(
                 "a hooktrack entry on `{extra}`, which is not one of {}'s {} events",
@@ -175,18 +175,86 @@ fn what_voids_the_file_for_each_agent() {
     }
 }
 
+/// Files no serializer writes: numbers past f64, duplicate keys, `\u` escapes, odd
+/// spacing, tabs, CRLF, one line, no final newline, the user's own hooks. Installed, every
+/// byte of them is still there in order; removed again, the file is what it was. `@EVENT@`
+/// is the agent's first event. (A list or `hooks` object hooktrack filled and emptied
+/// again goes, as `strip_removes_only_what_it_emptied` shows, and the blank inside an
+/// empty object it filled is not kept: `{ }` comes back as `{}`.)
+const ODD_FILES: &[&str] = &[
+    "{\n  \"big\": 123456789012345678901234567890,\n  \"f\": 1.0e+2,\n  \"neg\": -0\n}\n",
+    "{\"a\": 1, \"a\": 2,\n \"hooks\": {\"@EVENT@\": []}, \"hooks\": {\"@EVENT@\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"mine\"}]}]}}",
+    "{ \"k\\u00e9y\" : \"\\u00e9\\ud83d\\ude00\\/\" ,\n\n\n   \"x\"  :[ 1 ,2 ] }\n\n",
+    "{\t\"theme\":\"dark\",\n\t\"model\" : \"x\"}",
+    "{\r\n\t\"a\": 1\r\n}\r\n",
+    "{\"a\":1,\"b\":{\"c\":[]}}",
+    "{}\n",
+    "{}",
+    "  {}  ",
+    "{\n    \"hooks\": {\n        \"@EVENT@\": [\n            {\"hooks\": [{\"type\": \"command\", \"command\": \"mine\"}]}\n        ]\n    }\n}\n",
+];
+
 #[test]
-fn layouts_round_trip() {
-    for text in [
-        "{\n  \"a\": 1,\n  \"b\": [\n    1,\n    2\n  ]\n}\n",
-        "{\n    \"a\": {\n        \"b\": true\n    }\n}",
-        "{\r\n\t\"a\": 1\r\n}\r\n",
-        "{\"a\":1,\"b\":{\"c\":[]}}",
-        "{}\n",
-    ] {
-        assert_eq!(Settings::parse(text).unwrap().render().unwrap(), text);
+fn install_and_removal_keep_every_byte_outside_hooktracks_entries() {
+    for agent in json_agents() {
+        for text in ODD_FILES {
+            let text = &text.replace("@EVENT@", agent.hook_events()[0]);
+            let with = installed(agent, text);
+            // An agent that reads no top-level key of these has no business with them.
+            if facts::top_level_keys(agent).is_none() {
+                validate(&with, agent, Some(&observer()), None)
+                    .unwrap_or_else(|e| panic!("{agent} {text:?}: {e}\n{with}"));
+            }
+            // Every byte of the user's, in order, in the installed text.
+            let mut rest = with.as_str();
+            for c in text.chars() {
+                let at = rest
+                    .find(c)
+                    .unwrap_or_else(|| panic!("{agent} {text:?}: {c:?} gone\n{with}"));
+                rest = &rest[at + c.len_utf8()..];
+            }
+            for kept in ["123456789012345678901234567890", "\\u00e9", "1.0e+2"] {
+                assert_eq!(with.contains(kept), text.contains(kept), "{agent}: {with}");
+            }
+            let Removal::Removed { text: back, .. } =
+                remove(Path::new("settings.json"), &with, None).unwrap()
+            else {
+                panic!("{agent} {text:?}: nothing removed");
+            };
+            assert_eq!(&back, text, "{agent}");
+            // Only the last of duplicate keys counts, to the agent and to the install.
+            if text.contains("\"a\": 2") {
+                assert!(
+                    with.contains(
+                        "{\"@EVENT@\": []}"
+                            .replace("@EVENT@", agent.hook_events()[0])
+                            .as_str()
+                    ),
+                    "{with}"
+                );
+            }
+            // Installed twice, the same text.
+            assert_eq!(installed(agent, &with), with, "{agent} {text:?}");
+        }
     }
-    assert_eq!(Settings::parse("").unwrap().render().unwrap(), "{}\n");
+}
+
+/// An indented file gets hooktrack's groups laid out as its own lines are.
+#[test]
+fn added_entries_follow_the_files_indent() {
+    let agent = json_agents()[0];
+    let text = "{\n\t\"a\": 1\n}\n";
+    let with = installed(agent, text);
+    assert!(
+        with.starts_with("{\n\t\"a\": 1,\n\t\"hooks\": {\n\t\t\""),
+        "{with}"
+    );
+    assert!(with.ends_with("\n\t}\n}\n"), "{with}");
+    let compact = installed(agent, "{\"a\":1}");
+    assert_eq!(compact.lines().count(), 1, "{compact}");
+    let crlf = installed(agent, "{\r\n  \"a\": 1\r\n}\r\n");
+    assert!(!crlf.replace("\r\n", "").contains('\n'), "{crlf:?}");
+    assert_eq!(installed(agent, ""), installed(agent, "{}\n"));
 }
 
 #[test]
@@ -199,16 +267,13 @@ fn strip_removes_only_what_it_emptied() {
         panic!("no agent with a `Stop` event and matcher groups");
     };
     let text = installed(agent, user);
-    let mut s = Settings::parse(&text).unwrap();
-    assert_eq!(
-        s.strip(|_| true),
-        agent.descriptor().hook_events_for(None).len()
-    );
+    let (stripped, removed) = splice::strip(&text, |_| true).unwrap();
+    assert_eq!(removed, agent.descriptor().hook_events_for(None).len());
     // The user's empty matcher group stays; the `Stop` list hooktrack filled and
     // emptied again goes (the same meaning to Claude Code).
     assert_eq!(
-        s.canonical(),
-        r#"{"z":1,"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[]}]},"a":2}"#
+        stripped,
+        r#"{"z": 1, "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": []}]}, "a": 2}"#
     );
 }
 
@@ -230,9 +295,11 @@ fn refusals_name_the_cause() {
     );
     for agent in json_agents() {
         let event = agent.hook_events()[0];
-        let mut s = Settings::parse(&format!(r#"{{"hooks": {{"{event}": {{}}}}}}"#)).unwrap();
+        let text = format!(r#"{{"hooks": {{"{event}": {{}}}}}}"#);
         assert_eq!(
-            s.add(agent, &observer()).unwrap_err().to_string(),
+            splice::add(&text, agent, &observer())
+                .unwrap_err()
+                .to_string(),
             format!("has a `hooks.{event}` that is an object, not a list of matcher groups")
         );
     }
