@@ -1029,8 +1029,9 @@ fn undo_while_a_kimi_code_session_runs_takes_only_setups_block() {
     let h = Home::new();
     let (config, _agent) = h.with_kimi_code();
     assert!(h.run(&["setup"]).status.success());
-    // A running session's block, as its launch writes it.
+    // A running session's block, as its launch writes it (its collector runs).
     let session_dir = h.home.join("session-store");
+    let _running = crate::support::collector_running(&session_dir);
     let out = h.run(&[
         "install",
         "kimi-code",

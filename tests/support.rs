@@ -184,3 +184,14 @@ pub fn turn_running(n: i64) -> Vec<String> {
         ),
     ]
 }
+
+/// Holds `store`'s collector lock as a running collector does, for as long as the returned
+/// file lives: a session's block whose collector is gone is cleaned up by the next
+/// `session`, `check` or `watch`; one whose collector runs is left alone.
+pub fn collector_running(store: &Path) -> std::fs::File {
+    std::fs::create_dir_all(store).expect("mkdir store");
+    let lock = std::fs::File::create(store.join("collector.lock")).expect("collector.lock");
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+        .expect("lock as a running collector does");
+    lock
+}

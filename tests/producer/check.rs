@@ -254,8 +254,11 @@ fn check_fails_when_the_default_store_cannot_be_written() {
         );
     }
     // Entries that name their session's store do not deliver to the default one (the
-    // routed entries go first: Kimi Code's file can hold both blocks side by side).
+    // routed entries go first: Kimi Code's file can hold both blocks side by side). Its
+    // collector runs (its lock held here): a session that is gone would have its block
+    // cleaned up by `check`.
     let store = scratch.path("session-store");
+    let _running = crate::support::collector_running(&store);
     for agent in Agent::ALL {
         let out = scratch.run("uninstall", agent, &[]);
         assert!(out.status.success(), "{}: {out:?}", agent.name());

@@ -109,7 +109,9 @@ fn install_keeps_every_byte_outside_the_block_and_uninstall_restores_the_file() 
         let verdict = channel(&store);
         assert_eq!(verdict["install"]["ok"], true, "{verdict}");
         assert_eq!(verdict["generation"], 1);
-        // A re-install replaces the block in place.
+        // A re-install replaces the block in place (its session's collector runs: a block
+        // whose collector is gone is cleaned up by the `check` below).
+        let _running = crate::support::collector_running(&store);
         let out = install(variant, &config, &store, 2, "http://127.0.0.1:4200/events");
         assert!(out.status.success());
         assert!(String::from_utf8_lossy(&out.stdout).contains("replacing generation 1"));

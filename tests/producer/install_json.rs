@@ -423,7 +423,8 @@ fn a_hand_laid_out_file_comes_back_byte_for_byte() {
         "http://127.0.0.1:1/e",
     ));
     let text = fs::read_to_string(&config).expect("read");
-    assert!(text.contains(", \"BeforeTool\": [{"), "{text}");
+    // A key laid out as its sibling's (`"Notification": [`, a space after the colon).
+    assert!(text.contains("\"BeforeTool\": [{"), "{text}");
     assert!(
         text.starts_with("{\r\n    \"b\": [1, 2,3],\r\n    \"caf\\u00e9\": \"\\u00e9\\n\",\r\n"),
         "{text}"

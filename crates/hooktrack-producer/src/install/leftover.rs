@@ -116,6 +116,15 @@ fn store_named(block: &str) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+
+    /// An agent whose hooks are a TOML block (the block's shape is what these tests read).
+    fn toml_agent() -> Agent {
+        Agent::ALL
+            .into_iter()
+            .find(|a| a.config().format == ConfigFormat::TomlHooks)
+            .expect("an agent with TOML hooks")
+    }
+
     use super::*;
     use crate::install::{Destination, Observer, Route};
 
@@ -131,7 +140,7 @@ mod tests {
             }),
             agent_version: None,
         };
-        let block = toml_block::render_block(Agent::KimiCode, &observer, false);
+        let block = toml_block::render_block(toml_agent(), &observer, false);
         assert_eq!(store_named(&block), Some(dir));
         assert_eq!(
             store_named("[[hooks]]\ncommand = \"x --dir 'relative'\"\n"),
@@ -156,17 +165,17 @@ mod tests {
         };
         let user = "default_model = \"mock\"\n";
         let config = tmp.path().join("config.toml");
-        let with_block = toml_block::merge_block(Agent::KimiCode, &observer, user, None);
+        let with_block = toml_block::merge_block(toml_agent(), &observer, user, None);
         std::fs::write(&config, &with_block).expect("config");
         // Alive: its lock is held.
         let held = crate::store::lock_collector(&store).expect("lock");
         assert_eq!(
-            clean_dead_launch_block(&config, Agent::KimiCode).expect("clean"),
+            clean_dead_launch_block(&config, toml_agent()).expect("clean"),
             None
         );
         assert_eq!(std::fs::read_to_string(&config).expect("read"), with_block);
         drop(held);
-        let dead = clean_dead_launch_block(&config, Agent::KimiCode)
+        let dead = clean_dead_launch_block(&config, toml_agent())
             .expect("clean")
             .expect("removed");
         assert_eq!((dead.generation, &dead.store), (Some(5), &dir));
