@@ -128,18 +128,7 @@ fn kilo_a_model_call_retried_is_one_turn() {
     let (code, out, lines) = world.run(&kilo, &["run", "Say hello. [[retry]]"]);
     let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
     assert_eq!(code, Some(0), "{context}");
-    let statuses: Vec<String> =
-        fs::read_to_string(world.root.join("hook-observation/kilo/events.ndjson"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|r| r["event"] == "session.status")
-            .filter_map(|r| {
-                r["payload"]["properties"]["status"]["type"]
-                    .as_str()
-                    .map(str::to_owned)
-            })
-            .collect();
+    let statuses = session_statuses(&world.root.join("hook-observation/kilo/events.ndjson"));
     assert!(
         statuses.iter().any(|s| s == "retry"),
         "{statuses:?}\n{context}"

@@ -175,18 +175,7 @@ fn opencode_a_model_call_it_retries_is_one_turn() {
     let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
     assert_eq!(code, Some(0), "{context}");
     assert!(out.contains("Hello from the mock model."), "{context}");
-    let statuses: Vec<String> =
-        fs::read_to_string(world.root.join("hook-observation/opencode/events.ndjson"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|r| r["event"] == "session.status")
-            .filter_map(|r| {
-                r["payload"]["properties"]["status"]["type"]
-                    .as_str()
-                    .map(str::to_owned)
-            })
-            .collect();
+    let statuses = session_statuses(&world.root.join("hook-observation/opencode/events.ndjson"));
     // One retry or two: OpenCode's title call, made beside the answer's, may take one of
     // the mock's two failures. Each wait ends in `busy` again.
     let retries = statuses.iter().filter(|s| *s == "retry").count();

@@ -328,3 +328,19 @@ pub fn assert_tools_run(
     assert_eq!(end["kind"], "end", "{context}");
     (start, end, context)
 }
+
+/// The `session.status` types an OpenCode-family store holds, in order (`busy`, `retry`,
+/// `idle`…).
+pub fn session_statuses(events: &Path) -> Vec<String> {
+    fs::read_to_string(events)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| r["event"] == "session.status")
+        .filter_map(|r| {
+            r["payload"]["properties"]["status"]["type"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect()
+}
