@@ -1343,3 +1343,34 @@ fn a_read_only_config_is_refused_unless_forced() {
     assert_eq!(fs::read_to_string(&claude).unwrap(), CLAUDE_SETTINGS);
     assert_eq!(mode(&claude), 0o444);
 }
+
+/// `hooktrack setup | head -1`: the reader goes away after one line. Setup does all its
+/// work and exits 0, no panic ("failed printing to stdout: Broken pipe" before).
+#[test]
+fn setup_into_a_pipe_closed_early_still_installs_and_does_not_panic() {
+    let h = Home::new();
+    let (config, _agent) = h.with_kimi_code();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+        .arg("setup")
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("PATH", &h.bin)
+        .current_dir(&h.home)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader closes its end before setup writes a line.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        fs::read_to_string(&config)
+            .unwrap()
+            .contains("routed by environment"),
+        "setup did not install"
+    );
+}

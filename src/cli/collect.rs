@@ -82,7 +82,7 @@ pub fn run(args: &CollectArgs) -> ExitCode {
         Err(e) => return fail(&error_chain(&e)),
     };
     // The URL on one line of stdout, for the caller to hand to the hooks.
-    println!("{}", collector.url());
+    say!("{}", collector.url());
     let stopper = collector.stopper();
     let handle = signals.handle();
     let watcher = std::thread::spawn(move || {

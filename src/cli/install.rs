@@ -335,7 +335,7 @@ pub fn run_install(args: &InstallArgs) -> ExitCode {
     };
     match install_to(agent, &config, &args.observer, read_only(args.force)) {
         Ok((report, generation)) => {
-            println!(
+            say!(
                 "installed {} hooktrack entries for {} in {} ({}{})",
                 report.ours,
                 agent.label(),
@@ -389,14 +389,14 @@ pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
         ConfigFormat::Plugin => "hooktrack plugin",
     };
     match install::uninstall(&config, format, generation, read_only(args.force)) {
-        Ok(Uninstalled::Removed { generation }) => println!(
+        Ok(Uninstalled::Removed { generation }) => say!(
             "removed the {what} (generation {}) from {}",
             show(generation),
             config.display()
         ),
-        Ok(Uninstalled::NoBlock) => println!("no {what} in {}", config.display()),
-        Ok(Uninstalled::NoFile) => println!("{} does not exist", config.display()),
-        Ok(Uninstalled::KeptOther { generation: found }) => println!(
+        Ok(Uninstalled::NoBlock) => say!("no {what} in {}", config.display()),
+        Ok(Uninstalled::NoFile) => say!("{} does not exist", config.display()),
+        Ok(Uninstalled::KeptOther { generation: found }) => say!(
             "left the {what} of generation {} in {} (not generation {})",
             show(found),
             config.display(),
@@ -481,8 +481,8 @@ pub fn run_check(args: &CheckArgs) -> ExitCode {
         return ExitCode::FAILURE;
     }
     // The agent's version and config text are shown, never interpreted.
-    println!("ok: {}", visible_lines(&check_line(agent, &report)));
-    println!("{}", visible_lines(&window));
+    say!("ok: {}", visible_lines(&check_line(agent, &report)));
+    say!("{}", visible_lines(&window));
     ExitCode::SUCCESS
 }
 

@@ -1,5 +1,16 @@
 //! The command line: one file per subcommand; this one only parses and dispatches.
 
+/// `println!` that never panics: when the reader went away (`hooktrack setup | head -3`)
+/// the lines are dropped and the command still does all its work.
+macro_rules! say {
+    () => {
+        $crate::cli::say_line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::say_line(format_args!($($arg)*))
+    };
+}
+
 mod collect;
 mod emit;
 #[cfg(feature = "fleet")]
@@ -11,6 +22,7 @@ mod session;
 mod setup;
 mod watch;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -128,4 +140,10 @@ pub(crate) fn fail(message: &str) -> ExitCode {
         hooktrack::safe_text::visible_lines(message)
     );
     ExitCode::FAILURE
+}
+
+/// One line on stdout; a write error (a closed pipe) drops it (see `say!`).
+pub(crate) fn say_line(args: std::fmt::Arguments<'_>) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_fmt(args).and_then(|()| out.write_all(b"\n"));
 }

@@ -171,7 +171,7 @@ fn lock(path: &Path) -> Result<fs::File, SetupError> {
         Err(e) if e == rustix::io::Errno::WOULDBLOCK => {}
         Err(e) => return Err(err(e.into())),
     }
-    println!(
+    say!(
         "waiting for another hooktrack setup or undo to finish ({} is held)",
         path.display()
     );
@@ -281,13 +281,13 @@ fn setup(
     let cwd = std::env::current_dir().unwrap_or_default();
     let agents = found_agents(env);
     if agents.is_empty() {
-        println!("no supported agent found (on PATH or by its config directory)");
+        say!("no supported agent found (on PATH or by its config directory)");
     }
     let mut failed = false;
     for (agent, detected) in agents {
         let name = agent.typed_name();
         if let Err(reason) = detected {
-            println!("{name}: skipped: {reason}");
+            say!("{name}: skipped: {reason}");
             failed = true;
             continue;
         }
@@ -295,7 +295,7 @@ fn setup(
         // routed block beside it: `session` adds and removes only its own, and while it
         // runs, the routed entries stand down (`HOOKTRACK_LAUNCH_BLOCK`).
         let Some(file) = agent.config().user_file(env) else {
-            println!("{name}: skipped: {}", TargetError::NoHome { agent });
+            say!("{name}: skipped: {}", TargetError::NoHome { agent });
             failed = true;
             continue;
         };
@@ -311,7 +311,7 @@ fn setup(
             super::install::read_only(args.force),
         ) {
             Ok(report) => {
-                println!(
+                say!(
                     "{name}: {} hooktrack entries in {} (routed by environment{})",
                     report.ours,
                     report.config.display(),
@@ -328,7 +328,7 @@ fn setup(
                 write_ledger(ledger_path, &ledger)?;
             }
             Err(e) => {
-                println!("{name}: not installed: {}", error_chain(&e));
+                say!("{name}: not installed: {}", error_chain(&e));
                 failed = true;
                 continue;
             }
@@ -347,7 +347,7 @@ fn setup(
         // The version window, as `check` says it: a version outside it still works, but
         // its hooks were not seen by anyone.
         let versions = agent.descriptor().versions;
-        println!(
+        say!(
             "{name}: check: {}",
             versions.verdict(
                 agent.label(),
@@ -356,18 +356,18 @@ fn setup(
             )
         );
         if findings.is_empty() {
-            println!("{name}: check: ok");
+            say!("{name}: check: ok");
         }
         for finding in findings {
-            println!("{name}: check: {finding}");
+            say!("{name}: check: {finding}");
         }
     }
-    println!(
+    say!(
         "recorded in {} (`hooktrack setup --undo` takes hooktrack's entries out again)",
         ledger_path.display()
     );
-    println!();
-    println!("{TMUX_LINES}");
+    say!();
+    say!("{TMUX_LINES}");
     Ok(if failed {
         ExitCode::FAILURE
     } else {
@@ -450,14 +450,14 @@ fn read_ledger(path: &Path) -> Result<Option<Ledger>, SetupError> {
 
 fn undo(ledger_path: &Path, read_only: ReadOnly) -> Result<ExitCode, SetupError> {
     let Some(ledger) = read_ledger(ledger_path)? else {
-        println!("nothing to undo ({} does not exist)", ledger_path.display());
+        say!("nothing to undo ({} does not exist)", ledger_path.display());
         return Ok(ExitCode::SUCCESS);
     };
     let mut failed = false;
     for changed in &ledger.files {
         let name = &changed.agent;
         let Ok(agent) = Agent::from_name(name) else {
-            println!(
+            say!(
                 "{name}: {}: not an agent hooktrack knows: left alone",
                 changed.file.display()
             );
@@ -465,15 +465,15 @@ fn undo(ledger_path: &Path, read_only: ReadOnly) -> Result<ExitCode, SetupError>
             continue;
         };
         match undo_one(agent, changed, read_only) {
-            Ok(done) => println!("{name}: {}: {done}", changed.file.display()),
+            Ok(done) => say!("{name}: {}: {done}", changed.file.display()),
             Err(e) => {
-                println!("{name}: {}: {e}", changed.file.display());
+                say!("{name}: {}: {e}", changed.file.display());
                 failed = true;
             }
         }
     }
     if failed {
-        println!(
+        say!(
             "{} is kept: run `hooktrack setup --undo` again once the files above are fixed",
             ledger_path.display()
         );
