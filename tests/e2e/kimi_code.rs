@@ -484,8 +484,12 @@ struct Tmux(super::util::Tmux);
 impl Tmux {
     /// The session's pane, 160x45 (the width the recordings' screens were read at).
     fn start(world: &World, bin: &Path) -> Self {
+        // One server per test: two TUI tests running at once must not share a socket (the
+        // second `new-session -s e2e` fails, and the first to end kills the other's).
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Self(super::util::Tmux::start_sized(
-            format!("hooktrack-kimi-code-{}", std::process::id()),
+            format!("hooktrack-kimi-code-{}-{n}", std::process::id()),
             &world.session(bin, &[]),
             &world.work,
             &world.kimi_home,
@@ -977,6 +981,9 @@ fn install_and_check(world: &World, bin: &Path) -> (Option<i32>, String) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The block's session runs (its collector's lock held): `check` cleans up the block of
+    // a session that is gone.
+    let _running = crate::support::collector_running(&store);
     let out = hooktrack()
         .args(["check", "kimi-code", "--agent-bin"])
         .arg(bin.join("kimi"))
