@@ -210,9 +210,13 @@ fn two_claude_code_tuis_in_one_default_store_an_escape_in_one_pane_is_that_panes
                 && t.screen(&b).contains("esc to interrupt")
         });
         prompt(&a, "Tell me another one. [[slowtext]]");
+        // The answer has started coming (the spinner counts its tokens, `↓ 2 tokens`): an
+        // Escape before that puts the prompt back in the input box instead (seen under
+        // load), which fires nothing and writes no interrupt.
         wait(&a, "A never streamed", &|t| {
             t.option(&a, "@hooktrack_phase") == "active"
                 && t.screen(&a).contains("esc to interrupt")
+                && t.screen(&a).contains("↓ ")
         });
         capture(&tmux, &[("A", &a), ("B", &b)], "both-streaming");
         let session_a = session_of(&store, &a).expect("A's rows name its session");
