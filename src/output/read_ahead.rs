@@ -5,7 +5,7 @@
 //! Parsing a line depends on no other line; everything after it (the delivery filter,
 //! detection, the correlator, the output) depends on every line before. So the input is
 //! taken in batches of whole lines. While the calling thread works through batch *k*, the
-//! helper parses chunks of it and then reads batch *k + 1*. Both threads claim the chunks
+//! helper reads batch *k + 1* and then parses chunks of *k*. Both threads claim the chunks
 //! of a batch from one counter, and the read of the next batch too, so neither waits while
 //! there is work left: on a machine whose other core is busy, the calling thread parses
 //! and reads by itself rather than wait for the helper to be scheduled. It feeds chunk
@@ -114,6 +114,9 @@ where
             // lock on every row).
             let (give_back, given_back) = mpsc::channel::<Vec<Parsed<'_>>>();
             let helper = scope.spawn(|| {
+                // The next batch first: the calling thread cannot go on without it, and
+                // read last it was the calling thread's wait at every batch's end.
+                read_ahead();
                 while let Some(c) = claim() {
                     let mut rows = helper_pool.pop().unwrap_or_default();
                     parse_chunk(batch, c, &mut rows);
@@ -122,7 +125,6 @@ where
                     }
                 }
                 drop(done);
-                read_ahead();
                 let mut emptied = Vec::new();
                 for mut rows in given_back {
                     rows.clear();
