@@ -434,6 +434,102 @@ fn a_stop_forged_by_a_tool_step_never_ends_the_turn() {
     assert_eq!(turns[0]["last_row"], forged_line as u64 + 1, "{doc}");
 }
 
+/// Issue 34 item 7, under `hooktrack session`: the launch routes the agent's hooks to its
+/// own store (`$HOOKTRACK_DIR`), and a tool the agent runs inherits that routing. The
+/// tool's forged `Stop` names the tool as the process that ran it, not the agent: it is
+/// counted (`row_not_from_agent`) and the turn goes on until the agent's own `Stop`, in
+/// what `session` said at its end and in a replay of its store.
+#[test]
+fn a_stop_forged_by_a_tool_step_under_session_never_ends_the_turn() {
+    let h = Home::new();
+    let hook = env!("CARGO_BIN_EXE_hooktrack-hook");
+    let command =
+        |event: &str| format!("'{hook}' emit --observer hooktrack --agent claude --event {event}");
+    let payload = |event: &str, extra: &str| {
+        format!(
+            r#"{{"session_id":"s1","hook_event_name":"{event}","transcript_path":"/nonexistent/t.jsonl"{extra}}}"#
+        )
+    };
+    let tool = h.home.join("forge-tool");
+    write_script(
+        &tool,
+        &format!(
+            "#!/bin/sh\nprintf '%s' '{}' | {}\n",
+            payload("Stop", r#","stop_hook_active":false,"forged":true"#),
+            command("Stop")
+        ),
+    );
+    let mut agent = String::from("#!/bin/sh\nset -eu\n");
+    for (event, extra) in [
+        ("SessionStart", r#","source":"startup""#),
+        ("UserPromptSubmit", r#","prompt":"list files""#),
+    ] {
+        agent += &format!(
+            "printf '%s' '{}' | sh -c \"{}\"\n",
+            payload(event, extra),
+            command(event).replace('"', "\\\"")
+        );
+    }
+    agent += &format!("'{}'\n", tool.display());
+    agent += &format!(
+        "printf '%s' '{}' | sh -c \"{}\"\n",
+        payload("Stop", r#","stop_hook_active":false"#),
+        command("Stop")
+    );
+    let stand_in = h.home.join("stand-in-agent");
+    write_script(&stand_in, &agent);
+    let root = h.home.join("session-root");
+    let out = h.agent(
+        Path::new(env!("CARGO_BIN_EXE_hooktrack")),
+        &[
+            "session",
+            "--agent",
+            "claude",
+            "--root",
+            root.to_str().unwrap(),
+            "--",
+            stand_in.to_str().unwrap(),
+        ],
+    );
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let events = root.join("hook-observation/claude/events.ndjson");
+    let stored = rows(&events);
+    let forged = stored
+        .iter()
+        .find(|r| r["payload"]["forged"] == true)
+        .unwrap_or_else(|| panic!("no forged row in {stored:#?}\n{said}"));
+    let own = stored
+        .iter()
+        .find(|r| r["event"] == "SessionStart")
+        .unwrap_or_else(|| panic!("no SessionStart in {stored:#?}"));
+    assert_ne!(forged["agent_pid"], own["agent_pid"], "{forged} {own}");
+    assert_eq!(forged["emitter_parent"]["comm"], "forge-tool", "{forged}");
+    // What session said at the end: one turn, ended by the agent's own Stop.
+    assert!(said.contains("row_not_from_agent"), "{said}");
+
+    let out = h.run(&["replay", "--format", "json", events.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let turns = doc["turns"].as_array().unwrap_or_else(|| panic!("{doc}"));
+    assert_eq!(turns.len(), 1, "{doc}");
+    assert_eq!(
+        doc["diagnostics"]["counters"]["row_not_from_agent"], 1,
+        "{doc}"
+    );
+    let forged_line = stored
+        .iter()
+        .position(|r| r["payload"]["forged"] == true)
+        .unwrap()
+        + 1;
+    assert_eq!(turns[0]["result"], "success", "{doc}");
+    assert_eq!(turns[0]["ended_by"], "hook", "{doc}");
+    assert!(
+        turns[0]["last_row"].as_u64() > Some(forged_line as u64),
+        "{doc}"
+    );
+}
+
 #[test]
 fn the_default_store_is_rotated_past_its_size() {
     let h = Home::new();
@@ -490,10 +586,8 @@ fn a_session_keeps_its_own_store() {
     assert!(child.wait().unwrap().success());
     let rows = rows(&session.join("events.ndjson"));
     assert_eq!(rows[0]["generation"], 4);
-    assert!(
-        rows[0].get("agent_pid").is_none(),
-        "a launcher watches that agent"
-    );
+    // A session's rows name the agent process too: a tool step's row is told apart.
+    assert_eq!(rows[0]["agent_pid"], std::process::id(), "{}", rows[0]);
     assert!(!h.state.join("hooktrack/agents").exists());
 }
 

@@ -28,8 +28,12 @@ fn a_delivery_over_http_keeps_the_payload_byte_for_byte() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = std::fs::read_to_string(dir.join("events.ndjson")).expect("events");
+    // The payload verbatim, then the agent process that ran the hook (this test).
     assert!(
-        text.contains(&format!(",\"payload\":{payload},\"emitter_parent\":")),
+        text.contains(&format!(
+            ",\"payload\":{payload},\"agent_pid\":{},\"emitter_parent\":",
+            std::process::id()
+        )),
         "payload not verbatim in {text}"
     );
     let rows = rows(&dir.join("events.ndjson"));

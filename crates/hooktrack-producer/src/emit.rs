@@ -67,8 +67,9 @@ pub struct EmitConfig {
     pub limits: Limits,
     /// The agent's tmux pane (`$TMUX_PANE`), recorded in the row when it is a pane id.
     pub tmux_pane: Option<String>,
-    /// The agent's process id, recorded in every row of a default store (no launcher
-    /// watches that agent: its rows must say who to watch).
+    /// The agent's process id, recorded in every row: a default store's rows say who to
+    /// watch (no launcher watches that agent), and in every store a row that names
+    /// another process than its session's agent is known for a tool step's.
     pub agent_pid: Option<u32>,
     /// The process that ran this emitter ([`parent::emitter_parent`]), in every row.
     pub emitter_parent: Option<hooktrack_core::envelope::EmitterParent>,

@@ -158,7 +158,9 @@ pub fn run(args: &[OsString]) {
         token: std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()),
         limits: DEFAULT_LIMITS,
         tmux_pane: std::env::var(TMUX_PANE_ENV).ok(),
-        agent_pid: unrouted.then(super::default_store::agent_pid).flatten(),
+        // Routed or not: the reader keeps each session to the process its first row
+        // named, so a row a tool step delivers (a descendant, not the agent) never steers.
+        agent_pid: super::default_store::agent_pid(),
         emitter_parent: super::parent::emitter_parent(),
         rotate_at: unrouted.then_some(super::default_store::ROTATE_BYTES),
     };
