@@ -344,14 +344,10 @@ fn watch_follows_only_the_users_own_stores() {
     );
 }
 
-/// Issue 34 item 7: an agent started without hooktrack runs its hooks through `sh -c`;
-/// mid-turn one of its tools (`forge-tool`, a script) runs the hook command itself with a
-/// `Stop`. The tool's row names the tool as the process that ran it (`agent_pid`), not the
-/// session's agent: it is counted (`row_not_from_agent`), shown by `--explain`, and the
-/// turn goes on until the agent's own `Stop` ends it.
-#[test]
-fn a_stop_forged_by_a_tool_step_never_ends_the_turn() {
-    let h = Home::new();
+/// A stand-in agent that runs its hooks through `sh -c` as the CLIs do (`SessionStart`,
+/// `UserPromptSubmit`), then a tool (`forge-tool`, a script) that runs the hook command
+/// itself with a forged `Stop` (`"forged":true`), then its own `Stop`.
+fn stand_in_with_a_forging_tool(h: &Home) -> PathBuf {
     let hook = env!("CARGO_BIN_EXE_hooktrack-hook");
     let command =
         |event: &str| format!("'{hook}' emit --observer hooktrack --agent claude --event {event}");
@@ -388,6 +384,18 @@ fn a_stop_forged_by_a_tool_step_never_ends_the_turn() {
     );
     let stand_in = h.home.join("stand-in-agent");
     write_script(&stand_in, &agent);
+    stand_in
+}
+
+/// Issue 34 item 7: an agent started without hooktrack runs its hooks through `sh -c`;
+/// mid-turn one of its tools (`forge-tool`, a script) runs the hook command itself with a
+/// `Stop`. The tool's row names the tool as the process that ran it (`agent_pid`), not the
+/// session's agent: it is counted (`row_not_from_agent`), shown by `--explain`, and the
+/// turn goes on until the agent's own `Stop` ends it.
+#[test]
+fn a_stop_forged_by_a_tool_step_never_ends_the_turn() {
+    let h = Home::new();
+    let stand_in = stand_in_with_a_forging_tool(&h);
     let ran = Command::new(&stand_in)
         .env_clear()
         .env("HOME", &h.home)
@@ -399,21 +407,30 @@ fn a_stop_forged_by_a_tool_step_never_ends_the_turn() {
     let events = h.state.join("hooktrack/agents/claude/events.ndjson");
     let stored = rows(&events);
     assert_eq!(stored.len(), 4, "{stored:#?}");
-    let forged = stored
-        .iter()
-        .find(|r| r["payload"]["forged"] == true)
-        .unwrap();
-    let own = stored
-        .iter()
-        .find(|r| r["event"] == "SessionStart")
-        .unwrap();
-    assert_ne!(forged["agent_pid"], own["agent_pid"], "{forged} {own}");
-    assert_eq!(forged["emitter_parent"]["comm"], "forge-tool", "{forged}");
-
     let out = h.run(&["replay", "--explain", events.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
     let said = text(&out);
     assert!(said.contains("row_not_from_agent"), "{said}");
+    the_forged_stop_ended_nothing(&h, &events);
+}
+
+/// The store of [`stand_in_with_a_forging_tool`]'s run: the forged row names another
+/// process than the agent's own rows and was run by the tool; a replay counts it
+/// (`row_not_from_agent`) and has one turn, ended by the agent's own `Stop` after it.
+fn the_forged_stop_ended_nothing(h: &Home, events: &Path) {
+    let stored = rows(events);
+    let forged_line = stored
+        .iter()
+        .position(|r| r["payload"]["forged"] == true)
+        .unwrap_or_else(|| panic!("no forged row in {stored:#?}"));
+    let forged = &stored[forged_line];
+    let own = stored
+        .iter()
+        .find(|r| r["event"] == "SessionStart")
+        .unwrap_or_else(|| panic!("no SessionStart in {stored:#?}"));
+    assert_ne!(forged["agent_pid"], own["agent_pid"], "{forged} {own}");
+    assert!(forged["agent_pid"].is_u64(), "{forged}");
+    assert_eq!(forged["emitter_parent"]["comm"], "forge-tool", "{forged}");
     let out = h.run(&["replay", "--format", "json", events.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -423,15 +440,16 @@ fn a_stop_forged_by_a_tool_step_never_ends_the_turn() {
         doc["diagnostics"]["counters"]["row_not_from_agent"], 1,
         "{doc}"
     );
-    // Ended by the agent's own Stop, the row after the forged one.
-    let forged_line = stored
+    // The agent's own Stop is the next hook row after the forged one (line numbers are
+    // 1-based; a launcher's rows may stand between).
+    let own_stop = stored[forged_line + 1..]
         .iter()
-        .position(|r| r["payload"]["forged"] == true)
-        .unwrap()
-        + 1;
+        .position(|r| r["event"] == "Stop")
+        .map(|i| forged_line + 1 + i + 1)
+        .unwrap_or_else(|| panic!("no Stop after the forged one in {stored:#?}"));
     assert_eq!(turns[0]["result"], "success", "{doc}");
     assert_eq!(turns[0]["ended_by"], "hook", "{doc}");
-    assert_eq!(turns[0]["last_row"], forged_line as u64 + 1, "{doc}");
+    assert_eq!(turns[0]["last_row"], own_stop as u64, "{doc}");
 }
 
 /// Issue 34 item 7, under `hooktrack session`: the launch routes the agent's hooks to its
@@ -442,42 +460,7 @@ fn a_stop_forged_by_a_tool_step_never_ends_the_turn() {
 #[test]
 fn a_stop_forged_by_a_tool_step_under_session_never_ends_the_turn() {
     let h = Home::new();
-    let hook = env!("CARGO_BIN_EXE_hooktrack-hook");
-    let command =
-        |event: &str| format!("'{hook}' emit --observer hooktrack --agent claude --event {event}");
-    let payload = |event: &str, extra: &str| {
-        format!(
-            r#"{{"session_id":"s1","hook_event_name":"{event}","transcript_path":"/nonexistent/t.jsonl"{extra}}}"#
-        )
-    };
-    let tool = h.home.join("forge-tool");
-    write_script(
-        &tool,
-        &format!(
-            "#!/bin/sh\nprintf '%s' '{}' | {}\n",
-            payload("Stop", r#","stop_hook_active":false,"forged":true"#),
-            command("Stop")
-        ),
-    );
-    let mut agent = String::from("#!/bin/sh\nset -eu\n");
-    for (event, extra) in [
-        ("SessionStart", r#","source":"startup""#),
-        ("UserPromptSubmit", r#","prompt":"list files""#),
-    ] {
-        agent += &format!(
-            "printf '%s' '{}' | sh -c \"{}\"\n",
-            payload(event, extra),
-            command(event).replace('"', "\\\"")
-        );
-    }
-    agent += &format!("'{}'\n", tool.display());
-    agent += &format!(
-        "printf '%s' '{}' | sh -c \"{}\"\n",
-        payload("Stop", r#","stop_hook_active":false"#),
-        command("Stop")
-    );
-    let stand_in = h.home.join("stand-in-agent");
-    write_script(&stand_in, &agent);
+    let stand_in = stand_in_with_a_forging_tool(&h);
     let root = h.home.join("session-root");
     let out = h.agent(
         Path::new(env!("CARGO_BIN_EXE_hooktrack")),
@@ -493,41 +476,9 @@ fn a_stop_forged_by_a_tool_step_under_session_never_ends_the_turn() {
     );
     let said = text(&out);
     assert!(out.status.success(), "{said}");
-    let events = root.join("hook-observation/claude/events.ndjson");
-    let stored = rows(&events);
-    let forged = stored
-        .iter()
-        .find(|r| r["payload"]["forged"] == true)
-        .unwrap_or_else(|| panic!("no forged row in {stored:#?}\n{said}"));
-    let own = stored
-        .iter()
-        .find(|r| r["event"] == "SessionStart")
-        .unwrap_or_else(|| panic!("no SessionStart in {stored:#?}"));
-    assert_ne!(forged["agent_pid"], own["agent_pid"], "{forged} {own}");
-    assert_eq!(forged["emitter_parent"]["comm"], "forge-tool", "{forged}");
-    // What session said at the end: one turn, ended by the agent's own Stop.
+    // What session said at its end counts the forged row.
     assert!(said.contains("row_not_from_agent"), "{said}");
-
-    let out = h.run(&["replay", "--format", "json", events.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", text(&out));
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let turns = doc["turns"].as_array().unwrap_or_else(|| panic!("{doc}"));
-    assert_eq!(turns.len(), 1, "{doc}");
-    assert_eq!(
-        doc["diagnostics"]["counters"]["row_not_from_agent"], 1,
-        "{doc}"
-    );
-    let forged_line = stored
-        .iter()
-        .position(|r| r["payload"]["forged"] == true)
-        .unwrap()
-        + 1;
-    assert_eq!(turns[0]["result"], "success", "{doc}");
-    assert_eq!(turns[0]["ended_by"], "hook", "{doc}");
-    assert!(
-        turns[0]["last_row"].as_u64() > Some(forged_line as u64),
-        "{doc}"
-    );
+    the_forged_stop_ended_nothing(&h, &root.join("hook-observation/claude/events.ndjson"));
 }
 
 #[test]
