@@ -1224,7 +1224,7 @@ fn a_users_own_plugin_at_hooktracks_path_is_refused_and_never_deleted() {
     assert!(!out.status.success(), "{said}");
     for (name, path) in &paths {
         let refusal = format!(
-            "{name}: not installed: {} is not hooktrack's (its first line is not hooktrack's marker); nothing was changed: rename it or move it out of that folder",
+            "{name}: not installed: {} is not hooktrack's (no hooktrack marker at its start); nothing was changed: rename it or move it out of that folder",
             path.display()
         );
         assert!(said.contains(&refusal), "{said}");

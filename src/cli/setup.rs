@@ -519,6 +519,9 @@ fn undo_one(agent: Agent, changed: &Changed, read_only: ReadOnly) -> Result<Stri
         (true, true) => {
             "hooktrack's entries removed; the rest of the file is as it is now".to_owned()
         }
+        (true, false) if format == ConfigFormat::HookFiles => {
+            "removed (hooktrack's hook files, one per event)".to_owned()
+        }
         (true, false) => "removed (hooktrack's plugin)".to_owned(),
         (false, true) => "holds no hooktrack entries: left alone".to_owned(),
         (false, false) => "does not exist".to_owned(),
