@@ -42,7 +42,8 @@ fn part<T: Default + for<'de> Deserialize<'de>>(raw: Option<&serde_json::value::
         .unwrap_or_default()
 }
 
-/// One hook file's event (the file's name) as a canonical event.
+/// One hook file's event as a canonical event: by the file's name (the envelope's event),
+/// or, for a bare payload without its envelope, by Cline's own `hookName`.
 pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
     let tool = |call: Call| ToolRef {
         call_id: call.id.map(Cow::Owned),
@@ -52,13 +53,13 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
     };
     match name.as_ref() {
         // The prompt's text stays in Cline: no payload carries it.
-        "TaskStart" | "TaskResume" => Event::PromptSubmitted {
+        "TaskStart" | "TaskResume" | "agent_start" | "agent_resume" => Event::PromptSubmitted {
             text: Cow::Borrowed(""),
             steer: false,
             turn_id: None,
             agent: None,
         },
-        "TaskComplete" => match part::<Turn>(p.turn).status.as_deref() {
+        "TaskComplete" | "agent_end" => match part::<Turn>(p.turn).status.as_deref() {
             Some("aborted") => Event::Interrupted {
                 turn_id: None,
                 reason: Some(Cow::Borrowed("aborted")),
@@ -69,21 +70,23 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
                 background_tasks: None,
             },
         },
-        "TaskError" => Event::StopFailed {
+        "TaskError" | "agent_error" => Event::StopFailed {
             error_type: Some(Cow::Borrowed("error")),
             message: part::<Failure>(p.error).message.map(Cow::Owned),
             turn_id: None,
         },
         // Escape: Cline stops the running task and fires this; the session takes the next
         // prompt. Its process's end fires nothing.
-        "TaskCancel" | "SessionShutdown" => Event::Interrupted {
-            turn_id: None,
-            reason: p.reason.take().or(Some(Cow::Borrowed("session_shutdown"))),
-        },
-        "PreToolUse" => Event::ToolStarted {
+        "TaskCancel" | "SessionShutdown" | "agent_abort" | "session_shutdown" => {
+            Event::Interrupted {
+                turn_id: None,
+                reason: p.reason.take().or(Some(Cow::Borrowed("session_shutdown"))),
+            }
+        }
+        "PreToolUse" | "tool_call" => Event::ToolStarted {
             tool: tool(part(p.tool_call)),
         },
-        "PostToolUse" => {
+        "PostToolUse" | "tool_result" => {
             let call: Call = part(p.tool_result);
             if call.error.is_some() {
                 Event::ToolFailed {

@@ -56,7 +56,9 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         ..PROMPT_TO_STOP
     },
     detect: &[DetectRule {
-        rank: 28,
+        // Before GitHub Copilot CLI's (a timestamp and a session id, no transcript), which a
+        // Cline payload also fits.
+        rank: 12,
         test: cline_hook,
     }],
     named_by_row: "the row names cline",
