@@ -9,7 +9,7 @@
 //! delivery goes to the agent's per-user default store.
 //!
 //! The config location's file is the first event's; the driver in `mod.rs` runs the
-//! one-file operations below on it and on each sibling ([`files`]). A file at one of
+//! one-file operations below on it and on each sibling (`files`). A file at one of
 //! those paths without hooktrack's marker is the user's: an install refuses (before it
 //! writes any), an uninstall leaves it.
 
