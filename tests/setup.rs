@@ -1394,7 +1394,7 @@ fn cline_setup_writes_a_hook_file_per_event_that_delivers_to_the_default_store_a
     let out = h.run(&["setup"]);
     let said = text(&out);
     assert!(out.status.success(), "{said}");
-    assert!(said.contains("cline: 8 hooktrack entries"), "{said}");
+    assert!(said.contains("cline: 8 hooktrack hook files in"), "{said}");
     let events = [
         "TaskStart",
         "TaskResume",

@@ -311,12 +311,23 @@ fn setup(
             super::install::read_only(args.force),
         ) {
             Ok(report) => {
-                say!(
-                    "{name}: {} hooktrack entries in {} (routed by environment{})",
-                    report.ours,
-                    report.config.display(),
-                    if report.created { ", file created" } else { "" }
-                );
+                if agent.config().format == ConfigFormat::HookFiles {
+                    // One file per event, run by the agent's own daemon: they name no
+                    // session.
+                    say!(
+                        "{name}: {} hooktrack hook files in {} (to {}'s default store)",
+                        report.ours,
+                        report.config.parent().unwrap_or(&report.config).display(),
+                        agent.label()
+                    );
+                } else {
+                    say!(
+                        "{name}: {} hooktrack entries in {} (routed by environment{})",
+                        report.ours,
+                        report.config.display(),
+                        if report.created { ", file created" } else { "" }
+                    );
+                }
                 record(
                     &mut ledger,
                     agent,

@@ -74,7 +74,10 @@ impl World {
             hub_port,
         };
         let setup = this.hooktrack(&["setup"]);
-        assert!(setup.contains("cline: 8 hooktrack entries"), "{setup}");
+        assert!(
+            setup.contains("cline: 8 hooktrack hook files in"),
+            "{setup}"
+        );
         let base = format!("http://127.0.0.1:{}/v1", mock.port);
         let auth = [
             "auth",
