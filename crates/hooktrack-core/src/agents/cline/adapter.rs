@@ -77,12 +77,14 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         },
         // Escape: Cline stops the running task and fires this; the session takes the next
         // prompt. Its process's end fires nothing.
-        "TaskCancel" | "SessionShutdown" | "agent_abort" | "session_shutdown" => {
-            Event::Interrupted {
-                turn_id: None,
-                reason: p.reason.take().or(Some(Cow::Borrowed("session_shutdown"))),
-            }
-        }
+        "TaskCancel" | "agent_abort" => Event::Interrupted {
+            turn_id: None,
+            reason: p.reason.take().or(Some(Cow::Borrowed("agent_abort"))),
+        },
+        "SessionShutdown" | "session_shutdown" => Event::Interrupted {
+            turn_id: None,
+            reason: p.reason.take().or(Some(Cow::Borrowed("session_shutdown"))),
+        },
         "PreToolUse" | "tool_call" => Event::ToolStarted {
             tool: tool(part(p.tool_call)),
         },
@@ -99,5 +101,66 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
             }
         }
         _ => Event::Unknown { name: name.clone() },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(name: &str, json: &str) -> String {
+        let mut payload: Payload<'_> = serde_json::from_str(json).expect("a payload");
+        format!("{:?}", normalize(&Cow::Borrowed(name), &mut payload))
+    }
+
+    /// The hook file's name and Cline's own `hookName` read the same.
+    #[test]
+    fn a_file_name_and_its_hook_name_map_alike() {
+        for (file, own) in [
+            ("TaskStart", "agent_start"),
+            ("TaskComplete", "agent_end"),
+            ("TaskError", "agent_error"),
+            ("TaskCancel", "agent_abort"),
+            ("SessionShutdown", "session_shutdown"),
+            ("PreToolUse", "tool_call"),
+            ("PostToolUse", "tool_result"),
+        ] {
+            assert_eq!(event(file, "{}"), event(own, "{}"), "{file}");
+            assert!(!event(file, "{}").starts_with("Unknown"), "{file}");
+        }
+    }
+
+    /// As recorded from Cline 3.0.65: a denied call's `tool_result` carries `error`, an
+    /// Escape's `SessionShutdown` no reason, a failed model call's `error.message`.
+    #[test]
+    fn a_denied_call_fails_escape_interrupts_and_a_failure_keeps_its_message() {
+        let denied = event(
+            "PostToolUse",
+            r#"{"tool_result":{"id":"call_l_1","name":"editor","error":"[object Object]"}}"#,
+        );
+        assert!(denied.starts_with("ToolFailed"), "{denied}");
+        assert!(denied.contains("call_l_1"), "{denied}");
+        let ran = event(
+            "PostToolUse",
+            r#"{"tool_result":{"id":"call_l_0","name":"run_commands","output":[]}}"#,
+        );
+        assert!(ran.starts_with("ToolFinished"), "{ran}");
+        let escape = event("SessionShutdown", r#"{"hookName":"session_shutdown"}"#);
+        assert!(
+            escape.contains("Interrupted") && escape.contains("session_shutdown"),
+            "{escape}"
+        );
+        let failed = event(
+            "TaskError",
+            r#"{"error":{"name":"Error","message":"mock model: scripted failure"}}"#,
+        );
+        assert!(
+            failed.contains("StopFailed") && failed.contains("scripted failure"),
+            "{failed}"
+        );
+        let aborted = event("TaskComplete", r#"{"turn":{"status":"aborted"}}"#);
+        assert!(aborted.starts_with("Interrupted"), "{aborted}");
+        let done = event("TaskComplete", r#"{"turn":{"status":"completed"}}"#);
+        assert!(done.starts_with("Stopped"), "{done}");
     }
 }
