@@ -1269,7 +1269,7 @@ fn a_users_own_plugin_at_hooktracks_path_is_refused_and_never_deleted() {
     assert!(!out.status.success(), "{said}");
     for (name, path) in &paths {
         let refusal = format!(
-            "{name}: not installed: {} is not hooktrack's (its first line is not hooktrack's marker); nothing was changed: rename it or move it out of that folder",
+            "{name}: not installed: {} is not hooktrack's (no hooktrack marker at its start); nothing was changed: rename it or move it out of that folder",
             path.display()
         );
         assert!(said.contains(&refusal), "{said}");
@@ -1418,4 +1418,132 @@ fn setup_into_a_pipe_closed_early_still_installs_and_does_not_panic() {
             .contains("routed by environment"),
         "setup did not install"
     );
+}
+
+/// Cline's hook files, one per event in `~/.cline/hooks/`: setup writes hooktrack's
+/// (executable, each its own), leaves a user's file of another name there alone, and undo
+/// removes exactly hooktrack's. A hook file run with a session's variables (the hub
+/// daemon's environment, set by whichever launch started it) still delivers to Cline's
+/// default store: the session those variables name may be long gone.
+#[test]
+fn cline_setup_writes_a_hook_file_per_event_that_delivers_to_the_default_store_and_undo_takes_them_out()
+ {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let h = Home::new();
+    let hooks = h.file(".cline/hooks");
+    fs::create_dir_all(&hooks).unwrap();
+    let mine = "#!/bin/sh\necho started >> \"$HOME/started.log\"\n";
+    fs::write(hooks.join("TaskStart.sh"), mine).unwrap();
+
+    let out = h.run(&["setup"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("cline: 8 hooktrack hook files in"), "{said}");
+    let events = [
+        "TaskStart",
+        "TaskResume",
+        "TaskComplete",
+        "TaskError",
+        "TaskCancel",
+        "PreToolUse",
+        "PostToolUse",
+        "SessionShutdown",
+    ];
+    for event in events {
+        let file = hooks.join(event);
+        let written = fs::read_to_string(&file).unwrap();
+        assert!(
+            written.starts_with("#!/bin/sh\n# hooktrack observer hook "),
+            "{written}"
+        );
+        assert!(written.contains(&format!("--event '{event}'")), "{written}");
+        assert_eq!(
+            fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+    }
+    assert!(!hooks.join("UserPromptSubmit").exists());
+    let out = h.run(&["check", "cline", "--file-only"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("8 hook files for Cline"),
+        "{}",
+        text(&out)
+    );
+
+    // The daemon's environment names a session that is gone: the row goes to the default
+    // store all the same, and nothing is written where the variables point.
+    let gone = h.file("gone-session");
+    let mut hook = Command::new(hooks.join("TaskStart"))
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOOKTRACK_DIR", &gone)
+        .env("HOOKTRACK_URL", "http://127.0.0.1:9/e")
+        .env("HOOKTRACK_GENERATION", "3")
+        .env("TMUX_PANE", "%9")
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"hookName":"agent_start","taskId":"conv_1","agent_id":"agent_1"}"#)
+        .unwrap();
+    assert!(hook.wait().unwrap().success());
+    let store = h.state.join("hooktrack/agents/cline/events.ndjson");
+    let rows = rows(&store);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["event"], "TaskStart");
+    assert_eq!(rows[0]["generation"], 0);
+    assert_eq!(rows[0]["payload"]["taskId"], "conv_1");
+    assert!(
+        rows[0].get("tmux_pane").is_none_or(|p| p.is_null()),
+        "{}",
+        rows[0]
+    );
+    assert!(!gone.exists());
+
+    let out = h.run(&["setup", "--undo"]);
+    assert!(out.status.success(), "{}", text(&out));
+    for event in events {
+        assert!(!hooks.join(event).exists(), "{event}");
+    }
+    assert_eq!(
+        fs::read_to_string(hooks.join("TaskStart.sh")).unwrap(),
+        mine
+    );
+}
+
+/// A user's own hook file at the path of one of hooktrack's (Cline's `~/.cline/hooks/
+/// PreToolUse`): setup refuses Cline, naming it, writes none of the other files, and
+/// neither undo nor `uninstall` deletes it.
+#[test]
+fn a_users_own_cline_hook_file_at_hooktracks_path_is_refused_and_never_deleted() {
+    let h = Home::new();
+    let hooks = h.file(".cline/hooks");
+    fs::create_dir_all(&hooks).unwrap();
+    let mine = "#!/bin/sh\ncat > /dev/null\n";
+    let theirs = hooks.join("PreToolUse");
+    fs::write(&theirs, mine).unwrap();
+    let out = h.run(&["setup"]);
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!(
+            "cline: not installed: {} is not hooktrack's (no hooktrack marker at its start)",
+            theirs.display()
+        )),
+        "{said}"
+    );
+    assert!(!hooks.join("TaskStart").exists(), "none is written");
+    let out = h.run(&["install", "cline"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let out = h.run(&["uninstall", "cline"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = h.run(&["setup", "--undo"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fs::read_to_string(&theirs).unwrap(), mine);
 }

@@ -387,6 +387,7 @@ pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
         ConfigFormat::TomlHooks => "hooktrack block",
         ConfigFormat::JsonHooks => "hooktrack entries",
         ConfigFormat::Plugin => "hooktrack plugin",
+        ConfigFormat::HookFiles => "hooktrack hook files",
     };
     match install::uninstall(&config, format, generation, read_only(args.force)) {
         Ok(Uninstalled::Removed { generation }) => say!(
@@ -530,6 +531,13 @@ fn check_line(agent: Agent, report: &CheckReport) -> String {
             "{} has {} hook entries; hooktrack's {} for {} ({}) are complete",
             report.config.display(),
             v.entries,
+            v.ours,
+            agent.label(),
+            scope(v)
+        ),
+        ConfigFormat::HookFiles => format!(
+            "{} holds hooktrack's {} hook files for {} ({}), one per event hooktrack reads",
+            report.config.parent().unwrap_or(&report.config).display(),
             v.ours,
             agent.label(),
             scope(v)

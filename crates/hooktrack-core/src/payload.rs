@@ -19,7 +19,14 @@ pub struct Payload<'a> {
     pub hook_event_name: Option<Cow<'a, str>>,
     // GitHub Copilot CLI sends `PermissionRequest`, `Notification` and `SubagentStart` in
     // its native camelCase even to Claude-style hooks.
-    #[serde(borrow, default, deserialize_with = "opt_text", alias = "sessionId")]
+    // Cline names its session (one per CLI session, across its prompts) `taskId`.
+    #[serde(
+        borrow,
+        default,
+        deserialize_with = "opt_text",
+        alias = "sessionId",
+        alias = "taskId"
+    )]
     pub session_id: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "opt_text")]
     pub client_type: Option<Cow<'a, str>>,
@@ -111,6 +118,19 @@ pub struct Payload<'a> {
     /// events its queue dropped, and their payloads' bytes.
     pub lost: Option<u64>,
     pub lost_bytes: Option<u64>,
+    /// Cline's own name of the event (`agent_start`, `tool_call`, ...), beside the hook
+    /// file's name the event is delivered under: read by detection only.
+    #[serde(borrow, default, deserialize_with = "opt_text", alias = "hookName")]
+    pub hook_name: Option<Cow<'a, str>>,
+    /// Cline's `tool_call` (`{id, name, input}`) and `tool_result` (`{id, name, output,
+    /// error?}`), kept raw, read by Cline's adapter only.
+    #[serde(borrow)]
+    pub tool_call: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub tool_result: Option<&'a RawValue>,
+    /// Cline's `agent_end` `turn` (`{status, outputText}`), kept raw, read by its adapter.
+    #[serde(borrow)]
+    pub turn: Option<&'a RawValue>,
 }
 
 /// A process id, or anything else (then `None`).
@@ -641,7 +661,7 @@ macro_rules! fields {
 
 fields! {
     hook_event_name => text,
-    session_id | "sessionId" => text,
+    session_id | "sessionId" | "taskId" => text,
     client_type => text,
     transcript_path => text,
     timestamp => text_or_number,
@@ -684,6 +704,10 @@ fields! {
     properties => value,
     lost => value,
     lost_bytes => value,
+    hook_name | "hookName" => text,
+    tool_call => value,
+    tool_result => value,
+    turn => value,
 }
 
 // One bit per field in `InPlace::visit_map`'s duplicate check.

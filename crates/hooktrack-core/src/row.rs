@@ -111,7 +111,13 @@ struct Line<'a> {
     recv_ts: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "crate::payload::opt_text")]
     event: Option<Cow<'a, str>>,
-    #[serde(borrow, default, deserialize_with = "crate::payload::opt_text")]
+    /// A bare payload line's own event name (Cline names it `hookName`).
+    #[serde(
+        borrow,
+        default,
+        deserialize_with = "crate::payload::opt_text",
+        alias = "hookName"
+    )]
     hook_event_name: Option<Cow<'a, str>>,
     /// Read into its box (see [`BoxedPayload`]).
     #[serde(borrow)]
@@ -197,7 +203,11 @@ pub fn parse_line(bytes: &[u8]) -> Result<Row<'_>, LineError> {
         }
         (Some(p), None) => (p.clone(), false),
         (None, Some(e)) => (e, false),
-        (None, None) => return Err(LineError::NoEventName),
+        // A bare Cline payload: no envelope, its own name in `hookName`.
+        (None, None) => match &payload.hook_name {
+            Some(own) => (own.clone(), false),
+            None => return Err(LineError::NoEventName),
+        },
     };
     if event_name.is_empty() {
         return Err(LineError::NoEventName);

@@ -17,6 +17,7 @@
 //! complete (`docs/ARCHITECTURE.md`, "Adding an agent").
 
 pub mod claude_code;
+pub mod cline;
 pub mod codex;
 pub mod copilot_cli;
 pub mod factory_droid;
@@ -688,13 +689,19 @@ pub struct FolderTrust {
 pub struct Headless {
     /// Any of these options (`--flag` also as `--flag=value`).
     pub flags: &'static [&'static str],
-    /// Or the subcommand is one of these.
+    /// Or the subcommand is one of these ([`Headless::ANY_WORD`]: any first word, for an
+    /// agent whose prompt is its first argument, as `cline PROMPT`).
     pub subcommands: &'static [&'static str],
     /// The global options that take a value (skipped when looking for the subcommand).
     pub value_options: &'static [&'static str],
 }
 
 impl Headless {
+    /// In [`Self::subcommands`]: any first word that is not an option hands the agent its
+    /// prompt (its own commands, `cline auth`, start no task and fire no hook, so taking
+    /// them for a prompt costs nothing).
+    pub const ANY_WORD: &'static str = "*";
+
     /// True when `args` (the agent's, after its program) hand it its first prompt.
     pub fn prompt_at_launch(&self, args: &[OsString]) -> bool {
         let flagged = args.iter().any(|a| {
@@ -706,9 +713,11 @@ impl Headless {
             })
         });
         flagged
-            || self
-                .subcommand(args)
-                .is_some_and(|s| self.subcommands.iter().any(|c| s == *c))
+            || self.subcommand(args).is_some_and(|s| {
+                self.subcommands
+                    .iter()
+                    .any(|c| *c == Self::ANY_WORD || s == *c)
+            })
     }
 
     /// The subcommand: the first argument that is neither an option nor the value of one

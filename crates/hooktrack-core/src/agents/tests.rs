@@ -297,6 +297,8 @@ fn headless_invocations_give_the_prompt_at_launch_and_interactive_ones_do_not() 
         (Agent::GeminiCli, &["-i", "hi"][..]),
         (Agent::KimiCli, &["-c", "import sys", "--print"][..]),
         (Agent::KimiCode, &["--prompt", "hi"][..]),
+        (Agent::Cline, &["hi"][..]),
+        (Agent::Cline, &["-m", "cline-mock", "--json", "hi"][..]),
     ];
     for (agent, a) in headless {
         let headless = agent.descriptor().headless;
@@ -311,6 +313,8 @@ fn headless_invocations_give_the_prompt_at_launch_and_interactive_ones_do_not() 
         (Agent::GeminiCli, &["-m", "gemini-2.5-flash"][..]),
         (Agent::KimiCode, &["--yolo"][..]),
         (Agent::KimiCli, &[][..]),
+        (Agent::Cline, &[][..]),
+        (Agent::Cline, &["-i", "-m", "cline-mock"][..]),
     ];
     for (agent, a) in interactive {
         let headless = agent.descriptor().headless;

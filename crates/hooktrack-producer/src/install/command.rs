@@ -29,7 +29,9 @@ const COMMAND_MARK: &str = " emit --observer hooktrack ";
 /// --event 'Stop'`.
 pub fn command(agent: Agent, observer: &Observer, event: &str) -> String {
     let label = match agent.config().format {
-        ConfigFormat::JsonHooks | ConfigFormat::Plugin => format!("--observer {OBSERVER_LABEL} "),
+        ConfigFormat::JsonHooks | ConfigFormat::Plugin | ConfigFormat::HookFiles => {
+            format!("--observer {OBSERVER_LABEL} ")
+        }
         ConfigFormat::TomlHooks => String::new(),
     };
     let emitter = shell_quote(&observer.emitter.to_string_lossy());
@@ -151,7 +153,7 @@ mod tests {
         let labelled: Vec<Agent> = Agent::ALL
             .into_iter()
             .filter(|a| match a.config().format {
-                ConfigFormat::JsonHooks | ConfigFormat::Plugin => true,
+                ConfigFormat::JsonHooks | ConfigFormat::Plugin | ConfigFormat::HookFiles => true,
                 ConfigFormat::TomlHooks => false,
             })
             .collect();

@@ -43,7 +43,7 @@ pub enum InstallError {
     /// A file at hooktrack's plugin path that hooktrack did not write (nothing was
     /// changed, and it is never deleted).
     #[error(
-        "{path} is not hooktrack's (its first line is not hooktrack's marker); nothing was changed: rename it or move it out of that folder, then run again"
+        "{path} is not hooktrack's (no hooktrack marker at its start); nothing was changed: rename it or move it out of that folder, then run again"
     )]
     NotOurs { path: PathBuf },
     /// Another writer kept saving the file while it was edited (nothing of theirs lost).

@@ -1,6 +1,8 @@
-//! What the driver asks of a config format. There are two, named by the core's
-//! [`ConfigFormat`]: Kimi's marker-delimited TOML block ([`super::toml_block`]) and the
-//! JSON hooks table of Claude Code, Codex and Gemini CLI ([`super::json_hooks`]). Each
+//! What the driver asks of a config format, named by the core's [`ConfigFormat`]: Kimi's
+//! marker-delimited TOML block ([`super::toml_block`]), the JSON hooks table of Claude
+//! Code, Codex, Gemini CLI and others ([`super::json_hooks`]), a plugin file
+//! ([`super::plugin`]) and one hook file per event ([`super::hook_files`], one file at a
+//! time: the driver runs them on each). Each
 //! operation is a plain function per format; these dispatch on the format, so the driver
 //! in `mod.rs` is written once.
 
@@ -9,7 +11,8 @@ use std::path::Path;
 use hooktrack_core::agent::{Agent, ConfigFormat};
 
 use super::{
-    InstallError, Observer, Replaced, Validation, Violation, json_hooks, plugin, toml_block,
+    InstallError, Observer, Replaced, Validation, Violation, hook_files, json_hooks, plugin,
+    toml_block,
 };
 
 /// A file's new text for an install, and what the read-back compares against.
@@ -52,6 +55,7 @@ pub(crate) fn edit(
         ConfigFormat::TomlHooks => toml_block::edit(agent, config, before, observer),
         ConfigFormat::JsonHooks => json_hooks::edit(agent, config, before, observer),
         ConfigFormat::Plugin => plugin::edit(agent, config, before, observer),
+        ConfigFormat::HookFiles => hook_files::edit(agent, config, before, observer),
     }
 }
 
@@ -59,6 +63,7 @@ pub(crate) fn edit(
 /// entries are exactly `observer`'s, and the rest is `outside`.
 pub(crate) fn read_back(
     agent: Agent,
+    config: &Path,
     back: &str,
     observer: &Observer,
     outside: &str,
@@ -67,6 +72,7 @@ pub(crate) fn read_back(
         ConfigFormat::TomlHooks => toml_block::read_back(agent, back, observer, outside),
         ConfigFormat::JsonHooks => json_hooks::read_back(agent, back, observer, outside),
         ConfigFormat::Plugin => plugin::read_back(agent, back, observer, outside),
+        ConfigFormat::HookFiles => hook_files::read_back(agent, config, back, observer),
     }
 }
 
@@ -104,6 +110,7 @@ pub(crate) fn remove(
         ConfigFormat::TomlHooks => toml_block::remove(config, text, which),
         ConfigFormat::JsonHooks => json_hooks::remove(config, text, which.generation()),
         ConfigFormat::Plugin => Ok(plugin::remove(text, which.generation())),
+        ConfigFormat::HookFiles => Ok(hook_files::remove(text, which.generation())),
     }
 }
 
@@ -118,5 +125,8 @@ pub(crate) fn check(
         ConfigFormat::TomlHooks => toml_block::check(agent, config, text),
         ConfigFormat::JsonHooks => json_hooks::check(agent, config, text, version),
         ConfigFormat::Plugin => plugin::check(agent, config, text),
+        ConfigFormat::HookFiles => {
+            hook_files::check(agent, config, text, text.map(|_| super::file::mode(config)))
+        }
     }
 }

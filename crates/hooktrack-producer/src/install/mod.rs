@@ -1,9 +1,10 @@
 //! Observer injection: wiring an agent CLI's hooks to `hooktrack emit`.
 //!
-//! One driver ([`install`], [`uninstall`], [`check`]) over two config formats (see
+//! One driver ([`install`], [`uninstall`], [`check`]) over the config formats (see
 //! [`format`]): Kimi's `config.toml`, edited as text around a marker-delimited block
-//! ([`toml_block`]), and the JSON hooks table that Claude Code, Codex CLI and Gemini CLI
-//! share ([`json_hooks`]). An install is always: read the file, let the format edit it,
+//! ([`toml_block`]), the JSON hooks table that Claude Code, Codex CLI, Gemini CLI and
+//! others share ([`json_hooks`]), a plugin file ([`plugin`]) and one hook file per event
+//! ([`hook_files`], Cline's: the driver runs the one-file steps on each). An install is always: read the file, let the format edit it,
 //! write it atomically, read it back from disk and let the format check it, put the
 //! previous bytes back on any violation, and record the verdict in `channel.json`.
 //!
@@ -17,6 +18,7 @@ mod error;
 pub mod facts;
 mod file;
 mod format;
+pub mod hook_files;
 pub mod json_hooks;
 pub mod leftover;
 pub mod own_side;
@@ -210,6 +212,44 @@ fn install_unrecorded(
     read_only: ReadOnly,
 ) -> Result<InstallReport, InstallError> {
     check_observer(observer)?;
+    if agent.config().format != ConfigFormat::HookFiles {
+        return install_file(config, agent, observer, read_only);
+    }
+    // One file per event: none is written while any of them is the user's.
+    let files = hook_files::files(config, agent, Some(observer.agent_version.as_deref()));
+    for (file, _) in &files {
+        let file = file::resolve(file);
+        if let Some(text) = file::read_text(&file)?
+            && !hook_files::is_ours(&text)
+        {
+            return Err(InstallError::NotOurs { path: file });
+        }
+    }
+    let mut first: Option<InstallReport> = None;
+    let mut ours = 0;
+    for (file, _) in &files {
+        let report = install_file(file, agent, observer, read_only)?;
+        ours += report.ours;
+        first.get_or_insert(report);
+    }
+    let mut report = first.ok_or_else(|| InstallError::NotInstalled {
+        path: config.to_owned(),
+        reason: "the agent has no hook event to write a file for",
+        install: own_side::install_command(agent),
+    })?;
+    report.entries = ours;
+    report.ours = ours;
+    Ok(report)
+}
+
+/// Installs into one file: the whole config, or one hook file of an agent that has one per
+/// event.
+fn install_file(
+    config: &Path,
+    agent: Agent,
+    observer: &Observer,
+    read_only: ReadOnly,
+) -> Result<InstallReport, InstallError> {
     let config = file::resolve(config);
     file::check_writable(&config, read_only)?;
     // Edited from a read, written only while the file still holds what was read: a save
@@ -222,7 +262,10 @@ fn install_unrecorded(
             original.as_deref().unwrap_or_default(),
             observer,
         )?;
-        let mode = file::mode(&config);
+        let mode = match agent.config().format {
+            ConfigFormat::HookFiles => hook_files::MODE,
+            _ => file::mode(&config),
+        };
         if let Replace::Changed(now) =
             file::replace_if(&config, original.as_deref(), &edit.text, mode)?
         {
@@ -230,7 +273,7 @@ fn install_unrecorded(
             continue;
         }
         let validation = check_written(&config, original.as_deref(), &edit.text, mode, |back| {
-            format::read_back(agent, back, observer, &edit.outside)
+            format::read_back(agent, &config, back, observer, &edit.outside)
         })?;
         return Ok(InstallReport {
             config,
@@ -275,6 +318,38 @@ pub fn uninstall_routed(
 }
 
 fn uninstall_which(
+    config: &Path,
+    format: ConfigFormat,
+    which: Which,
+    read_only: ReadOnly,
+) -> Result<Uninstalled, InstallError> {
+    if format != ConfigFormat::HookFiles {
+        return uninstall_file(config, format, which, read_only);
+    }
+    // Every event's file hooktrack may have written, whichever version it wrote them for.
+    let dir = config.parent().unwrap_or(Path::new(""));
+    let mut outcome = Uninstalled::NoFile;
+    for agent in Agent::ALL
+        .into_iter()
+        .filter(|a| a.config().format == ConfigFormat::HookFiles)
+    {
+        for event in agent.descriptor().hook_events {
+            let one = uninstall_file(&dir.join(event), format, which, read_only)?;
+            outcome = match (outcome, one) {
+                (removed @ Uninstalled::Removed { .. }, _)
+                | (_, removed @ Uninstalled::Removed { .. }) => removed,
+                (kept @ Uninstalled::KeptOther { .. }, _)
+                | (_, kept @ Uninstalled::KeptOther { .. }) => kept,
+                (Uninstalled::NoBlock, _) | (_, Uninstalled::NoBlock) => Uninstalled::NoBlock,
+                (Uninstalled::NoFile, Uninstalled::NoFile) => Uninstalled::NoFile,
+            };
+        }
+    }
+    Ok(outcome)
+}
+
+/// Removes hooktrack's entries from one file.
+fn uninstall_file(
     config: &Path,
     format: ConfigFormat,
     which: Which,
@@ -341,6 +416,31 @@ pub fn check_for(
     agent: Agent,
     version: Option<&str>,
 ) -> Result<CheckReport, InstallError> {
+    if agent.config().format == ConfigFormat::HookFiles {
+        let mut total: Option<Validation> = None;
+        for (file, _) in hook_files::files(config, agent, Some(version)) {
+            let file = file::resolve(&file);
+            let text = file::read_text(&file)?;
+            let one = format::check(agent, &file, text.as_deref(), version)?;
+            total = Some(match total {
+                Some(t) => Validation {
+                    entries: t.entries + one.entries,
+                    ours: t.ours + one.ours,
+                    ..t
+                },
+                None => one,
+            });
+        }
+        let validation = total.ok_or_else(|| InstallError::NotInstalled {
+            path: config.to_owned(),
+            reason: "the agent has no hook event to check a file for",
+            install: own_side::install_command(agent),
+        })?;
+        return Ok(CheckReport {
+            config: file::resolve(config),
+            validation,
+        });
+    }
     let config = file::resolve(config);
     let text = file::read_text(&config)?;
     let validation = format::check(agent, &config, text.as_deref(), version)?;
@@ -350,6 +450,16 @@ pub fn check_for(
 /// Whether `config` holds exactly the entries `observer` renders for `agent` (so an
 /// install would rewrite nothing): what lets a session leave a shared config untouched.
 pub fn installed_by(config: &Path, agent: Agent, observer: &Observer) -> bool {
+    if agent.config().format == ConfigFormat::HookFiles {
+        let files = hook_files::files(config, agent, Some(observer.agent_version.as_deref()));
+        return !files.is_empty()
+            && files.iter().all(|(file, event)| {
+                matches!(
+                    file::read_text(&file::resolve(file)),
+                    Ok(Some(text)) if text == hook_files::render(agent, observer, event)
+                )
+            });
+    }
     let config = file::resolve(config);
     let Ok(Some(text)) = file::read_text(&config) else {
         return false;
@@ -362,6 +472,7 @@ pub fn installed_by(config: &Path, agent: Agent, observer: &Observer) -> bool {
             Some(observer),
             observer.agent_version.as_deref(),
         ),
+        ConfigFormat::HookFiles => Err(Violation::new("hook files are judged one by one")),
         ConfigFormat::Plugin => {
             if text == plugin::render(agent, observer) {
                 plugin::validate(&text, agent)
@@ -379,7 +490,7 @@ pub fn holds_nothing(text: &str, format: ConfigFormat) -> bool {
     match format {
         ConfigFormat::JsonHooks => json_hooks::Settings::parse(text).is_ok_and(|s| s.is_empty()),
         ConfigFormat::TomlHooks => text.trim().is_empty(),
-        ConfigFormat::Plugin => text.is_empty(),
+        ConfigFormat::Plugin | ConfigFormat::HookFiles => text.is_empty(),
     }
 }
 

@@ -66,6 +66,13 @@ pub fn entries(agent: Agent, text: &str) -> Vec<Entry> {
             .iter()
             .filter_map(|c| from_command(c))
             .collect(),
+        // The command after `exec env -u ...` in the hook file.
+        ConfigFormat::HookFiles => text
+            .lines()
+            .filter(|line| line.starts_with("exec env "))
+            .filter_map(|line| line.find('\'').map(|at| &line[at..]))
+            .filter_map(from_command)
+            .collect(),
         ConfigFormat::Plugin => plugin_argv(text)
             .and_then(|argv| {
                 let emitter = argv.first()?;
@@ -282,6 +289,9 @@ mod tests {
                 crate::install::toml_block::render_block(agent, observer, false)
             }
             ConfigFormat::Plugin => crate::install::plugin::render(agent, observer),
+            ConfigFormat::HookFiles => {
+                crate::install::hook_files::render(agent, observer, "TaskStart")
+            }
         }
     }
 
