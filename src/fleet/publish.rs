@@ -6,12 +6,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use async_nats::jetstream::{self, kv, stream};
+use async_nats::jetstream::{self, kv};
 use tokio::sync::Notify;
 
-use super::names::{encode_token, session_key, session_subject};
+use super::names::{encode_token, session_key};
 use super::server::{FleetError, NatsServer, REQUEST_TIMEOUT};
-use super::{BUCKET, HEARTBEAT_PREFIX, STREAM};
+use super::{BUCKET, HEARTBEAT_PREFIX};
 use crate::safe_text::{Notation, SafeWriter};
 
 /// What to publish where.
@@ -51,6 +51,10 @@ pub struct PublishStats {
     pub waiting: usize,
     /// Whether the last request reached the server.
     pub connected: bool,
+    /// Writes the server refused: this host's NATS user may not publish there (a
+    /// permissions violation), or may not connect. Never retried into success: the
+    /// server's auth decides.
+    pub refused: u64,
 }
 
 /// One update on its way.
@@ -200,7 +204,7 @@ impl Drop for Publisher {
     }
 }
 
-/// The publishing thread: connect, make the stream and the bucket, send what waits.
+/// The publishing thread: connect, make the bucket, send what waits.
 async fn run(config: PublishConfig, shared: Arc<Shared>) {
     let name = format!("hooktrack publish {}", config.host);
     let options = match config.server.options(&name).await {
@@ -218,6 +222,9 @@ async fn run(config: PublishConfig, shared: Arc<Shared>) {
                     events.wake.notify_one();
                 }
                 async_nats::Event::Disconnected => events.lock().stats.connected = false,
+                async_nats::Event::ServerError(e) if is_refusal(&e) => {
+                    events.lock().stats.refused += 1;
+                }
                 _ => {}
             }
         }
@@ -278,7 +285,7 @@ async fn run(config: PublishConfig, shared: Arc<Shared>) {
             .await;
             continue;
         };
-        if send(&js, store, &item).await {
+        if send(store, &item).await {
             let mut backlog = shared.lock();
             backlog.queue.pop_front();
             backlog.stats.published += 1;
@@ -295,19 +302,23 @@ async fn run(config: PublishConfig, shared: Arc<Shared>) {
     }
 }
 
-/// The stream and the bucket, made if missing (as the server's auth allows).
+/// A server error that says this client may not do what it did.
+fn is_refusal(error: &async_nats::ServerError) -> bool {
+    match error {
+        async_nats::ServerError::AuthorizationViolation => true,
+        async_nats::ServerError::Other(text) => {
+            text.to_ascii_lowercase().contains("permissions violation")
+        }
+        _ => false,
+    }
+}
+
+/// The bucket there, else made (as the server's auth allows): looked up first, so that a
+/// host whose user may not make it (docs/fleet.md's permissions) is refused nothing.
 async fn setup(js: &jetstream::Context, config: &PublishConfig) -> Option<kv::Store> {
-    let history = stream::Config {
-        name: STREAM.to_owned(),
-        subjects: vec![format!("{}.>", super::SUBJECT_PREFIX)],
-        max_age: config.ttl.max(Duration::from_secs(3600)) * 24,
-        max_messages_per_subject: 1000,
-        ..Default::default()
-    };
-    tokio::time::timeout(REQUEST_TIMEOUT, js.get_or_create_stream(history))
-        .await
-        .ok()?
-        .ok()?;
+    if let Ok(Ok(store)) = tokio::time::timeout(REQUEST_TIMEOUT, js.get_key_value(BUCKET)).await {
+        return Some(store);
+    }
     let made = tokio::time::timeout(
         REQUEST_TIMEOUT,
         js.create_key_value(kv::Config {
@@ -328,29 +339,14 @@ async fn setup(js: &jetstream::Context, config: &PublishConfig) -> Option<kv::St
     }
 }
 
-/// One update to the stream (acknowledged) and the bucket; an empty body deletes the
-/// session's key.
-async fn send(js: &jetstream::Context, store: &kv::Store, item: &Item) -> bool {
+/// One update: one acknowledged put of the session's key (the bucket's stream is the
+/// only write); an empty body deletes the key.
+async fn send(store: &kv::Store, item: &Item) -> bool {
     if item.body.is_empty() {
         return matches!(
             tokio::time::timeout(REQUEST_TIMEOUT, store.delete(&item.key)).await,
             Ok(Ok(()))
         );
-    }
-    let acked = async {
-        let ack = js
-            .publish(session_subject(&item.key), item.body.clone().into())
-            .await
-            .ok()?;
-        ack.await.ok()
-    };
-    if tokio::time::timeout(REQUEST_TIMEOUT, acked)
-        .await
-        .ok()
-        .flatten()
-        .is_none()
-    {
-        return false;
     }
     put(store, &item.key, item.body.clone()).await
 }
