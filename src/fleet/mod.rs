@@ -9,7 +9,9 @@
 //! `$KV.hooktrack.<host>.<agent>.<session>`, is what viewers follow (the bucket's own
 //! stream, `KV_hooktrack`), and what a host's NATS user may publish on. It never blocks the watch that feeds it:
 //! updates wait in a bounded backlog (the oldest dropped and counted) while the server is
-//! away, and the latest state of every session is put again on every reconnect.
+//! away, puts go out without waiting for the ones before them to be acknowledged (a
+//! bounded number in flight), and the latest state of every session is put again on
+//! every reconnect.
 //!
 //! A [`Viewer`] reads the bucket: the current state of every session at once, then every
 //! change, and each host's heartbeat (a host whose heartbeat stopped is shown stale).

@@ -1,6 +1,7 @@
 //! [`Publisher`]: each session's update onto JetStream, never in the watch's way.
 
 use std::collections::{HashMap, VecDeque};
+use std::future::IntoFuture;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -8,6 +9,9 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, kv};
 use tokio::sync::Notify;
+
+/// An acknowledgement on its way.
+type PublishAck = <jetstream::context::PublishAckFuture as std::future::IntoFuture>::IntoFuture;
 
 use super::names::{encode_token, session_key};
 use super::server::{FleetError, NatsServer, REQUEST_TIMEOUT};
@@ -62,6 +66,8 @@ pub struct PublishStats {
 struct Item {
     key: String,
     body: Vec<u8>,
+    /// Its place in the order of updates queued: what an acknowledgement names.
+    seq: u64,
 }
 
 #[derive(Default)]
@@ -71,6 +77,21 @@ struct Backlog {
     latest: HashMap<String, Item>,
     stats: PublishStats,
     stop: bool,
+    /// The next [`Item::seq`].
+    next_seq: u64,
+}
+
+impl Backlog {
+    fn push(&mut self, key: String, body: Vec<u8>) -> Item {
+        let item = Item {
+            key,
+            body,
+            seq: self.next_seq,
+        };
+        self.next_seq += 1;
+        self.queue.push_back(item.clone());
+        item
+    }
 }
 
 struct Shared {
@@ -142,13 +163,9 @@ impl Publisher {
         if written.is_err() {
             return;
         }
-        let item = Item {
-            key: session_key(&self.host, agent, session),
-            body: body.into_inner(),
-        };
         let mut backlog = self.shared.lock();
-        backlog.latest.insert(item.key.clone(), item.clone());
-        backlog.queue.push_back(item);
+        let item = backlog.push(session_key(&self.host, agent, session), body.into_inner());
+        backlog.latest.insert(item.key.clone(), item);
         let limit = self.shared.limit;
         while backlog.queue.len() > limit {
             backlog.queue.pop_front();
@@ -164,10 +181,7 @@ impl Publisher {
         let key = session_key(&self.host, agent, session);
         let mut backlog = self.shared.lock();
         backlog.latest.remove(&key);
-        backlog.queue.push_back(Item {
-            key,
-            body: Vec::new(),
-        });
+        backlog.push(key, Vec::new());
         backlog.stats.waiting = backlog.queue.len();
         drop(backlog);
         self.shared.wake.notify_one();
@@ -238,6 +252,8 @@ async fn run(config: PublishConfig, shared: Arc<Shared>) {
     let refresh_every = config.ttl / 2;
     let mut bucket: Option<kv::Store> = None;
     let mut last_refresh = tokio::time::Instant::now();
+    let mut acks: VecDeque<(u64, PublishAck)> = VecDeque::new();
+    let mut next_send = 0u64;
     let mut next_heartbeat = tokio::time::Instant::now();
     loop {
         if bucket.is_none() {
@@ -269,29 +285,62 @@ async fn run(config: PublishConfig, shared: Arc<Shared>) {
                 continue;
             }
         }
+        // The next update not sent yet: a put goes out without waiting for the ones
+        // before it to be acknowledged (up to IN_FLIGHT), a delete once they are.
         let next = {
             let backlog = shared.lock();
-            match backlog.queue.front() {
-                Some(item) => Some(item.clone()),
-                None if backlog.stop => return,
+            match backlog.queue.iter().find(|i| i.seq >= next_send) {
+                Some(item) if acks.len() < IN_FLIGHT => Some(item.clone()),
+                Some(_) => None,
+                None if backlog.queue.is_empty() && backlog.stop => return,
                 None => None,
             }
         };
-        let Some(item) = next else {
-            wait(
-                &shared,
-                next_heartbeat.saturating_duration_since(tokio::time::Instant::now()),
-            )
-            .await;
-            continue;
+        let sent = match next {
+            Some(item) if !item.body.is_empty() => {
+                next_send = item.seq + 1;
+                let subject = format!("$KV.{BUCKET}.{}", item.key);
+                match tokio::time::timeout(REQUEST_TIMEOUT, js.publish(subject, item.body.into()))
+                    .await
+                {
+                    Ok(Ok(ack)) => {
+                        acks.push_back((item.seq, ack.into_future()));
+                        true
+                    }
+                    _ => false,
+                }
+            }
+            Some(item) if acks.is_empty() => {
+                next_send = item.seq + 1;
+                let deleted = send(store, &item).await;
+                if deleted {
+                    acknowledged(&shared, item.seq);
+                }
+                deleted
+            }
+            // A delete waits for the puts before it; nothing to send: wait for an ack.
+            _ => match acks.pop_front() {
+                Some((seq, ack)) => {
+                    let ok = matches!(tokio::time::timeout(REQUEST_TIMEOUT, ack).await, Ok(Ok(_)));
+                    if ok {
+                        acknowledged(&shared, seq);
+                    }
+                    ok
+                }
+                None => {
+                    wait(
+                        &shared,
+                        next_heartbeat.saturating_duration_since(tokio::time::Instant::now()),
+                    )
+                    .await;
+                    true
+                }
+            },
         };
-        if send(store, &item).await {
-            let mut backlog = shared.lock();
-            backlog.queue.pop_front();
-            backlog.stats.published += 1;
-            backlog.stats.waiting = backlog.queue.len();
-            backlog.stats.connected = true;
-        } else {
+        if !sent {
+            // Everything not acknowledged goes again once the server answers.
+            acks.clear();
+            next_send = shared.lock().queue.front().map_or(next_send, |i| i.seq);
             shared.lock().stats.connected = false;
             if shared.lock().stop {
                 return;
@@ -300,6 +349,22 @@ async fn run(config: PublishConfig, shared: Arc<Shared>) {
             wait(&shared, Duration::from_millis(250)).await;
         }
     }
+}
+
+/// Puts sent and not acknowledged yet, at most: a host's updates go out at the server's
+/// pace, not one round trip each.
+const IN_FLIGHT: usize = 256;
+
+/// The update `seq` was acknowledged: it leaves the backlog (unless a full backlog
+/// dropped it already), with what was dropped before it.
+fn acknowledged(shared: &Shared, seq: u64) {
+    let mut backlog = shared.lock();
+    while backlog.queue.front().is_some_and(|i| i.seq <= seq) {
+        backlog.queue.pop_front();
+    }
+    backlog.stats.published += 1;
+    backlog.stats.waiting = backlog.queue.len();
+    backlog.stats.connected = true;
 }
 
 /// A server error that says this client may not do what it did.
@@ -365,7 +430,7 @@ fn requeue_latest(shared: &Shared) {
     let latest: Vec<Item> = backlog.latest.values().cloned().collect();
     for item in latest {
         if !backlog.queue.iter().any(|q| q.key == item.key) {
-            backlog.queue.push_back(item);
+            backlog.push(item.key, item.body);
         }
     }
     backlog.stats.waiting = backlog.queue.len();
@@ -399,6 +464,36 @@ mod tests {
         assert!(!stats.connected);
         let last = publisher.shared.lock().queue.back().map(|i| i.body.clone());
         assert_eq!(last.as_deref(), Some(&br#"{"v":1,"host":"h","n":19}"#[..]));
+        publisher.finish(Duration::ZERO);
+    }
+
+    /// Puts are acknowledged in the order sent: an acknowledgement takes its update out
+    /// of the backlog with any before it (dropped already, or sent with it), and counts
+    /// one; the updates after it wait on.
+    #[test]
+    fn an_acknowledgement_takes_its_update_and_those_before_it() {
+        let server = NatsServer {
+            url: "nats://127.0.0.1:1".into(),
+            ..NatsServer::default()
+        };
+        let publisher = Publisher::start(PublishConfig::new(server, "h".into())).expect("start");
+        for i in 0..4 {
+            publisher.publish("a", &format!("s{i}"), br#"{}"#);
+        }
+        acknowledged(&publisher.shared, 1);
+        let left: Vec<u64> = publisher
+            .shared
+            .lock()
+            .queue
+            .iter()
+            .map(|i| i.seq)
+            .collect();
+        assert_eq!(left, [2, 3]);
+        let stats = publisher.stats();
+        assert_eq!((stats.published, stats.waiting), (1, 2));
+        // An acknowledgement of an update a full backlog dropped takes nothing else.
+        acknowledged(&publisher.shared, 0);
+        assert_eq!(publisher.stats().waiting, 2);
         publisher.finish(Duration::ZERO);
     }
 
