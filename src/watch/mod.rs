@@ -700,7 +700,7 @@ impl Watch {
             return Ok(());
         };
         // A store of several session_ids: one status line per session.
-        let mut lines: Vec<StatusLine> = self
+        let local: Vec<StatusLine> = self
             .order
             .iter()
             .filter_map(|id| Some((id, self.stores.get(id)?, self.latest.get(id)?)))
@@ -725,10 +725,14 @@ impl Watch {
                     .collect::<Vec<_>>()
             })
             .collect();
+        // A fleet's watch has remote sessions only: the local list is empty then.
         #[cfg(feature = "fleet")]
-        if let Some(fleet) = &self.fleet {
-            lines.extend(fleet.lines(now));
-        }
+        let lines = match &self.fleet {
+            Some(fleet) => fleet.lines(now),
+            None => local,
+        };
+        #[cfg(not(feature = "fleet"))]
+        let lines = local;
         view.redraw(&mut self.out, &lines).map_err(write)
     }
 }
