@@ -324,18 +324,18 @@ mod tests {
             "agent": "claude-code", "turn_started_at": "2026-12-05T10:00:01.000Z",
             "last_event_at": "2026-12-05T10:00:02.000Z"
         });
-        let read = read(&record).expect("a record");
-        assert_eq!(read.remote.name, "dev-box:/w/claude 01234567");
+        let got = read(&record).expect("a record");
+        assert_eq!(got.remote.name, "dev-box:/w/claude 01234567");
         assert_eq!(
-            read.remote.agent,
+            got.remote.agent,
             Some(Agent::from_name("claude").expect("claude"))
         );
-        assert_eq!(read.notices.len(), 1);
+        assert_eq!(got.notices.len(), 1);
         let facts = Facts::of_posture(
-            &read.remote.name,
-            &read.remote.posture,
-            read.remote.agent,
-            read.remote.turn_started_at,
+            &got.remote.name,
+            &got.remote.posture,
+            got.remote.agent,
+            got.remote.turn_started_at,
             None,
         );
         assert_eq!(facts.phase_name(), "blocked");
@@ -346,11 +346,7 @@ mod tests {
         for field in ["posture", "at", "host"] {
             let mut broken = record.clone();
             broken.as_object_mut().map(|o| o.remove(field));
-            assert!(read_is_none(&broken), "{field}");
+            assert!(read(&broken).is_none(), "{field}");
         }
-    }
-
-    fn read_is_none(record: &serde_json::Value) -> bool {
-        read(record).is_none()
     }
 }
