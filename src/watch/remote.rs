@@ -236,8 +236,7 @@ impl Watch {
                 if let Some(gone) = fleet.sessions.remove(&key)
                     && let Some(view) = &mut self.view
                 {
-                    view.dropped(&mut self.out, &gone.name, None, None, now)
-                        .map_err(write)?;
+                    view.left(&mut self.out, &gone.name, now).map_err(write)?;
                 }
             }
             Seen::Heartbeat { host, at, every } => {
@@ -281,8 +280,7 @@ impl Watch {
                         if let Some(gone) = fleet.sessions.remove(&key)
                             && let Some(view) = &mut self.view
                         {
-                            view.dropped(&mut self.out, &gone.name, None, None, now)
-                                .map_err(write)?;
+                            view.left(&mut self.out, &gone.name, now).map_err(write)?;
                         }
                     }
                 }
@@ -348,5 +346,85 @@ mod tests {
             broken.as_object_mut().map(|o| o.remove(field));
             assert!(read(&broken).is_none(), "{field}");
         }
+    }
+
+    #[derive(Clone, Default)]
+    struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn state(host: &str, sid: &str, at: &str, closed: serde_json::Value) -> Seen {
+        Seen::State {
+            key: format!("{host}.claude-code.{sid}"),
+            record: serde_json::json!({
+                "v": 1, "host": host, "session": "w", "session_id": sid, "at": at,
+                "agent": "claude-code",
+                "posture": {"presence": "present", "turn": {"phase": "ready"}},
+                "closed": closed, "notices": []
+            }),
+        }
+    }
+
+    /// After the server was lost, the bucket read again is the truth: a session not in
+    /// it any more is dropped from the view; a state put again (the same time) does not
+    /// tell its ended turn twice. No server is reached: the viewer's sightings are fed
+    /// in by hand.
+    #[test]
+    fn a_reload_drops_what_left_the_bucket_and_tells_an_ended_turn_once() {
+        let out = Shared::default();
+        let config = crate::watch::WatchConfig {
+            fleet: Some(ViewConfig {
+                server: crate::fleet::NatsServer {
+                    url: "nats://127.0.0.1:1".into(),
+                    ..Default::default()
+                },
+            }),
+            output: Some(crate::watch::Output::Lines),
+            ..Default::default()
+        };
+        let mut watch =
+            Watch::start(config, Box::new(out.clone()), Box::new(std::io::sink())).expect("watch");
+        let turn = serde_json::json!([{"id": 1, "epoch": 1, "turn_id": "p1", "scope": "main",
+            "origin": "user", "result": "success", "first_row": 1, "last_row": 3,
+            "started_at": null, "ended_at": null, "tool_calls": 0, "ended_by": null}]);
+        let t1 = "2026-12-05T10:00:01.000Z";
+        for seen in [
+            Seen::Loaded,
+            state("a", "s1", t1, turn.clone()),
+            state("b", "s2", t1, serde_json::json!([])),
+            Seen::Connection { up: false },
+            // Read again: a's state as it was, b's gone meanwhile.
+            state("a", "s1", t1, turn),
+            Seen::Loaded,
+        ] {
+            watch.on_seen(seen).expect("seen");
+        }
+        watch.housekeeping().expect("redraw");
+        let text =
+            String::from_utf8_lossy(&out.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.contains("turn p1 ended: success"))
+                .count(),
+            1,
+            "{text}"
+        );
+        assert!(text.contains("b:w s2: left the fleet"), "{text}");
+        let shown: Vec<&str> = text.lines().filter(|l| l.contains("claude-code")).collect();
+        assert!(
+            shown.iter().all(|l| l.starts_with("a:w s1")) && !shown.is_empty(),
+            "{text}"
+        );
     }
 }

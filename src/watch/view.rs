@@ -80,6 +80,17 @@ pub(super) trait View {
         record: &serde_json::Value,
         events: Vec<String>,
     ) -> io::Result<()>;
+    /// A remote session left the fleet's bucket: its host dropped it (its agent gone), or
+    /// stopped publishing and it aged out. Said as a notice; `--ndjson` writes its
+    /// `"dropped"` line.
+    #[cfg(feature = "fleet")]
+    fn left(&mut self, out: &mut dyn Write, name: &str, now: Timestamp) -> io::Result<()> {
+        let _ = now;
+        self.notice(
+            out,
+            &format!("{name}: left the fleet (its host dropped it, or stopped publishing)"),
+        )
+    }
     /// The status lines, in the order the sessions were named.
     fn redraw(&mut self, out: &mut dyn Write, lines: &[StatusLine]) -> io::Result<()>;
     /// A problem of a helper (tmux, the --on-change command): never one of tracking.
@@ -174,6 +185,11 @@ impl View for Ndjson {
             out.write_all(b"\n")?;
         }
         out.flush()
+    }
+
+    #[cfg(feature = "fleet")]
+    fn left(&mut self, out: &mut dyn Write, name: &str, now: Timestamp) -> io::Result<()> {
+        self.dropped(out, name, None, None, now)
     }
 
     #[cfg(feature = "fleet")]
