@@ -131,19 +131,36 @@ pub fn run(args: &WatchArgs) -> ExitCode {
             return fail(&format!("cannot handle Ctrl-C: {}", error_chain(&e)));
         }
     }
+    // `watch nats://…`: every host's sessions, through the same outputs as stores'.
     #[cfg(feature = "fleet")]
-    if let Some(server) = args.paths.iter().find(|p| super::fleet::is_server(p)) {
-        if args.paths.len() > 1 {
+    let fleet = match args.paths.iter().find(|p| super::fleet::is_server(p)) {
+        Some(_) if args.paths.len() > 1 => {
             return fail("watch one NATS server, or stores: not both");
         }
-        return super::fleet::view(&server.to_string_lossy(), &args.nats, args.ndjson, &stop);
-    }
+        Some(server) => match super::fleet::view(&server.to_string_lossy(), &args.nats) {
+            Ok(view) => Some(view),
+            Err(e) => return fail(&e),
+        },
+        None => None,
+    };
+    #[cfg(feature = "fleet")]
+    let paths = if fleet.is_some() {
+        Vec::new()
+    } else {
+        args.paths.clone()
+    };
+    #[cfg(not(feature = "fleet"))]
+    let paths = args.paths.clone();
     #[cfg(feature = "fleet")]
     let publish = match args.nats.publish() {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
-    let (default_stores, session_roots) = if args.paths.is_empty() {
+    #[cfg(feature = "fleet")]
+    let from_server = fleet.is_some();
+    #[cfg(not(feature = "fleet"))]
+    let from_server = false;
+    let (default_stores, session_roots) = if args.paths.is_empty() && !from_server {
         default_folders(|name| std::env::var_os(name))
     } else {
         (None, None)
@@ -160,7 +177,7 @@ pub fn run(args: &WatchArgs) -> ExitCode {
         timeout: Duration::from_millis(args.tmux_timeout_ms),
     };
     let config = WatchConfig {
-        paths: args.paths.clone(),
+        paths,
         default_stores,
         session_roots,
         provider: args.provider,
@@ -178,6 +195,8 @@ pub fn run(args: &WatchArgs) -> ExitCode {
         record_process_ends: true,
         #[cfg(feature = "fleet")]
         publish,
+        #[cfg(feature = "fleet")]
+        fleet,
     };
     let mut watch = match Watch::start(
         config,

@@ -2,13 +2,16 @@
 //! section 12, "what leaves the host"; `docs/fleet.md`).
 //!
 //! A [`Publisher`] takes each session's update as `watch --ndjson` prints it, adds the
-//! host's name, makes it safe ([`crate::safe_text`]), and puts it on JetStream twice: on
-//! the subject `hooktrack.v1.<host>.<agent>.<session>` of the stream `HOOKTRACK` (the
-//! history), and under the key `<host>.<agent>.<session>` of the key-value bucket
-//! `hooktrack` (history 1, entries age out after a TTL: the current state of every
-//! session, so a dead host's sessions disappear). It never blocks the watch that feeds it:
+//! host's name, makes it safe ([`crate::safe_text`]), and puts it once, under the key
+//! `<host>.<agent>.<session>` of the key-value bucket `hooktrack` (history 1, entries age
+//! out after a TTL: the current state of every session, so a dead host's sessions
+//! disappear). That put is the update's one persisted write: its subject,
+//! `$KV.hooktrack.<host>.<agent>.<session>`, is what viewers follow (the bucket's own
+//! stream, `KV_hooktrack`), and what a host's NATS user may publish on. It never blocks the watch that feeds it:
 //! updates wait in a bounded backlog (the oldest dropped and counted) while the server is
-//! away, and the latest state of every session is put again on every reconnect.
+//! away, puts go out without waiting for the ones before them to be acknowledged (a
+//! bounded number in flight), and the latest state of every session is put again on
+//! every reconnect.
 //!
 //! A [`Viewer`] reads the bucket: the current state of every session at once, then every
 //! change, and each host's heartbeat (a host whose heartbeat stopped is shown stale).
@@ -27,13 +30,11 @@ mod publish;
 mod server;
 mod view;
 
-pub use names::{SUBJECT_PREFIX, decode_token, encode_token, session_key};
+pub use names::{decode_token, encode_token, session_key};
 pub use publish::{PublishConfig, PublishStats, Publisher};
 pub use server::{FleetError, NatsAuth, NatsServer, NatsTls};
 pub use view::{Seen, ViewConfig, Viewer};
 
-/// The JetStream stream that keeps every published update.
-pub const STREAM: &str = "HOOKTRACK";
 /// The key-value bucket that keeps each session's latest state.
 pub const BUCKET: &str = "hooktrack";
 /// The bucket's key prefix of the hosts' heartbeats (`_host.<host>`).

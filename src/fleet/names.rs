@@ -1,13 +1,11 @@
 //! Names on the wire: a host, an agent or a session becomes one subject token and one key
 //! token, whatever characters it has.
 //!
-//! NATS subjects split on `.` and treat `*`, `>` and white space specially; bucket keys
+//! A session's key is also its subject (`$KV.hooktrack.<host>.<agent>.<session>`, what a
+//! host's NATS user may publish on). NATS subjects split on `.` and treat `*`, `>` and white space specially; bucket keys
 //! allow only `[-/_=.a-zA-Z0-9]`. A token keeps ASCII letters, digits, `-` and `_`, and
 //! writes every other byte as `=` and two uppercase hex digits, so it is valid in both
 //! and decodes back to the name it came from.
-
-/// The prefix of every subject hooktrack publishes on (`hooktrack.v1.<host>.<agent>.<session>`).
-pub const SUBJECT_PREFIX: &str = "hooktrack.v1";
 
 /// `name` as one subject and key token (see the module's doc); `=` alone for an empty one.
 pub fn encode_token(name: &str) -> String {
@@ -58,11 +56,6 @@ pub fn session_key(host: &str, agent: &str, session: &str) -> String {
         encode_token(agent),
         encode_token(session)
     )
-}
-
-/// The subject one session's updates go to.
-pub(crate) fn session_subject(key: &str) -> String {
-    format!("{SUBJECT_PREFIX}.{key}")
 }
 
 #[cfg(test)]

@@ -1,17 +1,21 @@
 //! [`Publisher`]: each session's update onto JetStream, never in the watch's way.
 
 use std::collections::{HashMap, VecDeque};
+use std::future::IntoFuture;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use async_nats::jetstream::{self, kv, stream};
+use async_nats::jetstream::{self, kv};
 use tokio::sync::Notify;
 
-use super::names::{encode_token, session_key, session_subject};
+/// An acknowledgement on its way.
+type PublishAck = <jetstream::context::PublishAckFuture as std::future::IntoFuture>::IntoFuture;
+
+use super::names::{encode_token, session_key};
 use super::server::{FleetError, NatsServer, REQUEST_TIMEOUT};
-use super::{BUCKET, HEARTBEAT_PREFIX, STREAM};
+use super::{BUCKET, HEARTBEAT_PREFIX};
 use crate::safe_text::{Notation, SafeWriter};
 
 /// What to publish where.
@@ -51,6 +55,10 @@ pub struct PublishStats {
     pub waiting: usize,
     /// Whether the last request reached the server.
     pub connected: bool,
+    /// Writes the server refused: this host's NATS user may not publish there (a
+    /// permissions violation), or may not connect. Never retried into success: the
+    /// server's auth decides.
+    pub refused: u64,
 }
 
 /// One update on its way.
@@ -58,6 +66,8 @@ pub struct PublishStats {
 struct Item {
     key: String,
     body: Vec<u8>,
+    /// Its place in the order of updates queued: what an acknowledgement names.
+    seq: u64,
 }
 
 #[derive(Default)]
@@ -67,6 +77,21 @@ struct Backlog {
     latest: HashMap<String, Item>,
     stats: PublishStats,
     stop: bool,
+    /// The next [`Item::seq`].
+    next_seq: u64,
+}
+
+impl Backlog {
+    fn push(&mut self, key: String, body: Vec<u8>) -> Item {
+        let item = Item {
+            key,
+            body,
+            seq: self.next_seq,
+        };
+        self.next_seq += 1;
+        self.queue.push_back(item.clone());
+        item
+    }
 }
 
 struct Shared {
@@ -138,13 +163,9 @@ impl Publisher {
         if written.is_err() {
             return;
         }
-        let item = Item {
-            key: session_key(&self.host, agent, session),
-            body: body.into_inner(),
-        };
         let mut backlog = self.shared.lock();
-        backlog.latest.insert(item.key.clone(), item.clone());
-        backlog.queue.push_back(item);
+        let item = backlog.push(session_key(&self.host, agent, session), body.into_inner());
+        backlog.latest.insert(item.key.clone(), item);
         let limit = self.shared.limit;
         while backlog.queue.len() > limit {
             backlog.queue.pop_front();
@@ -160,10 +181,7 @@ impl Publisher {
         let key = session_key(&self.host, agent, session);
         let mut backlog = self.shared.lock();
         backlog.latest.remove(&key);
-        backlog.queue.push_back(Item {
-            key,
-            body: Vec::new(),
-        });
+        backlog.push(key, Vec::new());
         backlog.stats.waiting = backlog.queue.len();
         drop(backlog);
         self.shared.wake.notify_one();
@@ -200,7 +218,7 @@ impl Drop for Publisher {
     }
 }
 
-/// The publishing thread: connect, make the stream and the bucket, send what waits.
+/// The publishing thread: connect, make the bucket, send what waits.
 async fn run(config: PublishConfig, shared: Arc<Shared>) {
     let name = format!("hooktrack publish {}", config.host);
     let options = match config.server.options(&name).await {
@@ -218,6 +236,9 @@ async fn run(config: PublishConfig, shared: Arc<Shared>) {
                     events.wake.notify_one();
                 }
                 async_nats::Event::Disconnected => events.lock().stats.connected = false,
+                async_nats::Event::ServerError(e) if is_refusal(&e) => {
+                    events.lock().stats.refused += 1;
+                }
                 _ => {}
             }
         }
@@ -231,6 +252,8 @@ async fn run(config: PublishConfig, shared: Arc<Shared>) {
     let refresh_every = config.ttl / 2;
     let mut bucket: Option<kv::Store> = None;
     let mut last_refresh = tokio::time::Instant::now();
+    let mut acks: VecDeque<(u64, PublishAck)> = VecDeque::new();
+    let mut next_send = 0u64;
     let mut next_heartbeat = tokio::time::Instant::now();
     loop {
         if bucket.is_none() {
@@ -262,29 +285,62 @@ async fn run(config: PublishConfig, shared: Arc<Shared>) {
                 continue;
             }
         }
+        // The next update not sent yet: a put goes out without waiting for the ones
+        // before it to be acknowledged (up to IN_FLIGHT), a delete once they are.
         let next = {
             let backlog = shared.lock();
-            match backlog.queue.front() {
-                Some(item) => Some(item.clone()),
-                None if backlog.stop => return,
+            match backlog.queue.iter().find(|i| i.seq >= next_send) {
+                Some(item) if acks.len() < IN_FLIGHT => Some(item.clone()),
+                Some(_) => None,
+                None if backlog.queue.is_empty() && backlog.stop => return,
                 None => None,
             }
         };
-        let Some(item) = next else {
-            wait(
-                &shared,
-                next_heartbeat.saturating_duration_since(tokio::time::Instant::now()),
-            )
-            .await;
-            continue;
+        let sent = match next {
+            Some(item) if !item.body.is_empty() => {
+                next_send = item.seq + 1;
+                let subject = format!("$KV.{BUCKET}.{}", item.key);
+                match tokio::time::timeout(REQUEST_TIMEOUT, js.publish(subject, item.body.into()))
+                    .await
+                {
+                    Ok(Ok(ack)) => {
+                        acks.push_back((item.seq, ack.into_future()));
+                        true
+                    }
+                    _ => false,
+                }
+            }
+            Some(item) if acks.is_empty() => {
+                next_send = item.seq + 1;
+                let deleted = send(store, &item).await;
+                if deleted {
+                    acknowledged(&shared, item.seq);
+                }
+                deleted
+            }
+            // A delete waits for the puts before it; nothing to send: wait for an ack.
+            _ => match acks.pop_front() {
+                Some((seq, ack)) => {
+                    let ok = matches!(tokio::time::timeout(REQUEST_TIMEOUT, ack).await, Ok(Ok(_)));
+                    if ok {
+                        acknowledged(&shared, seq);
+                    }
+                    ok
+                }
+                None => {
+                    wait(
+                        &shared,
+                        next_heartbeat.saturating_duration_since(tokio::time::Instant::now()),
+                    )
+                    .await;
+                    true
+                }
+            },
         };
-        if send(&js, store, &item).await {
-            let mut backlog = shared.lock();
-            backlog.queue.pop_front();
-            backlog.stats.published += 1;
-            backlog.stats.waiting = backlog.queue.len();
-            backlog.stats.connected = true;
-        } else {
+        if !sent {
+            // Everything not acknowledged goes again once the server answers.
+            acks.clear();
+            next_send = shared.lock().queue.front().map_or(next_send, |i| i.seq);
             shared.lock().stats.connected = false;
             if shared.lock().stop {
                 return;
@@ -295,19 +351,39 @@ async fn run(config: PublishConfig, shared: Arc<Shared>) {
     }
 }
 
-/// The stream and the bucket, made if missing (as the server's auth allows).
+/// Puts sent and not acknowledged yet, at most: a host's updates go out at the server's
+/// pace, not one round trip each.
+const IN_FLIGHT: usize = 256;
+
+/// The update `seq` was acknowledged: it leaves the backlog (unless a full backlog
+/// dropped it already), with what was dropped before it.
+fn acknowledged(shared: &Shared, seq: u64) {
+    let mut backlog = shared.lock();
+    while backlog.queue.front().is_some_and(|i| i.seq <= seq) {
+        backlog.queue.pop_front();
+    }
+    backlog.stats.published += 1;
+    backlog.stats.waiting = backlog.queue.len();
+    backlog.stats.connected = true;
+}
+
+/// A server error that says this client may not do what it did.
+fn is_refusal(error: &async_nats::ServerError) -> bool {
+    match error {
+        async_nats::ServerError::AuthorizationViolation => true,
+        async_nats::ServerError::Other(text) => {
+            text.to_ascii_lowercase().contains("permissions violation")
+        }
+        _ => false,
+    }
+}
+
+/// The bucket there, else made (as the server's auth allows): looked up first, so that a
+/// host whose user may not make it (docs/fleet.md's permissions) is refused nothing.
 async fn setup(js: &jetstream::Context, config: &PublishConfig) -> Option<kv::Store> {
-    let history = stream::Config {
-        name: STREAM.to_owned(),
-        subjects: vec![format!("{}.>", super::SUBJECT_PREFIX)],
-        max_age: config.ttl.max(Duration::from_secs(3600)) * 24,
-        max_messages_per_subject: 1000,
-        ..Default::default()
-    };
-    tokio::time::timeout(REQUEST_TIMEOUT, js.get_or_create_stream(history))
-        .await
-        .ok()?
-        .ok()?;
+    if let Ok(Ok(store)) = tokio::time::timeout(REQUEST_TIMEOUT, js.get_key_value(BUCKET)).await {
+        return Some(store);
+    }
     let made = tokio::time::timeout(
         REQUEST_TIMEOUT,
         js.create_key_value(kv::Config {
@@ -328,29 +404,14 @@ async fn setup(js: &jetstream::Context, config: &PublishConfig) -> Option<kv::St
     }
 }
 
-/// One update to the stream (acknowledged) and the bucket; an empty body deletes the
-/// session's key.
-async fn send(js: &jetstream::Context, store: &kv::Store, item: &Item) -> bool {
+/// One update: one acknowledged put of the session's key (the bucket's stream is the
+/// only write); an empty body deletes the key.
+async fn send(store: &kv::Store, item: &Item) -> bool {
     if item.body.is_empty() {
         return matches!(
             tokio::time::timeout(REQUEST_TIMEOUT, store.delete(&item.key)).await,
             Ok(Ok(()))
         );
-    }
-    let acked = async {
-        let ack = js
-            .publish(session_subject(&item.key), item.body.clone().into())
-            .await
-            .ok()?;
-        ack.await.ok()
-    };
-    if tokio::time::timeout(REQUEST_TIMEOUT, acked)
-        .await
-        .ok()
-        .flatten()
-        .is_none()
-    {
-        return false;
     }
     put(store, &item.key, item.body.clone()).await
 }
@@ -369,7 +430,7 @@ fn requeue_latest(shared: &Shared) {
     let latest: Vec<Item> = backlog.latest.values().cloned().collect();
     for item in latest {
         if !backlog.queue.iter().any(|q| q.key == item.key) {
-            backlog.queue.push_back(item);
+            backlog.push(item.key, item.body);
         }
     }
     backlog.stats.waiting = backlog.queue.len();
@@ -403,6 +464,36 @@ mod tests {
         assert!(!stats.connected);
         let last = publisher.shared.lock().queue.back().map(|i| i.body.clone());
         assert_eq!(last.as_deref(), Some(&br#"{"v":1,"host":"h","n":19}"#[..]));
+        publisher.finish(Duration::ZERO);
+    }
+
+    /// Puts are acknowledged in the order sent: an acknowledgement takes its update out
+    /// of the backlog with any before it (dropped already, or sent with it), and counts
+    /// one; the updates after it wait on.
+    #[test]
+    fn an_acknowledgement_takes_its_update_and_those_before_it() {
+        let server = NatsServer {
+            url: "nats://127.0.0.1:1".into(),
+            ..NatsServer::default()
+        };
+        let publisher = Publisher::start(PublishConfig::new(server, "h".into())).expect("start");
+        for i in 0..4 {
+            publisher.publish("a", &format!("s{i}"), br#"{}"#);
+        }
+        acknowledged(&publisher.shared, 1);
+        let left: Vec<u64> = publisher
+            .shared
+            .lock()
+            .queue
+            .iter()
+            .map(|i| i.seq)
+            .collect();
+        assert_eq!(left, [2, 3]);
+        let stats = publisher.stats();
+        assert_eq!((stats.published, stats.waiting), (1, 2));
+        // An acknowledgement of an update a full backlog dropped takes nothing else.
+        acknowledged(&publisher.shared, 0);
+        assert_eq!(publisher.stats().waiting, 2);
         publisher.finish(Duration::ZERO);
     }
 

@@ -43,6 +43,9 @@ pub enum Seen {
     Connection { up: bool },
     /// A message under the bucket that is no hooktrack record (skipped).
     Malformed { key: String },
+    /// The bucket's state when the viewer (re)started reading it was sent in full: what
+    /// follows is change, news to whoever follows the fleet.
+    Loaded,
 }
 
 /// Follows the bucket on its own thread; [`Viewer::recv`] hands out what it saw.
@@ -119,11 +122,16 @@ async fn run(config: ViewConfig, tx: Sender<Seen>, stop: Arc<AtomicBool>) {
     };
     let js = jetstream::new(client);
     while !stop.load(Ordering::SeqCst) {
-        let Some(mut watch) = watch_bucket(&js).await else {
+        let Some((mut watch, values)) = watch_bucket(&js).await else {
             tokio::time::sleep(Duration::from_millis(250)).await;
             continue;
         };
         lost.store(false, Ordering::SeqCst);
+        // An empty bucket has no last entry to say the current state was read.
+        let mut loaded = values == 0;
+        if loaded && tx.send(Seen::Loaded).is_err() {
+            return;
+        }
         loop {
             if stop.load(Ordering::SeqCst) {
                 return;
@@ -139,6 +147,12 @@ async fn run(config: ViewConfig, tx: Sender<Seen>, stop: Arc<AtomicBool>) {
                     if tx.send(seen(&entry)).is_err() {
                         return;
                     }
+                    if !loaded && entry.seen_current {
+                        loaded = true;
+                        if tx.send(Seen::Loaded).is_err() {
+                            return;
+                        }
+                    }
                 }
                 Ok(Some(Err(_)) | None) => break,
             }
@@ -147,16 +161,20 @@ async fn run(config: ViewConfig, tx: Sender<Seen>, stop: Arc<AtomicBool>) {
     }
 }
 
-async fn watch_bucket(js: &jetstream::Context) -> Option<kv::Watch> {
+/// A watch of the bucket, and how many messages it held when it started.
+async fn watch_bucket(js: &jetstream::Context) -> Option<(kv::Watch, u64)> {
     let store = tokio::time::timeout(REQUEST_TIMEOUT, js.get_key_value(BUCKET))
         .await
         .ok()?
         .ok()?;
+    // The stream's state as the lookup just read it.
+    let values = store.status().await.ok()?.values();
     // Every key's latest value first, then every change: the state of the fleet now.
-    tokio::time::timeout(REQUEST_TIMEOUT, store.watch_with_history(">"))
+    let watch = tokio::time::timeout(REQUEST_TIMEOUT, store.watch_with_history(">"))
         .await
         .ok()?
-        .ok()
+        .ok()?;
+    Some((watch, values))
 }
 
 /// One bucket entry as what it says.

@@ -65,6 +65,11 @@ pub struct WatchConfig {
     /// Publish every session's updates to a NATS JetStream fleet ([`crate::fleet`]).
     #[cfg(feature = "fleet")]
     pub publish: Option<crate::fleet::PublishConfig>,
+    /// Show every host's sessions read from a NATS JetStream fleet ([`crate::fleet`])
+    /// instead of stores (no path then): the same outputs, each session named
+    /// `host:session`; a remote session sets no tmux option.
+    #[cfg(feature = "fleet")]
+    pub fleet: Option<crate::fleet::ViewConfig>,
 }
 
 impl Default for WatchConfig {
@@ -86,6 +91,8 @@ impl Default for WatchConfig {
             record_process_ends: true,
             #[cfg(feature = "fleet")]
             publish: None,
+            #[cfg(feature = "fleet")]
+            fleet: None,
         }
     }
 }
@@ -124,9 +131,17 @@ pub enum WatchError {
         #[source]
         source: io::Error,
     },
+    #[error("watch one NATS server, or stores: not both")]
+    ServerAndStores,
     #[cfg(feature = "fleet")]
     #[error("cannot publish to the fleet")]
     Publish {
+        #[source]
+        source: crate::fleet::FleetError,
+    },
+    #[cfg(feature = "fleet")]
+    #[error("cannot read the fleet")]
+    View {
         #[source]
         source: crate::fleet::FleetError,
     },

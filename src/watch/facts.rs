@@ -1,6 +1,7 @@
 //! What `watch --tmux` and `watch --on-change` publish about a session, from its update.
 
-use hooktrack_core::posture::{Phase, Presence, TurnResult};
+use hooktrack_core::agent::Agent;
+use hooktrack_core::posture::{Phase, Posture, Presence, TurnResult};
 use hooktrack_core::store::is_tmux_pane_id;
 use hooktrack_core::time::Timestamp;
 use hooktrack_live::session::Update;
@@ -35,25 +36,43 @@ pub struct Facts {
 
 impl Facts {
     pub fn of(session: &str, update: &Update, given_pane: Option<&str>) -> Self {
-        let p = update.posture();
+        let pane = given_pane.map(str::to_owned).or_else(|| {
+            update
+                .tmux_pane
+                .clone()
+                .filter(|pane| is_tmux_pane_id(pane))
+        });
+        Self::of_posture(
+            session,
+            update.posture(),
+            update.agent(),
+            update.turn_started_at(),
+            pane,
+        )
+    }
+
+    /// The facts of a session known by its posture alone (a fleet's remote session, whose
+    /// record is what its host's update said): no pane, for no local pane is its.
+    pub fn of_posture(
+        session: &str,
+        p: &Posture,
+        agent: Option<Agent>,
+        turn_started_at: Option<Timestamp>,
+        pane: Option<String>,
+    ) -> Self {
         Self {
             session: session.to_owned(),
-            agent: update.agent().map(|a| a.name()),
+            agent: agent.map(|a| a.name()),
             presence: p.presence,
             phase: p.turn.phase,
             turn: p.turn.turn_id.as_ref().map(ToString::to_string),
-            turn_started_at: update.turn_started_at(),
+            turn_started_at,
             blocked_tool: p.turn.blocked_tool.clone(),
             background: p.turn.background(),
             last_result: p.last_turn.result,
             last_turn_at: p.last_turn.at,
             last_turn_epoch: p.last_turn.epoch,
-            pane: given_pane.map(str::to_owned).or_else(|| {
-                update
-                    .tmux_pane
-                    .clone()
-                    .filter(|pane| is_tmux_pane_id(pane))
-            }),
+            pane,
         }
     }
 

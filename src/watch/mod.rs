@@ -32,6 +32,8 @@ mod facts;
 mod jump;
 mod notify;
 mod record;
+#[cfg(feature = "fleet")]
+mod remote;
 mod tmux;
 mod trust;
 mod view;
@@ -54,7 +56,7 @@ use notify::{Action, Notifier};
 use tmux::Tmux;
 
 use crate::safe_text::{Notation, SafeWriter};
-use view::{StatusLine, View, pane_facts, session_name, short_id, status_line};
+use view::{Shown, StatusLine, View, pane_facts, session_name, short_id, status_line};
 
 pub use bounded::RunError;
 pub use config::{WatchConfig, WatchError, default_folders};
@@ -107,6 +109,12 @@ pub struct Watch {
     notify: Option<Notifier>,
     #[cfg(feature = "fleet")]
     publisher: Option<crate::fleet::Publisher>,
+    /// The publisher's refused writes last said (said again at each doubling).
+    #[cfg(feature = "fleet")]
+    refusals_said: u64,
+    /// Every host's sessions, read from a NATS server instead of stores.
+    #[cfg(feature = "fleet")]
+    fleet: Option<remote::Fleet>,
     warnings: Receiver<String>,
 }
 
@@ -147,7 +155,14 @@ impl Watch {
         if config.checkpoint.is_some() && (given.len() != 1 || config.paths.len() != 1) {
             return Err(WatchError::CheckpointNeedsOnePath);
         }
-        if config.paths.is_empty() {
+        #[cfg(feature = "fleet")]
+        let from_server = config.fleet.is_some();
+        #[cfg(not(feature = "fleet"))]
+        let from_server = false;
+        if from_server && !config.paths.is_empty() {
+            return Err(WatchError::ServerAndStores);
+        }
+        if config.paths.is_empty() && !from_server {
             if config.default_stores.is_none() && config.session_roots.is_none() {
                 return Err(WatchError::NothingToWatch);
             }
@@ -208,6 +223,13 @@ impl Watch {
             ),
             None => None,
         };
+        #[cfg(feature = "fleet")]
+        let fleet = match config.fleet.clone() {
+            Some(view) => {
+                Some(remote::Fleet::start(view).map_err(|source| WatchError::View { source })?)
+            }
+            None => None,
+        };
         let (hub, updates) = Hub::start(HubConfig {
             recheck: config.recheck,
         })
@@ -257,6 +279,10 @@ impl Watch {
             notify,
             #[cfg(feature = "fleet")]
             publisher,
+            #[cfg(feature = "fleet")]
+            refusals_said: 0,
+            #[cfg(feature = "fleet")]
+            fleet,
             warnings,
         };
         for (path, paths) in given {
@@ -274,7 +300,12 @@ impl Watch {
         // What is there at start is history, like the given paths' contents.
         watch.look(false);
         // Said once the first look is done: what appears from now on is news.
-        if config.paths.is_empty() {
+        #[cfg(feature = "fleet")]
+        if let Some(fleet) = &watch.fleet {
+            let said = format!("watching every host's sessions on {}", fleet.url());
+            watch.notice(&said)?;
+        }
+        if config.paths.is_empty() && !from_server {
             let mut said = Vec::new();
             if let Some(f) = &config.default_stores {
                 said.push(format!("every default store in {}", f.display()));
@@ -303,6 +334,17 @@ impl Watch {
         let wait = wait
             .min(self.next_redraw.saturating_duration_since(Instant::now()))
             .min(self.next_look.saturating_duration_since(Instant::now()));
+        #[cfg(feature = "fleet")]
+        if let Some(fleet) = &self.fleet {
+            // A fleet's watch follows no store: the viewer is what it waits on.
+            match fleet.recv(wait) {
+                Ok(seen) => self.on_seen(seen)?,
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return Ok(false),
+            }
+            self.housekeeping()?;
+            return Ok(true);
+        }
         match self.updates.recv_timeout(wait) {
             Ok((id, update)) => self.on_update(id, update)?,
             Err(RecvTimeoutError::Timeout) => {}
@@ -479,7 +521,7 @@ impl Watch {
                     .into_iter()
                     .flatten()
                 {
-                    n.update(&key, news, &facts, &one);
+                    n.update(&key, news, &facts, one.at, one.closed());
                 }
             }
         }
@@ -625,6 +667,23 @@ impl Watch {
             }
         }
         self.let_go_of_finished_runs();
+        #[cfg(feature = "fleet")]
+        if let Some(publisher) = &self.publisher {
+            // A refused write is no outage: retrying will not help; the person must know.
+            let refused = publisher.stats().refused;
+            if refused > 0 && refused >= self.refusals_said.saturating_mul(2).max(1) {
+                self.refusals_said = refused;
+                self.notice(&format!(
+                    "fleet: the NATS server refused {refused} write(s) so far: this host's user may not publish its sessions there"
+                ))?;
+            }
+        }
+        #[cfg(feature = "fleet")]
+        if let Some(fleet) = &mut self.fleet {
+            for quiet in fleet.gone_quiet(now) {
+                self.notice(&quiet)?;
+            }
+        }
         let warnings: Vec<String> = self.warnings.try_iter().collect();
         for warning in warnings {
             self.notice(&warning)?;
@@ -641,7 +700,7 @@ impl Watch {
             return Ok(());
         };
         // A store of several session_ids: one status line per session.
-        let lines: Vec<StatusLine> = self
+        let local: Vec<StatusLine> = self
             .order
             .iter()
             .filter_map(|id| Some((id, self.stores.get(id)?, self.latest.get(id)?)))
@@ -656,14 +715,24 @@ impl Watch {
                             .contains(&(*id, one.current().session_id.clone()))
                     })
                     .map(|(session, update)| match session {
-                        Some(sid) => {
-                            status_line(&format!("{name} {}", short_id(sid)), &update, now)
-                        }
-                        None => status_line(name, &update, now),
+                        Some(sid) => status_line(
+                            &format!("{name} {}", short_id(sid)),
+                            &Shown::of(&update),
+                            now,
+                        ),
+                        None => status_line(name, &Shown::of(&update), now),
                     })
                     .collect::<Vec<_>>()
             })
             .collect();
+        // A fleet's watch has remote sessions only: the local list is empty then.
+        #[cfg(feature = "fleet")]
+        let lines = match &self.fleet {
+            Some(fleet) => fleet.lines(now),
+            None => local,
+        };
+        #[cfg(not(feature = "fleet"))]
+        let lines = local;
         view.redraw(&mut self.out, &lines).map_err(write)
     }
 }

@@ -24,9 +24,9 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TryS
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use hooktrack_core::correlate::TurnRecord;
 use hooktrack_core::posture::{Phase, Presence};
 use hooktrack_core::time::Timestamp;
-use hooktrack_live::session::Update;
 
 use super::bounded::run_bounded;
 use super::facts::{Facts, display_text};
@@ -118,9 +118,18 @@ impl Notifier {
     }
 
     /// A session's update: queue a run for each transition in it.
-    /// `key` names the session for good (its store and `session_id`); `new`: it appeared
-    /// after the first look at its store, so its first update is news, not history.
-    pub fn update(&mut self, key: &str, new: bool, facts: &Facts, update: &Update) {
+    /// `key` names the session for good (its store and `session_id`, or a fleet's bucket
+    /// key); `new`: it appeared after the first look at its store, so its first update is
+    /// news, not history. `at` is the update's time, `closed` the turns it ended: a local
+    /// session's `Update` and a remote one's record both come down to these.
+    pub fn update<'a>(
+        &mut self,
+        key: &str,
+        new: bool,
+        facts: &Facts,
+        at: Timestamp,
+        closed: impl IntoIterator<Item = &'a TurnRecord>,
+    ) {
         let blocked_now = facts.phase == Phase::Blocked;
         let absent_now = facts.presence == Presence::Absent;
         if new && !self.seen.contains_key(key) {
@@ -151,9 +160,9 @@ impl Notifier {
             _ => false,
         };
         if blocked && !before.blocked {
-            self.send(facts, update.at, "blocked", vec![]);
+            self.send(facts, at, "blocked", vec![]);
         }
-        for turn in update.closed().filter(|t| t.is_main()) {
+        for turn in closed.into_iter().filter(|t| t.is_main()) {
             let mut extra = vec![
                 ("HOOKTRACK_RESULT", turn.result.name().to_owned()),
                 (
@@ -172,10 +181,10 @@ impl Notifier {
                     ),
                 ));
             }
-            self.send(facts, update.at, "turn_ended", extra);
+            self.send(facts, at, "turn_ended", extra);
         }
         if absent_now && !before.absent {
-            self.send(facts, update.at, "absent", vec![]);
+            self.send(facts, at, "absent", vec![]);
         }
         self.seen.insert(
             key.to_owned(),

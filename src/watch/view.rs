@@ -6,7 +6,9 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use hooktrack_core::posture::Phase;
+use hooktrack_core::agent::Agent;
+use hooktrack_core::correlate::TurnRecord;
+use hooktrack_core::posture::{ChannelState, Phase, Posture};
 use hooktrack_core::time::Timestamp;
 use hooktrack_live::session::Update;
 
@@ -68,6 +70,26 @@ pub(super) trait View {
             )
         });
         self.notice(out, &format!("{who}: dropped (its agent is gone{since})"))
+    }
+    /// A remote session's update (a fleet's): its record as its host published it, and
+    /// the lines its notices and ended turns make ([`events`]).
+    #[cfg(feature = "fleet")]
+    fn remote(
+        &mut self,
+        out: &mut dyn Write,
+        record: &serde_json::Value,
+        events: Vec<String>,
+    ) -> io::Result<()>;
+    /// A remote session left the fleet's bucket: its host dropped it (its agent gone), or
+    /// stopped publishing and it aged out. Said as a notice; `--ndjson` writes its
+    /// `"dropped"` line.
+    #[cfg(feature = "fleet")]
+    fn left(&mut self, out: &mut dyn Write, name: &str, now: Timestamp) -> io::Result<()> {
+        let _ = now;
+        self.notice(
+            out,
+            &format!("{name}: left the fleet (its host dropped it, or stopped publishing)"),
+        )
     }
     /// The status lines, in the order the sessions were named.
     fn redraw(&mut self, out: &mut dyn Write, lines: &[StatusLine]) -> io::Result<()>;
@@ -165,6 +187,24 @@ impl View for Ndjson {
         out.flush()
     }
 
+    #[cfg(feature = "fleet")]
+    fn left(&mut self, out: &mut dyn Write, name: &str, now: Timestamp) -> io::Result<()> {
+        self.dropped(out, name, None, None, now)
+    }
+
+    #[cfg(feature = "fleet")]
+    fn remote(
+        &mut self,
+        out: &mut dyn Write,
+        record: &serde_json::Value,
+        _events: Vec<String>,
+    ) -> io::Result<()> {
+        // The host's own line, as its `watch --ndjson` wrote it (`v` and `host` added).
+        serde_json::to_writer(&mut *out, record)?;
+        out.write_all(b"\n")?;
+        out.flush()
+    }
+
     fn redraw(&mut self, _out: &mut dyn Write, _lines: &[StatusLine]) -> io::Result<()> {
         Ok(())
     }
@@ -199,6 +239,17 @@ impl View for LiveView {
         _dropped: &dyn Fn(Option<&str>) -> bool,
     ) -> io::Result<()> {
         self.notices.extend(events_of(name, update));
+        Ok(())
+    }
+
+    #[cfg(feature = "fleet")]
+    fn remote(
+        &mut self,
+        _out: &mut dyn Write,
+        _record: &serde_json::Value,
+        events: Vec<String>,
+    ) -> io::Result<()> {
+        self.notices.extend(events);
         Ok(())
     }
 
@@ -251,6 +302,17 @@ impl View for Lines {
         Ok(())
     }
 
+    #[cfg(feature = "fleet")]
+    fn remote(
+        &mut self,
+        _out: &mut dyn Write,
+        _record: &serde_json::Value,
+        events: Vec<String>,
+    ) -> io::Result<()> {
+        self.pending.extend(events);
+        Ok(())
+    }
+
     fn notice(&mut self, _out: &mut dyn Write, text: &str) -> io::Result<()> {
         self.pending.push(text.to_owned());
         Ok(())
@@ -282,8 +344,22 @@ impl View for Lines {
 
 /// The lines that scroll above the status: notices, then the turns that ended.
 fn events_of<'a>(name: &'a str, update: &'a Update) -> impl Iterator<Item = String> + 'a {
-    let notices = update.notices.iter().map(move |n| format!("{name}: {n}"));
-    let turns = update.closed().map(move |t| {
+    events(
+        name,
+        update.notices.iter().map(ToString::to_string),
+        update.closed(),
+    )
+}
+
+/// A session's notices and ended turns as the lines that scroll above the status (a local
+/// store's or a remote session's).
+pub(super) fn events<'a>(
+    name: &'a str,
+    notices: impl Iterator<Item = String> + 'a,
+    closed: impl Iterator<Item = &'a TurnRecord> + 'a,
+) -> impl Iterator<Item = String> + 'a {
+    let notices = notices.map(move |n| format!("{name}: {n}"));
+    let turns = closed.map(move |t| {
         format!(
             "{name}: turn {} ended: {}",
             turn_name(t.turn_id.as_ref()),
@@ -300,12 +376,34 @@ pub(super) struct StatusLine {
     key: String,
 }
 
+/// What a status line shows of a session: a local session's [`Update`], or a remote
+/// one's record ([`Shown::of`] and the fleet's record reader fill it alike).
+pub(super) struct Shown<'a> {
+    pub posture: &'a Posture,
+    pub agent: Option<Agent>,
+    pub turn_started_at: Option<Timestamp>,
+    pub last_event_at: Option<Timestamp>,
+    pub channel: ChannelState,
+}
+
+impl<'a> Shown<'a> {
+    pub fn of(update: &'a Update) -> Self {
+        Shown {
+            posture: update.posture(),
+            agent: update.agent(),
+            turn_started_at: update.turn_started_at(),
+            last_event_at: update.last_event_at,
+            channel: update.channel.state,
+        }
+    }
+}
+
 /// `NAME  AGENT  PHASE  turn ID  for AGE  tools N  waits TOOL  last RESULT  CHANNEL
 /// event AGE`: which agent, what it does, since when, and what it waits for. The phase
 /// says how much background work runs, if any (`ready · 1 background`).
-pub(super) fn status_line(name: &str, update: &Update, now: Timestamp) -> StatusLine {
-    let p = update.posture();
-    let agent = update.agent().map_or(UNKNOWN_AGENT, |a| a.name());
+pub(super) fn status_line(name: &str, shown: &Shown<'_>, now: Timestamp) -> StatusLine {
+    let p = shown.posture;
+    let agent = shown.agent.map_or(UNKNOWN_AGENT, |a| a.name());
     let waits = if p.turn.phase == Phase::Blocked {
         let tool = p
             .turn
@@ -319,11 +417,11 @@ pub(super) fn status_line(name: &str, update: &Update, now: Timestamp) -> Status
     } else {
         "-".to_owned()
     };
-    let turn_age = update.turn_started_at().map_or_else(
+    let turn_age = shown.turn_started_at.map_or_else(
         || "-".to_owned(),
         |at| age_text(now.as_millis() - at.as_millis()),
     );
-    let event_age = match update.last_event_at {
+    let event_age = match shown.last_event_at {
         Some(at) => format!(
             "{:.1}s ago",
             (now.as_millis() - at.as_millis()).max(0) as f64 / 1000.0
@@ -339,7 +437,7 @@ pub(super) fn status_line(name: &str, update: &Update, now: Timestamp) -> Status
             turn_name(p.turn.turn_id.as_ref()),
             p.turn.open_tool_calls,
             p.last_turn.result.name(),
-            name_of(&update.channel.state),
+            name_of(&shown.channel),
         )
     };
     StatusLine {

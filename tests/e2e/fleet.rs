@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use hooktrack::fleet::{NatsServer, PublishConfig, Seen, ViewConfig, Viewer};
+use hooktrack::fleet::{NatsAuth, NatsServer, PublishConfig, Publisher, Seen, ViewConfig, Viewer};
 use hooktrack::watch::{Watch, WatchConfig};
 
 use crate::util::PATIENCE;
@@ -75,6 +75,16 @@ struct Server {
 
 impl Server {
     fn start(dir: &Path, port: Option<u16>) -> Server {
+        Server::start_with(dir, port, None, &[])
+    }
+
+    /// A server with a configuration file (`-c`) and variables in its environment.
+    fn start_with(
+        dir: &Path,
+        port: Option<u16>,
+        config: Option<&Path>,
+        env: &[(&str, &str)],
+    ) -> Server {
         let port = port.unwrap_or_else(|| {
             TcpListener::bind("127.0.0.1:0")
                 .and_then(|l| l.local_addr())
@@ -82,9 +92,14 @@ impl Server {
                 .expect("a free port")
         });
         let bin = nats_server().expect("nats-server (checked ready)");
-        let child = Command::new(bin)
+        let mut command = Command::new(bin);
+        if let Some(config) = config {
+            command.arg("-c").arg(config);
+        }
+        let child = command
             .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
             .arg(dir)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -259,10 +274,295 @@ fn a_published_session_is_viewed_through_a_server_killed_and_restarted() {
     watch.finish().expect("finish");
 }
 
+/// A writer whose bytes the test reads while the watch writes them.
+#[derive(Clone, Default)]
+struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut bytes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Shared {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
+    }
+}
+
+/// Steps both watches until `done` holds, bounded.
+fn step_until(publisher: &mut Watch, viewer: &mut Watch, what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done() {
+        assert!(Instant::now() < deadline, "never {what}");
+        publisher
+            .step(Duration::from_millis(20))
+            .expect("publishing watch");
+        viewer.step(Duration::from_millis(20)).expect("fleet watch");
+    }
+}
+
+/// `watch nats://…` is the same views as local stores: a remote session's transitions
+/// reach `--on-change` (the same decision as local: once each, its host in the session's
+/// name, no pane), and the text view shows its status line under its host's name.
+fn a_remote_session_is_notified_and_shown_as_a_local_one() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = tmp.path().join("hook-observation/claude");
+    fs::create_dir_all(&store).expect("mkdir store");
+    let events = store.join("events.ndjson");
+    let server = Server::start(&tmp.path().join("nats"), None);
+    let nats = NatsServer {
+        url: server.url(),
+        ..NatsServer::default()
+    };
+    let mut publish = PublishConfig::new(nats.clone(), "laptop".into());
+    publish.ttl = Duration::from_secs(30);
+    let mut publisher = Watch::start(
+        WatchConfig {
+            paths: vec![store.clone()],
+            recheck: Duration::from_millis(50),
+            publish: Some(publish),
+            ..WatchConfig::default()
+        },
+        Box::new(std::io::sink()),
+        Box::new(std::io::sink()),
+    )
+    .expect("publishing watch");
+    let notified = tmp.path().join("notified.txt");
+    let command = format!(
+        r#"printf '%s|%s|%s|%s|%s|%s\n' "$HOOKTRACK_EVENT" "$HOOKTRACK_AGENT" "$HOOKTRACK_SESSION" "$HOOKTRACK_TOOL" "$HOOKTRACK_RESULT" "$HOOKTRACK_PANE" >> '{}'"#,
+        notified.display()
+    );
+    let (out, notices) = (Shared::default(), Shared::default());
+    let mut viewer = Watch::start(
+        WatchConfig {
+            fleet: Some(ViewConfig {
+                server: nats.clone(),
+            }),
+            output: Some(hooktrack::watch::Output::Lines),
+            on_change: Some(command),
+            ..WatchConfig::default()
+        },
+        Box::new(out.clone()),
+        Box::new(notices.clone()),
+    )
+    .expect("fleet watch");
+    let runs = || {
+        fs::read_to_string(&notified)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    // The host's pane is named in its rows: its own, never one of the viewer's.
+    let in_pane = row("SessionStart", "").replacen(r#"{"v":1,"#, r#"{"v":1,"tmux_pane":"%7","#, 1);
+    append(&events, &in_pane);
+    append(&events, &row("UserPromptSubmit", r#","prompt_id":"p1""#));
+    step_until(&mut publisher, &mut viewer, "shown active", || {
+        out.text()
+            .lines()
+            .any(|l| l.starts_with("laptop:") && l.contains(" active "))
+    });
+    append(
+        &events,
+        &row(
+            "PermissionRequest",
+            r#","tool_name":"Bash","tool_input":{"command":"ls"}"#,
+        ),
+    );
+    step_until(&mut publisher, &mut viewer, "notified blocked", || {
+        !runs().is_empty()
+    });
+    append(&events, &row("Stop", ""));
+    step_until(
+        &mut publisher,
+        &mut viewer,
+        "notified the turn's end",
+        || runs().len() >= 2,
+    );
+    // The runs are one at a time, in order: a repeated transition would be a third line.
+    step_until(&mut publisher, &mut viewer, "shown ready", || {
+        out.text()
+            .lines()
+            .any(|l| l.starts_with("laptop:") && l.contains(" ready "))
+    });
+    let session = format!("laptop:{} s-1", store.display());
+    assert_eq!(
+        runs(),
+        [
+            format!("blocked|claude-code|{session}|Bash|none|"),
+            format!("turn_ended|claude-code|{session}||success|"),
+        ],
+        "{}",
+        out.text()
+    );
+    let text = out.text();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with(&format!("{session}: turn ")) && l.ends_with(" ended: success")),
+        "no turn ended in\n{text}"
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with(&session)
+            && l.contains("claude-code")
+            && l.contains(" blocked ")
+            && l.contains("waits Bash")),
+        "{text}"
+    );
+    viewer.finish().expect("finish the fleet watch");
+    publisher.finish().expect("finish the publishing watch");
+}
+
+/// docs/fleet.md's nats-server configuration, verbatim: the fenced block with the
+/// `authorization` section.
+fn permissions_from_the_docs() -> String {
+    let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/fleet.md");
+    let text = fs::read_to_string(&doc).expect("docs/fleet.md");
+    text.split("```")
+        .skip(1)
+        .step_by(2)
+        .find(|block| block.contains("authorization {"))
+        .map(|block| block.trim_start_matches('\n').to_owned())
+        .expect("docs/fleet.md gives the fleet's nats-server configuration")
+}
+
+fn user(url: &str, user: &str, password: &str) -> NatsServer {
+    NatsServer {
+        url: url.to_owned(),
+        auth: NatsAuth::UserPassword {
+            user: user.into(),
+            password: password.into(),
+        },
+        ..NatsServer::default()
+    }
+}
+
+/// Per-host permissions, as docs/fleet.md configures them: host `a`'s user publishes
+/// host `a`'s sessions, seen by a viewer whose user may only read; publishing as host `b`
+/// with `a`'s user is refused by the server, and the watch that tried says so and counts
+/// it, while nothing of `b` reaches the view.
+fn a_host_publishes_only_under_its_own_name() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("fleet.conf");
+    fs::write(&config, permissions_from_the_docs()).expect("write fleet.conf");
+    let passwords = [
+        ("FLEET_ADMIN_PASSWORD", "admin-secret"),
+        ("FLEET_A_PASSWORD", "a-secret"),
+        ("FLEET_B_PASSWORD", "b-secret"),
+        ("FLEET_VIEWER_PASSWORD", "viewer-secret"),
+    ];
+    let server = Server::start_with(&tmp.path().join("nats"), None, Some(&config), &passwords);
+    let url = server.url();
+    let line = |n: u32| format!(r#"{{"session":"w","session_id":"s-1","phase":"active","n":{n}}}"#);
+
+    // The admin makes the bucket (its first publish), as the doc says.
+    let admin = Publisher::start(PublishConfig::new(
+        user(&url, "admin", "admin-secret"),
+        "setup".into(),
+    ))
+    .expect("admin publisher");
+    admin.publish("claude-code", "s-0", line(0).as_bytes());
+    let stats = admin.finish(PATIENCE);
+    assert_eq!((stats.published, stats.refused), (1, 0), "{stats:?}");
+
+    let viewer = Viewer::start(ViewConfig {
+        server: user(&url, "viewer", "viewer-secret"),
+    })
+    .expect("viewer");
+    let a = Publisher::start(PublishConfig::new(user(&url, "a", "a-secret"), "a".into()))
+        .expect("host a's publisher");
+    a.publish("claude-code", "s-1", line(1).as_bytes());
+
+    // Host `b` with `a`'s user, through a watch: refused, said, counted.
+    let tmp_store = tmp.path().join("hook-observation/claude");
+    fs::create_dir_all(&tmp_store).expect("mkdir store");
+    let notices = Shared::default();
+    let mut as_b = Watch::start(
+        WatchConfig {
+            paths: vec![tmp_store.clone()],
+            recheck: Duration::from_millis(50),
+            output: Some(hooktrack::watch::Output::Ndjson),
+            publish: Some(PublishConfig::new(user(&url, "a", "a-secret"), "b".into())),
+            ..WatchConfig::default()
+        },
+        Box::new(std::io::sink()),
+        Box::new(notices.clone()),
+    )
+    .expect("host b's watch");
+    append(&tmp_store.join("events.ndjson"), &row("SessionStart", ""));
+
+    let deadline = Instant::now() + PATIENCE;
+    let mut seen = Vec::new();
+    let mut a_seen = None;
+    while a_seen.is_none() || a.stats().published == 0 || !notices.text().contains("refused") {
+        assert!(
+            Instant::now() < deadline,
+            "never saw host a's session and b's refusal; saw {seen:#?}, notices {}",
+            notices.text()
+        );
+        as_b.step(Duration::from_millis(20))
+            .expect("host b's watch");
+        while let Ok(s) = viewer.recv(Duration::from_millis(20)) {
+            if let Seen::State { key, record } = &s
+                && key == "a.claude-code.s-1"
+            {
+                a_seen = Some(record.clone());
+            }
+            seen.push(s);
+        }
+    }
+    let a_record = a_seen.unwrap_or_default();
+    assert_eq!(
+        (a_record["host"].as_str(), a_record["n"].as_u64()),
+        (Some("a"), Some(1))
+    );
+    let a_stats = a.stats();
+    assert_eq!((a_stats.published, a_stats.refused), (1, 0), "{a_stats:?}");
+    assert!(
+        notices
+            .text()
+            .contains("the NATS server refused 1 write(s) so far"),
+        "{}",
+        notices.text()
+    );
+    // Whatever reached the view (a's state, the admin's, heartbeats), nothing is `b`'s.
+    while let Ok(s) = viewer.recv(Duration::from_millis(20)) {
+        seen.push(s);
+    }
+    let from_b: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| match s {
+            Seen::State { key, .. } => key.starts_with("b."),
+            Seen::Heartbeat { host, .. } => host == "b",
+            _ => false,
+        })
+        .collect();
+    assert!(from_b.is_empty(), "{from_b:#?}");
+    assert!(
+        seen.iter()
+            .any(|s| matches!(s, Seen::Heartbeat { host, .. } if host == "a")),
+        "host a's heartbeat never reached the view: {seen:#?}"
+    );
+    as_b.finish().expect("finish host b's watch");
+    a.finish(Duration::ZERO);
+}
+
 /// This module's tests, with what each needs (`main.rs`).
 pub(crate) fn tests() -> Vec<crate::E2e> {
-    vec![e2e!(
-        a_published_session_is_viewed_through_a_server_killed_and_restarted,
-        [NatsServer]
-    )]
+    vec![
+        e2e!(
+            a_published_session_is_viewed_through_a_server_killed_and_restarted,
+            [NatsServer]
+        ),
+        e2e!(
+            a_remote_session_is_notified_and_shown_as_a_local_one,
+            [NatsServer]
+        ),
+        e2e!(a_host_publishes_only_under_its_own_name, [NatsServer]),
+    ]
 }

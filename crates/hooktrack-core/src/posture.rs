@@ -1,12 +1,12 @@
 //! The projection a supervisor reads after every event (contract section 5).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::event::TurnId;
 use crate::time::Timestamp;
 
 /// Is the agent process there?
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Presence {
     Present,
@@ -17,7 +17,7 @@ pub enum Presence {
 }
 
 /// What the current turn is doing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Present, no turn open.
@@ -34,7 +34,7 @@ pub enum Phase {
 }
 
 /// How a turn ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum TurnResult {
     /// Still running (ledger only).
@@ -63,7 +63,7 @@ impl TurnResult {
 }
 
 /// Hooks alone never prove the agent has settled (background work is invisible).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Work {
     #[default]
@@ -71,7 +71,7 @@ pub enum Work {
 }
 
 /// Health of the hook channel (contract section 6).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum ChannelState {
     Active,
@@ -84,7 +84,8 @@ pub enum ChannelState {
     UntrustedWorkspace,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct TurnPosture {
     pub phase: Phase,
     /// The last epoch armed (0 before the first prompt).
@@ -117,14 +118,16 @@ impl TurnPosture {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct Maintenance {
     pub compacting: bool,
     pub trigger: Option<String>,
     pub since: Option<Timestamp>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct LastTurn {
     pub result: TurnResult,
     pub epoch: Option<u64>,
@@ -132,12 +135,14 @@ pub struct LastTurn {
     pub at: Option<Timestamp>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct Channel {
     pub state: ChannelState,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct Posture {
     pub presence: Presence,
     pub turn: TurnPosture,

@@ -1,0 +1,430 @@
+//! A fleet's sessions in a [`Watch`]: `watch nats://…` shows every host's sessions
+//! through the same outputs as local stores. Each remote session's record (its host's
+//! `watch --ndjson` line) is read back into what a local update gives the outputs: the
+//! status line's facts ([`Shown`]), the notifiers' [`Facts`] and ended turns, the lines
+//! that scroll above. Its pane is its host's: a remote session never sets a tmux option,
+//! and its notifications name no pane.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+use hooktrack_core::agent::Agent;
+use hooktrack_core::correlate::TurnRecord;
+use hooktrack_core::posture::{ChannelState, Posture};
+use hooktrack_core::time::Timestamp;
+use hooktrack_live::hub::wall_clock;
+
+use super::facts::{Facts, age_text};
+use super::view::{Shown, StatusLine, events, short_id, status_line};
+use super::{Watch, WatchError};
+use crate::fleet::{Seen, ViewConfig, Viewer};
+
+/// A host silent for this many heartbeats is said stale.
+const STALE_AFTER_BEATS: u32 = 3;
+
+/// One remote session, as its host's last record says.
+struct Remote {
+    /// `host:session short-id`: how the outputs name it.
+    name: String,
+    posture: Posture,
+    agent: Option<Agent>,
+    turn_started_at: Option<Timestamp>,
+    last_event_at: Option<Timestamp>,
+    channel: ChannelState,
+    /// The host's time of the update.
+    at: Timestamp,
+}
+
+/// A record read: the session, and what its update said once (turns ended, notices).
+struct Read {
+    remote: Remote,
+    closed: Vec<TurnRecord>,
+    notices: Vec<String>,
+}
+
+/// A record as a remote session; `None` for one that is no `watch --ndjson` line.
+fn read(record: &serde_json::Value) -> Option<Read> {
+    let text = |field: &str| record.get(field).and_then(|v| v.as_str());
+    let time = |field: &str| {
+        record
+            .get(field)
+            .and_then(|v| serde_json::from_value::<Timestamp>(v.clone()).ok())
+    };
+    let host = text("host")?;
+    let session = text("session")?;
+    let at = time("at")?;
+    let posture: Posture = serde_json::from_value(record.get("posture")?.clone()).ok()?;
+    let channel = record
+        .get("channel")
+        .and_then(|c| c.get("state"))
+        .and_then(|s| serde_json::from_value::<ChannelState>(s.clone()).ok())
+        .unwrap_or(posture.channel.state);
+    let closed = match record.get("closed") {
+        Some(c) => serde_json::from_value::<Vec<TurnRecord>>(c.clone()).ok()?,
+        None => Vec::new(),
+    };
+    let notices = record
+        .get("notices")
+        .and_then(|n| n.as_array())
+        .map(|n| {
+            n.iter()
+                .filter_map(|n| n.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let name = match text("session_id") {
+        Some(sid) => format!("{host}:{session} {}", short_id(sid)),
+        None => format!("{host}:{session}"),
+    };
+    Some(Read {
+        remote: Remote {
+            name,
+            agent: text("agent").and_then(|a| Agent::from_name(a).ok()),
+            turn_started_at: time("turn_started_at"),
+            last_event_at: time("last_event_at"),
+            posture,
+            channel,
+            at,
+        },
+        closed,
+        notices,
+    })
+}
+
+/// A host's heartbeat, last seen.
+struct Beat {
+    at: Timestamp,
+    every: Duration,
+    stale: bool,
+}
+
+/// What a watch of a NATS server keeps.
+pub(super) struct Fleet {
+    viewer: Viewer,
+    url: String,
+    /// By bucket key (`<host>.<agent>.<session>`): shown grouped by host.
+    sessions: BTreeMap<String, Remote>,
+    hosts: HashMap<String, Beat>,
+    /// The bucket's state at the start was read: a session seen from now on is news.
+    loaded: bool,
+    /// The server was lost: the state read again replaces what was shown.
+    reloading: bool,
+    /// The keys read since the (re)start of the bucket's state.
+    since_load: HashSet<String>,
+    malformed: u64,
+}
+
+impl Fleet {
+    pub(super) fn start(config: ViewConfig) -> Result<Fleet, crate::fleet::FleetError> {
+        let url = config.server.url.clone();
+        Ok(Fleet {
+            viewer: Viewer::start(config)?,
+            url,
+            sessions: BTreeMap::new(),
+            hosts: HashMap::new(),
+            loaded: false,
+            reloading: false,
+            since_load: HashSet::new(),
+            malformed: 0,
+        })
+    }
+
+    pub(super) fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub(super) fn recv(&self, wait: Duration) -> Result<Seen, std::sync::mpsc::RecvTimeoutError> {
+        self.viewer.recv(wait)
+    }
+
+    /// The remote sessions' status lines, names aligned.
+    pub(super) fn lines(&self, now: Timestamp) -> Vec<StatusLine> {
+        let width = self
+            .sessions
+            .values()
+            .map(|r| r.name.chars().count())
+            .max()
+            .unwrap_or(0);
+        self.sessions
+            .values()
+            .map(|r| {
+                let shown = Shown {
+                    posture: &r.posture,
+                    agent: r.agent,
+                    turn_started_at: r.turn_started_at,
+                    last_event_at: r.last_event_at,
+                    channel: r.channel,
+                };
+                status_line(&format!("{:<width$}", r.name), &shown, now)
+            })
+            .collect()
+    }
+
+    /// Hosts whose heartbeat stopped since the last look, said once each.
+    pub(super) fn gone_quiet(&mut self, now: Timestamp) -> Vec<String> {
+        let mut said = Vec::new();
+        for (host, beat) in &mut self.hosts {
+            let silent = now.as_millis().saturating_sub(beat.at.as_millis());
+            let limit =
+                i64::try_from((beat.every * STALE_AFTER_BEATS).as_millis()).unwrap_or(i64::MAX);
+            if !beat.stale && silent > limit {
+                beat.stale = true;
+                said.push(format!(
+                    "{host}: stale: no heartbeat for {}, its sessions may have changed",
+                    age_text(silent)
+                ));
+            }
+        }
+        said.sort();
+        said
+    }
+}
+
+impl Watch {
+    /// What the viewer saw, through the outputs local updates go through.
+    pub(super) fn on_seen(&mut self, seen: Seen) -> Result<(), WatchError> {
+        let now = wall_clock();
+        let write = |source| WatchError::Write { source };
+        let Some(fleet) = self.fleet.as_mut() else {
+            return Ok(());
+        };
+        let mut notices = Vec::new();
+        match seen {
+            Seen::State { key, record } => {
+                let Some(Read {
+                    remote,
+                    closed,
+                    notices: said,
+                }) = read(&record)
+                else {
+                    return self.on_seen(Seen::Malformed { key });
+                };
+                let news = fleet.loaded;
+                fleet.since_load.insert(key.clone());
+                // A state put again (a publisher's reconnect, the viewer's own): what its
+                // update ended or said was told already.
+                let again = fleet
+                    .sessions
+                    .get(&key)
+                    .is_some_and(|before| remote.at <= before.at);
+                let (closed, said) = if again {
+                    (Vec::new(), Vec::new())
+                } else {
+                    (closed, said)
+                };
+                let facts = Facts::of_posture(
+                    &remote.name,
+                    &remote.posture,
+                    remote.agent,
+                    remote.turn_started_at,
+                    None,
+                );
+                for n in [&mut self.on_change, &mut self.notify]
+                    .into_iter()
+                    .flatten()
+                {
+                    n.update(&format!("fleet {key}"), news, &facts, remote.at, &closed);
+                }
+                if let Some(view) = &mut self.view {
+                    let lines = events(&remote.name, said.into_iter(), closed.iter()).collect();
+                    view.remote(&mut self.out, &record, lines).map_err(write)?;
+                }
+                fleet.sessions.insert(key, remote);
+            }
+            Seen::Gone { key } => {
+                fleet.since_load.remove(&key);
+                if let Some(gone) = fleet.sessions.remove(&key)
+                    && let Some(view) = &mut self.view
+                {
+                    view.left(&mut self.out, &gone.name, now).map_err(write)?;
+                }
+            }
+            Seen::Heartbeat { host, at, every } => {
+                let beat = Beat {
+                    at,
+                    every,
+                    stale: false,
+                };
+                if fleet
+                    .hosts
+                    .insert(host.clone(), beat)
+                    .is_some_and(|b| b.stale)
+                {
+                    notices.push(format!("{host}: publishing again"));
+                }
+            }
+            Seen::Connection { up } => {
+                if up {
+                    notices.push(format!("server {}: connected", fleet.url));
+                } else {
+                    notices.push(format!(
+                        "server {}: lost: every state below may be old",
+                        fleet.url
+                    ));
+                    fleet.loaded = false;
+                    fleet.reloading = true;
+                    fleet.since_load.clear();
+                }
+            }
+            Seen::Loaded => {
+                if fleet.reloading {
+                    // Read again after a loss: a session not in the bucket any more went
+                    // while the view was away.
+                    let gone: Vec<String> = fleet
+                        .sessions
+                        .keys()
+                        .filter(|k| !fleet.since_load.contains(*k))
+                        .cloned()
+                        .collect();
+                    for key in gone {
+                        if let Some(gone) = fleet.sessions.remove(&key)
+                            && let Some(view) = &mut self.view
+                        {
+                            view.left(&mut self.out, &gone.name, now).map_err(write)?;
+                        }
+                    }
+                }
+                fleet.reloading = false;
+                fleet.loaded = true;
+                fleet.since_load.clear();
+            }
+            Seen::Malformed { key } => {
+                fleet.malformed += 1;
+                notices.push(format!(
+                    "skipped a message that is no hooktrack record under {key} ({} so far)",
+                    fleet.malformed
+                ));
+            }
+        }
+        for notice in notices {
+            self.notice(&notice)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A host's `watch --ndjson` line reads back into the facts its own outputs used.
+    #[test]
+    fn a_record_reads_back_into_what_a_local_update_gives_the_outputs() {
+        let record = serde_json::json!({
+            "v": 1, "host": "dev-box", "session": "/w/claude", "session_id": "0123456789ab",
+            "phase": "blocked", "at": "2026-12-05T10:00:02.000Z",
+            "posture": {"presence": "present", "turn": {"phase": "blocked", "epoch": 2,
+                "turn_id": "p2", "pending_permissions": 1, "blocked_tool": "Bash"},
+                "last_turn": {"result": "success", "epoch": 1, "at": "2026-12-05T10:00:00.000Z"},
+                "channel": {"state": "active"}},
+            "channel": {"state": "active", "detail": "events flowing"},
+            "closed": [], "notices": ["the agent process 7 ended (seen by pidfd)"],
+            "agent": "claude-code", "turn_started_at": "2026-12-05T10:00:01.000Z",
+            "last_event_at": "2026-12-05T10:00:02.000Z"
+        });
+        let got = read(&record).expect("a record");
+        assert_eq!(got.remote.name, "dev-box:/w/claude 01234567");
+        assert_eq!(
+            got.remote.agent,
+            Some(Agent::from_name("claude").expect("claude"))
+        );
+        assert_eq!(got.notices.len(), 1);
+        let facts = Facts::of_posture(
+            &got.remote.name,
+            &got.remote.posture,
+            got.remote.agent,
+            got.remote.turn_started_at,
+            None,
+        );
+        assert_eq!(facts.phase_name(), "blocked");
+        assert_eq!(facts.blocked_tool.as_deref(), Some("Bash"));
+        assert_eq!(facts.last_result.name(), "success");
+        assert_eq!(facts.pane, None);
+        // No posture, no time, no host: no hooktrack record.
+        for field in ["posture", "at", "host"] {
+            let mut broken = record.clone();
+            broken.as_object_mut().map(|o| o.remove(field));
+            assert!(read(&broken).is_none(), "{field}");
+        }
+    }
+
+    #[derive(Clone, Default)]
+    struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn state(host: &str, sid: &str, at: &str, closed: serde_json::Value) -> Seen {
+        Seen::State {
+            key: format!("{host}.claude-code.{sid}"),
+            record: serde_json::json!({
+                "v": 1, "host": host, "session": "w", "session_id": sid, "at": at,
+                "agent": "claude-code",
+                "posture": {"presence": "present", "turn": {"phase": "ready"}},
+                "closed": closed, "notices": []
+            }),
+        }
+    }
+
+    /// After the server was lost, the bucket read again is the truth: a session not in
+    /// it any more is dropped from the view; a state put again (the same time) does not
+    /// tell its ended turn twice. No server is reached: the viewer's sightings are fed
+    /// in by hand.
+    #[test]
+    fn a_reload_drops_what_left_the_bucket_and_tells_an_ended_turn_once() {
+        let out = Shared::default();
+        let config = crate::watch::WatchConfig {
+            fleet: Some(ViewConfig {
+                server: crate::fleet::NatsServer {
+                    url: "nats://127.0.0.1:1".into(),
+                    ..Default::default()
+                },
+            }),
+            output: Some(crate::watch::Output::Lines),
+            ..Default::default()
+        };
+        let mut watch =
+            Watch::start(config, Box::new(out.clone()), Box::new(std::io::sink())).expect("watch");
+        let turn = serde_json::json!([{"id": 1, "epoch": 1, "turn_id": "p1", "scope": "main",
+            "origin": "user", "result": "success", "first_row": 1, "last_row": 3,
+            "started_at": null, "ended_at": null, "tool_calls": 0, "ended_by": null}]);
+        let t1 = "2026-12-05T10:00:01.000Z";
+        for seen in [
+            Seen::Loaded,
+            state("a", "s1", t1, turn.clone()),
+            state("b", "s2", t1, serde_json::json!([])),
+            Seen::Connection { up: false },
+            // Read again: a's state as it was, b's gone meanwhile.
+            state("a", "s1", t1, turn),
+            Seen::Loaded,
+        ] {
+            watch.on_seen(seen).expect("seen");
+        }
+        watch.housekeeping().expect("redraw");
+        let text =
+            String::from_utf8_lossy(&out.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.contains("turn p1 ended: success"))
+                .count(),
+            1,
+            "{text}"
+        );
+        assert!(text.contains("b:w s2: left the fleet"), "{text}");
+        let shown: Vec<&str> = text.lines().filter(|l| l.contains("claude-code")).collect();
+        assert!(
+            shown.iter().all(|l| l.starts_with("a:w s1")) && !shown.is_empty(),
+            "{text}"
+        );
+    }
+}
