@@ -1,0 +1,59 @@
+//! OpenCode, Kilo CLI and Pi as people run them, read from real recordings (`corpus/`,
+//! what the terminal showed in each expectation file or `X.screen.md`): one test per case,
+//! named after it.
+
+use hooktrack::{Format, Report};
+
+use crate::support::{corpus_dir, replay_file, turn_results};
+
+fn replay(campaign: &str) -> Report {
+    replay_file(&corpus_dir().join(campaign), Format::Json).0
+}
+
+/// The store row `n` (1-based) of a campaign.
+fn row(campaign: &str, n: usize) -> String {
+    let text = std::fs::read_to_string(corpus_dir().join(campaign)).expect("corpus campaign");
+    text.lines().nth(n - 1).expect("the row").to_owned()
+}
+
+const KILO_AUTO_REJECTED: &str = "kilo/kilo-7.7.7-permission-auto-rejected-headless.ndjson";
+const OPENCODE_AUTO_REJECTED: &str =
+    "opencode/opencode-1.18.33-permission-auto-rejected-headless.ndjson";
+const KILO_TUI_PERMISSIONS: &str = "kilo/kilo-7.7.7-tui-permissions.ndjson";
+
+#[test]
+fn kilo_run_permission_auto_rejected_is_known_failure() {
+    // Row 6: Kilo's own reply; rows 7 and 8: the rejected call and the run's `idle`,
+    // marked by the plugin.
+    assert!(row(KILO_AUTO_REJECTED, 6).contains(r#""reply":"reject""#));
+    assert!(row(KILO_AUTO_REJECTED, 7).contains(r#""unattended":true"#));
+    assert!(row(KILO_AUTO_REJECTED, 8).contains(r#""autoRejected":true"#));
+    let r = replay(KILO_AUTO_REJECTED);
+    assert_eq!(turn_results(&r), ["main known_failure"]);
+    assert_eq!(r.turns[0].tool_calls, 1);
+    assert_eq!(r.turns[0].last_row, 8);
+    // Nothing guessed: the call ended before the turn did.
+    assert_eq!(
+        r.diagnostics
+            .nonzero()
+            .filter(|(d, _)| d.name() == "tool_open_at_turn_end")
+            .count(),
+        0
+    );
+}
+
+#[test]
+fn opencode_run_permission_auto_rejected_is_known_failure() {
+    assert!(row(OPENCODE_AUTO_REJECTED, 8).contains(r#""autoRejected":true"#));
+    let r = replay(OPENCODE_AUTO_REJECTED);
+    assert_eq!(turn_results(&r), ["main known_failure"]);
+}
+
+#[test]
+fn kilo_tui_permission_rejected_by_the_user_stays_interrupted() {
+    // The TUI's session is created without the rules of a headless run: "Reject" is the
+    // user's, and ends the turn interrupted.
+    assert!(!row(KILO_TUI_PERMISSIONS, 1).contains(r#""action":"deny""#));
+    let r = replay(KILO_TUI_PERMISSIONS);
+    assert_eq!(turn_results(&r), ["main success", "main interrupted"]);
+}
