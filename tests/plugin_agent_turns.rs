@@ -57,3 +57,35 @@ fn kilo_tui_permission_rejected_by_the_user_stays_interrupted() {
     let r = replay(KILO_TUI_PERMISSIONS);
     assert_eq!(turn_results(&r), ["main success", "main interrupted"]);
 }
+
+const PI_FOLLOW_UP: &str = "pi/pi-0.73.1-tui-follow-up-steer.ndjson";
+
+#[test]
+fn pi_follow_up_typed_while_it_works_is_a_turn_of_its_own() {
+    // Rows 5 and 6: the first prompt's answer ends, the follow-up starts, inside the one
+    // agent run (agent_start at row 2, agent_end at row 7).
+    assert!(row(PI_FOLLOW_UP, 5).contains(r#""hook_event_name":"turn_end""#));
+    assert!(row(PI_FOLLOW_UP, 6).contains(r#""steer":false"#));
+    let r = replay(PI_FOLLOW_UP);
+    let mut turns = r.turns.clone();
+    turns.sort_by_key(|t| t.first_row);
+    let spans: Vec<_> = turns
+        .iter()
+        .map(|t| (t.first_row, t.last_row, t.origin.to_string()))
+        .collect();
+    assert_eq!(spans[..2], [(2, 5, "user".into()), (6, 7, "user".into())]);
+    assert_eq!(turns[0].tool_calls, 1);
+    assert_eq!(turns[1].tool_calls, 0);
+}
+
+#[test]
+fn pi_steer_typed_during_a_tool_call_stays_in_the_running_turn() {
+    assert!(row(PI_FOLLOW_UP, 11).contains(r#""steer":true"#));
+    let r = replay(PI_FOLLOW_UP);
+    assert_eq!(
+        turn_results(&r),
+        ["main success", "main success", "main success"]
+    );
+    let last = r.turns.iter().max_by_key(|t| t.first_row).expect("a turn");
+    assert_eq!((last.first_row, last.last_row), (8, 12));
+}

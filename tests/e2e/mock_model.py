@@ -183,9 +183,11 @@ SCRIPTS = {
             "options": [{"label": "Red", "description": "A warm color"},
                         {"label": "Blue", "description": "A cool color"}]}]})]],
     },
-    # Pi: `[[slow]]` a shell call long enough to press Escape.
+    # Pi: `[[slow]]` a shell call long enough to press Escape; `[[wait5]]` one long
+    # enough to type a prompt while it runs.
     "pi": {
         "slow": [[("call_p_w", "bash", {"command": "sleep 40"})]],
+        "wait5": [[("call_p_5", "bash", {"command": "sleep 5"})]],
     },
 }
 

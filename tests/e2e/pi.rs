@@ -177,6 +177,73 @@ fn pi_escape_during_a_tool_in_tmux_ends_interrupted() {
     assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
 }
 
+/// A prompt typed with Alt+Enter while Pi runs a call ("Follow-up:") runs after the
+/// answer in the same agent run, with its own model call and answer: a turn of its own,
+/// the user's.
+fn pi_follow_up_typed_while_it_works_is_a_turn_of_its_own() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e("pi 0.73.1 (tmux)", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip_e2e("pi 0.73.1 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    let cmd = world.command(&modules, &[]);
+    let tmux = Tmux::start(
+        format!("hooktrack-e2e-pi-follow-{}", std::process::id()),
+        &cmd,
+        &world.work,
+        &world.home,
+    );
+    let limit = PATIENCE;
+    let seen = |event: &str| world.lines().iter().any(|l| l["event"] == event);
+    wait_for(limit, "the TUI with hooktrack's extension loaded", || {
+        tmux.screen().contains("hooktrack.ts").then_some(())
+    });
+    tmux.keys(&["-l", "Wait a bit. [[wait5]]"]);
+    wait_for(limit, "the prompt typed", || {
+        tmux.screen().contains("[[wait5]]").then_some(())
+    });
+    tmux.keys(&["Enter"]);
+    wait_for(limit, "the bash call running", || {
+        seen("tool_execution_start").then_some(())
+    });
+    tmux.keys(&["-l", "Say hello."]);
+    wait_for(limit, "the follow-up typed", || {
+        tmux.screen().contains("Say hello.").then_some(())
+    });
+    tmux.keys(&["M-Enter"]);
+    wait_for(limit, "the follow-up queued", || {
+        tmux.screen()
+            .contains("Follow-up: Say hello.")
+            .then_some(())
+    });
+    wait_for(limit, "the run's end", || seen("agent_end").then_some(()));
+    tmux.keys(&["C-d"]);
+    let end = wait_for(limit, "the session's end line", || {
+        world.lines().into_iter().find(|l| l["kind"] == "end")
+    });
+    let lines = world.lines();
+    let context = format!("screen:\n{}\nsession:\n{lines:#?}", tmux.screen());
+    // Both prompts ran in one agent run.
+    let runs = lines.iter().filter(|l| l["event"] == "agent_start").count();
+    assert_eq!(runs, 1, "{context}");
+    assert_eq!(
+        ledger(&end["turns"]),
+        ["main success 1", "main success 0"],
+        "{context}"
+    );
+    let origins: Vec<_> = end["turns"]
+        .as_array()
+        .expect("turns")
+        .iter()
+        .map(|t| t["origin"].clone())
+        .collect();
+    assert_eq!(origins, [json!("user"), json!("user")], "{context}");
+}
+
 /// `session -- pi --no-extensions` says once that hooktrack's extension will not load
 /// (seen for real: such a run leaves no row but the launcher's), and runs Pi all the same.
 fn session_with_pi_no_extensions_says_so_once_and_goes_on() {
@@ -208,6 +275,10 @@ pub(crate) fn tests() -> Vec<crate::E2e> {
             [Pi]
         ),
         e2e!(pi_escape_during_a_tool_in_tmux_ends_interrupted, [Pi, Tmux]),
+        e2e!(
+            pi_follow_up_typed_while_it_works_is_a_turn_of_its_own,
+            [Pi, Tmux]
+        ),
         e2e!(session_with_pi_no_extensions_says_so_once_and_goes_on, [Pi]),
     ]
 }
