@@ -10,6 +10,14 @@ fn replay(campaign: &str) -> Report {
     replay_file(&corpus_dir().join(campaign), Format::Json).0
 }
 
+fn counter(report: &Report, name: &str) -> u64 {
+    report
+        .diagnostics
+        .nonzero()
+        .find(|(d, _)| d.name() == name)
+        .map_or(0, |(_, n)| n)
+}
+
 /// The store row `n` (1-based) of a campaign.
 fn row(campaign: &str, n: usize) -> String {
     let text = std::fs::read_to_string(corpus_dir().join(campaign)).expect("corpus campaign");
@@ -33,13 +41,7 @@ fn kilo_run_permission_auto_rejected_is_known_failure() {
     assert_eq!(r.turns[0].tool_calls, 1);
     assert_eq!(r.turns[0].last_row, 8);
     // Nothing guessed: the call ended before the turn did.
-    assert_eq!(
-        r.diagnostics
-            .nonzero()
-            .filter(|(d, _)| d.name() == "tool_open_at_turn_end")
-            .count(),
-        0
-    );
+    assert_eq!(counter(&r, "tool_open_at_turn_end"), 0);
 }
 
 #[test]
@@ -88,4 +90,43 @@ fn pi_steer_typed_during_a_tool_call_stays_in_the_running_turn() {
     );
     let last = r.turns.iter().max_by_key(|t| t.first_row).expect("a turn");
     assert_eq!((last.first_row, last.last_row), (8, 12));
+}
+
+const PI_RETRY_WAIT: &str = "pi/pi-0.73.1-tui-retry-wait-escape.ndjson";
+
+#[test]
+fn pi_retry_wait_is_not_ready() {
+    assert!(row(PI_RETRY_WAIT, 3).contains(r#""retryAttempt":1"#));
+    let (report, text) = replay_file(&corpus_dir().join(PI_RETRY_WAIT), Format::Text);
+    // Row 3 (the error Pi waits to retry) ends no turn: the first turn ends at row 4.
+    let first = report
+        .turns
+        .iter()
+        .min_by_key(|t| t.first_row)
+        .expect("a turn");
+    assert_eq!((first.first_row, first.last_row), (2, 4), "{text}");
+    assert!(counter(&report, "retry_resumed") >= 3, "{text}");
+}
+
+#[test]
+fn pi_escape_during_the_retry_wait_is_interrupted() {
+    assert!(row(PI_RETRY_WAIT, 4).contains(r#""retryCancelled":true"#));
+    let r = replay(PI_RETRY_WAIT);
+    assert_eq!(turn_results(&r), ["main interrupted", "main known_failure"]);
+}
+
+#[test]
+fn pi_retries_given_up_are_one_known_failure_turn() {
+    // Rows 5 to 13: the prompt, three runs Pi started itself, a steer, Pi's give-up.
+    let r = replay(PI_RETRY_WAIT);
+    let last = r.turns.iter().max_by_key(|t| t.first_row).expect("a turn");
+    assert_eq!((last.first_row, last.last_row), (5, 13));
+    assert_eq!(last.origin.to_string(), "user");
+}
+
+#[test]
+fn pi_retries_of_an_older_extension_read_as_before() {
+    // Recorded before the extension marked retries: each run Pi started is still a turn.
+    let r = replay("pi/pi-0.73.1-connection-retried-headless.ndjson");
+    assert_eq!(turn_results(&r).len(), 4);
 }

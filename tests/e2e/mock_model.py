@@ -19,7 +19,8 @@ Scripts:
   step 3 answers in text (each CLI with its own tool names);
 - `[[fail]]`: every model call fails with a non-retryable 400;
 - `[[retry]]` (chat completions): the first two calls of the server's life fail with a
-  retryable 500, then one text answer;
+  retryable 500, then one text answer; `[[retryalways]]`: every call fails with a
+  retryable 500 (Pi's provider client retries a 500 twice by itself before Pi sees it);
 - `[[plain]]` (or anything else): one text answer;
 - `[[repeat]]`: one phrase repeated 400 times (degenerate output);
 - `[[slowtext]]` (streamed chat completions, and Claude Code's streamed Messages): a text
@@ -280,6 +281,8 @@ def reply(cli, turn):
     """`("fail", None)`, `("retryable", None)`, `("text", str)` or `("calls", [(id, name, args)])`."""
     if turn.marker == "fail":
         return ("fail", None)
+    if turn.marker == "retryalways":
+        return ("retryable", None)
     if turn.marker == "retry":
         with LOCK:
             RETRIED["count"] += 1

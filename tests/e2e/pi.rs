@@ -244,6 +244,58 @@ fn pi_follow_up_typed_while_it_works_is_a_turn_of_its_own() {
     assert_eq!(origins, [json!("user"), json!("user")], "{context}");
 }
 
+/// Every model call a retryable 500: Pi shows "Retrying (1/3) in 2s... (escape to
+/// cancel)", and the turn is still active then, not ready; Escape during the wait and
+/// quitting leave one turn, interrupted.
+fn pi_escape_during_the_retry_wait_is_interrupted() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e("pi 0.73.1 (tmux)", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip_e2e("pi 0.73.1 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    let cmd = world.command(&modules, &[]);
+    let tmux = Tmux::start(
+        format!("hooktrack-e2e-pi-retry-{}", std::process::id()),
+        &cmd,
+        &world.work,
+        &world.home,
+    );
+    let limit = PATIENCE;
+    wait_for(limit, "the TUI with hooktrack's extension loaded", || {
+        tmux.screen().contains("hooktrack.ts").then_some(())
+    });
+    tmux.keys(&["-l", "Say hello. [[retryalways]]"]);
+    wait_for(limit, "the prompt typed", || {
+        tmux.screen().contains("[[retryalways]]").then_some(())
+    });
+    tmux.keys(&["Enter"]);
+    wait_for(limit, "Pi waiting to retry", || {
+        tmux.screen().contains("Retrying (").then_some(())
+    });
+    let failed = wait_for(limit, "the failed run's row", || {
+        world
+            .lines()
+            .into_iter()
+            .find(|l| l["event"] == "agent_end")
+    });
+    let context = format!("screen:\n{}\nsession:\n{:#?}", tmux.screen(), world.lines());
+    assert_eq!(failed["posture"]["turn"]["phase"], "active", "{context}");
+    tmux.keys(&["Escape"]);
+    wait_for(limit, "the wait cancelled", || {
+        tmux.screen().contains("Retry cancelled").then_some(())
+    });
+    tmux.keys(&["C-d"]);
+    let end = wait_for(limit, "the session's end line", || {
+        world.lines().into_iter().find(|l| l["kind"] == "end")
+    });
+    let context = format!("screen:\n{}\nsession:\n{:#?}", tmux.screen(), world.lines());
+    assert_eq!(ledger(&end["turns"]), ["main interrupted 0"], "{context}");
+}
+
 /// `session -- pi --no-extensions` says once that hooktrack's extension will not load
 /// (seen for real: such a run leaves no row but the launcher's), and runs Pi all the same.
 fn session_with_pi_no_extensions_says_so_once_and_goes_on() {
@@ -279,6 +331,7 @@ pub(crate) fn tests() -> Vec<crate::E2e> {
             pi_follow_up_typed_while_it_works_is_a_turn_of_its_own,
             [Pi, Tmux]
         ),
+        e2e!(pi_escape_during_the_retry_wait_is_interrupted, [Pi, Tmux]),
         e2e!(session_with_pi_no_extensions_says_so_once_and_goes_on, [Pi]),
     ]
 }

@@ -36,6 +36,9 @@ struct Properties {
     /// `message_start` (a prompt typed while Pi worked, taken up in the running agent
     /// run): it came before the running prompt's answer (Pi's steer), so it joins it.
     steer: Option<bool>,
+    /// `agent_end` with a retryable error Pi retries by itself after a wait: the attempt
+    /// it waits to make (the extension counts them as Pi does).
+    retry_attempt: Option<u64>,
 }
 
 /// One forwarded Pi event as a canonical event.
@@ -60,7 +63,8 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
             reason: owned(props.reason),
         },
         // Pi runs its loop again by itself to retry a failed model call (backing off
-        // between tries): a turn nobody typed, after the failed one.
+        // between tries): the waiting turn goes on (`correlate/retry.rs`); where no wait
+        // was announced (a recording of an older extension), a turn nobody typed.
         "agent_start" if props.retry == Some(true) => Event::TurnStarted {
             turn_id: None,
             origin: OriginKind::SystemTrigger,
@@ -72,6 +76,21 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
             steer: false,
             turn_id: None,
             agent: None,
+        },
+        // Pi waits, then runs the loop again by itself ("Retrying (n/max) in Ns…"): the
+        // turn goes on through the wait.
+        "agent_end"
+            if props.stop_reason.as_deref() == Some("error") && props.retry_attempt.is_some() =>
+        {
+            Event::Retrying {
+                attempt: props.retry_attempt,
+            }
+        }
+        // Forwarded only when a prompt comes while Pi waits to retry: the wait was
+        // cancelled (Escape, "escape to cancel"), and the turn with it.
+        "before_agent_start" => Event::Interrupted {
+            turn_id: None,
+            reason: Some(Cow::Borrowed("retry_cancelled")),
         },
         "agent_end" => match props.stop_reason.as_deref() {
             Some("aborted") => Event::Interrupted {

@@ -117,14 +117,15 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
 /// typed while Pi worked starts inside the running agent run (a user message that is not
 /// the run's own prompt): after an answer, that answer's `turn_end` and the message's
 /// start, a turn of its own; before one (Pi's steer, Enter during tool calls) only the
-/// message's start, which joins the running turn. Not forwarded: the other `turn_start` /
+/// message's start, which joins the running turn. `before_agent_start` only when a prompt
+/// comes while Pi waits to retry a failed model call (the wait cancelled). Not forwarded: the other `turn_start` /
 /// `turn_end` / `message_*` (one per model call and message; the turn's outcome is the
 /// last message's `stopReason`, which `agent_end` carries), `tool_call` / `tool_result` /
-/// `tool_execution_update` (the same call again, and its partial output), `input` and
-/// `before_agent_start` (the extension reads them to tell Pi's own retries from prompts),
-/// `context`, provider requests, model and thinking-level selection, resources: none says
+/// `tool_execution_update` (the same call again, and its partial output), `input`,
+/// `before_agent_start` otherwise (the extension reads it to tell Pi's own retries from
+/// prompts), `context`, provider requests, model and thinking-level selection, resources: none says
 /// where a turn stands, and each would cost a process.
-const EVENTS: [&str; 10] = [
+const EVENTS: [&str; 11] = [
     "session_start",
     "session_shutdown",
     "agent_start",
@@ -135,6 +136,7 @@ const EVENTS: [&str; 10] = [
     "session_compact",
     "turn_end",
     "message_start",
+    "before_agent_start",
 ];
 
 /// The extension's payloads carry Pi's event fields under `properties`.
