@@ -124,8 +124,8 @@ mod tests {
         assert!(notes.contains(&Diag::RetryCancelled), "{notes:?}");
     }
 
-    /// Pi's events through the whole pipeline (`name` or `name:properties`): the turns
-    /// ended.
+    /// Pi's events (each its name and the inside of its `properties`) through the whole
+    /// pipeline: the turns ended.
     fn run_pi(events: &[(&str, &str)]) -> Vec<TurnResult> {
         let mut pipeline = Pipeline::new(ProviderChoice::Exactly(Agent::Pi));
         let mut ended = Vec::new();
