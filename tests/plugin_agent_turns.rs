@@ -130,3 +130,13 @@ fn pi_retries_of_an_older_extension_read_as_before() {
     let r = replay("pi/pi-0.73.1-connection-retried-headless.ndjson");
     assert_eq!(turn_results(&r).len(), 4);
 }
+
+#[test]
+fn pi_model_call_retried_once_is_one_turn() {
+    let campaign = "pi/pi-0.73.1-retried-once-headless.ndjson";
+    assert!(row(campaign, 3).contains(r#""retryAttempt":1"#));
+    assert!(row(campaign, 4).contains(r#""retry":true"#));
+    let r = replay(campaign);
+    assert_eq!(turn_results(&r), ["main success"]);
+    assert_eq!(counter(&r, "retry_resumed"), 1);
+}

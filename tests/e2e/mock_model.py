@@ -21,6 +21,7 @@ Scripts:
 - `[[retry]]` (chat completions): the first two calls of the server's life fail with a
   retryable 500, then one text answer; `[[retryalways]]`: every call fails with a
   retryable 500 (Pi's provider client retries a 500 twice by itself before Pi sees it);
+  `[[retry3]]`: the first three calls fail so (Pi's first attempt), then one text answer;
 - `[[plain]]` (or anything else): one text answer;
 - `[[repeat]]`: one phrase repeated 400 times (degenerate output);
 - `[[slowtext]]` (streamed chat completions, and Claude Code's streamed Messages): a text
@@ -283,10 +284,10 @@ def reply(cli, turn):
         return ("fail", None)
     if turn.marker == "retryalways":
         return ("retryable", None)
-    if turn.marker == "retry":
+    if turn.marker in ("retry", "retry3"):
         with LOCK:
             RETRIED["count"] += 1
-            failing = RETRIED["count"] <= RETRY_FAILURES
+            failing = RETRIED["count"] <= (3 if turn.marker == "retry3" else RETRY_FAILURES)
         return ("retryable", None) if failing else ("text", HELLO)
     if turn.marker == "repeat":
         return ("text", REPEATED)

@@ -244,6 +244,26 @@ fn pi_follow_up_typed_while_it_works_is_a_turn_of_its_own() {
     assert_eq!(origins, [json!("user"), json!("user")], "{context}");
 }
 
+/// Pi's first attempt fails with a retryable 500 (the mock's first three calls: Pi's
+/// provider client retries twice by itself); Pi waits and runs its loop again by itself:
+/// one prompt, one turn.
+fn pi_a_model_call_it_retries_is_one_turn() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e(WHAT, &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    let (code, out, lines) = world.run(&modules, "Say hello. [[retry3]]");
+    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
+    assert_eq!(code, Some(0), "{context}");
+    assert!(out.contains("Hello from the mock model."), "{context}");
+    let runs = lines.iter().filter(|l| l["event"] == "agent_start").count();
+    assert_eq!(runs, 2, "{context}");
+    let end = lines.last().expect("end line");
+    assert_eq!(ledger(&end["turns"]), ["main success 0"], "{context}");
+}
+
 /// Every model call a retryable 500: Pi shows "Retrying (1/3) in 2s... (escape to
 /// cancel)", and the turn is still active then, not ready; Escape during the wait and
 /// quitting leave one turn, interrupted.
@@ -332,6 +352,7 @@ pub(crate) fn tests() -> Vec<crate::E2e> {
             [Pi, Tmux]
         ),
         e2e!(pi_escape_during_the_retry_wait_is_interrupted, [Pi, Tmux]),
+        e2e!(pi_a_model_call_it_retries_is_one_turn, [Pi]),
         e2e!(session_with_pi_no_extensions_says_so_once_and_goes_on, [Pi]),
     ]
 }
