@@ -30,6 +30,7 @@ mod live;
 mod many_sessions;
 mod merge;
 mod notify;
+mod plugin_agent_turns;
 mod producer;
 mod properties;
 mod public_api;

@@ -137,6 +137,27 @@ fn kilo_a_model_call_retried_is_one_turn() {
     assert_eq!(ledger(&end["turns"]), ["main success 0"], "{context}");
 }
 
+/// `kilo run` without `--auto` rejects a permission itself ("auto-rejecting") and exits 1:
+/// the run failed, nobody interrupted it.
+fn kilo_run_permission_auto_rejected_is_known_failure() {
+    let kilo = match installed() {
+        Ok(k) => k,
+        Err(reason) => return skip_e2e(WHAT, &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock, json!({"permission": {"bash": "ask"}}));
+    let (code, out, lines) = world.run(&kilo, &["run", "Create a file. [[perm]]"]);
+    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
+    assert_eq!(code, Some(1), "{context}");
+    assert!(!world.work.join("approved.txt").exists(), "{context}");
+    let blocked = lines
+        .iter()
+        .any(|l| l["event"] == "permission.asked" && l["posture"]["turn"]["phase"] == "blocked");
+    assert!(blocked, "{context}");
+    let end = lines.last().expect("end line");
+    assert_eq!(ledger(&end["turns"]), ["main known_failure 1"], "{context}");
+}
+
 fn kilo_escape_twice_during_a_tool_in_tmux_ends_interrupted() {
     let kilo = match installed() {
         Ok(k) => k,
@@ -206,6 +227,7 @@ pub(crate) fn tests() -> Vec<crate::E2e> {
             kilo_escape_twice_during_a_tool_in_tmux_ends_interrupted,
             [Kilo, Tmux]
         ),
+        e2e!(kilo_run_permission_auto_rejected_is_known_failure, [Kilo]),
         e2e!(check_kilo_asks_kilo_whether_it_loads_the_plugin, [Kilo]),
         e2e!(session_with_kilo_pure_says_so_once_and_goes_on, [Kilo]),
     ]

@@ -19,7 +19,9 @@ Scripts:
   step 3 answers in text (each CLI with its own tool names);
 - `[[fail]]`: every model call fails with a non-retryable 400;
 - `[[retry]]` (chat completions): the first two calls of the server's life fail with a
-  retryable 500, then one text answer;
+  retryable 500, then one text answer; `[[retryalways]]`: every call fails with a
+  retryable 500 (Pi's provider client retries a 500 twice by itself before Pi sees it);
+  `[[retry3]]`: the first three calls fail so (Pi's first attempt), then one text answer;
 - `[[plain]]` (or anything else): one text answer;
 - `[[repeat]]`: one phrase repeated 400 times (degenerate output);
 - `[[slowtext]]` (streamed chat completions, and Claude Code's streamed Messages): a text
@@ -194,9 +196,11 @@ SCRIPTS = {
     "cline": {
         "slow": [[("call_l_w", "run_commands", {"commands": ["sleep 40"]})]],
     },
-    # Pi: `[[slow]]` a shell call long enough to press Escape.
+    # Pi: `[[slow]]` a shell call long enough to press Escape; `[[wait5]]` one long
+    # enough to type a prompt while it runs.
     "pi": {
         "slow": [[("call_p_w", "bash", {"command": "sleep 40"})]],
+        "wait5": [[("call_p_5", "bash", {"command": "sleep 5"})]],
     },
 }
 
@@ -289,10 +293,12 @@ def reply(cli, turn):
     """`("fail", None)`, `("retryable", None)`, `("text", str)` or `("calls", [(id, name, args)])`."""
     if turn.marker == "fail":
         return ("fail", None)
-    if turn.marker == "retry":
+    if turn.marker == "retryalways":
+        return ("retryable", None)
+    if turn.marker in ("retry", "retry3"):
         with LOCK:
             RETRIED["count"] += 1
-            failing = RETRIED["count"] <= RETRY_FAILURES
+            failing = RETRIED["count"] <= (3 if turn.marker == "retry3" else RETRY_FAILURES)
         return ("retryable", None) if failing else ("text", HELLO)
     if turn.marker == "repeat":
         return ("text", REPEATED)

@@ -225,7 +225,7 @@ fn opencode_with_xdg_config_home_elsewhere_gets_its_plugin_there() {
     );
 }
 
-fn opencode_permission_in_a_headless_run_is_blocked_then_rejected_and_ends_the_turn() {
+fn opencode_run_permission_auto_rejected_is_known_failure() {
     let modules = match installed() {
         Ok(m) => m,
         Err(reason) => return skip_e2e(WHAT, &reason),
@@ -237,13 +237,13 @@ fn opencode_permission_in_a_headless_run_is_blocked_then_rejected_and_ends_the_t
     assert_eq!(code, Some(0), "{context}");
     assert!(!world.work.join("approved.txt").exists(), "{context}");
     // Headless OpenCode rejects the request itself: the turn was blocked on it, then the
-    // rejected call ends it.
+    // rejected call ends it, a failure of the run (nobody was asked, nobody interrupted).
     let blocked = lines
         .iter()
         .any(|l| l["event"] == "permission.asked" && l["posture"]["turn"]["phase"] == "blocked");
     assert!(blocked, "{context}");
     let end = lines.last().expect("end line");
-    assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
+    assert_eq!(ledger(&end["turns"]), ["main known_failure 1"], "{context}");
 }
 
 fn opencode_escape_twice_during_a_tool_in_tmux_ends_interrupted() {
@@ -454,7 +454,7 @@ pub(crate) fn tests() -> Vec<crate::E2e> {
             [OpenCode]
         ),
         e2e!(
-            opencode_permission_in_a_headless_run_is_blocked_then_rejected_and_ends_the_turn,
+            opencode_run_permission_auto_rejected_is_known_failure,
             [OpenCode]
         ),
         e2e!(

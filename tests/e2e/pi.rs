@@ -177,6 +177,145 @@ fn pi_escape_during_a_tool_in_tmux_ends_interrupted() {
     assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
 }
 
+/// A prompt typed with Alt+Enter while Pi runs a call ("Follow-up:") runs after the
+/// answer in the same agent run, with its own model call and answer: a turn of its own,
+/// the user's.
+fn pi_follow_up_typed_while_it_works_is_a_turn_of_its_own() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e("pi 0.73.1 (tmux)", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip_e2e("pi 0.73.1 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    let cmd = world.command(&modules, &[]);
+    let tmux = Tmux::start(
+        format!("hooktrack-e2e-pi-follow-{}", std::process::id()),
+        &cmd,
+        &world.work,
+        &world.home,
+    );
+    let limit = PATIENCE;
+    let seen = |event: &str| world.lines().iter().any(|l| l["event"] == event);
+    wait_for(limit, "the TUI with hooktrack's extension loaded", || {
+        tmux.screen().contains("hooktrack.ts").then_some(())
+    });
+    tmux.keys(&["-l", "Wait a bit. [[wait5]]"]);
+    wait_for(limit, "the prompt typed", || {
+        tmux.screen().contains("[[wait5]]").then_some(())
+    });
+    tmux.keys(&["Enter"]);
+    wait_for(limit, "the bash call running", || {
+        seen("tool_execution_start").then_some(())
+    });
+    tmux.keys(&["-l", "Say hello."]);
+    wait_for(limit, "the follow-up typed", || {
+        tmux.screen().contains("Say hello.").then_some(())
+    });
+    tmux.keys(&["M-Enter"]);
+    wait_for(limit, "the follow-up queued", || {
+        tmux.screen()
+            .contains("Follow-up: Say hello.")
+            .then_some(())
+    });
+    wait_for(limit, "the run's end", || seen("agent_end").then_some(()));
+    tmux.keys(&["C-d"]);
+    let end = wait_for(limit, "the session's end line", || {
+        world.lines().into_iter().find(|l| l["kind"] == "end")
+    });
+    let lines = world.lines();
+    let context = format!("screen:\n{}\nsession:\n{lines:#?}", tmux.screen());
+    // Both prompts ran in one agent run.
+    let runs = lines.iter().filter(|l| l["event"] == "agent_start").count();
+    assert_eq!(runs, 1, "{context}");
+    assert_eq!(
+        ledger(&end["turns"]),
+        ["main success 1", "main success 0"],
+        "{context}"
+    );
+    let origins: Vec<_> = end["turns"]
+        .as_array()
+        .expect("turns")
+        .iter()
+        .map(|t| t["origin"].clone())
+        .collect();
+    assert_eq!(origins, [json!("user"), json!("user")], "{context}");
+}
+
+/// Pi's first attempt fails with a retryable 500 (the mock's first three calls: Pi's
+/// provider client retries twice by itself); Pi waits and runs its loop again by itself:
+/// one prompt, one turn.
+fn pi_a_model_call_it_retries_is_one_turn() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e(WHAT, &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    let (code, out, lines) = world.run(&modules, "Say hello. [[retry3]]");
+    let context = format!("agent stdout:\n{out}\nsession:\n{lines:#?}");
+    assert_eq!(code, Some(0), "{context}");
+    assert!(out.contains("Hello from the mock model."), "{context}");
+    let runs = lines.iter().filter(|l| l["event"] == "agent_start").count();
+    assert_eq!(runs, 2, "{context}");
+    let end = lines.last().expect("end line");
+    assert_eq!(ledger(&end["turns"]), ["main success 0"], "{context}");
+}
+
+/// Every model call a retryable 500: Pi shows "Retrying (1/3) in 2s... (escape to
+/// cancel)", and the turn is still active then, not ready; Escape during the wait and
+/// quitting leave one turn, interrupted.
+fn pi_escape_during_the_retry_wait_is_interrupted() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e("pi 0.73.1 (tmux)", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip_e2e("pi 0.73.1 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    let cmd = world.command(&modules, &[]);
+    let tmux = Tmux::start(
+        format!("hooktrack-e2e-pi-retry-{}", std::process::id()),
+        &cmd,
+        &world.work,
+        &world.home,
+    );
+    let limit = PATIENCE;
+    wait_for(limit, "the TUI with hooktrack's extension loaded", || {
+        tmux.screen().contains("hooktrack.ts").then_some(())
+    });
+    tmux.keys(&["-l", "Say hello. [[retryalways]]"]);
+    wait_for(limit, "the prompt typed", || {
+        tmux.screen().contains("[[retryalways]]").then_some(())
+    });
+    tmux.keys(&["Enter"]);
+    wait_for(limit, "Pi waiting to retry", || {
+        tmux.screen().contains("Retrying (").then_some(())
+    });
+    let failed = wait_for(limit, "the failed run's row", || {
+        world
+            .lines()
+            .into_iter()
+            .find(|l| l["event"] == "agent_end")
+    });
+    let context = format!("screen:\n{}\nsession:\n{:#?}", tmux.screen(), world.lines());
+    assert_eq!(failed["posture"]["turn"]["phase"], "active", "{context}");
+    tmux.keys(&["Escape"]);
+    wait_for(limit, "the wait cancelled", || {
+        tmux.screen().contains("Retry cancelled").then_some(())
+    });
+    tmux.keys(&["C-d"]);
+    let end = wait_for(limit, "the session's end line", || {
+        world.lines().into_iter().find(|l| l["kind"] == "end")
+    });
+    let context = format!("screen:\n{}\nsession:\n{:#?}", tmux.screen(), world.lines());
+    assert_eq!(ledger(&end["turns"]), ["main interrupted 0"], "{context}");
+}
+
 /// `session -- pi --no-extensions` says once that hooktrack's extension will not load
 /// (seen for real: such a run leaves no row but the launcher's), and runs Pi all the same.
 fn session_with_pi_no_extensions_says_so_once_and_goes_on() {
@@ -208,6 +347,12 @@ pub(crate) fn tests() -> Vec<crate::E2e> {
             [Pi]
         ),
         e2e!(pi_escape_during_a_tool_in_tmux_ends_interrupted, [Pi, Tmux]),
+        e2e!(
+            pi_follow_up_typed_while_it_works_is_a_turn_of_its_own,
+            [Pi, Tmux]
+        ),
+        e2e!(pi_escape_during_the_retry_wait_is_interrupted, [Pi, Tmux]),
+        e2e!(pi_a_model_call_it_retries_is_one_turn, [Pi]),
         e2e!(session_with_pi_no_extensions_says_so_once_and_goes_on, [Pi]),
     ]
 }

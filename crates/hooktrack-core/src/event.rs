@@ -192,7 +192,8 @@ pub enum Event<'a> {
         name: Cow<'a, str>,
     },
     /// The agent retries a failed model call by itself and waits before the next try
-    /// (OpenCode's and Kilo's `session.status` `retry`, with its attempt): the turn goes on.
+    /// (OpenCode's and Kilo's `session.status` `retry`, with its attempt; Pi's `agent_end`
+    /// the extension marks with the attempt Pi will make): the turn goes on.
     Retrying {
         attempt: Option<u64>,
     },

@@ -333,6 +333,7 @@ impl Correlator {
                 if !self.life.is_present() {
                     ctx.note(Diag::SessionEndWhileAbsent, None);
                 }
+                self.retry_cancelled(ctx);
                 self.end_session(ctx, TurnResult::TerminalGap, Diag::TerminalGapSessionEnd);
                 self.life.ended();
             }
@@ -385,11 +386,16 @@ impl Correlator {
                 origin,
                 origin_name,
             } => match origin {
-                OriginKind::SystemTrigger => self.system_turn(
-                    ctx,
-                    turn_id.clone(),
-                    origin_name.as_deref().unwrap_or("system"),
-                ),
+                OriginKind::SystemTrigger => {
+                    let retry = origin_name.as_deref() == Some("retry");
+                    if !self.retry_resumed(ctx, retry) {
+                        self.system_turn(
+                            ctx,
+                            turn_id.clone(),
+                            origin_name.as_deref().unwrap_or("system"),
+                        )
+                    }
+                }
                 OriginKind::Task => self.agent_turn(ctx, turn_id.clone(), origin_name.as_deref()),
                 OriginKind::User | OriginKind::Other => self.bind(ctx, turn_id.clone()),
             },

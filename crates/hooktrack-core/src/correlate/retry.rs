@@ -1,9 +1,13 @@
 //! A model call the agent retries by itself (OpenCode and Kilo retry an HTTP 500 after a
-//! wait, showing `session.status` `retry`): the turn goes on through it. Its status then
-//! reads `busy` again, the way a new prompt's does, so the `busy` that ends a retry wait is
-//! the same turn's, not a prompt; an `idle` while the wait is on is the wait cancelled (an
-//! Escape: OpenCode sends no `session.error` for it), so the turn ends `interrupted`. A
-//! retry that gives up ends with its `session.error` first, as any failure does.
+//! wait, showing `session.status` `retry`; Pi a retryable error, its `agent_end` marked by
+//! the extension): the turn goes on through it. OpenCode's status then reads `busy` again,
+//! the way a new prompt's does, so the `busy` that ends a retry wait is the same turn's,
+//! not a prompt; Pi runs its loop again with no prompt, a turn it starts itself
+//! (`TurnStarted`, system trigger `retry`), which is the waiting turn going on. An `idle`
+//! while the wait is on is the wait cancelled (an Escape: OpenCode sends no `session.error`
+//! for it), and so is the session's end, so the turn ends `interrupted`. A retry that gives
+//! up ends with its failure (`session.error`, Pi's unmarked `agent_end`), as any failure
+//! does.
 
 use super::Correlator;
 use super::ctx::Ctx;
@@ -30,11 +34,12 @@ impl Correlator {
         }
     }
 
-    /// A prompt with nothing of its own (no text, no turn id: OpenCode's `busy`) while the
-    /// main turn waits to retry: the retry started, the turn goes on. True if so.
-    pub(super) fn retry_resumed(&mut self, ctx: &mut Ctx, empty_prompt: bool) -> bool {
+    /// A prompt with nothing of its own (no text, no turn id: OpenCode's `busy`), or a
+    /// turn the agent starts itself to retry (Pi's), while the main turn waits to retry:
+    /// the retry started, the turn goes on. True if so.
+    pub(super) fn retry_resumed(&mut self, ctx: &mut Ctx, retry_start: bool) -> bool {
         let waiting = self.waiting_retry();
-        if waiting && empty_prompt {
+        if waiting && retry_start {
             self.retry = Retry::None;
             ctx.note(Diag::RetryResumed, None);
             self.touch(ctx, None);
@@ -43,8 +48,8 @@ impl Correlator {
         false
     }
 
-    /// A `Stop` while the main turn waits to retry: the wait was cancelled, the turn is
-    /// interrupted. True if so (the turn is ended here).
+    /// A `Stop`, or the session's end, while the main turn waits to retry: the wait was
+    /// cancelled, the turn is interrupted. True if so (the turn is ended here).
     pub(super) fn retry_cancelled(&mut self, ctx: &mut Ctx) -> bool {
         if !self.waiting_retry() {
             return false;
@@ -117,6 +122,53 @@ mod tests {
         let (_, ended, notes) = run(&["busy", "retry", "idle"]);
         assert_eq!(ended, [TurnResult::Interrupted]);
         assert!(notes.contains(&Diag::RetryCancelled), "{notes:?}");
+    }
+
+    /// Pi's events (each its name and the inside of its `properties`) through the whole
+    /// pipeline: the turns ended.
+    fn run_pi(events: &[(&str, &str)]) -> Vec<TurnResult> {
+        let mut pipeline = Pipeline::new(ProviderChoice::Exactly(Agent::Pi));
+        let mut ended = Vec::new();
+        for (i, (name, props)) in events.iter().enumerate() {
+            let line = format!(
+                r#"{{"hook_event_name":"{name}","session_id":"s","properties":{{{props}}}}}"#
+            );
+            if let Fed::Event(step) = pipeline.feed_line(i as u64 + 1, line.as_bytes()) {
+                ended.extend(step.outcome.closed.iter().map(|t| t.result));
+            }
+        }
+        ended
+    }
+
+    const PI_WAIT: (&str, &str) = (
+        "agent_end",
+        r#""stopReason":"error","errorMessage":"500 overloaded","retryAttempt":1"#,
+    );
+
+    /// Pi's run it starts itself after the wait is the waiting turn going on.
+    #[test]
+    fn pis_own_run_after_a_retry_wait_is_the_same_turn() {
+        let ended = run_pi(&[
+            ("session_start", ""),
+            ("agent_start", r#""retry":false"#),
+            PI_WAIT,
+            ("agent_start", r#""retry":true"#),
+            ("agent_end", r#""stopReason":"stop""#),
+        ]);
+        assert_eq!(ended, [TurnResult::Success]);
+    }
+
+    /// Quitting Pi while it waits to retry cancels the wait: the turn is interrupted, not
+    /// a gap.
+    #[test]
+    fn the_session_ending_during_a_retry_wait_is_the_turn_interrupted() {
+        let ended = run_pi(&[
+            ("session_start", ""),
+            ("agent_start", r#""retry":false"#),
+            PI_WAIT,
+            ("session_shutdown", r#""reason":"quit""#),
+        ]);
+        assert_eq!(ended, [TurnResult::Interrupted]);
     }
 
     /// The next prompt after a turn that ended normally is a new turn, retry or not

@@ -38,6 +38,10 @@ struct Status {
     kind: Option<String>,
     /// `retry`: which attempt comes next.
     attempt: Option<u64>,
+    /// The plugin's, on the root session's `idle`: the run, created with no one to ask,
+    /// rejected a permission by itself since its last `idle`.
+    #[serde(rename = "autoRejected", default)]
+    auto_rejected: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -48,6 +52,11 @@ struct Part {
     call_id: Option<String>,
     tool: Option<String>,
     state: Option<ToolState>,
+    /// The plugin's: the part's root session was created with no one to ask (its rules
+    /// deny the `question` tool, as `opencode run` and `kilo run` create it without
+    /// `--interactive`), so the agent answers every permission itself.
+    #[serde(default)]
+    unattended: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -73,9 +82,13 @@ struct FailureData {
 /// the text as an error).
 const ENDED_BY_USER: [&str; 3] = [
     "Tool execution aborted",
-    "The user rejected permission to use this specific tool call.",
+    PERMISSION_REJECTED,
     "The user dismissed this question",
 ];
+
+/// The error text of a tool part whose permission was rejected (by the user, or by a
+/// headless run itself).
+const PERMISSION_REJECTED: &str = "The user rejected permission to use this specific tool call.";
 
 /// One forwarded bus event as a canonical event.
 pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
@@ -91,8 +104,20 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         "session.deleted" if agent.is_none() => Event::SessionEnded { reason: None },
         "session.status" => {
             let attempt = props.status.as_ref().and_then(|s| s.attempt);
+            let auto_rejected = props.status.as_ref().is_some_and(|s| s.auto_rejected);
             let kind = props.status.and_then(|s| s.kind);
             match (kind.as_deref(), agent) {
+                // A headless run rejects every permission asked with no one to ask, and
+                // stops its turn after one (Kilo 7.7.7 prints "Error: run ended with an
+                // auto-rejected permission" and exits 1, OpenCode 1.18.33 prints the
+                // rejection as an error): the run failed, nobody interrupted it.
+                (Some("idle"), None) if auto_rejected => Event::StopFailed {
+                    error_type: Some(Cow::Borrowed("permission_auto_rejected")),
+                    message: Some(Cow::Borrowed(
+                        "the run rejected a permission by itself, with no one to ask",
+                    )),
+                    turn_id: None,
+                },
                 // The first `busy` after `idle`: a prompt was taken up (OpenCode's plugin
                 // sees no prompt event of its own; the text is in `message.updated`).
                 (Some("busy"), None) => Event::PromptSubmitted {
@@ -152,11 +177,12 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
             match state.status.as_deref() {
                 Some("running") => Event::ToolStarted { tool },
                 Some("completed") => Event::ToolFinished { tool },
+                // A call a headless run rejected by itself failed; nobody interrupted
+                // it (the root's `idle` says how the run ended).
                 Some("error") => {
-                    let interrupt = state
-                        .error
-                        .as_deref()
-                        .is_some_and(|e| ENDED_BY_USER.contains(&e));
+                    let interrupt = state.error.as_deref().is_some_and(|e| {
+                        ENDED_BY_USER.contains(&e) && !(part.unattended && e == PERMISSION_REJECTED)
+                    });
                     Event::ToolFailed {
                         tool,
                         error: owned(state.error),

@@ -4,7 +4,9 @@
 //! and say nothing about where the turn stands).
 //!
 //! `agent_start` … `agent_end` is one run of Pi's agent loop: a prompt's, or one Pi starts
-//! itself to retry a failed call (`retry: true`, no prompt before it). `agent_end` carries
+//! itself to retry a failed call (`retry: true`, no prompt before it). A prompt typed
+//! while the loop runs is taken up in the same run (`message_start`, after the running
+//! prompt's `turn_end` when that prompt was answered). `agent_end` carries
 //! the last assistant message's `stopReason` (`stop`, `length`, `toolUse`, `aborted`,
 //! `error`) and `errorMessage`.
 
@@ -31,6 +33,12 @@ struct Properties {
     /// `agent_start`: no prompt started this run of the loop (the extension saw no
     /// `before_agent_start` since the last `agent_end`).
     retry: Option<bool>,
+    /// `message_start` (a prompt typed while Pi worked, taken up in the running agent
+    /// run): it came before the running prompt's answer (Pi's steer), so it joins it.
+    steer: Option<bool>,
+    /// `agent_end` with a retryable error Pi retries by itself after a wait: the attempt
+    /// it waits to make (the extension counts them as Pi does).
+    retry_attempt: Option<u64>,
 }
 
 /// One forwarded Pi event as a canonical event.
@@ -55,7 +63,8 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
             reason: owned(props.reason),
         },
         // Pi runs its loop again by itself to retry a failed model call (backing off
-        // between tries): a turn nobody typed, after the failed one.
+        // between tries): the waiting turn goes on (`correlate/retry.rs`); where no wait
+        // was announced (a recording of an older extension), a turn nobody typed.
         "agent_start" if props.retry == Some(true) => Event::TurnStarted {
             turn_id: None,
             origin: OriginKind::SystemTrigger,
@@ -67,6 +76,21 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
             steer: false,
             turn_id: None,
             agent: None,
+        },
+        // Pi waits, then runs the loop again by itself ("Retrying (n/max) in Ns…"): the
+        // turn goes on through the wait.
+        "agent_end"
+            if props.stop_reason.as_deref() == Some("error") && props.retry_attempt.is_some() =>
+        {
+            Event::Retrying {
+                attempt: props.retry_attempt,
+            }
+        }
+        // Forwarded only when a prompt comes while Pi waits to retry: the wait was
+        // cancelled (Escape, "escape to cancel"), and the turn with it.
+        "before_agent_start" => Event::Interrupted {
+            turn_id: None,
+            reason: Some(Cow::Borrowed("retry_cancelled")),
         },
         "agent_end" => match props.stop_reason.as_deref() {
             Some("aborted") => Event::Interrupted {
@@ -83,6 +107,21 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
                 turn_id: None,
                 background_tasks: None,
             },
+        },
+        // Forwarded only before a prompt typed while Pi worked starts in the same run:
+        // the running prompt's answer ended.
+        "turn_end" => Event::Stopped {
+            stop_hook_active: false,
+            turn_id: None,
+            background_tasks: None,
+        },
+        // A prompt typed while Pi worked, taken up in the running agent run: after the
+        // running prompt's answer a turn of its own, before it (a steer) that turn's.
+        "message_start" => Event::PromptSubmitted {
+            text: Cow::Borrowed(""),
+            steer: props.steer == Some(true),
+            turn_id: None,
+            agent: None,
         },
         "tool_execution_start" => Event::ToolStarted { tool: tool(props) },
         "tool_execution_end" if props.is_error == Some(true) => Event::ToolFailed {

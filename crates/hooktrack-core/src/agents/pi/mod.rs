@@ -113,14 +113,19 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     screen: None,
 };
 
-/// The events the extension forwards. Not forwarded: `turn_start` / `turn_end` (one per
-/// model call; the turn's outcome is the last message's `stopReason`, which `agent_end`
-/// carries), `message_*` (the streaming answer), `tool_call` / `tool_result` /
-/// `tool_execution_update` (the same call again, and its partial output), `input` and
-/// `before_agent_start` (the extension reads them to tell Pi's own retries from prompts),
-/// `context`, provider requests, model and thinking-level selection, resources: none says
+/// The events the extension forwards. `turn_end` and `message_start` only when a prompt
+/// typed while Pi worked starts inside the running agent run (a user message that is not
+/// the run's own prompt): after an answer, that answer's `turn_end` and the message's
+/// start, a turn of its own; before one (Pi's steer, Enter during tool calls) only the
+/// message's start, which joins the running turn. `before_agent_start` only when a prompt
+/// comes while Pi waits to retry a failed model call (the wait cancelled). Not forwarded: the other `turn_start` /
+/// `turn_end` / `message_*` (one per model call and message; the turn's outcome is the
+/// last message's `stopReason`, which `agent_end` carries), `tool_call` / `tool_result` /
+/// `tool_execution_update` (the same call again, and its partial output), `input`,
+/// `before_agent_start` otherwise (the extension reads it to tell Pi's own retries from
+/// prompts), `context`, provider requests, model and thinking-level selection, resources: none says
 /// where a turn stands, and each would cost a process.
-const EVENTS: [&str; 8] = [
+const EVENTS: [&str; 11] = [
     "session_start",
     "session_shutdown",
     "agent_start",
@@ -129,6 +134,9 @@ const EVENTS: [&str; 8] = [
     "tool_execution_end",
     "session_before_compact",
     "session_compact",
+    "turn_end",
+    "message_start",
+    "before_agent_start",
 ];
 
 /// The extension's payloads carry Pi's event fields under `properties`.
