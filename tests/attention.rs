@@ -185,11 +185,11 @@ fn a_waiting_agent_reaches_every_client_and_the_menu_takes_you_to_it() {
                 kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
                 kimi(
                     "PreToolUse",
-                    r#""tool_call_id":"c1","tool_name":"Bash","tool_input":{}"#,
+                    r#""tool_call_id":"c1","tool_name":"Bash","tool_input":{"command":"cargo build --release;\u001b]2;x\u0007 #{pane_id}"}"#,
                 ),
                 kimi(
                     "PermissionRequest",
-                    r#""tool_call_id":"c1","turn_id":1,"id":"a1","tool_name":"Bash""#,
+                    r#""tool_call_id":"c1","turn_id":1,"id":"a1","tool_name":"Bash","tool_input":{"command":"cargo build --release;\u001b]2;x\u0007 #{pane_id}"}"#,
                 ),
             ],
         ),
@@ -205,7 +205,12 @@ fn a_waiting_agent_reaches_every_client_and_the_menu_takes_you_to_it() {
     });
     let options = server.options(&agent);
     assert_eq!(options["@hooktrack_waits"], "blocked");
-    assert_eq!(options["@hooktrack_summary"], "waits on Bash");
+    // The command it waits on, cut and made safe: no tmux format, no terminal escape.
+    // Read as a format reads it (show-options quotes backslashes).
+    assert_eq!(
+        read(&server, &["-t", &agent], "#{@hooktrack_summary}"),
+        "waits on Bash: cargo build --release_\\u{1b}]2_x\\u{7} __pane_id_"
+    );
     assert!(
         options["@hooktrack_waits_since"].parse::<i64>().is_ok(),
         "{options:?}"
