@@ -493,6 +493,34 @@ fn a_session_in_a_tmux_pane_ends_a_dialog_once_its_pane_no_longer_draws_it() {
         ),
     )
     .expect("agent script");
+    // The session's `tmux`: the real one, logging each `capture-pane` that shows the
+    // dialog (the session has seen it drawn: an answer from then on can be seen gone).
+    let wrap = dir.path().join("wrap");
+    fs::create_dir_all(&wrap).expect("mkdir wrap");
+    let reads = dir.path().join("reads");
+    let real = String::from_utf8_lossy(
+        &Command::new("sh")
+            .args(["-c", "command -v tmux"])
+            .output()
+            .expect("command -v tmux")
+            .stdout,
+    )
+    .trim()
+    .to_owned();
+    fs::write(
+        wrap.join("tmux"),
+        format!(
+            "#!/bin/sh\nout=$('{real}' \"$@\"); rc=$?\nprintf '%s\\n' \"$out\"\n\
+             case \"$out\" in *'Do you want to proceed?'*) echo drawn >> '{}';; esac\nexit $rc\n",
+            reads.display()
+        ),
+    )
+    .expect("wrapper");
+    fs::set_permissions(
+        wrap.join("tmux"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .expect("chmod");
     let out = dir.path().join("session.ndjson");
     let server = Server::start("session-screen", &[("HOME", &home.display().to_string())]);
     let pane = server
@@ -503,7 +531,8 @@ fn a_session_in_a_tmux_pane_ends_a_dialog_once_its_pane_no_longer_draws_it() {
             "-F",
             "#{pane_id}",
             &format!(
-                "exec '{}' session --agent claude-code --format ndjson --output '{}' --root '{}' -- sh '{}' 2> '{}'",
+                "PATH='{}':\"$PATH\" exec '{}' session --agent claude-code --format ndjson --output '{}' --root '{}' -- sh '{}' 2> '{}'",
+                wrap.display(),
                 env!("CARGO_BIN_EXE_hooktrack"),
                 out.display(),
                 root.display(),
@@ -530,12 +559,28 @@ fn a_session_in_a_tmux_pane_ends_a_dialog_once_its_pane_no_longer_draws_it() {
             .contains("Do you want to proceed?")
             .then_some(())
     });
-    server.run(&["send-keys", "-t", &pane, "Enter"]);
-    let answered = wait_until("the session showing the agent running", || {
-        lines()
-            .into_iter()
-            .find(|l| phase(l) == "active" && l["source"] == "screen")
+    wait_until("the session reading the dialog drawn", || {
+        fs::read_to_string(&reads)
+            .is_ok_and(|r| r.contains("drawn"))
+            .then_some(())
     });
+    server.run(&["send-keys", "-t", &pane, "Enter"]);
+    let deadline = Instant::now() + Wake::PATIENCE;
+    let answered = loop {
+        let now = lines();
+        if let Some(l) = now
+            .iter()
+            .find(|l| phase(l) == "active" && l["source"] == "screen")
+        {
+            break l.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no screen line showing the agent running: {now:#?}\npane:\n{}",
+            server.run(&["capture-pane", "-p", "-t", &pane])
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
     assert!(
         !lines().iter().any(|l| l["event"] == "PostToolUse"),
         "the call's end came first: {answered}"
