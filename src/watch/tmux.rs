@@ -218,6 +218,27 @@ enum Job {
     Look,
 }
 
+/// What an update leaves to the next tick.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Defer {
+    Nothing,
+    /// A change of the summary alone (the call a working turn runs): a tool's start is
+    /// followed at once by its permission request, whose `blocked` must not wait behind a
+    /// tmux command for it; a call shorter than a tick is never shown.
+    RunningCall,
+}
+
+/// True when two option lists ([`OPTIONS`] order) differ in `@hooktrack_summary` alone.
+fn only_summary_differs(published: &[String], values: &[String]) -> bool {
+    const SUMMARY: usize = 9;
+    published.len() == values.len()
+        && published
+            .iter()
+            .zip(values)
+            .enumerate()
+            .all(|(i, (a, b))| i == SUMMARY || a == b)
+}
+
 /// Why a pane waits for the person (`@hooktrack_waits`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Waits {
@@ -330,7 +351,7 @@ impl Tmux {
             self.ended.insert(pane.clone(), (facts.last_turn_epoch, at));
         }
         self.latest.insert(pane.clone(), facts.clone());
-        self.publish(facts, now);
+        self.publish(facts, now, Defer::RunningCall);
         self.publish_counts();
     }
 
@@ -364,7 +385,7 @@ impl Tmux {
         }
         let latest: Vec<Facts> = self.latest.values().cloned().collect();
         for facts in &latest {
-            self.publish(facts, now);
+            self.publish(facts, now, Defer::Nothing);
         }
         self.publish_counts();
         let some_done = latest
@@ -389,10 +410,14 @@ impl Tmux {
         )
     }
 
-    fn publish(&mut self, facts: &Facts, now: Timestamp) {
+    fn publish(&mut self, facts: &Facts, now: Timestamp, defer: Defer) {
         let Some(pane) = &facts.pane else { return };
         let values = values(facts, now, self.waits(facts));
-        if self.published.get(pane) == Some(&values) {
+        let published = self.published.get(pane);
+        if published == Some(&values)
+            || (defer == Defer::RunningCall
+                && published.is_some_and(|p| only_summary_differs(p, &values)))
+        {
             return;
         }
         let Some(tx) = &self.tx else { return };
@@ -743,6 +768,26 @@ mod tests {
         f.turn_started_at = None;
         let v = values(&f, Timestamp::from_millis(13_000), None);
         assert_eq!(v[9], "works · mcp__x");
+    }
+
+    #[test]
+    fn a_running_calls_summary_alone_waits_for_the_tick_and_blocked_never_does() {
+        let at = Timestamp::from_millis;
+        let mut working = facts(Phase::Active, None);
+        let published = values(&working, at(13_000), None);
+        working.running_call = Some(RunningCall {
+            tool: "Bash".into(),
+            argument: Some("make".into()),
+        });
+        let now = values(&working, at(13_000), None);
+        assert_eq!(OPTIONS[9], "@hooktrack_summary");
+        assert!(only_summary_differs(&published, &now));
+        let blocked = values(
+            &facts(Phase::Blocked, Some("Bash")),
+            at(13_000),
+            Some((Waits::Blocked, at(13_000))),
+        );
+        assert!(!only_summary_differs(&published, &blocked));
     }
 
     #[test]
