@@ -19,9 +19,10 @@
 //!   call): the `PermissionRequest` hook row's `received_at` and the option turning
 //!   `blocked` (what the agent wrote → the option); then the answer (Kimi Code: `1`;
 //!   Claude Code: Enter on its preselected "Yes", once `watch` has read the pane showing
-//!   the dialog, which the wrapper below logs) and the option turning `active` (or
-//!   `ready`, when the tool's and the turn's end are read together) again (the answering
-//!   key → option);
+//!   the dialog, which the wrapper below logs, and again while the dialog stays drawn for
+//!   a second: seen once, an Enter right after the dialog appeared was not taken) and the
+//!   option turning `active` (or `ready`, when the tool's and the turn's end are read
+//!   together) again (the answering key → option);
 //! - Claude Code only, **a 3 s call's dialog** (`[[wait3each]]`) answered the same way:
 //!   for 3 s only the pane can say it was answered (no hook fires on the answer), so Enter
 //!   → option is the screen's own figure; how many came before the call's `PostToolUse`
@@ -295,6 +296,23 @@ impl World {
                 (at > after && (phase == "active" || phase == "ready")).then_some(at)
             })
             .next()
+    }
+
+    /// Presses Enter on Claude Code's dialog, again while it stays drawn for a second (seen
+    /// once while writing this bench: an Enter pressed right after the dialog appeared left
+    /// it drawn for minutes): the time of the Enter that answered.
+    fn answer_dialog(&self, pane: &str) -> i64 {
+        for _ in 0..5 {
+            let at = self.keys(pane, &["Enter"]);
+            let pressed = Instant::now();
+            while pressed.elapsed() < Duration::from_secs(1) {
+                if !self.screen(pane).contains(DIALOG) {
+                    return at;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        panic!("the dialog took no Enter:\n{}", self.screen(pane));
     }
 
     /// When `watch` first read `pane` showing the dialog after `after`, from the wrapper's
@@ -601,7 +619,7 @@ fn measure(agent: Agent, way: Way, world: &World, pane: &str, tries: usize) -> F
         // A permission dialog, then its answer.
         let (script, answer) = match agent {
             // A new call id for each prompt: one dialog per prompt, no `/clear` between.
-            Agent::Claude => ("[[askeach]]", "Enter"),
+            Agent::Claude => ("[[askeach]]", ""),
             Agent::Kimi => ("[[perm]]", "1"),
         };
         let sent = world.prompt(pane, &format!("Touch a file, {n}. {script}"));
@@ -625,7 +643,10 @@ fn measure(agent: Agent, way: Way, world: &World, pane: &str, tries: usize) -> F
             }
             Agent::Kimi => world.wait_screen(pane, "Run this command?"),
         }
-        let key = world.keys(pane, &[answer]);
+        let key = match agent {
+            Agent::Claude => world.answer_dialog(pane),
+            Agent::Kimi => world.keys(pane, &[answer]),
+        };
         // Claude Code has no hook for the answer: the screen (the dialog gone) or its
         // tool's end (or the turn's, in the same read), whichever comes first.
         let changed = world.wait_option(pane, &["active", "ready"], key);
@@ -643,7 +664,7 @@ fn measure(agent: Agent, way: Way, world: &World, pane: &str, tries: usize) -> F
                 || world.screen(pane),
                 || world.dialog_read(pane, sent),
             );
-            let key = world.keys(pane, &["Enter"]);
+            let key = world.answer_dialog(pane);
             let changed = world.wait_option(pane, &["active", "ready"], key);
             figures.long_answer_after_key.0.push(changed - key);
             let ended = wait(
