@@ -15,15 +15,24 @@
 //!   `@hooktrack_phase` turning `ready`; for Claude Code also when that transcript line
 //!   landed in the file (its entry's `timestamp` is when it was made, which can be earlier),
 //!   seen by polling the file's length every millisecond;
-//! - **a permission dialog** (`[[ask]]` / `[[perm]]`): the `PermissionRequest` hook row's
-//!   `received_at` and the option turning `blocked` (what the agent wrote → the option);
-//!   then the answer (`1`, "Yes", and on Claude Code the Enter that confirms it) and the
+//! - **a permission dialog** (`[[askeach]]` / `[[perm]]`: a `touch`, each prompt its own
+//!   call): the `PermissionRequest` hook row's `received_at` and the option turning
+//!   `blocked` (what the agent wrote → the option); then the answer (Kimi Code: `1`;
+//!   Claude Code: Enter on its preselected "Yes", once `watch` has read the pane showing
+//!   the dialog, which the wrapper below logs, and again while the dialog stays drawn for
+//!   a second: seen once, an Enter right after the dialog appeared was not taken) and the
 //!   option turning `active` (or `ready`, when the tool's and the turn's end are read
-//!   together) again (the answering key → option).
+//!   together) again (the answering key → option);
+//! - Claude Code only, **a 3 s call's dialog** (`[[wait3each]]`) answered the same way:
+//!   for 3 s only the pane can say it was answered (no hook fires on the answer), so Enter
+//!   → option is the screen's own figure; how many came before the call's `PostToolUse`
+//!   row; under `session` also when the session's own output (`--format ndjson`, its
+//!   line's `at`) showed the agent out of `blocked`: the launch reads the pane too.
 //!
 //! The time of an option change is when `watch`'s `tmux set-option` command returned: the
 //! `tmux` `watch` runs is a wrapper in front of the real one that logs `$EPOCHREALTIME`
-//! after it (so the figures include tmux's own work). A key's time is taken just before
+//! after it (so the figures include tmux's own work), and logs a `capture-pane` whose
+//! text holds Claude Code's dialog as `drawn`. A key's time is taken just before
 //! `tmux send-keys` is started. Printed: p50 / p99 / max per agent, way and measure (with
 //! 20 samples p99 is the largest). Nothing is asserted; a step that does not come
 //! within 180 s stops the run, naming it.
@@ -46,6 +55,9 @@ use serde_json::Value;
 
 /// How long one step (a TUI's start, an answer, an option) may take before the run stops.
 const PATIENCE: Duration = Duration::from_secs(180);
+
+/// Claude Code 2.1.332's permission dialog's line (its descriptor's look).
+const DIALOG: &str = "Do you want to proceed?";
 
 #[derive(Clone, Copy, PartialEq)]
 enum Agent {
@@ -188,11 +200,18 @@ impl World {
         let wrap = h.home.join("wrap");
         fs::create_dir_all(&wrap).expect("mkdir wrap");
         let log = h.home.join("tmux.log");
+        // A `capture-pane` that showed Claude Code's dialog is logged as `drawn`: the
+        // watch has seen it, so an answer from then on can be seen on the screen.
         write_script(
             &wrap.join("tmux"),
             &format!(
-                "#!/bin/bash\n'{real}' \"$@\"\nrc=$?\nprintf '%s %s\\n' \"$EPOCHREALTIME\" \"$*\" >> '{}'\nexit $rc\n",
-                log.display()
+                "#!/bin/bash\n\
+                 if [[ \" $* \" == *' capture-pane '* ]]; then\n\
+                 out=$('{real}' \"$@\"); rc=$?\nprintf '%s\\n' \"$out\"\n\
+                 if [[ $out == *'{DIALOG}'* ]]; then printf '%s drawn %s\\n' \"$EPOCHREALTIME\" \"$*\" >> '{log}'; fi\n\
+                 exit $rc\nfi\n\
+                 '{real}' \"$@\"\nrc=$?\nprintf '%s %s\\n' \"$EPOCHREALTIME\" \"$*\" >> '{log}'\nexit $rc\n",
+                log = log.display()
             ),
         );
         let idle = h.home.join("idle.sh");
@@ -225,9 +244,9 @@ impl World {
             Way::Setup => program.to_owned(),
             // Its posture lines to a file, so the TUI's screen stays the agent's.
             Way::Session => format!(
-                "'{}' session --output '{}' -- {program}",
+                "'{}' session --format ndjson --output '{}' -- {program}",
                 env!("CARGO_BIN_EXE_hooktrack"),
-                self.h.home.join(format!("{program}.session")).display()
+                self.session_output(program).display()
             ),
         };
         let script = self.h.home.join(format!("{program}.sh"));
@@ -255,6 +274,61 @@ impl World {
 
     fn screen(&self, pane: &str) -> String {
         self.tmux.screen(pane)
+    }
+
+    /// Where `hooktrack session -- program` writes its lines (`--format ndjson`).
+    fn session_output(&self, program: &str) -> PathBuf {
+        self.h.home.join(format!("{program}.session"))
+    }
+
+    /// When `hooktrack session -- program`'s own output first showed the agent out of
+    /// `blocked` after `after` (microseconds; its line's `at`, milliseconds): the session
+    /// reads the pane too, inside tmux.
+    fn session_unblocked(&self, program: &str, after: i64) -> Option<i64> {
+        fs::read_to_string(self.session_output(program))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|l| l["kind"] == "event")
+            .filter_map(|l| {
+                let at = rfc3339_us(l["at"].as_str()?)?;
+                let phase = &l["posture"]["turn"]["phase"];
+                (at > after && (phase == "active" || phase == "ready")).then_some(at)
+            })
+            .next()
+    }
+
+    /// Presses Enter on Claude Code's dialog, again while it stays drawn for a second (seen
+    /// once while writing this bench: an Enter pressed right after the dialog appeared left
+    /// it drawn for minutes): the time of the Enter that answered.
+    fn answer_dialog(&self, pane: &str) -> i64 {
+        for _ in 0..5 {
+            let at = self.keys(pane, &["Enter"]);
+            let pressed = Instant::now();
+            while pressed.elapsed() < Duration::from_secs(1) {
+                if !self.screen(pane).contains(DIALOG) {
+                    return at;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        panic!("the dialog took no Enter:\n{}", self.screen(pane));
+    }
+
+    /// When `watch` first read `pane` showing the dialog after `after`, from the wrapper's
+    /// log.
+    fn dialog_read(&self, pane: &str, after: i64) -> Option<i64> {
+        let target = format!("-t {pane}");
+        fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| {
+                let (at, rest) = l.split_once(' ')?;
+                let args = rest.strip_prefix("drawn ")?;
+                let at = (at.parse::<f64>().ok()? * 1e6) as i64;
+                (at > after && args.ends_with(&target)).then_some(at)
+            })
+            .next()
     }
 
     fn keys(&self, pane: &str, keys: &[&str]) -> i64 {
@@ -337,19 +411,6 @@ impl World {
         )
     }
 
-    /// Claude Code's `/clear`: done when the new conversation's `SessionStart` came.
-    fn clear(&self, pane: &str) {
-        let before = self.count(pane, "SessionStart");
-        self.keys(pane, &["-l", "/clear"]);
-        self.wait_screen(pane, "❯ /clear");
-        self.keys(pane, &["Enter"]);
-        wait(
-            "the SessionStart of /clear",
-            || self.screen(pane),
-            || (self.count(pane, "SessionStart") > before).then_some(()),
-        );
-    }
-
     /// Types `text` and presses Enter once it is drawn, again while no new
     /// `UserPromptSubmit` row came (a TUI may take a burst of keys as a paste, where Enter
     /// is a newline); the time of the Enter that submitted it.
@@ -414,6 +475,12 @@ struct Figures {
     escape_after_key: Samples,
     dialog_after_write: Samples,
     answer_after_key: Samples,
+    /// Claude Code: a 3 s call's dialog answered, the watch's option (and, under
+    /// `session`, the session's own line) out of `blocked`; how many came before the
+    /// call's `PostToolUse` row.
+    long_answer_after_key: Samples,
+    session_answer_after_key: Samples,
+    long_before_its_end: usize,
 }
 
 /// The transcripts `rows` name.
@@ -551,13 +618,10 @@ fn measure(agent: Agent, way: Way, world: &World, pane: &str, tries: usize) -> F
 
         // A permission dialog, then its answer.
         let (script, answer) = match agent {
-            Agent::Claude => ("[[ask]]", "1"),
+            // A new call id for each prompt: one dialog per prompt, no `/clear` between.
+            Agent::Claude => ("[[askeach]]", ""),
             Agent::Kimi => ("[[perm]]", "1"),
         };
-        if agent == Agent::Claude {
-            // The mock answers a call once per conversation: a new one for each dialog.
-            world.clear(pane);
-        }
         let sent = world.prompt(pane, &format!("Touch a file, {n}. {script}"));
         let blocked = world.wait_option(pane, &["blocked"], sent);
         let written = wait(
@@ -567,23 +631,58 @@ fn measure(agent: Agent, way: Way, world: &World, pane: &str, tries: usize) -> F
         );
         figures.dialog_after_write.0.push(blocked - written);
         match agent {
-            Agent::Claude => world.wait_screen(pane, "Do you want to proceed?"),
+            Agent::Claude => {
+                world.wait_screen(pane, DIALOG);
+                // Answered once `watch` has read the dialog drawn (an answer before that
+                // leaves the screen nothing to end: the call's end does).
+                wait(
+                    "watch reading the dialog drawn",
+                    || world.screen(pane),
+                    || world.dialog_read(pane, sent),
+                );
+            }
             Agent::Kimi => world.wait_screen(pane, "Run this command?"),
         }
-        let mut key = world.keys(pane, &[answer]);
-        // Claude Code 2.1.332 takes a choice's number as a selection its Enter confirms
-        // (the e2e tests answer so): the key is the one that answered.
-        if agent == Agent::Claude {
-            std::thread::sleep(Duration::from_millis(300));
-            if world.option_set(pane, &["active", "ready"], key).is_none() {
-                key = world.keys(pane, &["Enter"]);
-            }
-        }
-        // Claude Code has no hook for the answer: its tool's end (or the turn's, in the
-        // same read) is the first sign.
+        let key = match agent {
+            Agent::Claude => world.answer_dialog(pane),
+            Agent::Kimi => world.keys(pane, &[answer]),
+        };
+        // Claude Code has no hook for the answer: the screen (the dialog gone) or its
+        // tool's end (or the turn's, in the same read), whichever comes first.
         let changed = world.wait_option(pane, &["active", "ready"], key);
         figures.answer_after_key.0.push(changed - key);
         if world.option_set(pane, &["ready"], key).is_none() {
+            ready_for(changed);
+        }
+        if agent == Agent::Claude {
+            // A 3 s call: for 3 s only the screen can say it was answered.
+            let sent = world.prompt(pane, &format!("Wait a little, {n}. [[wait3each]]"));
+            world.wait_option(pane, &["blocked"], sent);
+            world.wait_screen(pane, DIALOG);
+            wait(
+                "watch reading the dialog drawn",
+                || world.screen(pane),
+                || world.dialog_read(pane, sent),
+            );
+            let key = world.answer_dialog(pane);
+            let changed = world.wait_option(pane, &["active", "ready"], key);
+            figures.long_answer_after_key.0.push(changed - key);
+            let ended = wait(
+                "the 3 s call's PostToolUse",
+                || world.screen(pane),
+                || row_written(world, pane, "PostToolUse", key),
+            );
+            if changed < ended {
+                figures.long_before_its_end += 1;
+            }
+            if way == Way::Session {
+                let shown = wait(
+                    "the session's own line out of blocked",
+                    || world.screen(pane),
+                    || world.session_unblocked("claude", key),
+                );
+                figures.session_answer_after_key.0.push(shown - key);
+            }
             ready_for(changed);
         }
         eprintln!("{} {}: {} of {tries}", agent.name(), way.name(), n + 1);
@@ -675,6 +774,22 @@ fn main() {
             figures
                 .answer_after_key
                 .report("answer: option active − key");
+            if agent == Agent::Claude {
+                figures
+                    .long_answer_after_key
+                    .report("answer, 3 s call: option active − Enter");
+                println!(
+                    "  {:<58} {} of {}",
+                    "answer, 3 s call: option active before its PostToolUse",
+                    figures.long_before_its_end,
+                    figures.long_answer_after_key.0.len()
+                );
+                if way == Way::Session {
+                    figures
+                        .session_answer_after_key
+                        .report("answer, 3 s call: session's line active − Enter");
+                }
+            }
         }
     }
 }

@@ -1012,6 +1012,7 @@ fn ledger_child(args: &[String]) -> Result<()> {
             args: Vec::new(),
             program: None,
             channel: ChannelConfig::default(),
+            read_screens: None,
         })?;
         let events = launch.store().events.clone();
         fs::write(&events, row(0, "SessionStart", r#","source":"startup""#))?;

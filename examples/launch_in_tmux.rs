@@ -103,6 +103,8 @@ fn main() -> ExitCode {
         args: argv[1..].to_vec(),
         program: Some(program),
         channel: ChannelConfig::default(),
+        // The agent runs in a pane of this server: a dialog answered is seen on its screen.
+        read_screens: Some(hooktrack::TmuxServer::default()),
     }) {
         Ok(launch) => launch,
         Err(e) => {

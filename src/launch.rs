@@ -46,6 +46,7 @@ use hooktrack_core::store::{
 use hooktrack_core::time::Timestamp;
 use hooktrack_live::hub::wall_clock;
 use hooktrack_live::process::ProcessWatch;
+use hooktrack_live::screen::TmuxServer;
 use hooktrack_live::session::{Session, SessionConfig, SessionNotice, Update};
 use hooktrack_producer::collect::{
     CollectConfig, CollectError, CollectSummary, Collector, Stopper,
@@ -79,6 +80,11 @@ pub struct LaunchConfig {
     /// The channel's thresholds: after `startup_grace_ms` from the first prompt with no
     /// event the channel says `unavailable` (startup silence).
     pub channel: ChannelConfig,
+    /// The tmux server the agent runs on, if it runs in a pane: while it waits on the user,
+    /// the pane its rows name is read, so that a dialog answered ends its window before any
+    /// hook says so (`hooktrack_core::screen`; `hooktrack session` sets it inside tmux).
+    /// `None`: the hooks and the transcript alone.
+    pub read_screens: Option<TmuxServer>,
 }
 
 /// Why [`Launch::start`] could not start: the session root, the store, the token or the
@@ -326,6 +332,7 @@ impl Launch {
                 // Where Kimi Code and GitHub Copilot CLI keep the session file their payloads
                 // do not name (Copilot's only from its first `Stop` on).
                 agent_home: agent.config().home(lookup),
+                read_screens: config.read_screens.clone(),
                 ..SessionConfig::default()
             },
         );

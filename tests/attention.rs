@@ -185,11 +185,11 @@ fn a_waiting_agent_reaches_every_client_and_the_menu_takes_you_to_it() {
                 kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
                 kimi(
                     "PreToolUse",
-                    r#""tool_call_id":"c1","tool_name":"Bash","tool_input":{}"#,
+                    r#""tool_call_id":"c1","tool_name":"Bash","tool_input":{"command":"cargo build --release;\u001b]2;x\u0007 #{pane_id}"}"#,
                 ),
                 kimi(
                     "PermissionRequest",
-                    r#""tool_call_id":"c1","turn_id":1,"id":"a1","tool_name":"Bash""#,
+                    r#""tool_call_id":"c1","turn_id":1,"id":"a1","tool_name":"Bash","tool_input":{"command":"cargo build --release;\u001b]2;x\u0007 #{pane_id}"}"#,
                 ),
             ],
         ),
@@ -205,7 +205,12 @@ fn a_waiting_agent_reaches_every_client_and_the_menu_takes_you_to_it() {
     });
     let options = server.options(&agent);
     assert_eq!(options["@hooktrack_waits"], "blocked");
-    assert_eq!(options["@hooktrack_summary"], "waits on Bash");
+    // The command it waits on, cut and made safe: no tmux format, no terminal escape.
+    // Read as a format reads it (show-options quotes backslashes).
+    assert_eq!(
+        read(&server, &["-t", &agent], "#{@hooktrack_summary}"),
+        "waits on Bash: cargo build --release_\\u{1b}]2_x\\u{7} __pane_id_"
+    );
     assert!(
         options["@hooktrack_waits_since"].parse::<i64>().is_ok(),
         "{options:?}"
@@ -429,4 +434,160 @@ fn the_status_line_says_hooktrack_down_when_no_watch_runs() {
     let right = read(&server, &[], "#{E:status-right}");
     assert!(right.contains("hooktrack down"), "{right}");
     assert_eq!(read(&server, &[], "#{@hooktrack_watch}"), "");
+}
+
+/// A Claude Code row of generation 1 from the pane `@PANE@` (the fake agent puts its own).
+fn claude_row(seq: u64, event: &str, fields: &str) -> String {
+    format!(
+        r#"{{"v":1,"provider":"claude","generation":1,"via":"http","sequence":{seq},"emitter_seq":{seq},"event":"{event}","payload":{{"hook_event_name":"{event}","session_id":"s1","prompt_id":"p1"{fields}}},"tmux_pane":"@PANE@"}}"#
+    )
+}
+
+/// Issue 33 item 1 under `hooktrack session`: run inside a tmux pane, the launch reads the
+/// pane its rows name while the agent waits on the user, as `watch --tmux` does: the
+/// dialog drawn and then gone ends the blocked window (source `screen`) long before the
+/// call's end. The agent is a script that writes the rows its hooks would, draws the
+/// dialog's line and waits for the key.
+#[test]
+#[cfg_attr(
+    not(hooktrack_tmux),
+    ignore = "needs tmux on PATH (none when the tests were built)"
+)]
+fn a_session_in_a_tmux_pane_ends_a_dialog_once_its_pane_no_longer_draws_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    fs::create_dir_all(&home).expect("mkdir home");
+    let root = dir.path().join("root");
+    let events = root.join("hook-observation/claude/events.ndjson");
+    let call = r#","tool_name":"Bash","tool_use_id":"t1","tool_input":{"command":"make"}"#;
+    let asked = [
+        claude_row(1, "SessionStart", r#","source":"startup""#),
+        claude_row(2, "UserPromptSubmit", r#","prompt":"go""#),
+        claude_row(3, "PreToolUse", call),
+        claude_row(4, "PermissionRequest", call),
+    ];
+    let ended = [
+        claude_row(5, "PostToolUse", call),
+        claude_row(6, "Stop", r#","stop_hook_active":false"#),
+    ];
+    fs::write(dir.path().join("asked.rows"), asked.join("\n") + "\n").expect("rows");
+    fs::write(dir.path().join("ended.rows"), ended.join("\n") + "\n").expect("rows");
+    let done = dir.path().join("done");
+    let agent = dir.path().join("agent.sh");
+    fs::write(
+        &agent,
+        format!(
+            "#!/bin/sh\n\
+             d='{dir}'\n\
+             sed \"s/@PANE@/$TMUX_PANE/\" \"$d/asked.rows\" >> '{events}'\n\
+             printf 'Do you want to proceed?\\n 1. Yes\\n'\n\
+             read answer\n\
+             clear\n\
+             printf 'running\\n'\n\
+             n=0\n\
+             while [ ! -e '{done}' ] && [ $n -lt 1200 ]; do sleep 0.1; n=$((n+1)); done\n\
+             sed \"s/@PANE@/$TMUX_PANE/\" \"$d/ended.rows\" >> '{events}'\n",
+            dir = dir.path().display(),
+            events = events.display(),
+            done = done.display(),
+        ),
+    )
+    .expect("agent script");
+    // The session's `tmux`: the real one, logging each `capture-pane` that shows the
+    // dialog (the session has seen it drawn: an answer from then on can be seen gone).
+    let wrap = dir.path().join("wrap");
+    fs::create_dir_all(&wrap).expect("mkdir wrap");
+    let reads = dir.path().join("reads");
+    let real = String::from_utf8_lossy(
+        &Command::new("sh")
+            .args(["-c", "command -v tmux"])
+            .output()
+            .expect("command -v tmux")
+            .stdout,
+    )
+    .trim()
+    .to_owned();
+    fs::write(
+        wrap.join("tmux"),
+        format!(
+            "#!/bin/sh\nout=$('{real}' \"$@\"); rc=$?\nprintf '%s\\n' \"$out\"\n\
+             case \"$out\" in *'Do you want to proceed?'*) echo drawn >> '{}';; esac\nexit $rc\n",
+            reads.display()
+        ),
+    )
+    .expect("wrapper");
+    fs::set_permissions(
+        wrap.join("tmux"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .expect("chmod");
+    let out = dir.path().join("session.ndjson");
+    let server = Server::start("session-screen", &[("HOME", &home.display().to_string())]);
+    let pane = server
+        .run(&[
+            "new-window",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            &format!(
+                "PATH='{}':\"$PATH\" exec '{}' session --agent claude-code --format ndjson --output '{}' --root '{}' -- sh '{}' 2> '{}'",
+                wrap.display(),
+                env!("CARGO_BIN_EXE_hooktrack"),
+                out.display(),
+                root.display(),
+                agent.display(),
+                dir.path().join("session.err").display(),
+            ),
+        ])
+        .trim()
+        .to_owned();
+    let lines = || -> Vec<serde_json::Value> {
+        fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let phase = |l: &serde_json::Value| l["posture"]["turn"]["phase"].clone();
+    wait_until("the session showing the dialog", || {
+        lines().iter().any(|l| phase(l) == "blocked").then_some(())
+    });
+    wait_until("the dialog drawn", || {
+        server
+            .run(&["capture-pane", "-p", "-t", &pane])
+            .contains("Do you want to proceed?")
+            .then_some(())
+    });
+    wait_until("the session reading the dialog drawn", || {
+        fs::read_to_string(&reads)
+            .is_ok_and(|r| r.contains("drawn"))
+            .then_some(())
+    });
+    server.run(&["send-keys", "-t", &pane, "Enter"]);
+    let deadline = Instant::now() + Wake::PATIENCE;
+    let answered = loop {
+        let now = lines();
+        if let Some(l) = now
+            .iter()
+            .find(|l| phase(l) == "active" && l["source"] == "screen")
+        {
+            break l.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no screen line showing the agent running: {now:#?}\npane:\n{}",
+            server.run(&["capture-pane", "-p", "-t", &pane])
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(
+        !lines().iter().any(|l| l["event"] == "PostToolUse"),
+        "the call's end came first: {answered}"
+    );
+    fs::write(&done, "").expect("done");
+    let end = wait_until("the session's end line", || {
+        lines().into_iter().find(|l| l.get("turns").is_some())
+    });
+    assert_eq!(end["turns"][0]["result"], "success", "{end}");
 }

@@ -262,6 +262,9 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
             startup_grace_ms: i64::from(args.startup_grace_ms),
             ..ChannelConfig::default()
         },
+        // Inside tmux (the agent inherits `$TMUX`, its hooks `$TMUX_PANE`): the pane its
+        // rows name is read on that server while it waits on the user.
+        read_screens: std::env::var_os("TMUX").map(|_| hooktrack::TmuxServer::default()),
     })?;
     launch.set_agent_death_signal(args.agent_death_signal.0);
     let gate = kimi_gate(agent, &args.command[0]);

@@ -120,6 +120,9 @@ fn turn_part(out: &mut Vec<u8>, turn: &TurnPosture) -> io::Result<()> {
         pending_permissions,
         queue_length,
         blocked_tool,
+        // Tool inputs: not serialized (serde skips them too).
+        blocked_argument: _,
+        running_call: _,
         background_scopes,
         background_tasks,
         background_tool_calls,

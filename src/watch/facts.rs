@@ -1,7 +1,7 @@
 //! What `watch --tmux` and `watch --on-change` publish about a session, from its update.
 
 use hooktrack_core::agent::Agent;
-use hooktrack_core::posture::{Phase, Posture, Presence, TurnResult};
+use hooktrack_core::posture::{Phase, Posture, Presence, RunningCall, TurnResult};
 use hooktrack_core::store::is_tmux_pane_id;
 use hooktrack_core::time::Timestamp;
 use hooktrack_live::session::Update;
@@ -22,6 +22,11 @@ pub struct Facts {
     pub turn_started_at: Option<Timestamp>,
     /// While blocked: the tool the permission request names.
     pub blocked_tool: Option<String>,
+    /// While blocked: what that call acts on (its command, file), already cut; a tool
+    /// input, for the pane's summary only.
+    pub blocked_argument: Option<String>,
+    /// While active: the newest call the main turn runs, and what it acts on.
+    pub running_call: Option<RunningCall>,
     /// How much background work runs (subagents and shell tasks that outlived their
     /// turn): the phase can be `ready` while it does.
     pub background: usize,
@@ -68,6 +73,8 @@ impl Facts {
             turn: p.turn.turn_id.as_ref().map(ToString::to_string),
             turn_started_at,
             blocked_tool: p.turn.blocked_tool.clone(),
+            blocked_argument: p.turn.blocked_argument.clone(),
+            running_call: p.turn.running_call.clone(),
             background: p.turn.background(),
             last_result: p.last_turn.result,
             last_turn_at: p.last_turn.at,

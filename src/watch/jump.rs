@@ -18,6 +18,9 @@ const MAX_ITEMS: usize = 10;
 const KEYS: [&str; MAX_ITEMS] = ["1", "2", "3", "4", "5", "6", "7", "8", "9", "0"];
 /// Longest part of a menu line.
 const MAX_PART_CHARS: usize = 40;
+/// Longest summary in a menu line: a tool and its argument (`waits on Bash: cargo
+/// build --rel…`) fit whole.
+const MAX_SUMMARY_CHARS: usize = 120;
 
 /// One pane that waits, as the menu shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,7 +73,7 @@ pub fn waiting_panes(listing: &str) -> Vec<Waiting> {
                 agent: display_text(agent, MAX_PART_CHARS),
                 waits: waits.to_owned(),
                 since,
-                summary: display_text(summary, MAX_PART_CHARS),
+                summary: display_text(summary, MAX_SUMMARY_CHARS),
             })
         })
         .collect();

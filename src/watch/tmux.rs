@@ -49,6 +49,8 @@ pub const SERVER_OPTIONS: [&str; 3] = ["@hooktrack_waiting", "@hooktrack_done", 
 
 /// Longest payload-derived text put in an option.
 const MAX_VALUE_CHARS: usize = 40;
+/// Longest tool argument in the summary (the core cuts it to this already).
+const MAX_ARGUMENT_CHARS: usize = hooktrack_core::tool_argument::MAX_ARGUMENT_CHARS;
 /// Pane updates waiting for the worker.
 const QUEUE: usize = 64;
 
@@ -216,6 +218,27 @@ enum Job {
     Look,
 }
 
+/// What an update leaves to the next tick.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Defer {
+    Nothing,
+    /// A change of the summary alone (the call a working turn runs): a tool's start is
+    /// followed at once by its permission request, whose `blocked` must not wait behind a
+    /// tmux command for it; a call shorter than a tick is never shown.
+    RunningCall,
+}
+
+/// True when two option lists ([`OPTIONS`] order) differ in `@hooktrack_summary` alone.
+fn only_summary_differs(published: &[String], values: &[String]) -> bool {
+    const SUMMARY: usize = 9;
+    published.len() == values.len()
+        && published
+            .iter()
+            .zip(values)
+            .enumerate()
+            .all(|(i, (a, b))| i == SUMMARY || a == b)
+}
+
 /// Why a pane waits for the person (`@hooktrack_waits`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Waits {
@@ -328,7 +351,7 @@ impl Tmux {
             self.ended.insert(pane.clone(), (facts.last_turn_epoch, at));
         }
         self.latest.insert(pane.clone(), facts.clone());
-        self.publish(facts, now);
+        self.publish(facts, now, Defer::RunningCall);
         self.publish_counts();
     }
 
@@ -362,7 +385,7 @@ impl Tmux {
         }
         let latest: Vec<Facts> = self.latest.values().cloned().collect();
         for facts in &latest {
-            self.publish(facts, now);
+            self.publish(facts, now, Defer::Nothing);
         }
         self.publish_counts();
         let some_done = latest
@@ -387,10 +410,14 @@ impl Tmux {
         )
     }
 
-    fn publish(&mut self, facts: &Facts, now: Timestamp) {
+    fn publish(&mut self, facts: &Facts, now: Timestamp, defer: Defer) {
         let Some(pane) = &facts.pane else { return };
         let values = values(facts, now, self.waits(facts));
-        if self.published.get(pane) == Some(&values) {
+        let published = self.published.get(pane);
+        if published == Some(&values)
+            || (defer == Defer::RunningCall
+                && published.is_some_and(|p| only_summary_differs(p, &values)))
+        {
             return;
         }
         let Some(tx) = &self.tx else { return };
@@ -589,14 +616,26 @@ fn values(facts: &Facts, now: Timestamp, waits: Option<(Waits, Timestamp)>) -> V
         n => n.to_string(),
     };
     // What the agent does or waits on, for a menu or a window list: the phase's own
-    // words, the tool a blocked turn waits on.
+    // words, the tool a blocked turn waits on or the call a running one makes, with what
+    // it acts on (`waits on Bash: cargo build --rel…`).
+    let running = facts
+        .running_call
+        .as_ref()
+        .map_or_else(String::new, |call| {
+            format!(" · {}", call_text(&call.tool, call.argument.as_deref()))
+        });
     let summary = if facts.presence == Presence::Absent {
         "gone".to_owned()
     } else {
         match facts.phase {
-            Phase::Blocked => format!("waits on {blocked}"),
-            Phase::Active if !age.is_empty() => format!("works, {age}"),
-            Phase::Active => "works".to_owned(),
+            Phase::Blocked => match (&facts.blocked_tool, &facts.blocked_argument) {
+                (Some(tool), argument) => {
+                    format!("waits on {}", call_text(tool, argument.as_deref()))
+                }
+                (None, _) => format!("waits on {blocked}"),
+            },
+            Phase::Active if !age.is_empty() => format!("works, {age}{running}"),
+            Phase::Active => format!("works{running}"),
             Phase::Ready if facts.last_result != TurnResult::None => format!("turn ended: {last}"),
             Phase::Ready => "ready".to_owned(),
             Phase::Unknown => "unknown".to_owned(),
@@ -622,9 +661,19 @@ fn values(facts: &Facts, now: Timestamp, waits: Option<(Waits, Timestamp)>) -> V
     ]
 }
 
+/// `Bash: cargo build`, or the tool alone: payload text made safe for an option.
+fn call_text(tool: &str, argument: Option<&str>) -> String {
+    let tool = display_text(tool, MAX_VALUE_CHARS);
+    match argument {
+        Some(argument) => format!("{tool}: {}", display_text(argument, MAX_ARGUMENT_CHARS)),
+        None => tool,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hooktrack_core::posture::RunningCall;
 
     fn facts(phase: Phase, tool: Option<&str>) -> Facts {
         Facts {
@@ -635,6 +684,8 @@ mod tests {
             turn: Some("3".into()),
             turn_started_at: Some(Timestamp::from_millis(1_000)),
             blocked_tool: tool.map(str::to_owned),
+            blocked_argument: None,
+            running_call: None,
             background: 0,
             last_result: TurnResult::None,
             last_turn_at: None,
@@ -677,6 +728,66 @@ mod tests {
         assert_eq!(v[7], "claude-code active 10s");
         assert_eq!(v[9], "works, 10s");
         assert_eq!((v[10].as_str(), v[11].as_str()), ("", ""));
+    }
+
+    #[test]
+    fn a_blocked_panes_summary_names_the_command_it_waits_on_cut_and_made_safe() {
+        let mut f = facts(Phase::Blocked, Some("Bash"));
+        // As the core hands it: already cut to its length, control characters kept.
+        f.blocked_argument = Some(format!(
+            "cargo build #{{E:x}}; \x1b]0;t\x07 {}…",
+            "x".repeat(30)
+        ));
+        let v = values(&f, Timestamp::from_millis(2_000), None);
+        assert_eq!(v[2], "Bash", "@hooktrack_blocked stays the tool alone");
+        assert_eq!(
+            v[9],
+            format!(
+                "waits on Bash: cargo build __E:x__ \\u{{1b}}]0_t\\u{{7}} {}…",
+                "x".repeat(30)
+            )
+        );
+        f.blocked_argument = None;
+        let v = values(&f, Timestamp::from_millis(2_000), None);
+        assert_eq!(v[9], "waits on Bash", "no argument: the tool alone");
+    }
+
+    #[test]
+    fn a_working_panes_summary_names_the_call_it_runs() {
+        let mut f = facts(Phase::Active, None);
+        f.running_call = Some(RunningCall {
+            tool: "Read".into(),
+            argument: Some("/src/main.rs".into()),
+        });
+        let v = values(&f, Timestamp::from_millis(13_000), None);
+        assert_eq!(v[9], "works, 10s · Read: /src/main.rs");
+        f.running_call = Some(RunningCall {
+            tool: "mcp__x".into(),
+            argument: None,
+        });
+        f.turn_started_at = None;
+        let v = values(&f, Timestamp::from_millis(13_000), None);
+        assert_eq!(v[9], "works · mcp__x");
+    }
+
+    #[test]
+    fn a_running_calls_summary_alone_waits_for_the_tick_and_blocked_never_does() {
+        let at = Timestamp::from_millis;
+        let mut working = facts(Phase::Active, None);
+        let published = values(&working, at(13_000), None);
+        working.running_call = Some(RunningCall {
+            tool: "Bash".into(),
+            argument: Some("make".into()),
+        });
+        let now = values(&working, at(13_000), None);
+        assert_eq!(OPTIONS[9], "@hooktrack_summary");
+        assert!(only_summary_differs(&published, &now));
+        let blocked = values(
+            &facts(Phase::Blocked, Some("Bash")),
+            at(13_000),
+            Some((Waits::Blocked, at(13_000))),
+        );
+        assert!(!only_summary_differs(&published, &blocked));
     }
 
     #[test]

@@ -41,7 +41,10 @@ Claude Code only (the cases of its background work and dialogs; other CLIs answe
 - `[[slow]]`: a `Bash` call that takes 30 s (to press Escape during it), then text;
 - `[[ask]]`: a `Bash` `touch` that needs permission, then text;
 - `[[wait20]]`, `[[wait3]]`: a `Bash` call that needs permission and runs 20 s (3 s), then
-  text.
+  text;
+- `[[askeach]]`, `[[wait3each]]`: as `[[ask]]` and `[[wait3]]`, but the call's id is new for
+  each prompt (its number in the conversation): one dialog per prompt in one conversation,
+  where a fixed id is called once (the mock answers text once its call is there).
 
 The step is the number of tool results after the prompt carrying the marker, so the
 script is stateless and a re-run gives the same conversation. Standard library only; it
@@ -266,6 +269,14 @@ CLAUDE_ONE_STEP = {
 }
 ONE_STEP_TEXT = "Step done."
 
+# Claude Code scripts of one step whose call id is new for each prompt (`<id>_<P>`, P the
+# prompt's number in the conversation), so that each prompt gets its own dialog.
+CLAUDE_EACH_PROMPT = {
+    "askeach": [("toolu_mock_e", "Bash", {"command": "touch asked.txt", "description": "Create a file"})],
+    "wait3each": [("toolu_mock_f", "Bash", {"command": "timeout 3 tail -f /dev/null; echo waited",
+                                            "description": "Wait three seconds"})],
+}
+
 
 class Turn:
     """What the conversation so far asks for: the script, the step, the working dir."""
@@ -278,6 +289,8 @@ class Turn:
             if found:
                 marker, index = found[-1], i
         self.marker = marker
+        # The number of the prompt that carries it.
+        self.prompt = index
         self.step = results_after(index)
         self.cwd = cwd
         # The tool_use ids the model already sent in this conversation (Anthropic only).
@@ -319,6 +332,11 @@ def reply(cli, turn):
                 return ("calls", [(i, name, fill(args, turn.cwd)) for i, name, args in calls])
             done += len(calls)
         return ("text", FINAL)
+    if cli == "claude" and turn.marker in CLAUDE_EACH_PROMPT:
+        calls = [(f"{i}_{turn.prompt}", name, args) for i, name, args in CLAUDE_EACH_PROMPT[turn.marker]]
+        if not any(i in turn.called for i, _, _ in calls):
+            return ("calls", [(i, name, fill(args, turn.cwd)) for i, name, args in calls])
+        return ("text", ONE_STEP_TEXT)
     if cli == "claude" and turn.marker in CLAUDE_ONE_STEP:
         # Done once the script's call is in the conversation: Claude Code 2.1.33x moves a
         # later prompt behind the `tool_result`s of earlier calls, so counting results

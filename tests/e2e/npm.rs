@@ -972,9 +972,13 @@ fn reject_then_escape(which: Claude) {
 
 /// `hooktrack watch --ndjson --tmux` on the TUI's store and tmux server: the supervisor that
 /// reads the agent's pane while it waits on the user.
+///
+/// The `tmux` it runs is a wrapper in front of the real one that logs each `capture-pane`
+/// whose text holds Claude Code's dialog: when the watch has seen the dialog drawn.
 struct Watcher {
     child: std::process::Child,
     output: PathBuf,
+    reads: PathBuf,
 }
 
 impl Watcher {
@@ -982,16 +986,52 @@ impl Watcher {
         let store = tui.events.parent().expect("the store folder").to_owned();
         let output = tui.world.root.with_extension("watch.ndjson");
         let errors = tui.world.root.with_extension("watch.err");
+        let reads = tui.world.root.with_extension("watch.reads");
+        let wrap = tui.world.root.with_extension("wrap");
+        fs::create_dir_all(&wrap).expect("mkdir wrap");
+        let real = String::from_utf8_lossy(
+            &Command::new("sh")
+                .args(["-c", "command -v tmux"])
+                .output()
+                .expect("command -v tmux")
+                .stdout,
+        )
+        .trim()
+        .to_owned();
+        crate::scratch_home::write_script(
+            &wrap.join("tmux"),
+            &format!(
+                "#!/bin/sh\nout=$('{real}' \"$@\"); rc=$?\nprintf '%s\\n' \"$out\"\n\
+                 case \"$out\" in *'{DIALOG}'*) echo drawn >> '{}';; esac\nexit $rc\n",
+                reads.display()
+            ),
+        );
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut paths = vec![wrap];
+        paths.extend(std::env::split_paths(&path));
         let child = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
             .args(["watch", "--ndjson", "--tmux", "--tmux-socket", &tui.socket])
             .arg(&store)
             .env_remove("TMUX")
+            .env("PATH", std::env::join_paths(paths).expect("PATH"))
             .stdin(Stdio::null())
             .stdout(fs::File::create(&output).expect("watch output"))
             .stderr(fs::File::create(&errors).expect("watch errors"))
             .spawn()
             .expect("hooktrack watch");
-        Self { child, output }
+        Self {
+            child,
+            output,
+            reads,
+        }
+    }
+
+    /// How many of the watch's pane reads so far showed the dialog.
+    fn dialog_reads(&self) -> usize {
+        fs::read_to_string(&self.reads)
+            .unwrap_or_default()
+            .lines()
+            .count()
     }
 
     /// The lines written so far (a line still being written is left for the next look).
@@ -1032,6 +1072,9 @@ fn wall_ms() -> i64 {
     hooktrack::wall_clock().as_millis()
 }
 
+/// Claude Code 2.1.332's permission dialog's line (its descriptor's look).
+const DIALOG: &str = "Do you want to proceed?";
+
 /// Claude Code 2.1.332's TUI in manual mode (every shell call asks), at its prompt.
 fn manual_tui(claude: &Path) -> Option<Tui> {
     let tui = Tui::start(
@@ -1052,7 +1095,7 @@ fn manual_tui(claude: &Path) -> Option<Tui> {
 }
 
 /// Prompts for the call `tool_use_id` that asks, answers its dialog "Yes" as a person does
-/// (the dialog drawn, the watch showing it blocked, a moment to read it), and returns how
+/// (the dialog drawn, the watch showing it blocked and having read it drawn), and returns how
 /// long after the answer the watch showed the agent running (ms) and when (ms), having
 /// checked that it
 /// did before the call's `PostToolUse`, and that the dialog was on screen as the
@@ -1067,6 +1110,7 @@ fn approve(
     // Claude Code's PermissionRequest names no call id: any one counts.
     let asked = |r: &Value| r["event"] == "PermissionRequest";
     let before = tui.rows().iter().filter(|r| asked(r)).count();
+    let reads = watch.dialog_reads();
     let since = wall_ms();
     tui.prompt(prompt);
     tui.wait_row("the PermissionRequest", |_| {
@@ -1083,11 +1127,25 @@ fn approve(
     watch.wait_line("the watch showing the dialog", since, |l| {
         l["phase"] == "blocked"
     });
-    // A person reads the dialog before answering; the watch reads the pane a few times a
-    // second meanwhile.
-    std::thread::sleep(Duration::from_secs(1));
-    let answered_at = wall_ms();
-    tui.keys(&["Enter"]);
+    // Answered once the watch has read the pane showing the dialog (an answer before that
+    // leaves the screen nothing to end: the call's end would).
+    wait_for(PATIENCE, "the watch reading the dialog drawn", || {
+        (watch.dialog_reads() > reads).then_some(())
+    });
+    // An Enter right after the dialog appeared was once not taken (the keystroke bench):
+    // Enter again while the dialog stays drawn for a second; the answer is the one that took.
+    let mut answered_at = 0;
+    for _ in 0..5 {
+        answered_at = wall_ms();
+        tui.keys(&["Enter"]);
+        let pressed = std::time::Instant::now();
+        while tui.screen().contains(DIALOG) && pressed.elapsed() < Duration::from_secs(1) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if !tui.screen().contains(DIALOG) {
+            break;
+        }
+    }
     let running = watch.wait_line("the watch showing the agent running", answered_at, |l| {
         l["phase"] != "blocked"
     });

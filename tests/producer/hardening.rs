@@ -988,6 +988,7 @@ fn item_9_the_launch_ledger_streams_to_a_file_and_memory_keeps_only_open_turns()
         args: Vec::new(),
         program: None,
         channel: ChannelConfig::default(),
+        read_screens: None,
     })
     .expect("launch");
     let generation = launch.generation();

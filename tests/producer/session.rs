@@ -721,6 +721,7 @@ fn a_launch_runs_its_agent_with_the_environment_and_reports_its_end() {
         args: Vec::new(),
         program: None,
         channel: ChannelConfig::default(),
+        read_screens: None,
     })
     .expect("launch");
     let command: Vec<std::ffi::OsString> = [

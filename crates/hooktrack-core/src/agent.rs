@@ -236,8 +236,18 @@ impl Agent {
     }
 
     /// Maps one payload, delivered under the event `name`, into the canonical vocabulary.
+    /// A call's start and a permission request get what the call acts on, by the
+    /// agent's table ([`Descriptor::tool_arguments`](crate::agents::Descriptor::tool_arguments)).
     pub fn normalize<'a>(self, name: &Cow<'a, str>, payload: &mut Payload<'a>) -> Event<'a> {
-        (self.descriptor().normalize)(name, payload)
+        let descriptor = self.descriptor();
+        let mut event = (descriptor.normalize)(name, payload);
+        if let Event::ToolStarted { tool } | Event::PermissionRequested { tool, .. } = &mut event
+            && let (Some(tool_name), Some(input)) = (tool.name.as_deref(), payload.tool_input)
+        {
+            tool.argument =
+                crate::tool_argument::argument(descriptor.tool_arguments, tool_name, input);
+        }
+        event
     }
 
     /// The family the agent belongs to (`kimi`), if any.

@@ -68,6 +68,9 @@ pub struct ToolRef<'a> {
     /// A hash of the raw `tool_input` JSON text, to pair calls that carry no id (Gemini)
     /// and to match a permission request that names no call (Claude, Codex).
     pub input_hash: Option<u64>,
+    /// What the call acts on, cut for a person's summary ([`crate::tool_argument`]): set
+    /// on a call's start and a permission request, from the agent's table.
+    pub argument: Option<String>,
     /// The subagent the call runs in (Claude and Codex `agent_id`); `None` in the main agent.
     pub agent: Option<Cow<'a, str>>,
 }

@@ -36,5 +36,6 @@ pub mod sessions;
 pub mod source;
 pub mod store;
 pub mod time;
+pub mod tool_argument;
 pub mod tracker;
 pub mod transcript;

@@ -101,6 +101,14 @@ pub struct TurnPosture {
     /// one, else the open ask-the-user call's tool. Serialized only when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blocked_tool: Option<String>,
+    /// While blocked: what the call `blocked_tool` names acts on (its command, file,
+    /// pattern), cut ([`crate::tool_argument`]). A tool input: never serialized.
+    #[serde(skip)]
+    pub blocked_argument: Option<String>,
+    /// While active: the newest open call of the main turn, for a person's summary of what
+    /// it does. Never serialized (its argument is a tool input).
+    #[serde(skip)]
+    pub running_call: Option<RunningCall>,
     /// Nested scopes (subagents) running in the background: their parent turn ended, or
     /// they were launched so. Counted in `scope_depth` too.
     pub background_scopes: usize,
@@ -110,11 +118,26 @@ pub struct TurnPosture {
     pub background_tool_calls: usize,
 }
 
+/// A tool call the main turn runs: its tool and what it acts on.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct RunningCall {
+    pub tool: String,
+    /// Cut ([`crate::tool_argument`]); `None` where the agent's table names no field.
+    pub argument: Option<String>,
+}
+
 impl TurnPosture {
     /// How much background work runs: scopes and tasks (what a status line shows as
     /// `· N background`).
     pub fn background(&self) -> usize {
         self.background_scopes + self.background_tasks
+    }
+
+    /// What the phase said the turn waits on or runs, gone with the phase.
+    fn withdraw_calls(&mut self) {
+        self.blocked_tool = None;
+        self.blocked_argument = None;
+        self.running_call = None;
     }
 }
 
@@ -162,11 +185,11 @@ impl Posture {
             ChannelState::Active => {}
             ChannelState::Stale => {
                 self.turn.phase = Phase::Unknown;
-                self.turn.blocked_tool = None;
+                self.turn.withdraw_calls();
             }
             _ => {
                 self.turn.phase = Phase::Unknown;
-                self.turn.blocked_tool = None;
+                self.turn.withdraw_calls();
                 self.last_turn = LastTurn::default();
             }
         }

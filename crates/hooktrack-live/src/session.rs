@@ -372,7 +372,13 @@ impl Session {
         let Ok(()) = tracker.flush_transcript(&mut sink);
         read_lines |= self.poll_process(now, &mut notices);
         read_lines |= self.poll_agents(now, &mut notices);
-        read_lines |= self.read_screens(now, &mut notices);
+        // A poll that read rows hands their update out first and reads the pane at the
+        // next poll (due at once: [`Session::due`]): a `capture-pane` never holds up what
+        // the rows said, such as the `blocked` of a window one just opened (the first read
+        // of it cannot end it anyway: the hook runs before the dialog is drawn).
+        if !matches!(&polled, Ok(progress) if progress.lines > 0) {
+            read_lines |= self.read_screens(now, &mut notices);
+        }
         match polled {
             Ok(progress) => {
                 self.view.channel.on_read_ok();

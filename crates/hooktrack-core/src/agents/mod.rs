@@ -39,6 +39,7 @@ use crate::event::Event;
 use crate::payload::Payload;
 use crate::provider::Capabilities;
 use crate::row::Row;
+pub use crate::tool_argument::ArgumentField;
 
 /// Everything hooktrack knows about one agent CLI.
 #[derive(Clone, Copy, Debug)]
@@ -92,6 +93,10 @@ pub struct Descriptor {
     /// What its dialogs look like on its terminal, where hooktrack may read the agent's
     /// tmux pane to see one answered (`crate::screen`); `None`: its screen is not read.
     pub screen: Option<Screen>,
+    /// Which field of each tool's input names what a call acts on (its command, file,
+    /// pattern, url), for a person's summary ([`crate::tool_argument`]); a tool not in
+    /// the table shows no argument.
+    pub tool_arguments: &'static [ArgumentField],
 }
 
 impl Descriptor {

@@ -50,6 +50,8 @@ struct Window {
     owner: Owner,
     /// The tool the request names (clipped), for the posture's `blocked_tool`.
     tool: Option<String>,
+    /// What the request's call acts on, already cut ([`crate::tool_argument`]).
+    argument: Option<String>,
     /// Its number in opening order, with the dialogs' ([`Blocking::screen_target`]).
     serial: u64,
 }
@@ -84,18 +86,26 @@ impl Blocking {
     }
 
     /// What the turn waits on: the tool of the newest permission window that names one,
-    /// else the newest open ask-the-user call's.
-    pub(super) fn blocked_tool(&self, tools: &Tools) -> Option<String> {
+    /// else the newest open ask-the-user call's, and what that call acts on, if known.
+    pub(super) fn waits_on<'s>(&'s self, tools: &'s Tools) -> Option<(&'s str, Option<&'s str>)> {
         self.windows
             .values()
             .rev()
-            .find_map(|w| w.tool.clone())
-            .or_else(|| tools.asking_user().map(str::to_owned))
+            .find_map(|w| Some((w.tool.as_deref()?, w.argument.as_deref())))
+            .or_else(|| tools.asking_user_call())
     }
 
-    /// No window → a window owned by `owner`; `tool` is the name the request gives. A
-    /// request for a window already open is a duplicate (noted), and changes nothing.
-    fn request(&mut self, ctx: &mut Ctx, key: PermissionKey, owner: Owner, tool: Option<&str>) {
+    /// No window → a window owned by `owner`; `tool` is the name the request gives and
+    /// `argument` what its call acts on. A request for a window already open is a
+    /// duplicate (noted), and changes nothing.
+    fn request(
+        &mut self,
+        ctx: &mut Ctx,
+        key: PermissionKey,
+        owner: Owner,
+        tool: Option<&str>,
+        argument: Option<&str>,
+    ) {
         if self.windows.contains_key(&key) {
             ctx.note(Diag::PermissionDuplicate, Some(key.to_string()));
             return;
@@ -111,6 +121,7 @@ impl Blocking {
             Window {
                 owner,
                 tool,
+                argument: argument.map(str::to_owned),
                 serial,
             },
         );
@@ -263,7 +274,13 @@ impl Correlator {
         self.touch(ctx, agent);
         // The request's window says what the dialog's did.
         ctx.attribute(owner);
-        self.blocking.request(ctx, key, owner, tool.name.as_deref());
+        self.blocking.request(
+            ctx,
+            key,
+            owner,
+            tool.name.as_deref(),
+            tool.argument.as_deref(),
+        );
     }
 
     pub(super) fn permission_resolved(
@@ -374,10 +391,10 @@ mod tests {
     #[test]
     fn a_request_opens_a_window_and_its_answer_closes_it() {
         let (mut b, mut ctx, tools) = (Blocking::default(), ctx(), Tools::default());
-        b.request(&mut ctx, id("call_1"), Owner::Main, Some("Bash"));
+        b.request(&mut ctx, id("call_1"), Owner::Main, Some("Bash"), None);
         assert!(b.blocks(&tools));
         assert_eq!(b.pending_permissions(), 1);
-        assert_eq!(b.blocked_tool(&tools).as_deref(), Some("Bash"));
+        assert_eq!(b.waits_on(&tools).map(|(t, _)| t), Some("Bash"));
         b.resolve(&mut ctx, id("call_1"), None);
         assert!(!b.blocks(&tools));
         assert_eq!(diags(&ctx), []);
@@ -386,7 +403,7 @@ mod tests {
     #[test]
     fn an_answer_naming_the_approval_id_closes_the_window_of_that_id() {
         let (mut b, mut ctx) = (Blocking::default(), ctx());
-        b.request(&mut ctx, id("approval_1"), Owner::Main, None);
+        b.request(&mut ctx, id("approval_1"), Owner::Main, None, None);
         b.resolve(
             &mut ctx,
             PermissionKey::ByName("Shell".into()),
@@ -399,17 +416,17 @@ mod tests {
     #[test]
     fn a_request_for_an_open_window_is_a_noted_duplicate_and_changes_nothing() {
         let (mut b, mut ctx) = (Blocking::default(), ctx());
-        b.request(&mut ctx, id("call_1"), Owner::Main, Some("Bash"));
-        b.request(&mut ctx, id("call_1"), Owner::Nested(3), Some("Edit"));
+        b.request(&mut ctx, id("call_1"), Owner::Main, Some("Bash"), None);
+        b.request(&mut ctx, id("call_1"), Owner::Nested(3), Some("Edit"), None);
         assert_eq!(diags(&ctx), [Diag::PermissionDuplicate]);
         assert_eq!(b.pending_permissions(), 1);
-        assert_eq!(b.blocked_tool(&Tools::default()).as_deref(), Some("Bash"));
+        assert_eq!(b.waits_on(&Tools::default()).map(|(t, _)| t), Some("Bash"));
     }
 
     #[test]
     fn an_answer_with_no_window_open_is_noted() {
         let (mut b, mut ctx) = (Blocking::default(), ctx());
-        b.request(&mut ctx, id("call_1"), Owner::Main, None);
+        b.request(&mut ctx, id("call_1"), Owner::Main, None, None);
         b.resolve(&mut ctx, id("call_2"), Some("approval_2"));
         assert_eq!(diags(&ctx), [Diag::PermissionResultWithoutRequest]);
         assert_eq!(b.pending_permissions(), 1);
@@ -419,7 +436,7 @@ mod tests {
     fn at_the_bound_the_oldest_window_leaves_noted() {
         let (mut b, mut ctx) = (Blocking::default(), ctx());
         for n in 0..=super::MAX_PENDING_PERMISSIONS {
-            b.request(&mut ctx, id(&n.to_string()), Owner::Main, None);
+            b.request(&mut ctx, id(&n.to_string()), Owner::Main, None, None);
         }
         assert_eq!(diags(&ctx), [Diag::StateLimitReached]);
         assert_eq!(b.pending_permissions(), super::MAX_PENDING_PERMISSIONS);
@@ -442,8 +459,9 @@ mod tests {
                 PermissionKey::ByName("Bash".into()),
                 Owner::Main,
                 None,
+                None,
             );
-            b.request(&mut ctx, id("call_1"), Owner::Main, None);
+            b.request(&mut ctx, id("call_1"), Owner::Main, None, None);
             // A call of that name starts: the window opened by name alone was allowed.
             b.call_started(answer, Some("Bash"));
             // The call a window was about finishes: it was allowed.
@@ -462,8 +480,8 @@ mod tests {
     fn the_screen_answers_the_oldest_window_or_dialog_one_at_a_time_never_an_ask_call() {
         let (mut b, mut ctx, mut tools) = (Blocking::default(), ctx(), Tools::default());
         b.open_dialog(Owner::Nested(2));
-        b.request(&mut ctx, id("call_1"), Owner::Main, Some("Bash"));
-        b.request(&mut ctx, id("call_2"), Owner::Main, Some("Edit"));
+        b.request(&mut ctx, id("call_1"), Owner::Main, Some("Bash"), None);
+        b.request(&mut ctx, id("call_2"), Owner::Main, Some("Edit"), None);
         // The dialog came first: the agent draws it first.
         let first = b.screen_target();
         b.answered_on_screen(&mut ctx);
@@ -471,7 +489,7 @@ mod tests {
         assert_eq!(b.pending_permissions(), 2);
         assert_ne!(b.screen_target(), first, "the next one is watched anew");
         b.answered_on_screen(&mut ctx);
-        assert_eq!(b.blocked_tool(&tools).as_deref(), Some("Edit"));
+        assert_eq!(b.waits_on(&tools).map(|(t, _)| t), Some("Edit"));
         b.answered_on_screen(&mut ctx);
         assert_eq!(b.screen_target(), None);
         assert_eq!(ctx.out.notes.len(), 3);
@@ -503,7 +521,11 @@ mod tests {
         b.open_dialog(Owner::Main);
         b.open_dialog(Owner::Nested(2));
         assert!(b.blocks(&tools));
-        assert_eq!(b.blocked_tool(&tools), None, "a dialog names no tool");
+        assert_eq!(
+            b.waits_on(&tools).map(|(t, _)| t),
+            None,
+            "a dialog names no tool"
+        );
         b.went_on(Owner::Main);
         assert!(b.blocks(&tools), "the subagent's dialog still waits");
         b.went_on(Owner::Nested(2));
@@ -513,23 +535,23 @@ mod tests {
     #[test]
     fn the_main_turn_end_closes_its_own_windows_noted_and_its_dialogs() {
         let (mut b, mut ctx, tools) = (Blocking::default(), ctx(), Tools::default());
-        b.request(&mut ctx, id("call_1"), Owner::Main, None);
-        b.request(&mut ctx, id("call_2"), Owner::Nested(2), Some("Edit"));
+        b.request(&mut ctx, id("call_1"), Owner::Main, None, None);
+        b.request(&mut ctx, id("call_2"), Owner::Nested(2), Some("Edit"), None);
         b.open_dialog(Owner::Main);
         b.turn_ended(&mut ctx, |o| o == Owner::Main);
         assert_eq!(diags(&ctx), [Diag::PermissionOpenAtTurnEnd]);
         assert_eq!(ctx.out.notes[0].detail.as_deref(), Some("call_1"));
         // The background scope's window stays, and still blocks.
         assert_eq!(b.pending_permissions(), 1);
-        assert_eq!(b.blocked_tool(&tools).as_deref(), Some("Edit"));
+        assert_eq!(b.waits_on(&tools).map(|(t, _)| t), Some("Edit"));
     }
 
     #[test]
     fn a_nested_turn_end_and_the_session_end_close_their_windows_unseen() {
         let (mut b, mut ctx, tools) = (Blocking::default(), ctx(), Tools::default());
-        b.request(&mut ctx, id("call_1"), Owner::Nested(2), None);
+        b.request(&mut ctx, id("call_1"), Owner::Nested(2), None, None);
         b.open_dialog(Owner::Nested(2));
-        b.request(&mut ctx, id("call_2"), Owner::Main, None);
+        b.request(&mut ctx, id("call_2"), Owner::Main, None, None);
         b.open_dialog(Owner::Main);
         b.nested_turn_ended(Owner::Nested(2));
         assert_eq!(b.pending_permissions(), 1);
@@ -541,7 +563,7 @@ mod tests {
     #[test]
     fn windows_moved_to_another_turn_close_with_that_turn() {
         let (mut b, mut ctx) = (Blocking::default(), ctx());
-        b.request(&mut ctx, id("call_1"), Owner::Main, None);
+        b.request(&mut ctx, id("call_1"), Owner::Main, None, None);
         b.reassign(Owner::Main, Owner::Nested(4));
         b.turn_ended(&mut ctx, |o| o == Owner::Main);
         assert_eq!(b.pending_permissions(), 1);
@@ -562,7 +584,7 @@ mod tests {
         assert_eq!(asks, Some("AskUserQuestion"));
         tools.start(&mut ctx, &ask, Owner::Main, true, asks);
         assert!(b.blocks(&tools));
-        assert_eq!(b.blocked_tool(&tools).as_deref(), Some("AskUserQuestion"));
+        assert_eq!(b.waits_on(&tools).map(|(t, _)| t), Some("AskUserQuestion"));
         let _ = tools.finish(&mut ctx, &ask, true);
         assert!(!b.blocks(&tools));
         assert_eq!(diags(&ctx), []);

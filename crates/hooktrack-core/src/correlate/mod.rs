@@ -62,7 +62,7 @@ use transcript::Ahead;
 
 use crate::diagnostics::{Diag, Note};
 use crate::event::{Event, OriginKind};
-use crate::posture::{Phase, Posture, Presence, TurnPosture, TurnResult};
+use crate::posture::{Phase, Posture, Presence, RunningCall, TurnPosture, TurnResult};
 use crate::provenance::{Changed, Facts};
 use crate::provider::Capabilities;
 use crate::source::Source;
@@ -280,6 +280,9 @@ impl Correlator {
     /// the caller applies the channel state with [`Posture::with_channel`]).
     pub fn posture(&self) -> Posture {
         let phase = self.phase();
+        let blocked = (phase == Phase::Blocked)
+            .then(|| self.blocking.waits_on(&self.tools))
+            .flatten();
         Posture {
             presence: self.life.presence(),
             turn: TurnPosture {
@@ -290,11 +293,15 @@ impl Correlator {
                 open_tool_calls: self.tools.len(),
                 pending_permissions: self.blocking.pending_permissions(),
                 queue_length: self.queue_length,
-                blocked_tool: if phase == Phase::Blocked {
-                    self.blocking.blocked_tool(&self.tools)
-                } else {
-                    None
-                },
+                blocked_tool: blocked.map(|(tool, _)| tool.to_owned()),
+                blocked_argument: blocked.and_then(|(_, argument)| argument.map(str::to_owned)),
+                running_call: (phase == Phase::Active)
+                    .then(|| self.tools.newest_of(Owner::Main))
+                    .flatten()
+                    .map(|(tool, argument)| RunningCall {
+                        tool: tool.to_owned(),
+                        argument: argument.map(str::to_owned),
+                    }),
                 background_scopes: self.scopes.background_len(),
                 background_tasks: self.background_tasks.len(),
                 background_tool_calls: self.tools.count_owned(|owner| match owner {

@@ -24,6 +24,10 @@ const MAX_OPEN_TOOLS: usize = 4096;
 #[derive(Debug)]
 struct OpenTool {
     owner: Owner,
+    /// The tool's name (clipped) and what the call acts on (already cut), for a person's
+    /// summary of what the turn does.
+    name: Option<String>,
+    argument: Option<String>,
     name_hash: Option<u64>,
     input_hash: Option<u64>,
     /// The call asks the user and waits for the answer (the agent's
@@ -59,6 +63,24 @@ impl Tools {
     /// The newest open call that asks the user and waits for the answer: its tool.
     pub(super) fn asking_user(&self) -> Option<&'static str> {
         self.open.values().rev().find_map(|t| t.asks_user)
+    }
+
+    /// The newest open call that asks the user: its tool and what it acts on.
+    pub(super) fn asking_user_call(&self) -> Option<(&'static str, Option<&str>)> {
+        self.open
+            .values()
+            .rev()
+            .find_map(|t| Some((t.asks_user?, t.argument.as_deref())))
+    }
+
+    /// The newest open call `owner` owns that names its tool: the tool and what the
+    /// call acts on.
+    pub(super) fn newest_of(&self, owner: Owner) -> Option<(&str, Option<&str>)> {
+        self.open
+            .values()
+            .rev()
+            .filter(|t| t.owner == owner)
+            .find_map(|t| Some((t.name.as_deref()?, t.argument.as_deref())))
     }
 
     /// How many open calls belong to an owner `of` picks.
@@ -98,6 +120,11 @@ impl Tools {
         };
         let open = OpenTool {
             owner,
+            name: tool
+                .name
+                .as_deref()
+                .map(|n| crate::envelope::clip_name(n).to_owned()),
+            argument: tool.argument.clone(),
             name_hash: tool.name.as_deref().map(text_hash),
             input_hash: tool.input_hash,
             asks_user,

@@ -27,6 +27,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         call_id: p.tool_use_id.take(),
         name: p.tool_name.take(),
         input_hash,
+        argument: None,
         agent,
     };
     match name.as_ref() {

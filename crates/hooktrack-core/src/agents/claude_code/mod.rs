@@ -6,8 +6,8 @@ pub(crate) mod adapter;
 pub(crate) mod transcript;
 
 use super::{
-    COMMON_SCHEMA, Descriptor, DetectRule, DialogLook, Headless, InstallFacts, OffSwitch,
-    PreflightFacts, Screen, Strictness, TimeoutUnit, Transcript, Versions,
+    ArgumentField, COMMON_SCHEMA, Descriptor, DetectRule, DialogLook, Headless, InstallFacts,
+    OffSwitch, PreflightFacts, Screen, Strictness, TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::provider::{Capabilities, Dialogs, PermissionAnswer};
@@ -113,7 +113,25 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     },
     plugin: None,
     screen: Some(SCREEN),
+    tool_arguments: TOOL_ARGUMENTS,
 };
+
+/// What each of Claude Code's tools acts on (its tool reference; `Bash`, `Read`, `Write`
+/// and `Agent` seen in the recordings), for a person's summary.
+const TOOL_ARGUMENTS: &[ArgumentField] = &[
+    ArgumentField::new("Bash", "command"),
+    ArgumentField::new("Read", "file_path"),
+    ArgumentField::new("Write", "file_path"),
+    ArgumentField::new("Edit", "file_path"),
+    ArgumentField::new("MultiEdit", "file_path"),
+    ArgumentField::new("NotebookEdit", "notebook_path"),
+    ArgumentField::new("Glob", "pattern"),
+    ArgumentField::new("Grep", "pattern"),
+    ArgumentField::new("WebFetch", "url"),
+    ArgumentField::new("WebSearch", "query"),
+    ArgumentField::new("Agent", "description"),
+    ArgumentField::new("Task", "description"),
+];
 
 /// Claude Code's permission dialog, as its TUI draws it. The screens it was taken from are
 /// kept beside this file (`screens/`, read by the tests below): the dialog drawn, and the

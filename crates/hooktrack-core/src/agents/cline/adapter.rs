@@ -20,6 +20,8 @@ use crate::payload::Payload;
 struct Call {
     id: Option<String>,
     name: Option<String>,
+    /// `tool_call` only: what the call acts on is read from it (the folder's table).
+    input: Option<Box<serde_json::value::RawValue>>,
     /// `tool_result` only, when the tool failed.
     error: Option<serde_json::Value>,
 }
@@ -46,6 +48,13 @@ fn part<T: Default + for<'de> Deserialize<'de>>(raw: Option<&serde_json::value::
 /// or, for a bare payload without its envelope, by Cline's own `hookName`.
 pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
     let tool = |call: Call| ToolRef {
+        argument: call
+            .name
+            .as_deref()
+            .zip(call.input.as_deref())
+            .and_then(|(name, input)| {
+                crate::tool_argument::argument(super::TOOL_ARGUMENTS, name, input)
+            }),
         call_id: call.id.map(Cow::Owned),
         name: call.name.map(Cow::Owned),
         input_hash: None,

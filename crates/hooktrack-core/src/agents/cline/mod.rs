@@ -103,7 +103,14 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     },
     plugin: None,
     screen: None,
+    tool_arguments: TOOL_ARGUMENTS,
 };
+
+/// What Cline's tools act on, from its recordings (`corpus/cline/`): `editor`'s `path`.
+/// `run_commands` and `read_files` take lists (`commands`, `paths`), which the table's
+/// one string field cannot name: their calls show no argument.
+pub(crate) const TOOL_ARGUMENTS: &[crate::tool_argument::ArgumentField] =
+    &[crate::tool_argument::ArgumentField::new("editor", "path")];
 
 /// The hook files hooktrack writes, Cline 3.0.65's names. Not written: `UserPromptSubmit`
 /// (never run: a prompt is `TaskStart`, which would count it twice if it ever ran) and

@@ -7,8 +7,8 @@ pub(crate) mod transcript;
 
 use super::claude_code::PROMPT_TO_STOP;
 use super::{
-    Descriptor, DetectRule, EntrySchema, FeatureSwitches, Headless, HookTrust, InstallFacts,
-    PreflightFacts, Strictness, TimeoutUnit, Transcript, Versions,
+    ArgumentField, Descriptor, DetectRule, EntrySchema, FeatureSwitches, Headless, HookTrust,
+    InstallFacts, PreflightFacts, Strictness, TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::event::TurnId;
@@ -127,7 +127,12 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     },
     plugin: None,
     screen: None,
+    tool_arguments: TOOL_ARGUMENTS,
 };
+
+/// What Codex's tools act on, as its hooks name them (0.171.0's recordings: `Bash` with
+/// a `command`; `apply_patch`'s `command` is the whole patch, not shown).
+const TOOL_ARGUMENTS: &[ArgumentField] = &[ArgumentField::new("Bash", "command")];
 
 /// Codex CLI 0.171.0's events.
 const EVENTS: [&str; 12] = [

@@ -12,8 +12,8 @@ pub(crate) mod adapter;
 pub(crate) mod transcript;
 
 use super::{
-    Descriptor, DetectRule, EntrySchema, Headless, InstallFacts, PreflightFacts, SessionFile,
-    SessionLayout, Strictness, TimeoutUnit, Transcript, Versions,
+    ArgumentField, Descriptor, DetectRule, EntrySchema, Headless, InstallFacts, PreflightFacts,
+    SessionFile, SessionLayout, Strictness, TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
@@ -115,7 +115,20 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     },
     plugin: None,
     screen: None,
+    tool_arguments: TOOL_ARGUMENTS,
 };
+
+/// What GitHub Copilot CLI's tools act on (1.0.102's recordings: `bash` and `Bash` with a
+/// `command`, `Read` with a `path`; `view`, `edit` and `create` as its tool list names them).
+const TOOL_ARGUMENTS: &[ArgumentField] = &[
+    ArgumentField::new("bash", "command"),
+    ArgumentField::new("Bash", "command"),
+    ArgumentField::new("Read", "path"),
+    ArgumentField::new("view", "path"),
+    ArgumentField::new("edit", "path"),
+    ArgumentField::new("create", "path"),
+    ArgumentField::new("Agent", "description"),
+];
 
 /// The Claude-style events Copilot 1.0.102 fires (`StopFailure` and `PostCompact` it does
 /// not; `ErrorOccurred` is its own).

@@ -14,8 +14,8 @@ pub(crate) mod adapter;
 pub(crate) mod transcript;
 
 use super::{
-    COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, PreflightFacts, Strictness,
-    TimeoutUnit, Transcript, Versions,
+    ArgumentField, COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, PreflightFacts,
+    Strictness, TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
@@ -115,7 +115,19 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     },
     plugin: None,
     screen: None,
+    tool_arguments: TOOL_ARGUMENTS,
 };
+
+/// What Factory Droid's tools act on (0.225.2's recordings: `Execute`'s `command`,
+/// `Read`'s `file_path`, `Task`'s `description`; `Edit` and `Create` as its tool list
+/// names them).
+const TOOL_ARGUMENTS: &[ArgumentField] = &[
+    ArgumentField::new("Execute", "command"),
+    ArgumentField::new("Read", "file_path"),
+    ArgumentField::new("Edit", "file_path"),
+    ArgumentField::new("Create", "file_path"),
+    ArgumentField::new("Task", "description"),
+];
 
 /// The Claude-format events Factory Droid 0.225.2 fires.
 const EVENTS: [&str; 9] = [

@@ -15,6 +15,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         call_id: None,
         name: p.tool_name.take(),
         input_hash,
+        argument: None,
         agent: None,
     };
     match name.as_ref() {

@@ -7,8 +7,8 @@ pub(crate) mod transcript;
 
 use super::claude_code::PROMPT_TO_STOP;
 use super::{
-    COMMON_SCHEMA, Descriptor, DetectRule, FolderTrust, Headless, InstallFacts, OffSwitch,
-    PreflightFacts, RequiredSetting, Strictness, TimeoutUnit, Transcript, Versions,
+    ArgumentField, COMMON_SCHEMA, Descriptor, DetectRule, FolderTrust, Headless, InstallFacts,
+    OffSwitch, PreflightFacts, RequiredSetting, Strictness, TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::provider::Capabilities;
@@ -108,7 +108,22 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     },
     plugin: None,
     screen: None,
+    tool_arguments: TOOL_ARGUMENTS,
 };
+
+/// What Gemini CLI's tools act on (0.61.0's recordings: `run_shell_command`'s `command`,
+/// `read_file`'s and `write_file`'s `file_path`; the others as its tool reference names
+/// them).
+const TOOL_ARGUMENTS: &[ArgumentField] = &[
+    ArgumentField::new("run_shell_command", "command"),
+    ArgumentField::new("read_file", "file_path"),
+    ArgumentField::new("write_file", "file_path"),
+    ArgumentField::new("replace", "file_path"),
+    ArgumentField::new("glob", "pattern"),
+    ArgumentField::new("search_file_content", "pattern"),
+    ArgumentField::new("web_fetch", "prompt"),
+    ArgumentField::new("google_web_search", "query"),
+];
 
 /// Gemini CLI 0.61.0's events.
 const EVENTS: [&str; 11] = [

@@ -65,7 +65,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         loading: PLUGIN_LOADING,
         exclusion: None,
     }),
-    screen: None,
+    screen: None, // No argument: the plugin forwards no tool input.
+    tool_arguments: &[],
 };
 
 /// Kilo 7.7.7 skips every external plugin when `KILO_PURE` is `1` or `true` or with

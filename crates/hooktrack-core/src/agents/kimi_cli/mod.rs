@@ -4,7 +4,8 @@
 
 use super::kimi_code::{self, FAMILY, HEADLESS, PROGRAMS, TOML_INSTALL};
 use super::{
-    Descriptor, DetectRule, InstalledSign, LaunchGate, Majors, Member, PreflightFacts, Versions,
+    ArgumentField, Descriptor, DetectRule, InstalledSign, LaunchGate, Majors, Member,
+    PreflightFacts, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::provider::Capabilities;
@@ -71,7 +72,21 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     },
     plugin: None,
     screen: None,
+    tool_arguments: TOOL_ARGUMENTS,
 };
+
+/// What Kimi CLI 1.x's tools act on (1.52.0's recordings: `Shell`'s `command`,
+/// `ReadFile`'s and `WriteFile`'s `path`, `Agent`'s `description`; the others as its
+/// tool list names them).
+const TOOL_ARGUMENTS: &[ArgumentField] = &[
+    ArgumentField::new("Shell", "command"),
+    ArgumentField::new("ReadFile", "path"),
+    ArgumentField::new("WriteFile", "path"),
+    ArgumentField::new("StrReplaceFile", "path"),
+    ArgumentField::new("Glob", "pattern"),
+    ArgumentField::new("Grep", "pattern"),
+    ArgumentField::new("Agent", "description"),
+];
 
 /// Kimi CLI 1.52's 13 events (an unknown event name fails its startup).
 const EVENTS: [&str; 13] = [

@@ -22,6 +22,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         call_id: p.tool_call_id.take(),
         name: p.tool_name.take(),
         input_hash,
+        argument: None,
         // Kimi's `agent_id` (on permission events only) names the agent, not a scope:
         // Kimi subagents are told apart by scope order.
         agent: None,

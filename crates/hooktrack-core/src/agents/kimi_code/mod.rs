@@ -5,9 +5,9 @@ pub(crate) mod adapter;
 pub(crate) mod transcript;
 
 use super::{
-    COMMON_SCHEMA, ConfigDoctor, Descriptor, DetectRule, Family, Headless, InstallFacts,
-    InstalledSign, Majors, Member, PreflightFacts, Runtime, SessionFile, SessionLayout, Strictness,
-    TimeoutUnit, Transcript, Versions,
+    ArgumentField, COMMON_SCHEMA, ConfigDoctor, Descriptor, DetectRule, Family, Headless,
+    InstallFacts, InstalledSign, Majors, Member, PreflightFacts, Runtime, SessionFile,
+    SessionLayout, Strictness, TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::provider::{Capabilities, Dialogs, PermissionAnswer};
@@ -143,7 +143,23 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     },
     plugin: None,
     screen: None,
+    tool_arguments: TOOL_ARGUMENTS,
 };
+
+/// What Kimi Code 2.x's tools act on (its recordings: `Bash`'s `command`, `Read`'s and
+/// `Write`'s `path`, `Agent`'s `description`; the others as 2.1's bundle reads its
+/// tools' arguments).
+const TOOL_ARGUMENTS: &[ArgumentField] = &[
+    ArgumentField::new("Bash", "command"),
+    ArgumentField::new("Read", "path"),
+    ArgumentField::new("Write", "path"),
+    ArgumentField::new("Edit", "path"),
+    ArgumentField::new("Glob", "pattern"),
+    ArgumentField::new("Grep", "pattern"),
+    ArgumentField::new("FetchURL", "url"),
+    ArgumentField::new("WebSearch", "query"),
+    ArgumentField::new("Agent", "description"),
+];
 
 /// The pinned 20-name enum (contract section 3).
 const EVENTS: [&str; 20] = [

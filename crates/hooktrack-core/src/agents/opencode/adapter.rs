@@ -172,6 +172,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
                 call_id: owned(part.call_id),
                 name: owned(part.tool),
                 input_hash: None,
+                argument: None,
                 agent,
             };
             match state.status.as_deref() {
@@ -200,6 +201,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
                 call_id: None,
                 name: owned(props.permission),
                 input_hash: None,
+                argument: None,
                 agent,
             },
             approval_id: owned(props.id),
@@ -210,6 +212,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
                 call_id: None,
                 name: None,
                 input_hash: None,
+                argument: None,
                 agent,
             },
             approval_id: owned(props.request_id),

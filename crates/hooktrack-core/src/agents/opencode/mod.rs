@@ -74,7 +74,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         // No config key turns a file in `plugin/` off.
         exclusion: None,
     }),
-    screen: None,
+    screen: None, // No argument: the plugin forwards no tool input.
+    tool_arguments: &[],
 };
 
 /// The plugin (`plugin.js`), loaded from `plugin/` as an ES module whose export OpenCode

@@ -53,6 +53,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         call_id: owned(props.tool_call_id),
         name: owned(props.tool_name),
         input_hash: None,
+        argument: None,
         agent: None,
     };
     match name.as_ref() {

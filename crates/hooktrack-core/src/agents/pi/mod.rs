@@ -110,7 +110,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
             prefixes: &['-', '!'],
         }),
     }),
-    screen: None,
+    screen: None, // No argument: the extension forwards no tool input.
+    tool_arguments: &[],
 };
 
 /// The events the extension forwards. `turn_end` and `message_start` only when a prompt

@@ -7,8 +7,8 @@ pub(crate) mod adapter;
 pub(crate) mod transcript;
 
 use super::{
-    COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, OffSwitch, PreflightFacts,
-    Runtime, Strictness, TimeoutUnit, Transcript, Versions,
+    ArgumentField, COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, OffSwitch,
+    PreflightFacts, Runtime, Strictness, TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
@@ -107,7 +107,22 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     },
     plugin: None,
     screen: None,
+    tool_arguments: TOOL_ARGUMENTS,
 };
+
+/// What Qwen Code's tools act on: Gemini CLI's names (its recordings: `run_shell_command`,
+/// `read_file`, `write_file`, `agent`; the others as its tool reference names them).
+const TOOL_ARGUMENTS: &[ArgumentField] = &[
+    ArgumentField::new("run_shell_command", "command"),
+    ArgumentField::new("read_file", "file_path"),
+    ArgumentField::new("write_file", "file_path"),
+    ArgumentField::new("replace", "file_path"),
+    ArgumentField::new("edit", "file_path"),
+    ArgumentField::new("glob", "pattern"),
+    ArgumentField::new("grep_search", "pattern"),
+    ArgumentField::new("web_fetch", "prompt"),
+    ArgumentField::new("agent", "description"),
+];
 
 /// Qwen Code 0.24.4's events (`IDLE_HOOK_EVENTS`), all but `MessageDisplay`, which fires
 /// repeatedly while a reply streams and says nothing about the turn's state.
