@@ -293,6 +293,8 @@ fn replay_finding_to<R: BufRead + Send, W: Write>(
         follow_files: !options.no_transcripts,
         // A replay reads no screen: a screen read is no row (`crate::screen`'s rules).
         read_screens: false,
+        // Nothing a replay writes names what a call acts on (the summary is live's).
+        tool_arguments: false,
     });
     tracker.queue_transcript(options.transcripts.lines);
     let reader = LineReader::new(input);

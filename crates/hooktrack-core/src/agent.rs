@@ -239,9 +239,21 @@ impl Agent {
     /// A call's start and a permission request get what the call acts on, by the
     /// agent's table ([`Descriptor::tool_arguments`](crate::agents::Descriptor::tool_arguments)).
     pub fn normalize<'a>(self, name: &Cow<'a, str>, payload: &mut Payload<'a>) -> Event<'a> {
+        self.normalize_with(name, payload, true)
+    }
+
+    /// [`Agent::normalize`], reading what a call acts on only with `arguments`.
+    pub(crate) fn normalize_with<'a>(
+        self,
+        name: &Cow<'a, str>,
+        payload: &mut Payload<'a>,
+        arguments: bool,
+    ) -> Event<'a> {
         let descriptor = self.descriptor();
         let mut event = (descriptor.normalize)(name, payload);
-        if let Event::ToolStarted { tool } | Event::PermissionRequested { tool, .. } = &mut event
+        if arguments
+            && let Event::ToolStarted { tool } | Event::PermissionRequested { tool, .. } =
+                &mut event
             && let (Some(tool_name), Some(input)) = (tool.name.as_deref(), payload.tool_input)
         {
             tool.argument =

@@ -84,6 +84,9 @@ pub struct Pipeline {
     /// process then takes over). A row naming another pid meanwhile was run by something
     /// else (a tool step of the agent running the hook command): counted, never tracked.
     agent: Option<u32>,
+    /// Read what each tool call acts on ([`crate::tool_argument`]): off, a call's
+    /// `argument` is `None` and its input is not read again.
+    tool_arguments: bool,
 }
 
 impl Pipeline {
@@ -102,7 +105,21 @@ impl Pipeline {
             transcript: None,
             session_file: None,
             agent: None,
+            tool_arguments: false,
         }
+    }
+
+    /// Reads what each tool call acts on, for the posture's one-line summary
+    /// ([`crate::posture::TurnPosture::blocked_argument`]): a live reader's summary needs
+    /// it; a replay, which shows none, reads faster without (the call's input is parsed
+    /// again for it).
+    pub fn with_tool_arguments(mut self, on: bool) -> Self {
+        self.tool_arguments = on;
+        self
+    }
+
+    pub(crate) fn set_tool_arguments(&mut self, on: bool) {
+        self.tool_arguments = on;
     }
 
     /// Forgets what the lines read so far built (delivery keys, provider detection, turn
@@ -112,7 +129,7 @@ impl Pipeline {
         let choice = self.detector.choice();
         let diagnostics = std::mem::take(&mut self.diagnostics);
         let announced = self.filter.announced();
-        *self = Self::new(choice);
+        *self = Self::new(choice).with_tool_arguments(self.tool_arguments);
         self.diagnostics = diagnostics;
         // What the store's records announced is not a line of the stream.
         if let Some(generation) = announced {
@@ -255,7 +272,7 @@ impl Pipeline {
         {
             self.session_file = Some((file, id.to_owned()));
         }
-        let event = provider.normalize(&row.event_name, &mut row.payload);
+        let event = provider.normalize_with(&row.event_name, &mut row.payload, self.tool_arguments);
         let meta = row.meta;
         let event_name = std::mem::take(&mut row.event_name);
         let tmux_pane = row.tmux_pane.take();
@@ -303,7 +320,7 @@ impl Pipeline {
         let Some(provider) = self.detection().map(|d| d.provider) else {
             return false;
         };
-        let event = provider.normalize(&row.event_name, &mut row.payload);
+        let event = provider.normalize_with(&row.event_name, &mut row.payload, self.tool_arguments);
         correlator.would_supersede(&event)
     }
 

@@ -67,6 +67,8 @@ pub struct Sessions {
     /// The newest generation the store's records announced, for every session (see
     /// `deliveries.rs`), new ones and restarted ones included.
     announced: Option<u64>,
+    /// Every session's pipeline reads what tool calls act on ([`Pipeline::with_tool_arguments`]).
+    tool_arguments: bool,
 }
 
 impl Sessions {
@@ -91,7 +93,18 @@ impl Sessions {
             overflow_rows: 0,
             children: Vec::new(),
             announced: None,
+            tool_arguments: false,
         }
+    }
+
+    /// Every session's pipeline, now and later, reads what each tool call acts on (for a
+    /// live reader's summary; see [`Pipeline::with_tool_arguments`]).
+    pub fn with_tool_arguments(mut self, on: bool) -> Self {
+        self.tool_arguments = on;
+        for session in &mut self.sessions {
+            session.pipeline.set_tool_arguments(on);
+        }
+        self
     }
 
     /// The store announced `generation` (its collector's or launcher's record): every
@@ -104,7 +117,7 @@ impl Sessions {
     }
 
     fn new_pipeline(&self) -> Pipeline {
-        let mut pipeline = Pipeline::new(self.choice);
+        let mut pipeline = Pipeline::new(self.choice).with_tool_arguments(self.tool_arguments);
         if let Some(generation) = self.announced {
             pipeline.announce_generation(generation);
         }

@@ -126,6 +126,9 @@ pub struct TrackerConfig {
     /// Ask to read the tmux pane of a session whose agent waits on the user
     /// ([`Request::ReadScreen`], [`crate::screen`]): a live reader's, never a replay's.
     pub read_screens: bool,
+    /// Read what each tool call acts on ([`crate::tool_argument`]) for the posture's
+    /// one-line summary: a live reader's; a replay shows none and skips the work.
+    pub tool_arguments: bool,
 }
 
 impl Default for TrackerConfig {
@@ -137,6 +140,7 @@ impl Default for TrackerConfig {
             report_closed: false,
             follow_files: true,
             read_screens: false,
+            tool_arguments: false,
         }
     }
 }
@@ -204,7 +208,8 @@ impl Tracker {
         };
         Self {
             config,
-            sessions: Sessions::with_limit(config.choice, limit),
+            sessions: Sessions::with_limit(config.choice, limit)
+                .with_tool_arguments(config.tool_arguments),
             pending: VecDeque::new(),
             ledgers: Vec::new(),
             closed: Vec::new(),

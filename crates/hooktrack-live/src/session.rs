@@ -227,6 +227,8 @@ impl Session {
                 report_closed: true,
                 follow_files: !config.no_transcripts,
                 read_screens: config.read_screens.is_some(),
+                // The summary a live reader publishes names what a call acts on.
+                tool_arguments: true,
             }),
             view: View::new(config.channel, config.report_lines),
             checkpoint_path: config.checkpoint,
