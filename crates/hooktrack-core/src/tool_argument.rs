@@ -187,7 +187,8 @@ mod tests {
         lines: &[(&str, &str)],
     ) -> crate::posture::Posture {
         use crate::pipeline::{Fed, Pipeline};
-        let mut pipeline = Pipeline::new(crate::provider::ProviderChoice::Exactly(agent));
+        let mut pipeline = Pipeline::new(crate::provider::ProviderChoice::Exactly(agent))
+            .with_tool_arguments(true);
         for (n, (event, fields)) in (1..).zip(lines) {
             let line = format!(r#"{{"hook_event_name":"{event}",{base},{fields}}}"#);
             if let Fed::Skipped(skip) = pipeline.feed_line(n, line.as_bytes()) {
