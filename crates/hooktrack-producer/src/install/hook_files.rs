@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use hooktrack_core::agent::Agent;
 
 use super::format::{Edit, Removal};
-use super::{InstallError, Observer, Replaced, Route, Validation, Violation, command};
+use super::{InstallError, Observer, Route, Validation, Violation, command};
 
 /// The second line's start: how hooktrack knows the file is its own.
 const MARK: &str = "# hooktrack observer hook ";
@@ -91,20 +91,12 @@ pub(crate) fn edit(
     before: &str,
     observer: &Observer,
 ) -> Result<Edit, InstallError> {
-    let replaced = match header(before) {
-        Some(h) => Replaced::entries_of(h.generation),
-        None if before.is_empty() => Replaced::Nothing,
-        None => {
-            return Err(InstallError::NotOurs {
-                path: config.to_owned(),
-            });
-        }
-    };
-    Ok(Edit {
-        text: render(agent, observer, &event_of(config)),
-        replaced,
-        outside: String::new(),
-    })
+    super::whole_file::edit(
+        config,
+        before,
+        header(before).map(|h| h.generation),
+        render(agent, observer, &event_of(config)),
+    )
 }
 
 /// The read-back: exactly the text rendered for the file's event.
@@ -125,17 +117,7 @@ pub(crate) fn read_back(
 
 /// Removes one hook file (with `generation`, only one of that generation).
 pub(crate) fn remove(text: &str, generation: Option<u64>) -> Removal {
-    let Some(h) = header(text) else {
-        return Removal::Nothing;
-    };
-    if generation.is_some() && h.generation != generation {
-        return Removal::KeptOther {
-            generation: h.generation,
-        };
-    }
-    Removal::Delete {
-        generation: h.generation,
-    }
+    super::whole_file::remove(header(text).map(|h| h.generation), generation)
 }
 
 /// One hook file as the agent runs it: there, hooktrack's, of this version, for its event,

@@ -25,6 +25,7 @@ pub mod own_side;
 pub mod plugin;
 pub mod preflight;
 pub mod toml_block;
+mod whole_file;
 
 use std::fs;
 use std::path::{Path, PathBuf};

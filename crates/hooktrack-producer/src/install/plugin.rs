@@ -16,7 +16,7 @@ use hooktrack_core::agent::Agent;
 use hooktrack_core::agents::PluginExclusion;
 
 use super::format::{Edit, Removal};
-use super::{InstallError, Observer, Replaced, Route, Validation, Violation};
+use super::{InstallError, Observer, Route, Validation, Violation};
 
 /// The first line's start: how hooktrack knows the file is its own.
 const MARK: &str = "// hooktrack observer plugin ";
@@ -90,20 +90,12 @@ pub(crate) fn edit(
     before: &str,
     observer: &Observer,
 ) -> Result<Edit, InstallError> {
-    let replaced = match header(before) {
-        Some(h) => Replaced::entries_of(h.generation),
-        None if before.is_empty() => Replaced::Nothing,
-        None => {
-            return Err(InstallError::NotOurs {
-                path: config.to_owned(),
-            });
-        }
-    };
-    Ok(Edit {
-        text: render(agent, observer),
-        replaced,
-        outside: String::new(),
-    })
+    super::whole_file::edit(
+        config,
+        before,
+        header(before).map(|h| h.generation),
+        render(agent, observer),
+    )
 }
 
 /// The read-back: exactly the text rendered.
@@ -123,17 +115,7 @@ pub(crate) fn read_back(
 
 /// Removes the plugin (with `generation`, only a plugin of that generation).
 pub(crate) fn remove(text: &str, generation: Option<u64>) -> Removal {
-    let Some(h) = header(text) else {
-        return Removal::Nothing;
-    };
-    if generation.is_some() && h.generation != generation {
-        return Removal::KeptOther {
-            generation: h.generation,
-        };
-    }
-    Removal::Delete {
-        generation: h.generation,
-    }
+    super::whole_file::remove(header(text).map(|h| h.generation), generation)
 }
 
 /// The plugin is hooktrack's, of this version, and forwards every event hooktrack reads.
