@@ -4,25 +4,10 @@
 
 use hooktrack::{Format, Report};
 
-use crate::support::{corpus_dir, replay_file, turn_origins, turn_results};
-
-fn replay(campaign: &str) -> Report {
-    replay_file(&corpus_dir().join(campaign), Format::Json).0
-}
-
-fn counter(report: &Report, name: &str) -> u64 {
-    report
-        .diagnostics
-        .nonzero()
-        .find(|(d, _)| d.name() == name)
-        .map_or(0, |(_, n)| n)
-}
-
-/// The store row `n` (1-based) of a campaign.
-fn row(campaign: &str, n: usize) -> String {
-    let text = std::fs::read_to_string(corpus_dir().join(campaign)).expect("corpus campaign");
-    text.lines().nth(n - 1).expect("the row").to_owned()
-}
+use crate::support::{
+    corpus_counter as counter, corpus_dir, corpus_replay as replay, corpus_row as row,
+    turn_origins, turn_results,
+};
 
 const COPILOT: &str = "copilot-cli/copilot-cli-1.0.102-interactive-bgagent-steer-transcript.ndjson";
 const DROID: &str =

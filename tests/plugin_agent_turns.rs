@@ -2,27 +2,12 @@
 //! what the terminal showed in each expectation file or `X.screen.md`): one test per case,
 //! named after it.
 
-use hooktrack::{Format, Report};
+use hooktrack::Format;
 
-use crate::support::{corpus_dir, replay_file, turn_results};
-
-fn replay(campaign: &str) -> Report {
-    replay_file(&corpus_dir().join(campaign), Format::Json).0
-}
-
-fn counter(report: &Report, name: &str) -> u64 {
-    report
-        .diagnostics
-        .nonzero()
-        .find(|(d, _)| d.name() == name)
-        .map_or(0, |(_, n)| n)
-}
-
-/// The store row `n` (1-based) of a campaign.
-fn row(campaign: &str, n: usize) -> String {
-    let text = std::fs::read_to_string(corpus_dir().join(campaign)).expect("corpus campaign");
-    text.lines().nth(n - 1).expect("the row").to_owned()
-}
+use crate::support::{
+    corpus_counter as counter, corpus_dir, corpus_replay as replay, corpus_row as row, replay_file,
+    turn_results,
+};
 
 const KILO_AUTO_REJECTED: &str = "kilo/kilo-7.7.7-permission-auto-rejected-headless.ndjson";
 const OPENCODE_AUTO_REJECTED: &str =

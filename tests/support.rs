@@ -195,3 +195,23 @@ pub fn collector_running(store: &Path) -> std::fs::File {
         .expect("lock as a running collector does");
     lock
 }
+
+/// A corpus campaign (`corpus/<agent>/<file>`) replayed as `hooktrack replay --format json`.
+pub fn corpus_replay(campaign: &str) -> Report {
+    replay_file(&corpus_dir().join(campaign), Format::Json).0
+}
+
+/// How many times the report's diagnostics counted `name` (0 when not at all).
+pub fn corpus_counter(report: &Report, name: &str) -> u64 {
+    report
+        .diagnostics
+        .nonzero()
+        .find(|(d, _)| d.name() == name)
+        .map_or(0, |(_, n)| n)
+}
+
+/// The store row `n` (1-based) of a corpus campaign.
+pub fn corpus_row(campaign: &str, n: usize) -> String {
+    let text = std::fs::read_to_string(corpus_dir().join(campaign)).expect("corpus campaign");
+    text.lines().nth(n - 1).expect("the row").to_owned()
+}
