@@ -194,9 +194,13 @@ fn a_waiting_agent_reaches_every_client_and_the_menu_takes_you_to_it() {
             ],
         ),
     );
-    let said = format!("\x1b]777;notify;kimi-code waits for you;Bash · {agent}");
+    // The call and what it acts on, made safe: its ESC and BEL shown, no `;` to end the
+    // sequence's field, no tmux format.
+    let call = "Bash: cargo build --release_\\u{1b}]2_x\\u{7} __pane_id_";
+    let said = format!("\x1b]777;notify;kimi-code waits for you;{call} · {agent}");
     client.wait_output(0, said.as_bytes(), "OSC 777 on the client's terminal");
-    client.wait_output(0, b"\x1b]9;kimi-code waits for you: Bash", "OSC 9");
+    let said = format!("\x1b]9;kimi-code waits for you: {call} · {agent}");
+    client.wait_output(0, said.as_bytes(), "OSC 9");
     wait_until("the bell flag on the agent's window", || {
         (read(&server, &["-t", &agent], "#{window_bell_flag}") == "1").then_some(())
     });

@@ -61,7 +61,7 @@ fn on_change_runs_once_per_transition_with_the_facts() {
     history.push(kimi("Stop", r#""stop_hook_active":false"#));
     append(&events, &history);
 
-    let command = r#"printf '%s|%s|%s|%s|%s|%s\n' "$HOOKTRACK_EVENT" "$HOOKTRACK_AGENT" "$HOOKTRACK_RESULT" "$HOOKTRACK_TOOL" "$HOOKTRACK_TURN" "$HOOKTRACK_SESSION" >> "$NOTIFY_OUT""#;
+    let command = r#"printf '%s|%s|%s|%s|%s|%s|%s\n' "$HOOKTRACK_EVENT" "$HOOKTRACK_AGENT" "$HOOKTRACK_RESULT" "$HOOKTRACK_TOOL" "$HOOKTRACK_ARGUMENT" "$HOOKTRACK_TURN" "$HOOKTRACK_SESSION" >> "$NOTIFY_OUT""#;
     let mut watch = Running::spawn(
         hooktrack()
             .args([
@@ -84,7 +84,7 @@ fn on_change_runs_once_per_transition_with_the_facts() {
     turn.extend([
         kimi(
             "PreToolUse",
-            r#""tool_call_id":"c1","tool_name":"Bash","tool_input":{}"#,
+            r#""tool_call_id":"c1","tool_name":"Bash","tool_input":{"command":"cargo build\u001b[2J"}"#,
         ),
         kimi(
             "PermissionRequest",
@@ -95,7 +95,9 @@ fn on_change_runs_once_per_transition_with_the_facts() {
     let session = events.display().to_string();
     assert_eq!(
         wait_for_lines(&out, 1),
-        [format!("blocked|kimi-code|success|Bash|2|{session}")]
+        [format!(
+            "blocked|kimi-code|success|Bash|cargo build\\u{{1b}}[2J|2|{session}"
+        )]
     );
 
     append(
@@ -117,9 +119,9 @@ fn on_change_runs_once_per_transition_with_the_facts() {
     assert_eq!(
         lines,
         [
-            format!("blocked|kimi-code|success|Bash|2|{session}"),
-            format!("turn_ended|kimi-code|success||2|{session}"),
-            format!("absent|kimi-code|success|||{session}"),
+            format!("blocked|kimi-code|success|Bash|cargo build\\u{{1b}}[2J|2|{session}"),
+            format!("turn_ended|kimi-code|success|||2|{session}"),
+            format!("absent|kimi-code|success||||{session}"),
         ]
     );
 

@@ -665,7 +665,7 @@ fn watch_notify_sends_one_desktop_notification_per_transition() {
     let _ = watch.wait();
     assert_eq!(
         got,
-        "--app-name|hooktrack|claude-code waits for you|Bash · %5 · claude|\n\
+        "--app-name|hooktrack|claude-code waits for you|Bash: ls · %5 · claude|\n\
          --app-name|hooktrack|claude-code turn ended|success · %5 · claude|\n",
         "nothing for the baseline, one per transition"
     );

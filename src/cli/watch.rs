@@ -65,7 +65,8 @@ pub struct WatchArgs {
     /// Run this shell command (sh -c) when a session enters `blocked`, ends a turn, or
     /// loses its agent. Its environment says what happened: HOOKTRACK_EVENT
     /// (blocked|turn_ended|absent), HOOKTRACK_SESSION, HOOKTRACK_AGENT, HOOKTRACK_RESULT,
-    /// HOOKTRACK_TURN, HOOKTRACK_TOOL, HOOKTRACK_PANE, HOOKTRACK_PHASE, HOOKTRACK_AT.
+    /// HOOKTRACK_TURN, HOOKTRACK_TOOL, HOOKTRACK_ARGUMENT (what the waiting call acts on: its
+    /// command or file, cut), HOOKTRACK_PANE, HOOKTRACK_PHASE, HOOKTRACK_AT.
     /// One run per transition, one at a time, off the tracking thread; what the logs held
     /// at start is not notified. Example:
     /// --on-change 'notify-send "$HOOKTRACK_AGENT: $HOOKTRACK_EVENT" "$HOOKTRACK_TOOL$HOOKTRACK_RESULT"'

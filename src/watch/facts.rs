@@ -165,6 +165,33 @@ pub fn display_text(text: &str, max: usize) -> String {
     visible(&steers_tmux).into_owned()
 }
 
+/// `Bash: cargo build`, or the tool alone (its name cut to `max_tool` characters): payload
+/// text made safe for a tmux option, a notification or an environment variable.
+pub fn call_text(tool: &str, argument: Option<&str>, max_tool: usize) -> String {
+    let tool = display_text(tool, max_tool);
+    match argument {
+        Some(argument) => format!(
+            "{tool}: {}",
+            display_text(argument, hooktrack_core::tool_argument::MAX_ARGUMENT_CHARS)
+        ),
+        None => tool,
+    }
+}
+
+/// Text hooktrack already showed once ([`display_text`]: a tmux option it wrote, a value it
+/// made safe), cut to `max` characters for a place where `special` means something (`#` in a
+/// tmux menu line, `;` in an OSC field): `special` becomes `_` and controls are shown
+/// ([`visible`]: anyone may set an option). Braces stay, so a `\u{1b}` shown once reads the
+/// same, not mangled a second time into `\u_1b_`.
+pub fn shown_again(text: &str, max: usize, special: char) -> String {
+    let cut: String = text
+        .chars()
+        .take(max)
+        .map(|c| if c == special { '_' } else { c })
+        .collect();
+    visible(&cut).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,7 @@ use thiserror::Error;
 
 use hooktrack_core::store::is_tmux_pane_id;
 
-use super::facts::display_text;
+use super::facts::shown_again;
 use super::tmux::{TmuxError, TmuxTarget};
 
 /// What `list-panes -a -F` prints per pane for [`waiting_panes`], tab-separated.
@@ -55,7 +55,8 @@ pub enum JumpError {
 }
 
 /// The panes of a `list-panes -a -F` listing ([`LISTING`]) that wait, newest first.
-/// Text is made safe for a menu line (cut, no `#` for tmux to read as a format).
+/// Text is made safe for a menu line (cut, no `#` for tmux to read as a format); a summary
+/// the watch already made safe reads as the pane's option does.
 pub fn waiting_panes(listing: &str) -> Vec<Waiting> {
     let mut waiting: Vec<Waiting> = listing
         .lines()
@@ -69,11 +70,11 @@ pub fn waiting_panes(listing: &str) -> Vec<Waiting> {
             let summary = f.next().unwrap_or("");
             (is_tmux_pane_id(pane) && matches!(waits, "blocked" | "done")).then(|| Waiting {
                 pane: pane.to_owned(),
-                window: display_text(window, MAX_PART_CHARS),
-                agent: display_text(agent, MAX_PART_CHARS),
+                window: shown_again(window, MAX_PART_CHARS, '#'),
+                agent: shown_again(agent, MAX_PART_CHARS, '#'),
                 waits: waits.to_owned(),
                 since,
-                summary: display_text(summary, MAX_SUMMARY_CHARS),
+                summary: shown_again(summary, MAX_SUMMARY_CHARS, '#'),
             })
         })
         .collect();
@@ -167,7 +168,7 @@ mod tests {
         let panes: Vec<&str> = waiting.iter().map(|w| w.pane.as_str()).collect();
         assert_eq!(panes, ["%3", "%4", "%1"]);
         assert_eq!(waiting[1].window, "w:_[bg=red]");
-        assert_eq!(waiting[1].summary, "waits on __E:x_");
+        assert_eq!(waiting[1].summary, "waits on _{E:x}");
         let args = menu_args(&waiting, Some("/dev/pts/3"));
         assert_eq!(
             args[..9],
@@ -193,6 +194,17 @@ mod tests {
         );
         assert_eq!(args.len(), 9 + 3 * 3);
         assert!(menu_args(&[], None).is_empty());
+    }
+
+    /// The pane's summary option holds `\u{1b}` where the agent's argument had an ESC (the
+    /// watch made it safe): the menu shows it as the option does, not `\u_1b_`.
+    #[test]
+    fn a_summary_made_safe_by_the_watch_is_not_mangled_a_second_time() {
+        let listing = "%1\tw:0\tcodex\tblocked\t1\twaits on shell: printf '\\u{1b}[31m'\n\
+                       %2\tw:1\tpi\tblocked\t2\twaits on \u{1b}]0;x\u{7}\n";
+        let waiting = waiting_panes(listing);
+        assert_eq!(waiting[1].summary, "waits on shell: printf '\\u{1b}[31m'");
+        assert_eq!(waiting[0].summary, "waits on \\u{1b}]0;x\\u{7}");
     }
 
     #[test]

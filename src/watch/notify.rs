@@ -29,9 +29,9 @@ use hooktrack_core::posture::{Phase, Presence};
 use hooktrack_core::time::Timestamp;
 
 use super::bounded::run_bounded;
-use super::facts::{Facts, display_text};
+use super::facts::{Facts, display_text, shown_again};
 use super::tmux::{TmuxError, TmuxTarget};
-use crate::safe_text::{markup, visible};
+use crate::safe_text::markup;
 use hooktrack_core::diagnostics::error_chain;
 use hooktrack_core::store::is_tmux_pane_id;
 
@@ -229,6 +229,18 @@ impl Notifier {
                     .filter(|_| event == "blocked")
                     .map_or_else(String::new, |t| display_text(t, MAX_VALUE_CHARS)),
             ),
+            // What the waiting call acts on (its command, file), cut: the notification
+            // names it, as the pane's summary does.
+            (
+                "HOOKTRACK_ARGUMENT",
+                facts
+                    .blocked_argument
+                    .as_deref()
+                    .filter(|_| event == "blocked" && facts.blocked_tool.is_some())
+                    .map_or_else(String::new, |a| {
+                        display_text(a, hooktrack_core::tool_argument::MAX_ARGUMENT_CHARS)
+                    }),
+            ),
             ("HOOKTRACK_PANE", facts.pane.clone().unwrap_or_default()),
             ("HOOKTRACK_AT", at.to_string()),
         ];
@@ -363,8 +375,16 @@ fn message(job: &Job) -> (String, String) {
         other => other,
     };
     let title = format!("{agent} {what}");
+    let call;
     let detail = match event {
-        "blocked" => var(job, "HOOKTRACK_TOOL"),
+        "blocked" => {
+            // Both already made safe where the job was made.
+            call = match (var(job, "HOOKTRACK_TOOL"), var(job, "HOOKTRACK_ARGUMENT")) {
+                (tool, "") => tool.to_owned(),
+                (tool, argument) => format!("{tool}: {argument}"),
+            };
+            call.as_str()
+        }
         "turn_ended" => var(job, "HOOKTRACK_RESULT"),
         _ => "",
     };
@@ -380,15 +400,9 @@ fn message(job: &Job) -> (String, String) {
 }
 
 /// A notification body: at most `max` characters, no `;` (it would end OSC 777's title
-/// field), controls shown ([`visible`]). Unlike [`display_text`] it keeps braces, so the
-/// tool name's `\u{1b}` (already made safe) is shown as it is, not mangled twice.
+/// field), controls shown; the tool name's `\u{1b}` (already made safe) shown as it is.
 fn osc_text(text: &str, max: usize) -> String {
-    let cut: String = text
-        .chars()
-        .take(max)
-        .map(|c| if c == ';' { '_' } else { c })
-        .collect();
-    visible(&cut).into_owned()
+    shown_again(text, max, ';')
 }
 
 /// OSC 777 (`notify;TITLE;BODY`: urxvt, foot, WezTerm, Ghostty...) then OSC 9 (`BODY`:
@@ -530,5 +544,23 @@ mod tests {
         assert_eq!(title, "claude-code waits for you");
         // A payload's text cannot end the escape sequence: its ESC is shown, its `;` gone.
         assert_eq!(body, "Bash_\\u{1b}]0_x · %3 · claude");
+    }
+
+    /// The notification names what the waiting call acts on, as the pane's summary does.
+    #[test]
+    fn a_blocked_notification_names_the_call_and_its_argument() {
+        let job = Job {
+            env: vec![
+                ("HOOKTRACK_EVENT", "blocked".to_owned()),
+                ("HOOKTRACK_SESSION", "s1".to_owned()),
+                ("HOOKTRACK_AGENT", "codex".to_owned()),
+                ("HOOKTRACK_TOOL", "shell".to_owned()),
+                ("HOOKTRACK_ARGUMENT", "cargo build --release".to_owned()),
+                ("HOOKTRACK_PANE", "%4".to_owned()),
+            ],
+        };
+        let (title, body) = message(&job);
+        assert_eq!(title, "codex waits for you");
+        assert_eq!(body, "shell: cargo build --release · %4 · s1");
     }
 }

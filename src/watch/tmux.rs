@@ -24,7 +24,7 @@ use hooktrack_core::posture::{Phase, Presence, TurnResult};
 use hooktrack_core::time::Timestamp;
 
 use super::bounded::{run_bounded, run_bounded_output};
-use super::facts::{Facts, background_text, coarse_age_text, display_text};
+use super::facts::{Facts, background_text, call_text, coarse_age_text, display_text};
 use hooktrack_core::diagnostics::error_chain;
 
 /// The options published on a pane, in this order.
@@ -49,8 +49,6 @@ pub const SERVER_OPTIONS: [&str; 3] = ["@hooktrack_waiting", "@hooktrack_done", 
 
 /// Longest payload-derived text put in an option.
 const MAX_VALUE_CHARS: usize = 40;
-/// Longest tool argument in the summary (the core cuts it to this already).
-const MAX_ARGUMENT_CHARS: usize = hooktrack_core::tool_argument::MAX_ARGUMENT_CHARS;
 /// Pane updates waiting for the worker.
 const QUEUE: usize = 64;
 
@@ -622,7 +620,10 @@ fn values(facts: &Facts, now: Timestamp, waits: Option<(Waits, Timestamp)>) -> V
         .running_call
         .as_ref()
         .map_or_else(String::new, |call| {
-            format!(" · {}", call_text(&call.tool, call.argument.as_deref()))
+            format!(
+                " · {}",
+                call_text(&call.tool, call.argument.as_deref(), MAX_VALUE_CHARS)
+            )
         });
     let summary = if facts.presence == Presence::Absent {
         "gone".to_owned()
@@ -630,7 +631,10 @@ fn values(facts: &Facts, now: Timestamp, waits: Option<(Waits, Timestamp)>) -> V
         match facts.phase {
             Phase::Blocked => match (&facts.blocked_tool, &facts.blocked_argument) {
                 (Some(tool), argument) => {
-                    format!("waits on {}", call_text(tool, argument.as_deref()))
+                    format!(
+                        "waits on {}",
+                        call_text(tool, argument.as_deref(), MAX_VALUE_CHARS)
+                    )
                 }
                 (None, _) => format!("waits on {blocked}"),
             },
@@ -659,15 +663,6 @@ fn values(facts: &Facts, now: Timestamp, waits: Option<(Waits, Timestamp)>) -> V
         waits,
         since,
     ]
-}
-
-/// `Bash: cargo build`, or the tool alone: payload text made safe for an option.
-fn call_text(tool: &str, argument: Option<&str>) -> String {
-    let tool = display_text(tool, MAX_VALUE_CHARS);
-    match argument {
-        Some(argument) => format!("{tool}: {}", display_text(argument, MAX_ARGUMENT_CHARS)),
-        None => tool,
-    }
 }
 
 #[cfg(test)]

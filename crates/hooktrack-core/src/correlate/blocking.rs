@@ -274,13 +274,14 @@ impl Correlator {
         self.touch(ctx, agent);
         // The request's window says what the dialog's did.
         ctx.attribute(owner);
-        self.blocking.request(
-            ctx,
-            key,
-            owner,
-            tool.name.as_deref(),
-            tool.argument.as_deref(),
-        );
+        // What the call acts on: the request's own input, else the call's it names.
+        let argument = tool
+            .argument
+            .as_deref()
+            .or_else(|| self.tools.argument_for(&key))
+            .map(str::to_owned);
+        self.blocking
+            .request(ctx, key, owner, tool.name.as_deref(), argument.as_deref());
     }
 
     pub(super) fn permission_resolved(

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use indexmap::{Equivalent, IndexMap};
 
 use super::ctx::Ctx;
-use super::keys::{ToolKey, ToolKeyRef};
+use super::keys::{PermissionKey, ToolKey, ToolKeyRef};
 use super::{Owner, remember};
 use crate::diagnostics::Diag;
 use crate::event::ToolRef;
@@ -86,6 +86,17 @@ impl Tools {
     /// How many open calls belong to an owner `of` picks.
     pub(super) fn count_owned(&self, of: impl Fn(Owner) -> bool) -> usize {
         self.open.values().filter(|t| of(t.owner)).count()
+    }
+
+    /// What the open call a permission window names acts on (the request may carry no
+    /// input: Kimi Code's names the call by its id alone).
+    pub(super) fn argument_for(&self, key: &PermissionKey) -> Option<&str> {
+        let key = match key {
+            PermissionKey::Id(id) => ToolKeyRef::Id(id),
+            PermissionKey::Fifo(n) => ToolKeyRef::Fifo(*n),
+            PermissionKey::ByName(_) => return None,
+        };
+        self.open.get(&key)?.argument.as_deref()
     }
 
     /// Whether the call with this provider id is open.
