@@ -19,6 +19,7 @@
 //! generation-scoped block, removed again at the end.
 
 mod child;
+mod daemon;
 mod ledger;
 mod root;
 
@@ -212,6 +213,9 @@ pub struct Launch {
     /// The signal the agent [`Launch::spawn`] starts receives when this process dies
     /// without ending it (`kill -9`): [`DEFAULT_AGENT_DEATH_SIGNAL`] unless set.
     death_signal: Option<i32>,
+    /// The daemon the agent runs its hooks in, given a port of its own so that the
+    /// session's routing reaches them (Cline's hub; `daemon.rs`), ended with the launch.
+    daemon: Option<daemon::OwnDaemon>,
 }
 
 /// What an agent started by [`Launch::spawn`] receives when the launching process dies
@@ -337,6 +341,7 @@ impl Launch {
             },
         );
         let ledger = ledger::LedgerFile::create(store.dir.as_path());
+        let daemon = daemon::OwnDaemon::pick(agent, store.dir.as_path());
         Ok(Self {
             agent,
             config: config.config,
@@ -361,6 +366,7 @@ impl Launch {
             first_prompt: None,
             collector: Some((stopper, thread)),
             death_signal: Some(DEFAULT_AGENT_DEATH_SIGNAL),
+            daemon,
         })
     }
 
@@ -414,7 +420,7 @@ impl Launch {
     /// The environment the agent must be started with: the routing variables, the token
     /// and, when asked for, the agent's home variable.
     pub fn env(&self) -> Vec<(String, OsString)> {
-        launch_env(
+        let mut env = launch_env(
             self.agent,
             self.home.as_deref(),
             &Destination {
@@ -424,7 +430,9 @@ impl Launch {
             },
             &self.token,
             self.installed.owns_block(),
-        )
+        );
+        env.extend(self.daemon.iter().flat_map(daemon::OwnDaemon::env));
+        env
     }
 
     /// The agent process, once the caller started it: its end is a signal of its own
@@ -700,6 +708,7 @@ impl Launch {
 
     /// Removes a generation-scoped block, stops the collector, reads the last rows.
     pub fn finish(mut self, now: Timestamp) -> Result<Finished, FinishError> {
+        self.stop_daemon();
         let uninstall = self.remove_observer();
         let collected = self.stop_collector();
         self.poll_rounds(now, true, |_, _| {});
@@ -708,6 +717,15 @@ impl Launch {
             collector: Some(collected?),
             events: self.events,
         })
+    }
+
+    /// Ends the daemon the agent started on the port this launch gave it (and nothing
+    /// else: only it and the agent carry this launch's token with that port), once.
+    fn stop_daemon(&mut self) {
+        if let Some(daemon) = self.daemon.take() {
+            let running = self.child.as_ref().map(Child::id);
+            daemon.stop(&self.token, running);
+        }
     }
 
     fn remove_observer(&mut self) -> Result<(), FinishError> {
@@ -739,6 +757,7 @@ impl Launch {
 
 impl Drop for Launch {
     fn drop(&mut self) {
+        self.stop_daemon();
         if self.collector.is_some() {
             let _ = self.remove_observer();
             let _ = self.stop_collector();

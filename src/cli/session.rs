@@ -68,9 +68,9 @@ fn startup_grace_help() -> String {
 /// else. Posture changes go to stderr (or --output); for a TUI agent (no prompt at launch)
 /// on a terminal they go to ROOT/session.log instead, so its screen stays whole, and the
 /// summary comes to stderr at exit. The exit status is the agent's. Cline runs its hooks in
-/// a daemon of its own, started by the first `cline` and kept after it, which the launch's
-/// variables may never reach: its rows go to its default store (`hooktrack watch` follows
-/// it), and a session of it reports only its exit.
+/// a daemon its first CLI starts and later ones share: the session gives its Cline a daemon
+/// of its own (CLINE_HUB_PORT set to a free loopback port), which its hooks run in with the
+/// session's routing, and ends that daemon when the session ends.
 #[derive(Args)]
 pub struct SessionArgs {
     #[arg(long, help = format!(
@@ -233,17 +233,6 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
         );
     }
     let mut out = Output::open(log.as_deref().or(args.output.as_deref()), args.format)?;
-    // An agent whose hook files run in a daemon of its own (Cline's hub) gets no session's
-    // environment there: its rows go to its default store, whoever started the daemon.
-    let elsewhere = daemon_store(agent, &env);
-    if let Some(store) = &elsewhere {
-        eprintln!(
-            "hooktrack: {} runs its hooks in its own daemon, which this launch's variables may never reach: they deliver to {} (`hooktrack watch` follows it), not to this session, which sees only the agent's exit",
-            agent.label(),
-            hooktrack::safe_text::visible(&store.display().to_string()),
-        );
-    }
-
     // Signals first, so that a SIGTERM during the setup still ends in the cleanup.
     let signals = SignalForwarding::install()?;
     // A command that is not there is refused before anything is installed.
@@ -295,7 +284,6 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
         silence_reason(
             &findings,
             gate.as_deref(),
-            elsewhere.as_deref(),
             code,
             prompted,
             agent,
@@ -321,7 +309,6 @@ fn session(args: &SessionArgs) -> Result<ExitCode, SessionError> {
 fn silence_reason(
     findings: &[Finding],
     gate: Option<&str>,
-    elsewhere: Option<&Path>,
     code: i32,
     prompted: bool,
     agent: Agent,
@@ -330,13 +317,6 @@ fn silence_reason(
     let mut causes: Vec<String> = findings.iter().map(ToString::to_string).collect();
     if let Some(gate) = gate {
         causes.push(gate.to_owned());
-    }
-    if let Some(store) = elsewhere {
-        causes.push(format!(
-            "{}'s hooks run in its own daemon and deliver to {}, not to this session",
-            agent.label(),
-            store.display()
-        ));
     }
     if causes.is_empty() {
         causes.push(if prompted {
@@ -358,15 +338,6 @@ fn silence_reason(
         });
     }
     format!("the agent delivered no hook event: {}", causes.join("; "))
-}
-
-/// The default store an agent's hooks deliver to whatever a launch's environment says: an
-/// agent with one hook file per event (`ConfigFormat::HookFiles`), which runs them in a
-/// daemon of its own.
-fn daemon_store(agent: Agent, env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
-    (agent.config().format == hooktrack::ConfigFormat::HookFiles)
-        .then(|| hooktrack::emit::default_store(env, agent))
-        .flatten()
 }
 
 /// What the end line reports, taken before the launch is finished.

@@ -170,30 +170,34 @@ impl World {
     }
 }
 
-impl Drop for World {
-    /// Ends the hub daemon this world's Cline started (found by its command line and its
-    /// HOME, this world's alone), by its pid.
-    fn drop(&mut self) {
+impl World {
+    /// The hub daemons this world's Cline started that still run (found by their command
+    /// line and this world's HOME; an ended one's command line reads empty).
+    fn daemons(&self) -> Vec<u32> {
         let home = format!("HOME={}", self.world.home.display());
         let Ok(procs) = fs::read_dir("/proc") else {
-            return;
+            return Vec::new();
         };
-        for entry in procs.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|p| p.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            if !String::from_utf8_lossy(&cmdline).contains("--cline-hub-daemon") {
-                continue;
-            }
-            let environ = fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            if environ.split(|b| *b == 0).any(|v| v == home.as_bytes()) {
-                let _ = Command::new("kill").arg(pid.to_string()).status();
-            }
+        let mut pids: Vec<u32> = procs
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let environ = fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+                String::from_utf8_lossy(&cmdline).contains("--cline-hub-daemon")
+                    && environ.split(|b| *b == 0).any(|v| v == home.as_bytes())
+            })
+            .collect();
+        pids.sort_unstable();
+        pids
+    }
+}
+
+impl Drop for World {
+    /// Ends the hub daemons this world's Cline started, by their pids.
+    fn drop(&mut self) {
+        for pid in self.daemons() {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
         }
     }
 }
@@ -241,10 +245,48 @@ fn cline_after_setup_a_headless_tool_turn_and_a_failure_reach_the_default_store(
     assert_eq!(turns(&world.replay()), ["main known_failure 0"]);
 }
 
+/// `hooktrack session -- cline` while a shared daemon runs (started by a plain `cline` on
+/// the port the user's environment names, as after any earlier use): the session gives its
+/// Cline a daemon of its own, whose hooks deliver to the session, which reports the turn;
+/// that daemon is gone after the session, the shared one runs on and got none of its rows.
+fn cline_under_session_with_a_shared_daemon_running_reports_its_own_turns() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e(WHAT, &reason),
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&modules, &mock);
+    run_bounded(&mut world.cline(&["Say hello. [[plain]]"]), PATIENCE)
+        .expect("a plain cline exits 0");
+    let shared_rows = world.rows_once("TaskComplete").len();
+    let shared = world.daemons();
+    assert_eq!(shared.len(), 1, "the shared daemon: {shared:?}");
+
+    let mut cmd = world.world.session(modules.join(".bin/cline"));
+    world.env(&mut cmd);
+    cmd.arg("Run a command, write a file, read it. [[tools]]");
+    let (code, out, lines) = world.world.run(cmd);
+    let (start, end, context) = assert_tools_run(&world.world, code, &out, &lines, "cline");
+    assert_eq!(start["findings"], serde_json::json!([]), "{context}");
+    assert_eq!(ledger(&end["turns"]), ["main success 3"], "{context}");
+
+    // The session's daemon ended with it (its rows all came before); the shared one runs
+    // on, and the default store holds only the plain run's rows.
+    assert_eq!(world.daemons(), shared, "{context}");
+    let default_rows = fs::read_to_string(world.store()).unwrap_or_default();
+    assert_eq!(default_rows.lines().count(), shared_rows, "{default_rows}");
+}
+
 /// This module's tests, with what each needs (`main.rs`).
 pub(crate) fn tests() -> Vec<crate::E2e> {
-    vec![e2e!(
-        cline_after_setup_a_headless_tool_turn_and_a_failure_reach_the_default_store,
-        [Cline]
-    )]
+    vec![
+        e2e!(
+            cline_after_setup_a_headless_tool_turn_and_a_failure_reach_the_default_store,
+            [Cline]
+        ),
+        e2e!(
+            cline_under_session_with_a_shared_daemon_running_reports_its_own_turns,
+            [Cline]
+        ),
+    ]
 }

@@ -380,6 +380,21 @@ pub struct InstallFacts {
     /// them at the end) rather than environment-routed ones into the shared config;
     /// `setup`'s routed entries may sit beside them and stand down for that session.
     pub per_session_entries: bool,
+    /// The daemon the agent runs its hooks in, which the first CLI starts and later ones
+    /// share (Cline's hub). A session gives its agent a daemon of its own: the hook files
+    /// keep the session's routing in that daemon only (any other may hold a session long
+    /// gone).
+    pub daemon: Option<HookDaemon>,
+}
+
+/// How a CLI finds the daemon it runs its hooks in, so that a session can give it one of
+/// its own: the variables it reads for the daemon's port and for the file that records
+/// the running daemon (without its own record a CLI reuses the daemon another recorded,
+/// whatever the port says).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HookDaemon {
+    pub port_var: &'static str,
+    pub record_var: &'static str,
 }
 
 impl InstallFacts {
@@ -399,7 +414,16 @@ impl InstallFacts {
             schema: COMMON_SCHEMA,
             off_switches: &[],
             per_session_entries: false,
+            daemon: None,
         }
+    }
+
+    /// An agent that runs one executable file per event (Cline's hook files) inside the
+    /// `daemon` its CLIs share; otherwise as [`Self::plugin`].
+    pub const fn hook_files(strictness: &'static str, daemon: HookDaemon) -> Self {
+        let mut facts = Self::plugin(strictness);
+        facts.daemon = Some(daemon);
+        facts
     }
 }
 

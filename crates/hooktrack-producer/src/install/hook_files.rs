@@ -63,6 +63,12 @@ fn event_of(config: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// The variable a `hooktrack session` sets to the port of the daemon it gave its agent
+/// ([`InstallFacts::daemon`]): in that daemon alone the session's routing is kept.
+///
+/// [`InstallFacts::daemon`]: hooktrack_core::agents::InstallFacts::daemon
+pub const SESSION_DAEMON_PORT: &str = "HOOKTRACK_DAEMON_PORT";
+
 /// The file's text for `agent`'s `event`.
 pub fn render(agent: Agent, observer: &Observer, event: &str) -> String {
     let route = match &observer.route {
@@ -70,16 +76,29 @@ pub fn render(agent: Agent, observer: &Observer, event: &str) -> String {
         Route::Argv(to) => format!("generation {}", to.generation),
     };
     let unset: String = DROPPED.iter().map(|v| format!(" -u {v}")).collect();
+    let command = command::command(agent, observer, event);
+    // A daemon a session started for itself, on the port it gave the agent, carries that
+    // session's variables and ends with it: there they are kept (the pane too: the
+    // session's). The test compares the two variables, so a daemon started on the shared
+    // port by a session's CLI never counts as that session's.
+    let own_daemon = match agent.descriptor().install.daemon.map(|d| d.port_var) {
+        Some(port) => format!(
+            "if [ -n \"${{{SESSION_DAEMON_PORT}:-}}\" ] && [ \"${SESSION_DAEMON_PORT}\" = \"${{{port}:-}}\" ]; then\n\
+             \x20   exec {command}\n\
+             fi\n"
+        ),
+        None => String::new(),
+    };
     format!(
         "#!/bin/sh\n\
 {MARK}{VERSION} for {label} {event} ({route})\n\
 # Written by `hooktrack install {name}` (or `hooktrack setup`); `hooktrack uninstall {name}`\n\
 # removes it. {label} runs it in its hub daemon, whose environment is whoever started the\n\
-# daemon: the session variables there may name a session long gone, so they are dropped.\n\
-exec env{unset} {command}\n",
+# daemon: the session variables there may name a session long gone, so they are dropped,\n\
+# but in the daemon a `hooktrack session` started for itself on a port of its own.\n\
+{own_daemon}exec env{unset} {command}\n",
         label = agent.label(),
         name = agent.typed_name(),
-        command = command::command(agent, observer, event),
     )
 }
 
@@ -326,5 +345,59 @@ mod tests {
                 Err(InstallError::NotInstalled { .. })
             ));
         }
+    }
+
+    /// The file run by `sh` as the daemon runs it: the session's variables reach the
+    /// emitter only in the daemon a session gave the port it names.
+    #[test]
+    fn a_session_s_routing_reaches_the_emitter_only_in_the_daemon_it_started() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("env.txt");
+        let emitter = dir.path().join("emitter");
+        std::fs::write(&emitter, "#!/bin/sh\nenv > \"$ENV_OUT\"\n").expect("write emitter");
+        std::fs::set_permissions(&emitter, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let mut daemons = 0;
+        for agent in agents() {
+            let Some(port_var) = agent.descriptor().install.daemon.map(|d| d.port_var) else {
+                continue;
+            };
+            daemons += 1;
+            let observer = Observer {
+                emitter: emitter.clone(),
+                route: Route::Environment,
+                agent_version: None,
+            };
+            let file = dir.path().join("TaskStart");
+            std::fs::write(&file, render(agent, &observer, "TaskStart")).expect("write");
+            let run = |vars: &[(&str, &str)]| {
+                let mut cmd = std::process::Command::new("sh");
+                cmd.arg(&file)
+                    .env_clear()
+                    .env("PATH", "/usr/bin:/bin")
+                    .env("ENV_OUT", &out)
+                    .env("HOOKTRACK_DIR", "/s/session")
+                    .env("TMUX_PANE", "%7");
+                for (k, v) in vars {
+                    cmd.env(k, v);
+                }
+                assert!(cmd.status().expect("run sh").success());
+                std::fs::read_to_string(&out).expect("the emitter ran")
+            };
+            // The session's own daemon: kept.
+            let env = run(&[(SESSION_DAEMON_PORT, "40111"), (port_var, "40111")]);
+            assert!(env.contains("HOOKTRACK_DIR=/s/session\n"), "{env}");
+            assert!(env.contains("TMUX_PANE=%7\n"), "{env}");
+            // A daemon on another port (the shared one a session's CLI reached): dropped.
+            let env = run(&[(SESSION_DAEMON_PORT, "40111"), (port_var, "25463")]);
+            assert!(!env.contains("HOOKTRACK_DIR="), "{env}");
+            assert!(!env.contains("TMUX_PANE="), "{env}");
+            // No session at all, the port unset: dropped.
+            let env = run(&[]);
+            assert!(!env.contains("HOOKTRACK_DIR="), "{env}");
+            let env = run(&[(SESSION_DAEMON_PORT, "")]);
+            assert!(!env.contains("HOOKTRACK_DIR="), "{env}");
+        }
+        assert!(daemons > 0, "no agent runs its hook files in a daemon");
     }
 }

@@ -96,6 +96,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
             why: "`disableAllHooks` is true",
         }],
         per_session_entries: false,
+        daemon: None,
     },
     preflight: PreflightFacts::NONE,
     // `-p` / `--print`: the prompt is an argument or stdin.

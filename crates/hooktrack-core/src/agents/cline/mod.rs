@@ -13,7 +13,7 @@
 
 pub(crate) mod adapter;
 
-use super::{Descriptor, DetectRule, Headless, InstallFacts, PreflightFacts, Versions};
+use super::{Descriptor, DetectRule, Headless, HookDaemon, InstallFacts, PreflightFacts, Versions};
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
 use crate::provider::{Capabilities, Dialogs, PermissionAnswer};
@@ -65,7 +65,16 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     transcript: None,
     // Cline runs every file in the folder it can execute; one that fails is logged and
     // skipped (the daemon's log), the others still run.
-    install: InstallFacts::plugin("Cline logs a hook file that fails to run and runs the others"),
+    // Its hub daemon: the CLI reuses the hub its discovery record names (by default
+    // `~/.cline/data/locks/hub/production.json`), else starts one on `CLINE_HUB_PORT`
+    // (25463 when unset) that writes the record; seen with 3.0.65 (docs/providers.md).
+    install: InstallFacts::hook_files(
+        "Cline logs a hook file that fails to run and runs the others",
+        HookDaemon {
+            port_var: "CLINE_HUB_PORT",
+            record_var: "CLINE_HUB_DISCOVERY_PATH",
+        },
+    ),
     preflight: PreflightFacts::NONE,
     // `cline PROMPT` is one headless task; `-i` / `--tui` opens the TUI.
     headless: Headless {

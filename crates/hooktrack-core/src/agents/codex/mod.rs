@@ -81,6 +81,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         },
         off_switches: &[],
         per_session_entries: false,
+        daemon: None,
     },
     preflight: PreflightFacts {
         feature_switches: Some(FeatureSwitches {

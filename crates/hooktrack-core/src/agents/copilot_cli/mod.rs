@@ -95,6 +95,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         },
         off_switches: &[],
         per_session_entries: false,
+        daemon: None,
     },
     // Folder trust (`config.json` `trustedFolders`) gates repo hooks only: user-level
     // hooks fired in 1.0.102 in an untrusted folder, in `-p` as in the TUI (which asks

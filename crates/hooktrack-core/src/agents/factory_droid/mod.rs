@@ -89,6 +89,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         schema: COMMON_SCHEMA,
         off_switches: &[],
         per_session_entries: false,
+        daemon: None,
     },
     // Folder trust gates a project's own settings only (see `project_install`).
     // A native binary (`@factory/cli-linux-x64`).

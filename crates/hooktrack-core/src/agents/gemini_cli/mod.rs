@@ -72,6 +72,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
             },
         ],
         per_session_entries: false,
+        daemon: None,
     },
     preflight: PreflightFacts {
         feature_switches: None,

@@ -53,6 +53,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         unknown_entry_keys_fatal: false,
         // Its entries go into the user's shared config, routed by the environment.
         per_session_entries: false,
+        daemon: None,
         ..TOML_INSTALL
     },
     preflight: PreflightFacts::NONE,

@@ -36,6 +36,7 @@ pub const TOML_INSTALL: InstallFacts = InstallFacts {
     schema: COMMON_SCHEMA,
     off_switches: &[],
     per_session_entries: true,
+    daemon: None,
 };
 
 /// `--print`, `-p` / `--prompt`, `-c` / `--command`.

@@ -77,6 +77,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
             why: "`disableAllHooks` is true",
         }],
         per_session_entries: false,
+        daemon: None,
     },
     preflight: PreflightFacts {
         feature_switches: None,
