@@ -284,4 +284,59 @@ mod tests {
             Some("touch approved.txt")
         );
     }
+
+    /// Kimi Code's `PermissionRequest` may name its call by id alone (no `tool_input`):
+    /// the dialog says what that call runs.
+    #[test]
+    fn a_permission_request_without_input_says_what_its_call_runs() {
+        use crate::agent::Agent;
+        let base = r#""session_id":"session_1","cwd":"/p","client_type":"kimi_code_cli""#;
+        let call = r#""tool_call_id":"call_1","tool_name":"Bash""#;
+        let started = format!(r#"{call},"tool_input":{{"command":"cargo build --release"}}"#);
+        let request = format!(r#""id":"approval_1","turn_id":0,{call}"#);
+        let p = after(
+            Agent::KimiCode,
+            base,
+            &[
+                ("UserPromptSubmit", r#""prompt":"build""#),
+                ("TurnStarted", r#""turn_id":0"#),
+                ("PreToolUse", &started),
+                ("PermissionRequest", &request),
+            ],
+        );
+        assert_eq!(p.turn.blocked_tool.as_deref(), Some("Bash"));
+        assert_eq!(
+            p.turn.blocked_argument.as_deref(),
+            Some("cargo build --release")
+        );
+    }
+
+    /// Cline's call input is nested in its `tool_call`: read as every agent's, where a live
+    /// reader asks for it, and not at all in a replay.
+    #[test]
+    fn a_cline_call_s_nested_input_is_read_only_where_arguments_are_asked_for() {
+        use crate::agent::Agent;
+        use crate::pipeline::Pipeline;
+        use crate::posture::RunningCall;
+        let lines = [
+            r#"{"event":"TaskStart","payload":{"hookName":"agent_start","taskId":"t1"}}"#,
+            r#"{"event":"PreToolUse","payload":{"hookName":"tool_call","taskId":"t1","tool_call":{"id":"c1","name":"editor","input":{"path":"./notes.txt","new_text":"x"}}}}"#,
+        ];
+        for arguments in [true, false] {
+            let mut pipeline =
+                Pipeline::new(crate::provider::ProviderChoice::Exactly(Agent::Cline))
+                    .with_tool_arguments(arguments);
+            for (n, line) in (1..).zip(lines) {
+                pipeline.feed_line(n, line.as_bytes());
+            }
+            assert_eq!(
+                pipeline.posture().turn.running_call,
+                Some(RunningCall {
+                    tool: "editor".into(),
+                    argument: arguments.then(|| "./notes.txt".into()),
+                }),
+                "arguments {arguments}"
+            );
+        }
+    }
 }

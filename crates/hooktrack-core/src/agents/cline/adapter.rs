@@ -17,11 +17,13 @@ use crate::payload::Payload;
 
 /// `tool_call` and `tool_result`: the parts hooktrack reads.
 #[derive(Debug, Default, Deserialize)]
-struct Call {
+struct Call<'a> {
     id: Option<String>,
     name: Option<String>,
-    /// `tool_call` only: what the call acts on is read from it (the folder's table).
-    input: Option<Box<serde_json::value::RawValue>>,
+    /// `tool_call` only: the call's input, handed on as the payload's `tool_input` (what
+    /// the call acts on is read from it where a live reader asks: `Agent::normalize_with`).
+    #[serde(borrow)]
+    input: Option<&'a serde_json::value::RawValue>,
     /// `tool_result` only, when the tool failed.
     error: Option<serde_json::Value>,
 }
@@ -44,17 +46,18 @@ fn part<T: Default + for<'de> Deserialize<'de>>(raw: Option<&serde_json::value::
         .unwrap_or_default()
 }
 
+/// The call part `raw` (`tool_call`, `tool_result`), borrowing its input from the line; a
+/// part that does not parse reads as empty.
+fn call(raw: Option<&serde_json::value::RawValue>) -> Call<'_> {
+    raw.and_then(|raw| serde_json::from_str(raw.get()).ok())
+        .unwrap_or_default()
+}
+
 /// One hook file's event as a canonical event: by the file's name (the envelope's event),
 /// or, for a bare payload without its envelope, by Cline's own `hookName`.
 pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
     let tool = |call: Call| ToolRef {
-        argument: call
-            .name
-            .as_deref()
-            .zip(call.input.as_deref())
-            .and_then(|(name, input)| {
-                crate::tool_argument::argument(super::TOOL_ARGUMENTS, name, input)
-            }),
+        argument: None,
         call_id: call.id.map(Cow::Owned),
         name: call.name.map(Cow::Owned),
         input_hash: None,
@@ -94,11 +97,16 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
             turn_id: None,
             reason: p.reason.take().or(Some(Cow::Borrowed("session_shutdown"))),
         },
-        "PreToolUse" | "tool_call" => Event::ToolStarted {
-            tool: tool(part(p.tool_call)),
-        },
+        "PreToolUse" | "tool_call" => {
+            let started = call(p.tool_call);
+            // Cline's input is nested in its call: where every agent's is read from.
+            p.tool_input = started.input;
+            Event::ToolStarted {
+                tool: tool(started),
+            }
+        }
         "PostToolUse" | "tool_result" => {
-            let call: Call = part(p.tool_result);
+            let call = self::call(p.tool_result);
             if call.error.is_some() {
                 Event::ToolFailed {
                     tool: tool(call),
