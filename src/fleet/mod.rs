@@ -31,7 +31,7 @@ mod server;
 mod view;
 
 pub use names::{decode_token, encode_token, session_key};
-pub use publish::{PublishConfig, PublishStats, Publisher};
+pub use publish::{PublishConfig, PublishStats, Publisher, RETRY_CAP, retry_delay};
 pub use server::{FleetError, NatsAuth, NatsServer, NatsTls};
 pub use view::{Seen, ViewConfig, Viewer};
 
