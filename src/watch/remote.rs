@@ -594,4 +594,34 @@ mod tests {
         assert_eq!(fleet.gone_quiet(now).len(), 1);
         assert_eq!(phase_of(&fleet), ["stale"]);
     }
+
+    /// The updates the bucket replaced before the view read them are counted and said at
+    /// each doubling of the count, not at each.
+    #[test]
+    fn skipped_updates_are_counted_and_said_at_each_doubling() {
+        let notices = Shared::default();
+        let config = crate::watch::WatchConfig {
+            fleet: Some(ViewConfig {
+                server: crate::fleet::NatsServer {
+                    url: "nats://127.0.0.1:1".into(),
+                    ..Default::default()
+                },
+            }),
+            output: Some(crate::watch::Output::Ndjson),
+            ..Default::default()
+        };
+        let mut watch = Watch::start(config, Box::new(std::io::sink()), Box::new(notices.clone()))
+            .expect("watch");
+        for count in [1, 1, 1, 2, 1] {
+            watch.on_seen(Seen::Skipped { count }).expect("seen");
+        }
+        let text = String::from_utf8_lossy(&notices.0.lock().unwrap_or_else(|e| e.into_inner()))
+            .into_owned();
+        let said: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.split_once(" update(s) so far replaced"))
+            .filter_map(|(l, _)| l.rsplit(' ').next())
+            .collect();
+        assert_eq!(said, ["1", "2", "5"], "{text}");
+    }
 }
