@@ -13,6 +13,7 @@
 //! is `$HOOKTRACK_NATS_SERVER`, else `nats-server` on PATH, else the e2e tests' install
 //! (`target/tmp/e2e-nats/venv/bin/nats-server`). Nothing is asserted.
 
+use std::collections::HashMap;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -148,13 +149,32 @@ fn main() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let url = format!("nats://127.0.0.1:{port}");
-    let viewer = Viewer::start(ViewConfig {
-        server: NatsServer {
-            url: url.clone(),
-            ..NatsServer::default()
-        },
-    })
-    .expect("viewer");
+    let nats = NatsServer {
+        url: url.clone(),
+        ..NatsServer::default()
+    };
+    // The bucket exists and the viewer has read it before any host publishes: every
+    // update is one the viewer reads or counts as skipped, none was put before its watch.
+    let setup = Publisher::start(PublishConfig::new(nats.clone(), "bench-setup".into()))
+        .expect("the setup publisher");
+    setup.publish("claude-code", "setup", br#"{"session":"setup"}"#);
+    let made = setup.finish(Duration::from_secs(60));
+    if made.published != 1 {
+        println!("fleet: the bucket could not be made ({made:?})");
+        let _ = server.kill();
+        let _ = server.wait();
+        return;
+    }
+    let viewer = Viewer::start(ViewConfig { server: nats }).expect("viewer");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !matches!(viewer.recv(Duration::from_millis(100)), Ok(Seen::Loaded)) {
+        if Instant::now() > deadline {
+            println!("fleet: the viewer never read the bucket");
+            let _ = server.kill();
+            let _ = server.wait();
+            return;
+        }
+    }
     let before = usage("self");
     let exe = std::env::current_exe().expect("this benchmark");
     let started = Instant::now();
@@ -172,17 +192,32 @@ fn main() {
     let sent_total = p * s * r * t;
     let quiet_for = Duration::from_secs(5);
     let mut last_seen = Instant::now();
+    // Per session, the last `seq` read: a gap is updates the viewer did not read.
+    let mut last_seq: HashMap<String, i64> = HashMap::new();
+    let (mut gaps, mut skipped, mut reloads) = (0i64, 0u64, 0u64);
     while started.elapsed() < Duration::from_secs(t) || last_seen.elapsed() < quiet_for {
         if started.elapsed() > Duration::from_secs(t * 4 + 60) {
             break;
         }
-        if let Ok(Seen::State { record, .. }) = viewer.recv(Duration::from_millis(100))
-            && let Some(sent) = record["sent_ms"].as_i64()
-        {
-            lags.push(now_ms() - sent);
-            last_seen = Instant::now();
+        match viewer.recv(Duration::from_millis(100)) {
+            Ok(Seen::State { key, record }) => {
+                if let (Some(sent), Some(seq)) =
+                    (record["sent_ms"].as_i64(), record["seq"].as_i64())
+                {
+                    lags.push(now_ms() - sent);
+                    let before = last_seq.insert(key, seq).unwrap_or(-1);
+                    gaps += (seq - before - 1).max(0);
+                    last_seen = Instant::now();
+                }
+            }
+            Ok(Seen::Skipped { count }) => skipped += count,
+            Ok(Seen::Loaded) => reloads += 1,
+            _ => {}
         }
     }
+    let per_session = i64::try_from(r * t).unwrap_or(i64::MAX);
+    let never: i64 = last_seq.values().map(|l| per_session - 1 - l).sum::<i64>()
+        + (i64::try_from(p * s).unwrap_or(0) - last_seq.len() as i64) * per_session;
     let viewing = started.elapsed().as_secs_f64();
     let (mut published, mut dropped, mut cpus, mut hwms) = (0u64, 0u64, Vec::new(), Vec::new());
     for child in children {
@@ -219,6 +254,9 @@ fn main() {
     println!(
         "  published {published}, dropped {dropped} ({:.0}/s sent)",
         published as f64 / t as f64
+    );
+    println!(
+        "  not read: {gaps} by the sessions' own sequence gaps, {never} after the last read; the viewer counted {skipped} skipped; {reloads} reload(s) after the first"
     );
     println!(
         "  publisher CPU s: mean {:.2} max {:.2}; peak RSS KiB: mean {:.0} max {}",

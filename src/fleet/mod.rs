@@ -20,7 +20,13 @@
 //! results, times, agent, host, pane; no prompt, no tool input or output (hooktrack reads
 //! none into an update), and never hooktrack's bearer token (it stays in the store's
 //! `collector.json`). Who may publish and read is the NATS server's business (users,
-//! nkeys, creds files, TLS).
+//! nkeys, creds files, TLS); each host takes its replies under its own inbox prefix
+//! (`_INBOX.host.<host>`), the viewers under `_INBOX.view`, so a user may be allowed its
+//! own replies alone. A publisher whose writes fail (refused, or the server away) tries
+//! again after [`retry_delay`], doubling to [`RETRY_CAP`], unless the client reconnects.
+//!
+//! The bucket keeps one value per key: an update a later one of the same session replaced
+//! before a viewer read it is not read, and counted ([`Seen::Skipped`]).
 //!
 //! The async runtime `async-nats` needs (tokio) runs on one thread per publisher or
 //! viewer, in this module only; the rest of hooktrack stays synchronous.
@@ -31,7 +37,7 @@ mod server;
 mod view;
 
 pub use names::{decode_token, encode_token, session_key};
-pub use publish::{PublishConfig, PublishStats, Publisher};
+pub use publish::{PublishConfig, PublishStats, Publisher, RETRY_CAP, retry_delay};
 pub use server::{FleetError, NatsAuth, NatsServer, NatsTls};
 pub use view::{Seen, ViewConfig, Viewer};
 

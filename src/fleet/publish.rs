@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::future::IntoFuture;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -59,6 +59,9 @@ pub struct PublishStats {
     /// permissions violation), or may not connect. Never retried into success: the
     /// server's auth decides.
     pub refused: u64,
+    /// Writes that failed in a row (the server away, or refusing): the next try waits
+    /// [`retry_delay`] of it, unless the client reconnects first.
+    pub failures: u32,
 }
 
 /// One update on its way.
@@ -99,6 +102,8 @@ struct Shared {
     wake: Notify,
     /// Set by the client's event callback on every (re)connect: put every latest again.
     reconnected: AtomicBool,
+    /// How many times the client (re)connected: a wait after a failure ends when it moves.
+    connects: AtomicU64,
     /// [`PublishConfig::backlog`].
     limit: usize,
 }
@@ -127,6 +132,7 @@ impl Publisher {
             backlog: Mutex::new(Backlog::default()),
             wake: Notify::new(),
             reconnected: AtomicBool::new(false),
+            connects: AtomicU64::new(0),
             limit: config.backlog.max(1),
         });
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -221,7 +227,11 @@ impl Drop for Publisher {
 /// The publishing thread: connect, make the bucket, send what waits.
 async fn run(config: PublishConfig, shared: Arc<Shared>) {
     let name = format!("hooktrack publish {}", config.host);
-    let options = match config.server.options(&name).await {
+    let options = match config
+        .server
+        .options(&name, &host_inbox(&config.host))
+        .await
+    {
         Ok(o) => o,
         Err(_) => return,
     };
@@ -232,6 +242,7 @@ async fn run(config: PublishConfig, shared: Arc<Shared>) {
             match event {
                 async_nats::Event::Connected => {
                     events.reconnected.store(true, Ordering::SeqCst);
+                    events.connects.fetch_add(1, Ordering::SeqCst);
                     events.lock().stats.connected = true;
                     events.wake.notify_one();
                 }
@@ -262,7 +273,7 @@ async fn run(config: PublishConfig, shared: Arc<Shared>) {
                 if shared.lock().stop {
                     return;
                 }
-                wait(&shared, Duration::from_millis(250)).await;
+                back_off(&shared).await;
                 continue;
             }
         }
@@ -280,8 +291,13 @@ async fn run(config: PublishConfig, shared: Arc<Shared>) {
             let key = format!("{HEARTBEAT_PREFIX}.{}", encode_token(&config.host));
             if put(store, &key, beat.to_string().into_bytes()).await {
                 next_heartbeat = tokio::time::Instant::now() + heartbeat_every;
+                shared.lock().stats.failures = 0;
             } else {
                 bucket = None;
+                if shared.lock().stop {
+                    return;
+                }
+                back_off(&shared).await;
                 continue;
             }
         }
@@ -346,8 +362,50 @@ async fn run(config: PublishConfig, shared: Arc<Shared>) {
                 return;
             }
             bucket = None;
-            wait(&shared, Duration::from_millis(250)).await;
+            back_off(&shared).await;
         }
+    }
+}
+
+/// The prefix of this host's reply subjects (`_INBOX.host.<host>`): its NATS user may
+/// subscribe there alone (docs/fleet.md's permissions), so no host reads another's
+/// replies.
+pub(crate) fn host_inbox(host: &str) -> String {
+    format!("_INBOX.host.{}", encode_token(host))
+}
+
+/// The longest wait between two tries of a publisher whose writes fail.
+pub const RETRY_CAP: Duration = Duration::from_secs(60);
+
+/// How long a publisher waits after `failures` failed writes in a row before it tries
+/// again: a quarter second, doubled at each failure, up to [`RETRY_CAP`]. A reconnect
+/// ends the wait at once (a restarted server is written to within a second); a server
+/// that refuses this host's writes (its permissions) is asked less and less often.
+pub fn retry_delay(failures: u32) -> Duration {
+    let base = Duration::from_millis(250);
+    base.checked_mul(1 << failures.saturating_sub(1).min(16))
+        .map_or(RETRY_CAP, |d| d.min(RETRY_CAP))
+}
+
+/// Waits [`retry_delay`] of the failures so far; a reconnect or a stop ends it, a new
+/// update does not.
+async fn back_off(shared: &Shared) {
+    let failures = {
+        let mut backlog = shared.lock();
+        backlog.stats.failures = backlog.stats.failures.saturating_add(1);
+        backlog.stats.failures
+    };
+    let until = tokio::time::Instant::now() + retry_delay(failures);
+    let connects = shared.connects.load(Ordering::SeqCst);
+    while tokio::time::Instant::now() < until {
+        if shared.connects.load(Ordering::SeqCst) != connects || shared.lock().stop {
+            return;
+        }
+        wait(
+            shared,
+            until.saturating_duration_since(tokio::time::Instant::now()),
+        )
+        .await;
     }
 }
 
@@ -365,6 +423,7 @@ fn acknowledged(shared: &Shared, seq: u64) {
     backlog.stats.published += 1;
     backlog.stats.waiting = backlog.queue.len();
     backlog.stats.connected = true;
+    backlog.stats.failures = 0;
 }
 
 /// A server error that says this client may not do what it did.
@@ -495,6 +554,18 @@ mod tests {
         acknowledged(&publisher.shared, 0);
         assert_eq!(publisher.stats().waiting, 2);
         publisher.finish(Duration::ZERO);
+    }
+
+    /// A quarter second after the first failure, doubled at each, up to the cap.
+    #[test]
+    fn a_failing_publisher_waits_twice_as_long_each_time_up_to_a_cap() {
+        let waits: Vec<u128> = (1..=10).map(|f| retry_delay(f).as_millis()).collect();
+        assert_eq!(
+            waits,
+            [250, 500, 1000, 2000, 4000, 8000, 16000, 32000, 60000, 60000]
+        );
+        assert_eq!(retry_delay(u32::MAX), RETRY_CAP);
+        assert_eq!(retry_delay(0), Duration::from_millis(250));
     }
 
     /// What goes out is made safe: a control character from an agent is escaped.

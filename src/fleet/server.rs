@@ -97,9 +97,12 @@ impl NatsServer {
 
     /// The client options: credentials, TLS, and a client that connects in the
     /// background and reconnects forever (a fleet outlives its server's restarts).
+    /// `inbox` is the prefix of the client's reply subjects: a host's own, or the
+    /// viewers' (docs/fleet.md's permissions let each user subscribe to its own alone).
     pub(crate) async fn options(
         &self,
         name: &str,
+        inbox: &str,
     ) -> Result<async_nats::ConnectOptions, FleetError> {
         let read = |what: &'static str, path: &PathBuf| {
             std::fs::read_to_string(path)
@@ -139,6 +142,7 @@ impl NatsServer {
         }
         Ok(options
             .name(name)
+            .custom_inbox_prefix(inbox)
             .retry_on_initial_connect()
             .max_reconnects(None)
             .connection_timeout(REQUEST_TIMEOUT)

@@ -46,6 +46,11 @@ pub enum Seen {
     /// The bucket's state when the viewer (re)started reading it was sent in full: what
     /// follows is change, news to whoever follows the fleet.
     Loaded,
+    /// Since [`Seen::Loaded`], `count` updates left the bucket before this viewer read
+    /// them: a later update of the same session replaced them (the bucket keeps one
+    /// value per key), or they aged out. Told by the gap in the bucket's sequence numbers
+    /// before the next entry read, so every update put is either seen or counted here.
+    Skipped { count: u64 },
 }
 
 /// Follows the bucket on its own thread; [`Viewer::recv`] hands out what it saw.
@@ -96,8 +101,12 @@ impl Drop for Viewer {
 
 const TICK: Duration = Duration::from_millis(100);
 
+/// The prefix of a viewer's reply subjects (its watch's deliveries among them): apart
+/// from every host's (`_INBOX.host.…`), so a viewer's user reads no host's replies.
+pub(crate) const VIEW_INBOX: &str = "_INBOX.view";
+
 async fn run(config: ViewConfig, tx: Sender<Seen>, stop: Arc<AtomicBool>) {
-    let Ok(options) = config.server.options("hooktrack view").await else {
+    let Ok(options) = config.server.options("hooktrack view", VIEW_INBOX).await else {
         return;
     };
     let lost = Arc::new(AtomicBool::new(false));
@@ -132,6 +141,9 @@ async fn run(config: ViewConfig, tx: Sender<Seen>, stop: Arc<AtomicBool>) {
         if loaded && tx.send(Seen::Loaded).is_err() {
             return;
         }
+        // The bucket's sequence number of the last entry read: after the load, every
+        // number is an entry read or one skipped.
+        let mut last_revision: Option<u64> = None;
         loop {
             if stop.load(Ordering::SeqCst) {
                 return;
@@ -144,6 +156,14 @@ async fn run(config: ViewConfig, tx: Sender<Seen>, stop: Arc<AtomicBool>) {
             match tokio::time::timeout(TICK, watch.next()).await {
                 Err(_) => continue,
                 Ok(Some(Ok(entry))) => {
+                    let skipped = match last_revision {
+                        Some(last) if loaded => entry.revision.saturating_sub(last + 1),
+                        _ => 0,
+                    };
+                    last_revision = Some(entry.revision);
+                    if skipped > 0 && tx.send(Seen::Skipped { count: skipped }).is_err() {
+                        return;
+                    }
                     if tx.send(seen(&entry)).is_err() {
                         return;
                     }

@@ -109,7 +109,7 @@ pub struct Watch {
     notify: Option<Notifier>,
     #[cfg(feature = "fleet")]
     publisher: Option<crate::fleet::Publisher>,
-    /// The publisher's refused writes last said (said again at each doubling).
+    /// The publisher's refused writes when first said (said once).
     #[cfg(feature = "fleet")]
     refusals_said: u64,
     /// Every host's sessions, read from a NATS server instead of stores.
@@ -669,21 +669,19 @@ impl Watch {
         self.let_go_of_finished_runs();
         #[cfg(feature = "fleet")]
         if let Some(publisher) = &self.publisher {
-            // A refused write is no outage: retrying will not help; the person must know.
+            // A refused write is no outage: retrying will not help; the person must know,
+            // once (the publisher retries less and less often, up to every minute).
             let refused = publisher.stats().refused;
-            if refused > 0 && refused >= self.refusals_said.saturating_mul(2).max(1) {
+            if refused > 0 && self.refusals_said == 0 {
                 self.refusals_said = refused;
                 self.notice(&format!(
-                    "fleet: the NATS server refused {refused} write(s) so far: this host's user may not publish its sessions there"
+                    "fleet: the NATS server refused a write: this host's user may not publish its sessions there (retried less and less often, at most every {} s; said once)",
+                    crate::fleet::RETRY_CAP.as_secs()
                 ))?;
             }
         }
         #[cfg(feature = "fleet")]
-        if let Some(fleet) = &mut self.fleet {
-            for quiet in fleet.gone_quiet(now) {
-                self.notice(&quiet)?;
-            }
-        }
+        self.fleet_housekeeping(now)?;
         let warnings: Vec<String> = self.warnings.try_iter().collect();
         for warning in warnings {
             self.notice(&warning)?;

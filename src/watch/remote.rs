@@ -26,6 +26,11 @@ const STALE_AFTER_BEATS: u32 = 3;
 struct Remote {
     /// `host:session short-id`: how the outputs name it.
     name: String,
+    /// Its host's name, as its heartbeat names it.
+    host: String,
+    /// The record as published: what `--ndjson` writes again, `"stale"` added, when its
+    /// host goes quiet.
+    record: serde_json::Value,
     posture: Posture,
     agent: Option<Agent>,
     turn_started_at: Option<Timestamp>,
@@ -79,6 +84,8 @@ fn read(record: &serde_json::Value) -> Option<Read> {
     Some(Read {
         remote: Remote {
             name,
+            host: host.to_owned(),
+            record: record.clone(),
             agent: text("agent").and_then(|a| Agent::from_name(a).ok()),
             turn_started_at: time("turn_started_at"),
             last_event_at: time("last_event_at"),
@@ -112,6 +119,10 @@ pub(super) struct Fleet {
     /// The keys read since the (re)start of the bucket's state.
     since_load: HashSet<String>,
     malformed: u64,
+    /// Updates the bucket replaced before the viewer read them ([`Seen::Skipped`]), and
+    /// the count last said (said again at each doubling).
+    skipped: u64,
+    skipped_said: u64,
 }
 
 impl Fleet {
@@ -126,6 +137,8 @@ impl Fleet {
             reloading: false,
             since_load: HashSet::new(),
             malformed: 0,
+            skipped: 0,
+            skipped_said: 0,
         })
     }
 
@@ -154,14 +167,19 @@ impl Fleet {
                     turn_started_at: r.turn_started_at,
                     last_event_at: r.last_event_at,
                     channel: r.channel,
+                    stale: self.is_stale(&r.host),
                 };
                 status_line(&format!("{:<width$}", r.name), &shown, now)
             })
             .collect()
     }
 
-    /// Hosts whose heartbeat stopped since the last look, said once each.
-    pub(super) fn gone_quiet(&mut self, now: Timestamp) -> Vec<String> {
+    fn is_stale(&self, host: &str) -> bool {
+        self.hosts.get(host).is_some_and(|b| b.stale)
+    }
+
+    /// Hosts whose heartbeat stopped since the last look, each said once: their names.
+    fn gone_quiet(&mut self, now: Timestamp) -> Vec<(String, i64)> {
         let mut said = Vec::new();
         for (host, beat) in &mut self.hosts {
             let silent = now.as_millis().saturating_sub(beat.at.as_millis());
@@ -169,18 +187,55 @@ impl Fleet {
                 i64::try_from((beat.every * STALE_AFTER_BEATS).as_millis()).unwrap_or(i64::MAX);
             if !beat.stale && silent > limit {
                 beat.stale = true;
-                said.push(format!(
-                    "{host}: stale: no heartbeat for {}, its sessions may have changed",
-                    age_text(silent)
-                ));
+                said.push((host.clone(), silent));
             }
         }
         said.sort();
         said
     }
+
+    /// The records of `host`'s sessions, `"stale": true` added when it is.
+    fn records_of(&self, host: &str, stale: bool) -> Vec<serde_json::Value> {
+        self.sessions
+            .values()
+            .filter(|r| r.host == host)
+            .map(|r| {
+                let mut record = r.record.clone();
+                if stale && let Some(fields) = record.as_object_mut() {
+                    fields.insert("stale".into(), serde_json::Value::Bool(true));
+                }
+                record
+            })
+            .collect()
+    }
 }
 
 impl Watch {
+    /// Hosts gone quiet: said once each, and their sessions shown stale (the status
+    /// lines' phase; `--ndjson` writes each session's record again with `"stale": true`).
+    pub(super) fn fleet_housekeeping(&mut self, now: Timestamp) -> Result<(), WatchError> {
+        let Some(fleet) = self.fleet.as_mut() else {
+            return Ok(());
+        };
+        let mut notices = Vec::new();
+        for (host, silent) in fleet.gone_quiet(now) {
+            notices.push(format!(
+                "{host}: stale: no heartbeat for {}, its sessions may have changed",
+                age_text(silent)
+            ));
+            if let Some(view) = &mut self.view {
+                for record in fleet.records_of(&host, true) {
+                    view.remote(&mut self.out, &record, Vec::new())
+                        .map_err(|source| WatchError::Write { source })?;
+                }
+            }
+        }
+        for notice in notices {
+            self.notice(&notice)?;
+        }
+        Ok(())
+    }
+
     /// What the viewer saw, through the outputs local updates go through.
     pub(super) fn on_seen(&mut self, seen: Seen) -> Result<(), WatchError> {
         let now = wall_clock();
@@ -251,6 +306,13 @@ impl Watch {
                     .is_some_and(|b| b.stale)
                 {
                     notices.push(format!("{host}: publishing again"));
+                    // `--ndjson` had its sessions stale: their records, current again.
+                    if let Some(view) = &mut self.view {
+                        for record in fleet.records_of(&host, false) {
+                            view.remote(&mut self.out, &record, Vec::new())
+                                .map_err(write)?;
+                        }
+                    }
                 }
             }
             Seen::Connection { up } => {
@@ -287,6 +349,16 @@ impl Watch {
                 fleet.reloading = false;
                 fleet.loaded = true;
                 fleet.since_load.clear();
+            }
+            Seen::Skipped { count } => {
+                fleet.skipped += count;
+                if fleet.skipped >= fleet.skipped_said.saturating_mul(2).max(1) {
+                    fleet.skipped_said = fleet.skipped;
+                    notices.push(format!(
+                        "{} update(s) so far replaced in the bucket by a later one of the same session before this view read them (a turn that ended in one is not notified)",
+                        fleet.skipped
+                    ));
+                }
             }
             Seen::Malformed { key } => {
                 fleet.malformed += 1;
@@ -426,5 +498,130 @@ mod tests {
             shown.iter().all(|l| l.starts_with("a:w s1")) && !shown.is_empty(),
             "{text}"
         );
+    }
+
+    /// A host whose heartbeats stopped: `--ndjson` writes each of its sessions' records
+    /// again with `"stale": true`, once; its next heartbeat writes them again without.
+    #[test]
+    fn a_quiet_hosts_sessions_are_written_stale_once_and_current_again() {
+        let out = Shared::default();
+        let config = crate::watch::WatchConfig {
+            fleet: Some(ViewConfig {
+                server: crate::fleet::NatsServer {
+                    url: "nats://127.0.0.1:1".into(),
+                    ..Default::default()
+                },
+            }),
+            output: Some(crate::watch::Output::Ndjson),
+            ..Default::default()
+        };
+        let mut watch =
+            Watch::start(config, Box::new(out.clone()), Box::new(std::io::sink())).expect("watch");
+        let long_ago = Timestamp::parse_rfc3339("2026-01-01T10:00:00.000Z").expect("a time");
+        let t1 = "2026-12-05T10:00:01.000Z";
+        for seen in [
+            Seen::Loaded,
+            Seen::Heartbeat {
+                host: "a".into(),
+                at: long_ago,
+                every: Duration::from_secs(1),
+            },
+            state("a", "s1", t1, serde_json::json!([])),
+            state("b", "s2", t1, serde_json::json!([])),
+        ] {
+            watch.on_seen(seen).expect("seen");
+        }
+        watch.housekeeping().expect("housekeeping");
+        watch.housekeeping().expect("housekeeping again");
+        watch
+            .on_seen(Seen::Heartbeat {
+                host: "a".into(),
+                at: wall_clock(),
+                every: Duration::from_secs(1),
+            })
+            .expect("a heartbeat");
+        let text =
+            String::from_utf8_lossy(&out.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
+        let records: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        let of = |sid: &str| -> Vec<Option<bool>> {
+            records
+                .iter()
+                .filter(|r| r["session_id"] == sid)
+                .map(|r| r.get("stale").and_then(serde_json::Value::as_bool))
+                .collect()
+        };
+        assert_eq!(of("s1"), [None, Some(true), None], "{text}");
+        assert_eq!(of("s2"), [None], "{text}");
+    }
+
+    /// A quiet host's status lines say `stale` where the phase was.
+    #[test]
+    fn a_quiet_hosts_status_line_says_stale() {
+        let mut fleet = Fleet::start(ViewConfig {
+            server: crate::fleet::NatsServer {
+                url: "nats://127.0.0.1:1".into(),
+                ..Default::default()
+            },
+        })
+        .expect("fleet");
+        let Seen::State { key, record } =
+            state("a", "s1", "2026-12-05T10:00:01.000Z", serde_json::json!([]))
+        else {
+            panic!("state() makes a state");
+        };
+        let remote = read(&record).expect("a record").remote;
+        fleet.sessions.insert(key, remote);
+        let now = wall_clock();
+        let phase_of = |fleet: &Fleet| {
+            fleet
+                .lines(now)
+                .iter()
+                .map(|l| l.text().split_whitespace().nth(3).unwrap_or("").to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(phase_of(&fleet), ["ready"]);
+        fleet.hosts.insert(
+            "a".into(),
+            Beat {
+                at: Timestamp::parse_rfc3339("2026-01-01T10:00:00.000Z").expect("a time"),
+                every: Duration::from_secs(1),
+                stale: false,
+            },
+        );
+        assert_eq!(fleet.gone_quiet(now).len(), 1);
+        assert_eq!(phase_of(&fleet), ["stale"]);
+    }
+
+    /// The updates the bucket replaced before the view read them are counted and said at
+    /// each doubling of the count, not at each.
+    #[test]
+    fn skipped_updates_are_counted_and_said_at_each_doubling() {
+        let notices = Shared::default();
+        let config = crate::watch::WatchConfig {
+            fleet: Some(ViewConfig {
+                server: crate::fleet::NatsServer {
+                    url: "nats://127.0.0.1:1".into(),
+                    ..Default::default()
+                },
+            }),
+            output: Some(crate::watch::Output::Ndjson),
+            ..Default::default()
+        };
+        let mut watch = Watch::start(config, Box::new(std::io::sink()), Box::new(notices.clone()))
+            .expect("watch");
+        for count in [1, 1, 1, 2, 1] {
+            watch.on_seen(Seen::Skipped { count }).expect("seen");
+        }
+        let text = String::from_utf8_lossy(&notices.0.lock().unwrap_or_else(|e| e.into_inner()))
+            .into_owned();
+        let said: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.split_once(" update(s) so far replaced"))
+            .filter_map(|(l, _)| l.rsplit(' ').next())
+            .collect();
+        assert_eq!(said, ["1", "2", "5"], "{text}");
     }
 }

@@ -376,6 +376,13 @@ pub(super) struct StatusLine {
     key: String,
 }
 
+#[cfg(test)]
+impl StatusLine {
+    pub(super) fn text(&self) -> &str {
+        &self.text
+    }
+}
+
 /// What a status line shows of a session: a local session's [`Update`], or a remote
 /// one's record ([`Shown::of`] and the fleet's record reader fill it alike).
 pub(super) struct Shown<'a> {
@@ -384,6 +391,9 @@ pub(super) struct Shown<'a> {
     pub turn_started_at: Option<Timestamp>,
     pub last_event_at: Option<Timestamp>,
     pub channel: ChannelState,
+    /// A remote session whose host stopped publishing: its phase is shown `stale`, the
+    /// rest as last known, so no old state reads as current.
+    pub stale: bool,
 }
 
 impl<'a> Shown<'a> {
@@ -394,6 +404,7 @@ impl<'a> Shown<'a> {
             turn_started_at: update.turn_started_at(),
             last_event_at: update.last_event_at,
             channel: update.channel.state,
+            stale: false,
         }
     }
 }
@@ -429,7 +440,11 @@ pub(super) fn status_line(name: &str, shown: &Shown<'_>, now: Timestamp) -> Stat
         None => "never".to_owned(),
     };
     // One word in every output: tmux's `@hooktrack_phase` and --ndjson's `phase` say the same.
-    let phase = shown_phase(p.presence, p.turn.phase).to_owned();
+    let phase = if shown.stale {
+        "stale".to_owned()
+    } else {
+        shown_phase(p.presence, p.turn.phase).to_owned()
+    };
     let line = |turn_age: &str, event_age: &str| {
         format!(
             "{name}  {agent:<11}  {:<7}  turn {:<4}  for {turn_age:<6}  tools {:<3}  waits {waits:<10}  last {:<13}  {:<19}  event {event_age}",

@@ -442,6 +442,27 @@ fn user(url: &str, user: &str, password: &str) -> NatsServer {
     }
 }
 
+/// Whether the server lets `user` subscribe to `subject`: a raw client subscribes, then
+/// pings; the server answers a refused subscription with a permissions violation before
+/// its pong.
+fn may_subscribe(port: u16, user: &str, password: &str, subject: &str) -> bool {
+    use std::io::Read;
+    let mut raw = TcpStream::connect(("127.0.0.1", port)).expect("raw client");
+    raw.set_read_timeout(Some(PATIENCE))
+        .expect("a read timeout");
+    let connect = serde_json::json!({"user": user, "pass": password, "verbose": false});
+    write!(raw, "CONNECT {connect}\r\nSUB {subject} 1\r\nPING\r\n").expect("subscribe");
+    let mut text = String::new();
+    let mut buf = [0u8; 4096];
+    while !text.contains("PONG") && !text.contains("-ERR 'Authorization") {
+        let n = raw.read(&mut buf).expect("the server's answer");
+        assert!(n > 0, "the server closed the connection: {text}");
+        text.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(text.contains("PONG"), "{text}");
+    !text.contains("Permissions Violation for Subscription")
+}
+
 /// Per-host permissions, as docs/fleet.md configures them: host `a`'s user publishes
 /// host `a`'s sessions, seen by a viewer whose user may only read; publishing as host `b`
 /// with `a`'s user is refused by the server, and the watch that tried says so and counts
@@ -516,6 +537,26 @@ fn a_host_publishes_only_under_its_own_name() {
             seen.push(s);
         }
     }
+    // A publisher whose writes are refused tries again less and less often, and its
+    // watch says so once: its failures in a row add up (each doubles the next wait,
+    // `retry_delay`), none is taken for success. (With `a`'s user, host `b`'s inbox
+    // `_INBOX.host.b` is refused too: no lookup is answered, each try takes its timeouts.)
+    let wrong = Publisher::start(PublishConfig::new(user(&url, "a", "a-secret"), "b".into()))
+        .expect("a second publisher as host b");
+    wrong.publish("claude-code", "s-2", line(2).as_bytes());
+    let deadline = Instant::now() + PATIENCE;
+    while wrong.stats().failures < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "never failed twice in a row: {:?}",
+            wrong.stats()
+        );
+        as_b.step(Duration::from_millis(50))
+            .expect("host b's watch");
+    }
+    let stats = wrong.stats();
+    assert!(stats.refused >= 2 && stats.published == 0, "{stats:?}");
+    wrong.finish(Duration::ZERO);
     let a_record = a_seen.unwrap_or_default();
     assert_eq!(
         (a_record["host"].as_str(), a_record["n"].as_u64()),
@@ -523,13 +564,30 @@ fn a_host_publishes_only_under_its_own_name() {
     );
     let a_stats = a.stats();
     assert_eq!((a_stats.published, a_stats.refused), (1, 0), "{a_stats:?}");
-    assert!(
+    assert_eq!(
         notices
             .text()
-            .contains("the NATS server refused 1 write(s) so far"),
+            .lines()
+            .filter(|l| l.contains("the NATS server refused a write"))
+            .count(),
+        1,
         "{}",
         notices.text()
     );
+    // Each host's user may subscribe to its own reply subjects alone (its publisher's
+    // inbox prefix): not to every client's, not to another host's.
+    for (subject, allowed) in [
+        ("_INBOX.host.a.>", true),
+        ("_INBOX.host.b.>", false),
+        ("_INBOX.>", false),
+        ("_INBOX.view.>", false),
+    ] {
+        assert_eq!(
+            may_subscribe(server.port, "a", "a-secret", subject),
+            allowed,
+            "user a subscribing to {subject}"
+        );
+    }
     // Whatever reached the view (a's state, the admin's, heartbeats), nothing is `b`'s.
     while let Ok(s) = viewer.recv(Duration::from_millis(20)) {
         seen.push(s);
@@ -552,6 +610,134 @@ fn a_host_publishes_only_under_its_own_name() {
     a.finish(Duration::ZERO);
 }
 
+/// A session record as a host's `watch --ndjson` writes it, at `now`.
+fn ready_line(session_id: &str) -> String {
+    let at = serde_json::to_string(&hooktrack::wall_clock()).expect("a time");
+    format!(
+        r#"{{"session":"w","session_id":"{session_id}","phase":"ready","at":{at},"agent":"claude-code","posture":{{"presence":"present","turn":{{"phase":"ready"}}}},"closed":[],"notices":[]}}"#
+    )
+}
+
+/// Steps the watch until `done` holds for what it printed, bounded.
+fn view_until(view: &mut Watch, out: &Shared, what: &str, done: impl Fn(&str) -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done(&out.text()) {
+        assert!(Instant::now() < deadline, "never {what}:\n{}", out.text());
+        view.step(Duration::from_millis(20)).expect("fleet watch");
+    }
+}
+
+/// The keys a viewer reads in the bucket of the server at `url`, once it has read it all.
+fn keys_in_bucket(url: &str) -> Vec<String> {
+    let viewer = Viewer::start(ViewConfig {
+        server: NatsServer {
+            url: url.to_owned(),
+            ..NatsServer::default()
+        },
+    })
+    .expect("viewer");
+    let deadline = Instant::now() + PATIENCE;
+    let mut keys = Vec::new();
+    loop {
+        assert!(Instant::now() < deadline, "the bucket was never read");
+        match viewer.recv(Duration::from_millis(50)) {
+            Ok(Seen::State { key, .. }) => keys.push(key),
+            Ok(Seen::Loaded) => return keys,
+            _ => {}
+        }
+    }
+}
+
+/// A host that stops publishing is shown stale once its heartbeats stop (its status
+/// line's phase `stale`); its session, aged out of the bucket (a 2 s TTL) while the view
+/// had lost its server, leaves the view when the view reads the bucket again after the
+/// server is back. The host that lives on is shown again, current.
+fn a_quiet_host_is_shown_stale_and_its_aged_out_session_leaves_the_view() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("nats");
+    let server = Server::start(&data, None);
+    let port = server.port;
+    let nats = NatsServer {
+        url: server.url(),
+        ..NatsServer::default()
+    };
+    let config = |host: &str| {
+        let mut c = PublishConfig::new(nats.clone(), host.into());
+        c.ttl = Duration::from_secs(2);
+        c
+    };
+    let quiet = Publisher::start(config("quiet")).expect("host quiet");
+    quiet.publish("claude-code", "s1", ready_line("s1").as_bytes());
+    let alive = Publisher::start(config("alive")).expect("host alive");
+    alive.publish("claude-code", "s2", ready_line("s2").as_bytes());
+    let (out, notices) = (Shared::default(), Shared::default());
+    let mut view = Watch::start(
+        WatchConfig {
+            fleet: Some(ViewConfig {
+                server: nats.clone(),
+            }),
+            output: Some(hooktrack::watch::Output::Lines),
+            ..WatchConfig::default()
+        },
+        Box::new(out.clone()),
+        Box::new(notices.clone()),
+    )
+    .expect("fleet watch");
+    let shown = |text: &str, name: &str, phase: &str| {
+        text.lines()
+            .any(|l| l.starts_with(name) && l.contains(&format!(" {phase} ")))
+    };
+    view_until(&mut view, &out, "both hosts shown ready", |t| {
+        shown(t, "quiet:w s1", "ready") && shown(t, "alive:w s2", "ready")
+    });
+    // Host `quiet` stops: three heartbeats later its line says stale, not ready.
+    let stats = quiet.finish(PATIENCE);
+    assert_eq!(stats.published, 1, "{stats:?}");
+    view_until(&mut view, &out, "host quiet shown stale", |t| {
+        shown(t, "quiet:w s1", "stale") && t.contains("quiet: stale: no heartbeat for")
+    });
+    assert!(!shown(&out.text(), "alive:w s2", "stale"), "{}", out.text());
+
+    // The server dies; while the view cannot reach it, it runs (its data kept) on another
+    // port until host quiet's session aged out; then it is back on its own port.
+    drop(server);
+    let aside = Server::start(&data, None);
+    let deadline = Instant::now() + PATIENCE;
+    while keys_in_bucket(&aside.url())
+        .iter()
+        .any(|k| k == "quiet.claude-code.s1")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "host quiet's session never aged out"
+        );
+    }
+    drop(aside);
+    let _server = Server::start(&data, Some(port));
+    view_until(&mut view, &out, "host quiet's session left the view", |t| {
+        t.contains("quiet:w s1: left the fleet")
+    });
+    // Host alive put its session again on reconnect: shown, current.
+    let left_at = out.text().len();
+    view_until(&mut view, &out, "host alive shown again", |t| {
+        t[left_at..]
+            .lines()
+            .any(|l| l.starts_with("alive:w s2") && l.contains(" ready "))
+            || (shown(t, "alive:w s2", "ready") && !t[left_at..].contains("alive:w s2: left"))
+    });
+    let text = out.text();
+    let after: Vec<&str> = text[left_at..]
+        .lines()
+        .filter(|l| l.contains("claude-code"))
+        .collect();
+    assert!(
+        after.iter().all(|l| !l.starts_with("quiet:")),
+        "host quiet's session still shown:\n{text}"
+    );
+    view.finish().expect("finish the fleet watch");
+    alive.finish(Duration::ZERO);
+}
+
 /// This module's tests, with what each needs (`main.rs`).
 pub(crate) fn tests() -> Vec<crate::E2e> {
     vec![
@@ -564,5 +750,9 @@ pub(crate) fn tests() -> Vec<crate::E2e> {
             [NatsServer]
         ),
         e2e!(a_host_publishes_only_under_its_own_name, [NatsServer]),
+        e2e!(
+            a_quiet_host_is_shown_stale_and_its_aged_out_session_leaves_the_view,
+            [NatsServer]
+        ),
     ]
 }
