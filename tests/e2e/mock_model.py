@@ -211,8 +211,10 @@ SCRIPTS = {
     "codex": {
         "perm": [[("call_x_p", "exec_command", {"cmd": "touch approved.txt", **ESCALATE})]],
         "reject": [[("call_x_r", "exec_command", {"cmd": "touch rejected.txt", **ESCALATE})]],
-        "wait20": [[("call_x_t", "exec_command", {"cmd": "sleep 20", **ESCALATE})]],
-        "wait3": [[("call_x_3", "exec_command", {"cmd": "sleep 3", **ESCALATE})]],
+        # Codex hands a command still running after `yield_time_ms` (10 s by default)
+        # back to the model, with no `PostToolUse`: this one waits for the whole call.
+        "wait20": [[("call_x_t", "exec_command", {"cmd": "sleep 20", "yield_time_ms": 30000, **ESCALATE})]],
+        "wait3": [[("call_x_3", "exec_command", {"cmd": "sleep 3", "yield_time_ms": 30000, **ESCALATE})]],
     },
     "gemini": {
         "perm": [[("", "run_shell_command", {"command": "touch approved.txt", "description": "Create a file"})]],

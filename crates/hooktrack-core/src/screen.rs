@@ -13,7 +13,8 @@
 //!   says nothing until one with it was seen;
 //! - it never starts a turn or a dialog and never ends a turn;
 //! - a pane that could not be read is not read again until a row names a pane
-//!   ([`Diag::ScreenUnread`]).
+//!   ([`Diag::ScreenUnread`]); a read the driver gave up waiting for is no such failure,
+//!   only a read not taken (the next is due as usual).
 //!
 //! A replay reads no screen (see `docs/ARCHITECTURE.md` on why a screen read is no row).
 //!
