@@ -1285,7 +1285,7 @@ const CODEX_ASKS: Asks = Asks {
     agent: hooktrack::Agent::Codex,
     asked: |r| r["event"] == "PermissionRequest",
     ended: |r, id| r["event"] == "PostToolUse" && r["payload"]["tool_use_id"] == id,
-    screens: "0.171.0-exec",
+    screens: "0.171.0-session",
 };
 
 /// Gemini CLI 0.61.0's `Notification(ToolPermission)` (its only sign of the dialog) and the
@@ -1296,7 +1296,7 @@ const GEMINI_ASKS: Asks = Asks {
         r["event"] == "Notification" && r["payload"]["notification_type"] == "ToolPermission"
     },
     ended: |r, _| r["event"] == "AfterTool",
-    screens: "0.61.0-shell",
+    screens: "0.61.0-session",
 };
 
 /// `cli`'s program from the npm install, tmux there, or a reported skip.

@@ -374,8 +374,10 @@ mod tracker_tests {
 }
 
 /// Codex's and Gemini CLI's screens as their TUIs drew them in tmux against the tests'
-/// mock (kept in `agents/codex/screens/` and `agents/gemini_cli/screens/`), read by their
-/// descriptors' looks; and Gemini CLI's window, opened by a `Notification`, ended by them.
+/// mock (kept in `agents/codex/screens/` and `agents/gemini_cli/screens/`: `*-exec-*` and
+/// `*-shell-*` the TUI alone, `*-session-*` under `hooktrack session` with its hooks
+/// running, as the end-to-end tests keep them), read by their descriptors' looks; and
+/// Gemini CLI's window, opened by a `Notification`, ended by them.
 #[cfg(test)]
 mod agent_screens {
     use crate::agent::Agent;
@@ -391,6 +393,10 @@ mod agent_screens {
     const CODEX_ANSWERED: &str = include_str!("agents/codex/screens/0.171.0-exec-answered.txt");
     const CODEX_REJECTED: &str = include_str!("agents/codex/screens/0.171.0-exec-rejected.txt");
     const CODEX_IDLE: &str = include_str!("agents/codex/screens/0.171.0-exec-idle.txt");
+    const CODEX_SESSION_DIALOG: &str =
+        include_str!("agents/codex/screens/0.171.0-session-dialog.txt");
+    const CODEX_SESSION_ANSWERED: &str =
+        include_str!("agents/codex/screens/0.171.0-session-answered.txt");
     const GEMINI_DIALOG: &str = include_str!("agents/gemini_cli/screens/0.61.0-shell-dialog.txt");
     const GEMINI_REJECT_DIALOG: &str =
         include_str!("agents/gemini_cli/screens/0.61.0-shell-reject-dialog.txt");
@@ -399,6 +405,10 @@ mod agent_screens {
     const GEMINI_REJECTED: &str =
         include_str!("agents/gemini_cli/screens/0.61.0-shell-rejected.txt");
     const GEMINI_IDLE: &str = include_str!("agents/gemini_cli/screens/0.61.0-shell-idle.txt");
+    const GEMINI_SESSION_DIALOG: &str =
+        include_str!("agents/gemini_cli/screens/0.61.0-session-dialog.txt");
+    const GEMINI_SESSION_ANSWERED: &str =
+        include_str!("agents/gemini_cli/screens/0.61.0-session-answered.txt");
 
     fn screen(agent: Agent) -> Screen {
         agent
@@ -412,8 +422,10 @@ mod agent_screens {
         let codex = screen(Agent::Codex);
         assert!(codex.draws_dialog(CODEX_DIALOG));
         assert!(codex.draws_dialog(CODEX_REJECT_DIALOG));
+        assert!(codex.draws_dialog(CODEX_SESSION_DIALOG));
         // "Yes": the call running; the call's end at the prompt; a rejection.
         assert!(!codex.draws_dialog(CODEX_ANSWERED));
+        assert!(!codex.draws_dialog(CODEX_SESSION_ANSWERED));
         assert!(!codex.draws_dialog(CODEX_IDLE));
         assert!(!codex.draws_dialog(CODEX_REJECTED));
     }
@@ -423,7 +435,9 @@ mod agent_screens {
         let gemini = screen(Agent::GeminiCli);
         assert!(gemini.draws_dialog(GEMINI_DIALOG));
         assert!(gemini.draws_dialog(GEMINI_REJECT_DIALOG));
+        assert!(gemini.draws_dialog(GEMINI_SESSION_DIALOG));
         assert!(!gemini.draws_dialog(GEMINI_ANSWERED));
+        assert!(!gemini.draws_dialog(GEMINI_SESSION_ANSWERED));
         assert!(!gemini.draws_dialog(GEMINI_IDLE));
         assert!(!gemini.draws_dialog(GEMINI_REJECTED));
     }

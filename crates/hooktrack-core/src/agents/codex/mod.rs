@@ -135,7 +135,9 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
 /// approved codex to run …" and the call runs, a rejection "✗ You canceled the request to
 /// run …". The screens are kept beside this file (`screens/`, read by the tests in
 /// `crate::screen`): the dialog, the call running after "Yes", the prompt after the call's
-/// end, a second dialog and its rejection.
+/// end, a second dialog and its rejection (`0.171.0-exec-*`, the TUI alone); the dialog
+/// and the call running under `hooktrack session` (`0.171.0-session-*`, kept by the
+/// end-to-end test).
 pub const SCREEN: Screen = Screen {
     dialog: &[DialogLook {
         text: "Would you like to run the following command?",

@@ -118,7 +118,9 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
 /// once" the box shows the call running, after a rejection "Request cancelled.". The
 /// screens are kept beside this file (`screens/`, read by the tests in `crate::screen`):
 /// the dialog, the call running after "Allow once", the prompt after the call's end, a
-/// second dialog and its rejection.
+/// second dialog and its rejection (`0.61.0-shell-*`, the TUI alone); the dialog and the
+/// call running under `hooktrack session` (`0.61.0-session-*`, kept by the end-to-end
+/// test; a status line then names the hooks it runs).
 pub const SCREEN: Screen = Screen {
     dialog: &[DialogLook {
         text: "Allow execution of",
