@@ -1371,11 +1371,13 @@ fn p50_p99(samples: &mut [i64]) -> (i64, i64) {
 /// end hook (no hook fires on the answer: the pane says it), and `success` at the turn's
 /// end; then `HOOKTRACK_E2E_DIALOGS` (default 0) 3-second calls approved the same way,
 /// timed; then a call rejected with Escape (the screen: `rejected`) ends its turn
-/// interrupted, as before. `wait20` / `wait3`: the mock's call ids.
+/// interrupted, as before. `wait20` / `wait3`: the mock's call ids; `busy`: what the TUI
+/// shows while a turn runs (a prompt typed then may not be taken).
 fn approved_then_rejected(
     tui: &Tui,
     asks: &Asks,
     (wait20, wait3): (&str, &str),
+    busy: &str,
     rejected: &str,
     quit: &str,
 ) {
@@ -1388,7 +1390,8 @@ fn approved_then_rejected(
     let success = |since: i64| {
         watch.wait_line("the turn's success", since, |l| {
             l["phase"] == "ready" && l["posture"]["last_turn"]["result"] == "success"
-        })
+        });
+        tui.wait_screen("the TUI idle", |s| !s.contains(busy));
     };
     let (took, since) = approve(
         tui,
@@ -1443,6 +1446,7 @@ fn codex_0_171_0_tui_approved_dialog_shows_running_before_the_call_ends() {
         &tui,
         &CODEX_ASKS,
         ("call_x_t", "call_x_3"),
+        "esc to interrupt",
         "You canceled the request to run",
         "/quit",
     );
@@ -1455,7 +1459,14 @@ fn gemini_cli_0_61_0_tui_approved_dialog_shows_running_before_the_call_ends() {
     let Some(tui) = gemini_tui() else {
         return;
     };
-    approved_then_rejected(&tui, &GEMINI_ASKS, ("", ""), "Request cancelled.", "/quit");
+    approved_then_rejected(
+        &tui,
+        &GEMINI_ASKS,
+        ("", ""),
+        "esc to cancel",
+        "Request cancelled.",
+        "/quit",
+    );
 }
 
 fn claude_code_2_1_197_tui_permission_answered_no_and_escape_during_a_tool() {
