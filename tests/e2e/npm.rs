@@ -2,7 +2,7 @@
 //! into `target/tmp/e2e-cli` (Claude Code 2.1.332, the newest end of its tested window, into
 //! `target/tmp/e2e-claude-2.1.332`: one package name, two versions), each driven through
 //! `hooktrack session` against `tests/e2e/mock_model.py` on 127.0.0.1 with a scratch HOME;
-//! Claude Code's TUI in tmux on a private socket.
+//! Claude Code's, Codex's and Gemini CLI's TUIs in tmux on a private socket.
 //!
 //! Without its CLI (npm, the registry; tmux for the TUI) a test is reported as ignored
 //! with the reason (`main.rs`); with `HOOKTRACK_E2E_REQUIRE=1` it fails instead.
