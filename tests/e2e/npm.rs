@@ -848,6 +848,27 @@ impl Tui {
         self.keys(&["Enter"]);
     }
 
+    /// [`Tui::prompt`], then Enter again while no row says a turn `started` within a few
+    /// seconds (bounded): Gemini CLI 0.61.0 was seen to keep a prompt typed after a turn in
+    /// its input box, the Enter not taken. A turn's start hook runs before any dialog is
+    /// drawn, so the Enter never answers one.
+    fn submit(&self, text: &str, started: fn(&Value) -> bool) {
+        let count = || self.rows().iter().filter(|r| started(r)).count();
+        let before = count();
+        self.prompt(text);
+        for _ in 0..5 {
+            let pressed = std::time::Instant::now();
+            while pressed.elapsed() < Duration::from_secs(3) {
+                if count() > before {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            self.keys(&["Enter"]);
+        }
+        panic!("no turn started for {text:?}; screen:\n{}", self.screen());
+    }
+
     fn screen(&self) -> String {
         let out = self
             .tmux(&["capture-pane", "-p"])
@@ -1119,6 +1140,8 @@ fn manual_tui(claude: &Path) -> Option<Tui> {
 /// One agent's permission dialog in its TUI, as `approve` answers it.
 struct Asks {
     agent: hooktrack::Agent,
+    /// Whether a hook row says a turn started.
+    started: fn(&Value) -> bool,
     /// Whether a hook row says the dialog opened.
     asked: fn(&Value) -> bool,
     /// Whether a hook row is the end of the call asked about (`id`: its call id, where the
@@ -1146,6 +1169,7 @@ impl Asks {
 /// `PostToolUse`.
 const CLAUDE_ASKS: Asks = Asks {
     agent: hooktrack::Agent::ClaudeCode,
+    started: |r| r["event"] == "UserPromptSubmit",
     asked: |r| r["event"] == "PermissionRequest",
     ended: |r, id| r["event"] == "PostToolUse" && r["payload"]["tool_use_id"] == id,
     screens: "2.1.332-bash",
@@ -1173,7 +1197,7 @@ fn approve(
     let reads = watch.dialog_reads();
     let since = wall_ms();
     let screen = asks.screen();
-    tui.prompt(prompt);
+    tui.submit(prompt, asks.started);
     tui.wait_row("the dialog's hook", |_| {
         tui.rows().iter().filter(|r| (asks.asked)(r)).count() > before
     });
@@ -1283,6 +1307,7 @@ fn claude_code_2_1_332_tui_approved_dialog_shows_running_before_the_call_ends() 
 /// Codex 0.171.0's `PermissionRequest` and the call's `PostToolUse` (by its `tool_use_id`).
 const CODEX_ASKS: Asks = Asks {
     agent: hooktrack::Agent::Codex,
+    started: |r| r["event"] == "UserPromptSubmit",
     asked: |r| r["event"] == "PermissionRequest",
     ended: |r, id| r["event"] == "PostToolUse" && r["payload"]["tool_use_id"] == id,
     screens: "0.171.0-session",
@@ -1292,6 +1317,7 @@ const CODEX_ASKS: Asks = Asks {
 /// call's `AfterTool` (its hooks name no call id: any one).
 const GEMINI_ASKS: Asks = Asks {
     agent: hooktrack::Agent::GeminiCli,
+    started: |r| r["event"] == "BeforeAgent",
     asked: |r| {
         r["event"] == "Notification" && r["payload"]["notification_type"] == "ToolPermission"
     },
@@ -1372,12 +1398,12 @@ fn p50_p99(samples: &mut [i64]) -> (i64, i64) {
 /// end; then `HOOKTRACK_E2E_DIALOGS` (default 0) 3-second calls approved the same way,
 /// timed; then a call rejected with Escape (the screen: `rejected`) ends its turn
 /// interrupted, as before. `wait20` / `wait3`: the mock's call ids; `busy`: what the TUI
-/// shows while a turn runs (a prompt typed then may not be taken).
+/// shows while a turn or its hooks run (an Enter then may not be taken).
 fn approved_then_rejected(
     tui: &Tui,
     asks: &Asks,
     (wait20, wait3): (&str, &str),
-    busy: &str,
+    busy: &[&str],
     rejected: &str,
     quit: &str,
 ) {
@@ -1391,7 +1417,7 @@ fn approved_then_rejected(
         watch.wait_line("the turn's success", since, |l| {
             l["phase"] == "ready" && l["posture"]["last_turn"]["result"] == "success"
         });
-        tui.wait_screen("the TUI idle", |s| !s.contains(busy));
+        tui.wait_screen("the TUI idle", |s| !busy.iter().any(|b| s.contains(b)));
     };
     let (took, since) = approve(
         tui,
@@ -1420,7 +1446,7 @@ fn approved_then_rejected(
         asks.agent,
         samples[n - 1]
     );
-    tui.prompt("Make a file. [[reject]]");
+    tui.submit("Make a file. [[reject]]", asks.started);
     tui.wait_screen("the second dialog", |s| asks.screen().draws_dialog(s));
     tui.keys(&["Escape"]);
     tui.wait_screen("the rejection", |s| s.contains(rejected));
@@ -1446,7 +1472,7 @@ fn codex_0_171_0_tui_approved_dialog_shows_running_before_the_call_ends() {
         &tui,
         &CODEX_ASKS,
         ("call_x_t", "call_x_3"),
-        "esc to interrupt",
+        &["esc to interrupt"],
         "You canceled the request to run",
         "/quit",
     );
@@ -1463,7 +1489,8 @@ fn gemini_cli_0_61_0_tui_approved_dialog_shows_running_before_the_call_ends() {
         &tui,
         &GEMINI_ASKS,
         ("", ""),
-        "esc to cancel",
+        // Seen: an Enter while "Executing Hooks: …" showed after a turn was not taken.
+        &["esc to cancel", "Executing Hooks"],
         "Request cancelled.",
         "/quit",
     );
