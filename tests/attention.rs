@@ -458,6 +458,26 @@ fn claude_row(seq: u64, event: &str, fields: &str) -> String {
     ignore = "needs tmux on PATH (none when the tests were built)"
 )]
 fn a_session_in_a_tmux_pane_ends_a_dialog_once_its_pane_no_longer_draws_it() {
+    dialog_ended_by_its_pane(false);
+}
+
+/// A read of the pane that `tmux` answers too late (a loaded machine: the first
+/// `capture-pane` takes a second, past the reader's wait) is only a read not taken: the
+/// pane is read again and the dialog still ends on screen. Before, a late read lost the
+/// pane until a row named it again, and Codex's and Gemini CLI's dialogs, whose hook is the
+/// last row before the call's end, stayed `blocked` for the whole call.
+#[test]
+#[cfg_attr(
+    not(hooktrack_tmux),
+    ignore = "needs tmux on PATH (none when the tests were built)"
+)]
+fn a_pane_read_answered_late_is_read_again_and_still_ends_the_dialog() {
+    dialog_ended_by_its_pane(true);
+}
+
+/// The case above; with `first_read_late`, the first `capture-pane` waits a second before
+/// it runs.
+fn dialog_ended_by_its_pane(first_read_late: bool) {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path().join("home");
     fs::create_dir_all(&home).expect("mkdir home");
@@ -511,10 +531,19 @@ fn a_session_in_a_tmux_pane_ends_a_dialog_once_its_pane_no_longer_draws_it() {
     )
     .trim()
     .to_owned();
+    let late = dir.path().join("late");
+    let delay = if first_read_late {
+        format!(
+            "case \"$*\" in *capture-pane*) [ -e '{0}' ] || {{ : > '{0}'; sleep 1; }};; esac\n",
+            late.display()
+        )
+    } else {
+        String::new()
+    };
     fs::write(
         wrap.join("tmux"),
         format!(
-            "#!/bin/sh\nout=$('{real}' \"$@\"); rc=$?\nprintf '%s\\n' \"$out\"\n\
+            "#!/bin/sh\n{delay}out=$('{real}' \"$@\"); rc=$?\nprintf '%s\\n' \"$out\"\n\
              case \"$out\" in *'Do you want to proceed?'*) echo drawn >> '{}';; esac\nexit $rc\n",
             reads.display()
         ),
@@ -568,6 +597,7 @@ fn a_session_in_a_tmux_pane_ends_a_dialog_once_its_pane_no_longer_draws_it() {
             .is_ok_and(|r| r.contains("drawn"))
             .then_some(())
     });
+    assert_eq!(late.exists(), first_read_late, "the late read was made");
     server.run(&["send-keys", "-t", &pane, "Enter"]);
     let deadline = Instant::now() + Wake::PATIENCE;
     let answered = loop {

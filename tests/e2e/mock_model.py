@@ -129,6 +129,10 @@ TOOLS = {
     ],
 }
 
+# Codex's `exec_command` arguments that ask to run outside the sandbox: with
+# `-a on-request` its TUI asks the user first.
+ESCALATE = {"sandbox_permissions": "require_escalated", "justification": "Run it outside the sandbox?"}
+
 # More scripts for the TUI recordings, per CLI: `[[perm]]` one shell call that asks for
 # approval, `[[slow]]` a shell call that runs long enough to press Escape, `[[agent]]` a
 # subagent whose own prompt is plain.
@@ -198,6 +202,25 @@ SCRIPTS = {
     # Cline: `[[slow]]` a shell call long enough to press Escape.
     "cline": {
         "slow": [[("call_l_w", "run_commands", {"commands": ["sleep 40"]})]],
+    },
+    # Codex (`exec_command`) and Gemini CLI (`run_shell_command`), in a TUI that asks
+    # before a command: `[[perm]]` / `[[reject]]` a `touch` to approve / reject, `[[wait20]]`
+    # (`[[wait3]]`) a call that asks and then runs 20 s (3 s), so the screen after "Yes"
+    # shows it running long before its end hook.
+    # Codex asks (`-a on-request`) for a call that wants to leave the sandbox.
+    "codex": {
+        "perm": [[("call_x_p", "exec_command", {"cmd": "touch approved.txt", **ESCALATE})]],
+        "reject": [[("call_x_r", "exec_command", {"cmd": "touch rejected.txt", **ESCALATE})]],
+        # Codex hands a command still running after `yield_time_ms` (10 s by default)
+        # back to the model, with no `PostToolUse`: this one waits for the whole call.
+        "wait20": [[("call_x_t", "exec_command", {"cmd": "sleep 20", "yield_time_ms": 30000, **ESCALATE})]],
+        "wait3": [[("call_x_3", "exec_command", {"cmd": "sleep 3", "yield_time_ms": 30000, **ESCALATE})]],
+    },
+    "gemini": {
+        "perm": [[("", "run_shell_command", {"command": "touch approved.txt", "description": "Create a file"})]],
+        "reject": [[("", "run_shell_command", {"command": "touch rejected.txt", "description": "Create a file"})]],
+        "wait20": [[("", "run_shell_command", {"command": "sleep 20", "description": "Wait twenty seconds"})]],
+        "wait3": [[("", "run_shell_command", {"command": "sleep 3", "description": "Wait three seconds"})]],
     },
     # Pi: `[[slow]]` a shell call long enough to press Escape; `[[wait5]]` one long
     # enough to type a prompt while it runs.

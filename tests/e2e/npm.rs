@@ -2,7 +2,7 @@
 //! into `target/tmp/e2e-cli` (Claude Code 2.1.332, the newest end of its tested window, into
 //! `target/tmp/e2e-claude-2.1.332`: one package name, two versions), each driven through
 //! `hooktrack session` against `tests/e2e/mock_model.py` on 127.0.0.1 with a scratch HOME;
-//! Claude Code's TUI in tmux on a private socket.
+//! Claude Code's, Codex's and Gemini CLI's TUIs in tmux on a private socket.
 //!
 //! Without its CLI (npm, the registry; tmux for the TUI) a test is reported as ignored
 //! with the reason (`main.rs`); with `HOOKTRACK_E2E_REQUIRE=1` it fails instead.
@@ -727,7 +727,7 @@ fn claude_code_2_1_332_runs_a_subagent_in_the_background_and_reports_it_in_a_tur
     assert_eq!(run.end["turns"][2]["origin"], "agent", "{}", run.context);
 }
 
-/// Claude Code's TUI in tmux on a private socket, through `hooktrack session`.
+/// An agent's TUI in tmux on a private socket, through `hooktrack session`.
 struct Tui {
     socket: String,
     world: World,
@@ -761,24 +761,44 @@ impl Tui {
             }},
         });
         fs::write(world.home.join(".claude.json"), state.to_string()).expect(".claude.json");
+        let mut env = claude_env(&mock);
+        env.push(("ANTHROPIC_API_KEY", "dummy-key-0123456789".into()));
+        Some(Self::launch(world, mock, "claude", &env, &[claude.into()]))
+    }
+
+    /// Runs `hooktrack session -- ARGV` in a tmux pane (150x45) on a socket of its own, in
+    /// `world`'s work folder with `env` (the later of two same names wins), the hook rows
+    /// landing in the store named `store`.
+    fn launch(
+        world: World,
+        mock: Mock,
+        store: &str,
+        env: &[(&str, OsString)],
+        argv: &[OsString],
+    ) -> Self {
         let output = world.root.with_extension("ndjson");
-        let events = world.root.join("hook-observation/claude/events.ndjson");
-        let quote = |p: &Path| format!("'{}'", p.display());
+        let events = world
+            .root
+            .join(format!("hook-observation/{store}/events.ndjson"));
+        let quote =
+            |p: &std::ffi::OsStr| format!("'{}'", p.to_string_lossy().replace('\'', "'\\''"));
+        let mut exports = format!("export HOME={}", quote(world.home.as_os_str()));
+        for (k, v) in env {
+            exports += &format!(" {k}={}", quote(v));
+        }
+        let agent: Vec<String> = argv.iter().map(|a| quote(a)).collect();
         let script = format!(
             "cd {work} || exit 1\n\
-             export HOME={home} ANTHROPIC_BASE_URL=http://127.0.0.1:{port} \
-             ANTHROPIC_API_KEY=dummy-key-0123456789 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
-             DISABLE_TELEMETRY=1\n\
-             unset CLAUDE_CONFIG_DIR HOOKTRACK_TOKEN HOOKTRACK_DIR HOOKTRACK_URL HOOKTRACK_GENERATION TMUX\n\
-             {hooktrack} session --format ndjson --root {root} --output {output} -- {claude}\n\
+             {exports}\n\
+             unset CLAUDE_CONFIG_DIR CODEX_HOME GEMINI_CLI_HOME HOOKTRACK_TOKEN HOOKTRACK_DIR \
+             HOOKTRACK_URL HOOKTRACK_GENERATION TMUX\n\
+             {hooktrack} session --format ndjson --root {root} --output {output} -- {agent}\n\
              sleep 600\n",
-            work = quote(&world.work),
-            home = quote(&world.home),
-            port = mock.port,
-            hooktrack = quote(Path::new(env!("CARGO_BIN_EXE_hooktrack"))),
-            root = quote(&world.root),
-            output = quote(&output),
-            claude = quote(claude),
+            work = quote(world.work.as_os_str()),
+            hooktrack = quote(Path::new(env!("CARGO_BIN_EXE_hooktrack")).as_os_str()),
+            root = quote(world.root.as_os_str()),
+            output = quote(output.as_os_str()),
+            agent = agent.join(" "),
         );
         let run = world.home.join("run.sh");
         fs::write(&run, script).expect("run.sh");
@@ -794,7 +814,7 @@ impl Tui {
             .arg(&run)
             .status()
             .expect("tmux new-session");
-        Some(tui)
+        tui
     }
 
     fn tmux(&self, args: &[&str]) -> Command {
@@ -826,6 +846,27 @@ impl Tui {
             s.matches(text).count() > before
         });
         self.keys(&["Enter"]);
+    }
+
+    /// [`Tui::prompt`], then Enter again while no row says a turn `started` within a few
+    /// seconds (bounded): Gemini CLI 0.61.0 was seen to keep a prompt typed after a turn in
+    /// its input box, the Enter not taken. A turn's start hook runs before any dialog is
+    /// drawn, so the Enter never answers one.
+    fn submit(&self, text: &str, started: fn(&Value) -> bool) {
+        let count = || self.rows().iter().filter(|r| started(r)).count();
+        let before = count();
+        self.prompt(text);
+        for _ in 0..5 {
+            let pressed = std::time::Instant::now();
+            while pressed.elapsed() < Duration::from_secs(3) {
+                if count() > before {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            self.keys(&["Enter"]);
+        }
+        panic!("no turn started for {text:?}; screen:\n{}", self.screen());
     }
 
     fn screen(&self) -> String {
@@ -881,7 +922,12 @@ impl Tui {
 
     /// `/exit`, then the session's end line.
     fn exit(&self) -> Value {
-        self.prompt("/exit");
+        self.quit("/exit")
+    }
+
+    /// `command` (the agent's own quit), then the session's end line.
+    fn quit(&self, command: &str) -> Value {
+        self.prompt(command);
         wait_for(PATIENCE, "the session's end line", || {
             let text = fs::read_to_string(&self.output).ok()?;
             let last: Value = serde_json::from_str(text.lines().last()?).ok()?;
@@ -974,7 +1020,7 @@ fn reject_then_escape(which: Claude) {
 /// reads the agent's pane while it waits on the user.
 ///
 /// The `tmux` it runs is a wrapper in front of the real one that logs each `capture-pane`
-/// whose text holds Claude Code's dialog: when the watch has seen the dialog drawn.
+/// whose text holds the agent's dialog's look: when the watch has seen the dialog drawn.
 struct Watcher {
     child: std::process::Child,
     output: PathBuf,
@@ -982,7 +1028,7 @@ struct Watcher {
 }
 
 impl Watcher {
-    fn start(tui: &Tui) -> Self {
+    fn start(tui: &Tui, look: &str) -> Self {
         let store = tui.events.parent().expect("the store folder").to_owned();
         let output = tui.world.root.with_extension("watch.ndjson");
         let errors = tui.world.root.with_extension("watch.err");
@@ -1002,7 +1048,7 @@ impl Watcher {
             &wrap.join("tmux"),
             &format!(
                 "#!/bin/sh\nout=$('{real}' \"$@\"); rc=$?\nprintf '%s\\n' \"$out\"\n\
-                 case \"$out\" in *'{DIALOG}'*) echo drawn >> '{}';; esac\nexit $rc\n",
+                 case \"$out\" in *'{look}'*) echo drawn >> '{}';; esac\nexit $rc\n",
                 reads.display()
             ),
         );
@@ -1072,9 +1118,6 @@ fn wall_ms() -> i64 {
     hooktrack::wall_clock().as_millis()
 }
 
-/// Claude Code 2.1.332's permission dialog's line (its descriptor's look).
-const DIALOG: &str = "Do you want to proceed?";
-
 /// Claude Code 2.1.332's TUI in manual mode (every shell call asks), at its prompt.
 fn manual_tui(claude: &Path) -> Option<Tui> {
     let tui = Tui::start(
@@ -1094,34 +1137,73 @@ fn manual_tui(claude: &Path) -> Option<Tui> {
     Some(tui)
 }
 
-/// Prompts for the call `tool_use_id` that asks, answers its dialog "Yes" as a person does
-/// (the dialog drawn, the watch showing it blocked and having read it drawn), and returns how
-/// long after the answer the watch showed the agent running (ms) and when (ms), having
-/// checked that it
-/// did before the call's `PostToolUse`, and that the dialog was on screen as the
-/// descriptor says (its screen kept in `screens` the first time).
+/// One agent's permission dialog in its TUI, as `approve` answers it.
+struct Asks {
+    agent: hooktrack::Agent,
+    /// Whether a hook row says a turn started.
+    started: fn(&Value) -> bool,
+    /// Whether a hook row says the dialog opened.
+    asked: fn(&Value) -> bool,
+    /// Whether a hook row is the end of the call asked about (`id`: its call id, where the
+    /// agent's hooks name one).
+    ended: fn(&Value, &str) -> bool,
+    /// The kept screens' names: `<version>-<what>` (`-dialog.txt`, `-answered.txt`).
+    screens: &'static str,
+}
+
+impl Asks {
+    fn screen(&self) -> hooktrack::agents::Screen {
+        self.agent
+            .descriptor()
+            .screen
+            .unwrap_or_else(|| panic!("{:?}'s screen is read", self.agent))
+    }
+
+    /// The look the watch's tmux wrapper logs a read for.
+    fn look(&self) -> &'static str {
+        self.screen().dialog[0].text
+    }
+}
+
+/// Claude Code 2.1.332's `PermissionRequest` (it names no call id: any one counts) and
+/// `PostToolUse`.
+const CLAUDE_ASKS: Asks = Asks {
+    agent: hooktrack::Agent::ClaudeCode,
+    started: |r| r["event"] == "UserPromptSubmit",
+    asked: |r| r["event"] == "PermissionRequest",
+    ended: |r, id| r["event"] == "PostToolUse" && r["payload"]["tool_use_id"] == id,
+    screens: "2.1.332-bash",
+};
+
+/// Prompts for the call `id` that asks, answers its dialog "Yes" as a person does (the
+/// dialog drawn, the watch showing it blocked and having read it drawn; Enter on the
+/// preselected "Yes"), and returns how long after the answer the watch showed the agent
+/// running (ms) and when (ms), having checked that it did before the call's end hook, and
+/// that the dialog was on screen as the descriptor says (its screens kept in `keep` the
+/// first time).
 fn approve(
     tui: &Tui,
     watch: &Watcher,
+    asks: &Asks,
     prompt: &str,
-    tool_use_id: &str,
+    id: &str,
     keep: Option<&Path>,
 ) -> (i64, i64) {
-    // Claude Code's PermissionRequest names no call id: any one counts.
-    let asked = |r: &Value| r["event"] == "PermissionRequest";
-    let before = tui.rows().iter().filter(|r| asked(r)).count();
+    let before = tui.rows().iter().filter(|r| (asks.asked)(r)).count();
+    // A call id may come back in a later prompt (the mock's scripts): this call's end is
+    // the first end hook after those already there.
+    let ends = |rows: &[Value]| rows.iter().filter(|r| (asks.ended)(r, id)).count();
+    let ended_before = ends(&tui.rows());
     let reads = watch.dialog_reads();
     let since = wall_ms();
-    tui.prompt(prompt);
-    tui.wait_row("the PermissionRequest", |_| {
-        tui.rows().iter().filter(|r| asked(r)).count() > before
+    let screen = asks.screen();
+    tui.submit(prompt, asks.started);
+    tui.wait_row("the dialog's hook", |_| {
+        tui.rows().iter().filter(|r| (asks.asked)(r)).count() > before
     });
-    let dialog = tui.wait_screen("the dialog", |s| s.contains("Do you want to proceed?"));
+    let dialog = tui.wait_screen("the dialog", |s| s.contains(asks.look()));
     assert!(
-        hooktrack::Agent::ClaudeCode
-            .descriptor()
-            .screen
-            .is_some_and(|screen| screen.draws_dialog(&dialog)),
+        screen.draws_dialog(&dialog),
         "the descriptor does not know this dialog:\n{dialog}"
     );
     watch.wait_line("the watch showing the dialog", since, |l| {
@@ -1133,16 +1215,24 @@ fn approve(
         (watch.dialog_reads() > reads).then_some(())
     });
     // An Enter right after the dialog appeared was once not taken (the keystroke bench):
-    // Enter again while the dialog stays drawn for a second; the answer is the one that took.
+    // Enter again while the dialog stays drawn for a second and the watch still shows it;
+    // the answer is the one that took (on a loaded machine the watch may see the dialog
+    // gone before this pane's next capture does: then that Enter took).
     let mut answered_at = 0;
     for _ in 0..5 {
         answered_at = wall_ms();
         tui.keys(&["Enter"]);
         let pressed = std::time::Instant::now();
-        while tui.screen().contains(DIALOG) && pressed.elapsed() < Duration::from_secs(1) {
+        let taken = || {
+            !screen.draws_dialog(&tui.screen())
+                || watch.lines().iter().any(|l| {
+                    at_ms(&l["at"]).is_some_and(|at| at >= answered_at) && l["phase"] != "blocked"
+                })
+        };
+        while !taken() && pressed.elapsed() < Duration::from_secs(1) {
             std::thread::sleep(Duration::from_millis(20));
         }
-        if !tui.screen().contains(DIALOG) {
+        if taken() {
             break;
         }
     }
@@ -1150,27 +1240,27 @@ fn approve(
         l["phase"] != "blocked"
     });
     if let Some(dir) = keep {
-        fs::write(dir.join("2.1.332-bash-dialog.txt"), &dialog).expect("keep the dialog");
-        let after = tui.wait_screen("the call running", |s| {
-            !s.contains("Do you want to proceed?")
-        });
-        fs::write(dir.join("2.1.332-bash-answered.txt"), after).expect("keep the screen");
+        let name = |what: &str| dir.join(format!("{}-{what}.txt", asks.screens));
+        fs::write(name("dialog"), &dialog).expect("keep the dialog");
+        let after = tui.wait_screen("the call running", |s| !screen.draws_dialog(s));
+        fs::write(name("answered"), after).expect("keep the screen");
     }
     let running_at = at_ms(&running["at"]).expect("the line's time");
-    let rows = tui.wait_row("the call's PostToolUse", |r| {
-        r["event"] == "PostToolUse" && r["payload"]["tool_use_id"] == tool_use_id
+    let finished = wait_for(PATIENCE, "the call's end hook", || {
+        let rows = tui.rows();
+        (ends(&rows) > ended_before).then(|| {
+            rows.iter()
+                .filter(|r| (asks.ended)(r, id))
+                .nth(ended_before)
+                .and_then(|r| at_ms(&r["received_at"]))
+                .expect("the end hook's time")
+        })
     });
-    let finished = rows
-        .iter()
-        .rev()
-        .find(|r| r["event"] == "PostToolUse" && r["payload"]["tool_use_id"] == tool_use_id)
-        .and_then(|r| at_ms(&r["received_at"]))
-        .expect("the PostToolUse's time");
     assert_eq!(running["phase"], "active", "{running}");
     assert!(
         running_at < finished,
-        "the watch showed the agent running only with its PostToolUse ({running_at} ms, the \
-         call finished at {finished} ms): the pane was not read as answered\n{running}"
+        "the watch showed the agent running only with the call's end hook ({running_at} ms, \
+         the call finished at {finished} ms): the pane was not read as answered\n{running}"
     );
     (running_at - answered_at, running_at)
 }
@@ -1186,11 +1276,12 @@ fn claude_code_2_1_332_tui_approved_dialog_shows_running_before_the_call_ends() 
         return;
     };
     tui.wait_row("the SessionStart", |r| r["event"] == "SessionStart");
-    let watch = Watcher::start(&tui);
+    let watch = Watcher::start(&tui, CLAUDE_ASKS.look());
     let keep = std::env::var_os("HOOKTRACK_E2E_SCREENS").map(PathBuf::from);
     let (took, since) = approve(
         &tui,
         &watch,
+        &CLAUDE_ASKS,
         "Wait. [[wait20]]",
         "toolu_mock_t",
         keep.as_deref(),
@@ -1211,6 +1302,198 @@ fn claude_code_2_1_332_tui_approved_dialog_shows_running_before_the_call_ends() 
         tui.screen()
     );
     assert_eq!(end["turns"][1]["ended_by"], "transcript", "{end}");
+}
+
+/// Codex 0.171.0's `PermissionRequest` and the call's `PostToolUse` (by its `tool_use_id`).
+const CODEX_ASKS: Asks = Asks {
+    agent: hooktrack::Agent::Codex,
+    started: |r| r["event"] == "UserPromptSubmit",
+    asked: |r| r["event"] == "PermissionRequest",
+    ended: |r, id| r["event"] == "PostToolUse" && r["payload"]["tool_use_id"] == id,
+    screens: "0.171.0-session",
+};
+
+/// Gemini CLI 0.61.0's `Notification(ToolPermission)` (its only sign of the dialog) and the
+/// call's `AfterTool` (its hooks name no call id: any one).
+const GEMINI_ASKS: Asks = Asks {
+    agent: hooktrack::Agent::GeminiCli,
+    started: |r| r["event"] == "BeforeAgent",
+    asked: |r| {
+        r["event"] == "Notification" && r["payload"]["notification_type"] == "ToolPermission"
+    },
+    ended: |r, _| r["event"] == "AfterTool",
+    screens: "0.61.0-session",
+};
+
+/// `cli`'s program from the npm install, tmux there, or a reported skip.
+fn npm_tui_or_skip(cli: &str, label: &str) -> Option<PathBuf> {
+    if let Err(e) = Command::new("tmux").arg("-V").output() {
+        skip(&format!("{label} in tmux"), &format!("no tmux: {e}"));
+        return None;
+    }
+    match npm_bin() {
+        Ok(bin) => Some(bin.join(cli)),
+        Err(reason) => {
+            skip(label, &reason);
+            None
+        }
+    }
+}
+
+/// Codex 0.171.0's TUI asking before a command that leaves the sandbox (`-a on-request`),
+/// its hooks run untrusted (`--dangerously-bypass-hook-trust`), at its prompt.
+fn codex_tui() -> Option<Tui> {
+    let codex = npm_tui_or_skip("codex", "codex 0.171.0")?;
+    let mock = Mock::start(&python());
+    let world = World::new();
+    let home = codex_home(&world, &mock);
+    // The notices it shows once, seen: the screen-reader probe, a newer model's announcement.
+    let mut config = fs::read_to_string(home.join("config.toml")).expect("config.toml");
+    config += "\n[tui]\nscreen_reader_detection_done = true\n\n\
+               [notice.model_migrations]\n\"gpt-5.5\" = \"gpt-6-sol\"\n";
+    fs::write(home.join("config.toml"), config).expect("config.toml");
+    let argv = [
+        codex.into_os_string(),
+        "--dangerously-bypass-hook-trust".into(),
+        "-a".into(),
+        "on-request".into(),
+    ];
+    let tui = Tui::launch(
+        world,
+        mock,
+        "codex",
+        &[("MOCK_API_KEY", "dummy".into())],
+        &argv,
+    );
+    tui.wait_screen("the prompt", |s| s.contains("Ask Codex to do anything"));
+    Some(tui)
+}
+
+/// Gemini CLI 0.61.0's TUI in its default approval mode (it asks before a shell call), the
+/// folder's trust skipped, at its prompt.
+fn gemini_tui() -> Option<Tui> {
+    let gemini = npm_tui_or_skip("gemini", "gemini-cli 0.61.0")?;
+    let mock = Mock::start(&python());
+    let world = World::new();
+    gemini_settings(&world, true);
+    let env = gemini_env(&mock);
+    let argv = os(&["-m", "gemini-2.5-flash", "--skip-trust"]);
+    let argv: Vec<OsString> = std::iter::once(gemini.into_os_string())
+        .chain(argv)
+        .collect();
+    let tui = Tui::launch(world, mock, "gemini", &env, &argv);
+    tui.wait_screen("the prompt", |s| s.contains("Type your message"));
+    Some(tui)
+}
+
+/// p50 and p99 (nearest rank) of `samples`, sorted in place.
+fn p50_p99(samples: &mut [i64]) -> (i64, i64) {
+    samples.sort_unstable();
+    let rank = |p: usize| samples[(samples.len() * p).div_ceil(100).max(1) - 1];
+    (rank(50), rank(99))
+}
+
+/// A 20-second call approved in `asks`'s dialog shows the agent running before the call's
+/// end hook (no hook fires on the answer: the pane says it), and `success` at the turn's
+/// end; then `HOOKTRACK_E2E_DIALOGS` (default 0) 3-second calls approved the same way,
+/// timed; then a call rejected with Escape (the screen: `rejected`) ends its turn
+/// interrupted, as before. `wait20` / `wait3`: the mock's call ids; `busy`: what the TUI
+/// shows while a turn or its hooks run (an Enter then may not be taken).
+fn approved_then_rejected(
+    tui: &Tui,
+    asks: &Asks,
+    (wait20, wait3): (&str, &str),
+    busy: &[&str],
+    rejected: &str,
+    quit: &str,
+) {
+    let store = tui.events.parent().expect("the store folder").to_owned();
+    wait_for(PATIENCE, "the session's store", || {
+        store.is_dir().then_some(())
+    });
+    let watch = Watcher::start(tui, asks.look());
+    let keep = std::env::var_os("HOOKTRACK_E2E_SCREENS").map(PathBuf::from);
+    let success = |since: i64| {
+        watch.wait_line("the turn's success", since, |l| {
+            l["phase"] == "ready" && l["posture"]["last_turn"]["result"] == "success"
+        });
+        tui.wait_screen("the TUI idle", |s| !busy.iter().any(|b| s.contains(b)));
+    };
+    let (took, since) = approve(
+        tui,
+        &watch,
+        asks,
+        "Wait. [[wait20]]",
+        wait20,
+        keep.as_deref(),
+    );
+    eprintln!("answer to running: {took} ms");
+    success(since);
+    let tries: usize = std::env::var("HOOKTRACK_E2E_DIALOGS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let mut samples = vec![took];
+    for _ in 0..tries {
+        let (took, since) = approve(tui, &watch, asks, "Wait. [[wait3]]", wait3, None);
+        samples.push(took);
+        success(since);
+    }
+    let n = samples.len();
+    let (p50, p99) = p50_p99(&mut samples);
+    eprintln!(
+        "{:?}: answer to running over {n} dialogs: p50 {p50} ms, p99 {p99} ms, max {} ms",
+        asks.agent,
+        samples[n - 1]
+    );
+    tui.submit("Make a file. [[reject]]", asks.started);
+    tui.wait_screen("the second dialog", |s| asks.screen().draws_dialog(s));
+    tui.keys(&["Escape"]);
+    tui.wait_screen("the rejection", |s| s.contains(rejected));
+    let end = tui.quit(quit);
+    let mut expected = vec!["main success 1"; 1 + tries];
+    expected.push("main interrupted 1");
+    assert_eq!(
+        ledger(&end["turns"]),
+        expected,
+        "{end}\nscreen:\n{}",
+        tui.screen()
+    );
+}
+
+/// Codex 0.171.0: "Yes" in its command approval shows the agent running from the pane (no
+/// hook fires on the answer, `PostToolUse` only 20 s later); Escape on the next one ("✗ You
+/// canceled the request to run …") ends its turn interrupted.
+fn codex_0_171_0_tui_approved_dialog_shows_running_before_the_call_ends() {
+    let Some(tui) = codex_tui() else {
+        return;
+    };
+    approved_then_rejected(
+        &tui,
+        &CODEX_ASKS,
+        ("call_x_t", "call_x_3"),
+        &["esc to interrupt"],
+        "You canceled the request to run",
+        "/quit",
+    );
+}
+
+/// Gemini CLI 0.61.0: "Allow once" shows the agent running from the pane (its only hook,
+/// `Notification(ToolPermission)`, opened the window; `AfterTool` comes 20 s later); Escape
+/// on the next one ("Request cancelled.") ends its turn interrupted.
+fn gemini_cli_0_61_0_tui_approved_dialog_shows_running_before_the_call_ends() {
+    let Some(tui) = gemini_tui() else {
+        return;
+    };
+    approved_then_rejected(
+        &tui,
+        &GEMINI_ASKS,
+        ("", ""),
+        // Seen: an Enter while "Executing Hooks: …" showed after a turn was not taken.
+        &["esc to cancel", "Executing Hooks"],
+        "Request cancelled.",
+        "/quit",
+    );
 }
 
 fn claude_code_2_1_197_tui_permission_answered_no_and_escape_during_a_tool() {
@@ -1269,5 +1552,7 @@ pub(crate) fn tests() -> Vec<crate::E2e> {
         e2e!(claude_code_2_1_332_tui_permission_answered_no_and_escape_during_a_tool, [ClaudeNewest, Tmux]),
         e2e!(claude_code_2_1_332_auto_mode_dialog_fires_only_a_notification, [ClaudeNewest, Tmux]),
         e2e!(claude_code_2_1_332_tui_approved_dialog_shows_running_before_the_call_ends, [ClaudeNewest, Tmux]),
+        e2e!(codex_0_171_0_tui_approved_dialog_shows_running_before_the_call_ends, [NpmClis, Tmux]),
+        e2e!(gemini_cli_0_61_0_tui_approved_dialog_shows_running_before_the_call_ends, [NpmClis, Tmux]),
     ]
 }

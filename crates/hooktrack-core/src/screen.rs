@@ -13,7 +13,8 @@
 //!   says nothing until one with it was seen;
 //! - it never starts a turn or a dialog and never ends a turn;
 //! - a pane that could not be read is not read again until a row names a pane
-//!   ([`Diag::ScreenUnread`]).
+//!   ([`Diag::ScreenUnread`]); a read the driver gave up waiting for is no such failure,
+//!   only a read not taken (the next is due as usual).
 //!
 //! A replay reads no screen (see `docs/ARCHITECTURE.md` on why a screen read is no row).
 //!
@@ -369,5 +370,196 @@ mod tracker_tests {
         assert_eq!(asked(&mut live, at(5)), []);
         assert_eq!(live.pipeline().diagnostics().count(Diag::ScreenUnread), 1);
         assert_eq!(live.pipeline().posture().turn.phase, Phase::Blocked);
+    }
+}
+
+/// Codex's and Gemini CLI's screens as their TUIs drew them in tmux against the tests'
+/// mock (kept in `agents/codex/screens/` and `agents/gemini_cli/screens/`: `*-exec-*` and
+/// `*-shell-*` the TUI alone, `*-session-*` under `hooktrack session` with its hooks
+/// running, as the end-to-end tests keep them), read by their descriptors' looks; and
+/// Gemini CLI's window, opened by a `Notification`, ended by them.
+#[cfg(test)]
+mod agent_screens {
+    use crate::agent::Agent;
+    use crate::agents::Screen;
+    use crate::diagnostics::Diag;
+    use crate::posture::{Phase, TurnResult};
+    use crate::time::Timestamp;
+    use crate::tracker::{FedLine, Tracker, TrackerConfig};
+
+    const CODEX_DIALOG: &str = include_str!("agents/codex/screens/0.171.0-exec-dialog.txt");
+    const CODEX_REJECT_DIALOG: &str =
+        include_str!("agents/codex/screens/0.171.0-exec-reject-dialog.txt");
+    const CODEX_ANSWERED: &str = include_str!("agents/codex/screens/0.171.0-exec-answered.txt");
+    const CODEX_REJECTED: &str = include_str!("agents/codex/screens/0.171.0-exec-rejected.txt");
+    const CODEX_IDLE: &str = include_str!("agents/codex/screens/0.171.0-exec-idle.txt");
+    const CODEX_SESSION_DIALOG: &str =
+        include_str!("agents/codex/screens/0.171.0-session-dialog.txt");
+    const CODEX_SESSION_ANSWERED: &str =
+        include_str!("agents/codex/screens/0.171.0-session-answered.txt");
+    const GEMINI_DIALOG: &str = include_str!("agents/gemini_cli/screens/0.61.0-shell-dialog.txt");
+    const GEMINI_REJECT_DIALOG: &str =
+        include_str!("agents/gemini_cli/screens/0.61.0-shell-reject-dialog.txt");
+    const GEMINI_ANSWERED: &str =
+        include_str!("agents/gemini_cli/screens/0.61.0-shell-answered.txt");
+    const GEMINI_REJECTED: &str =
+        include_str!("agents/gemini_cli/screens/0.61.0-shell-rejected.txt");
+    const GEMINI_IDLE: &str = include_str!("agents/gemini_cli/screens/0.61.0-shell-idle.txt");
+    const GEMINI_SESSION_DIALOG: &str =
+        include_str!("agents/gemini_cli/screens/0.61.0-session-dialog.txt");
+    const GEMINI_SESSION_ANSWERED: &str =
+        include_str!("agents/gemini_cli/screens/0.61.0-session-answered.txt");
+
+    fn screen(agent: Agent) -> Screen {
+        agent
+            .descriptor()
+            .screen
+            .unwrap_or_else(|| panic!("{agent:?}'s screen is read"))
+    }
+
+    #[test]
+    fn codex_0_171_0_draws_its_command_dialog_and_not_the_screens_after_the_answer() {
+        let codex = screen(Agent::Codex);
+        assert!(codex.draws_dialog(CODEX_DIALOG));
+        assert!(codex.draws_dialog(CODEX_REJECT_DIALOG));
+        assert!(codex.draws_dialog(CODEX_SESSION_DIALOG));
+        // "Yes": the call running; the call's end at the prompt; a rejection.
+        assert!(!codex.draws_dialog(CODEX_ANSWERED));
+        assert!(!codex.draws_dialog(CODEX_SESSION_ANSWERED));
+        assert!(!codex.draws_dialog(CODEX_IDLE));
+        assert!(!codex.draws_dialog(CODEX_REJECTED));
+    }
+
+    #[test]
+    fn gemini_cli_0_61_0_draws_its_shell_confirmation_and_not_the_screens_after_the_answer() {
+        let gemini = screen(Agent::GeminiCli);
+        assert!(gemini.draws_dialog(GEMINI_DIALOG));
+        assert!(gemini.draws_dialog(GEMINI_REJECT_DIALOG));
+        assert!(gemini.draws_dialog(GEMINI_SESSION_DIALOG));
+        assert!(!gemini.draws_dialog(GEMINI_ANSWERED));
+        assert!(!gemini.draws_dialog(GEMINI_SESSION_ANSWERED));
+        assert!(!gemini.draws_dialog(GEMINI_IDLE));
+        assert!(!gemini.draws_dialog(GEMINI_REJECTED));
+    }
+
+    /// A screen whose prompt echo (behind the TUI's own prompt mark) or reply (behind its
+    /// bullet) holds the dialog's words draws no dialog: the screens above with the line
+    /// typed or answered in place of the dialog.
+    #[test]
+    fn a_dialogs_words_in_a_prompt_echo_or_a_reply_are_no_dialog() {
+        let cases = [
+            (Agent::Codex, CODEX_IDLE, "› Wait. [[wait20]]", "› "),
+            (
+                Agent::Codex,
+                CODEX_IDLE,
+                "• The file holds two lines. Done.",
+                "• ",
+            ),
+            (Agent::GeminiCli, GEMINI_IDLE, " > Wait. [[wait20]]", " > "),
+            (
+                Agent::GeminiCli,
+                GEMINI_IDLE,
+                "✦ The file holds two lines. Done.",
+                "✦ ",
+            ),
+        ];
+        for (agent, idle, line, mark) in cases {
+            assert!(idle.contains(line), "{agent:?}: {line:?} is on the screen");
+            let look = screen(agent).dialog[0].text;
+            let typed = idle.replace(line, &format!("{mark}{look}"));
+            assert!(typed.contains(look));
+            assert!(!screen(agent).draws_dialog(&typed), "{agent:?}:\n{typed}");
+        }
+    }
+
+    /// A Gemini CLI 0.61.0 row at second `at` from pane `%3`.
+    fn row(event: &str, at: u32, extra: &str) -> String {
+        format!(
+            r#"{{"v":1,"provider":"gemini","received_at":"2026-01-01T00:00:{at:02}.000Z","event":"{event}","tmux_pane":"%3","payload":{{"hook_event_name":"{event}","session_id":"s","transcript_path":"/t/session-s.jsonl","cwd":"/w","timestamp":"2026-01-01T00:00:{at:02}.000Z"{extra}}}}}"#
+        )
+    }
+
+    const CALL: &str = r#","tool_name":"run_shell_command","tool_input":{"command":"sleep 20","description":"Wait twenty seconds"}"#;
+
+    fn feed(tracker: &mut Tracker, first: u64, lines: &[String]) {
+        let mut sink = |_: FedLine<'_, '_>| Ok::<(), ()>(());
+        for (i, line) in lines.iter().enumerate() {
+            let mut row = crate::row::parse_line(line.as_bytes()).expect("a row");
+            tracker
+                .feed_hook(first + i as u64, Ok(&mut row), false, &mut sink)
+                .expect("fed");
+        }
+    }
+
+    fn at(second: i64) -> Timestamp {
+        Timestamp::from_millis(1_767_225_600_000 + second * 1_000)
+    }
+
+    fn read(tracker: &mut Tracker, text: &str, second: i64) {
+        let mut sink = |_: FedLine<'_, '_>| Ok::<(), ()>(());
+        tracker
+            .screen_read(0, text, at(second), &mut sink)
+            .expect("read");
+    }
+
+    /// Gemini CLI's only sign of its dialog is `Notification(ToolPermission)`: the window
+    /// it opens ends once the confirmation seen drawn is gone, and the call's `AfterTool`
+    /// and the turn's `AfterAgent` then end as before.
+    #[test]
+    fn gemini_cli_confirmation_seen_drawn_then_gone_ends_its_notifications_window() {
+        let mut tracker = Tracker::new(TrackerConfig {
+            read_screens: true,
+            ..TrackerConfig::default()
+        });
+        feed(
+            &mut tracker,
+            1,
+            &[
+                row("SessionStart", 1, r#","source":"startup""#),
+                row("BeforeAgent", 2, r#","prompt":"Wait. [[wait20]]""#),
+                row("BeforeTool", 3, CALL),
+                row(
+                    "Notification",
+                    3,
+                    r#","notification_type":"ToolPermission","message":"Tool Confirm Shell Command requires execution","details":{"type":"exec","title":"Confirm Shell Command","command":"sleep 20","rootCommand":"sleep"}"#,
+                ),
+            ],
+        );
+        assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
+        tracker.ask_screens(at(4));
+        let reads = tracker
+            .take_requests()
+            .into_iter()
+            .filter(|r| matches!(r, crate::follow::Request::ReadScreen { .. }))
+            .count();
+        assert_eq!(reads, 1, "the pane is read");
+        read(&mut tracker, GEMINI_DIALOG, 4);
+        assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
+        read(&mut tracker, GEMINI_ANSWERED, 5);
+        let pipeline = tracker.pipeline();
+        assert_eq!(pipeline.posture().turn.phase, Phase::Active);
+        assert_eq!(
+            pipeline.diagnostics().count(Diag::DialogAnsweredOnScreen),
+            1
+        );
+        feed(
+            &mut tracker,
+            5,
+            &[
+                row(
+                    "AfterTool",
+                    25,
+                    &format!(r#"{CALL},"tool_response":{{"llmContent":"ok"}}"#),
+                ),
+                row(
+                    "AfterAgent",
+                    26,
+                    r#","prompt":"Wait. [[wait20]]","prompt_response":"Done.","stop_hook_active":false"#,
+                ),
+            ],
+        );
+        let pipeline = tracker.pipeline();
+        assert_eq!(pipeline.posture().turn.phase, Phase::Ready);
+        assert_eq!(pipeline.posture().last_turn.result, TurnResult::Success);
     }
 }

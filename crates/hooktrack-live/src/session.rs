@@ -34,6 +34,7 @@ use std::time::SystemTime;
 
 use crate::follow::find_session_file;
 use crate::process::ProcessWatch;
+use crate::screen::ScreenError;
 pub use crate::screen::TmuxServer;
 use crate::tail::{Checkpoint, Prefix, Tailer};
 use hooktrack_core::agents::SessionFile;
@@ -542,8 +543,14 @@ impl Session {
                     });
                 }
                 Request::ReadScreen { session, pane } => {
-                    let text = self.tmux.as_ref().and_then(|t| t.capture(&pane).ok());
-                    self.screens.push((session, text));
+                    match self.tmux.as_ref().map(|t| t.capture(&pane)) {
+                        // Late is not gone (a loaded machine): this read is not taken, the
+                        // next is due as usual. A window whose hook is the last row (Codex's
+                        // `PermissionRequest`, Gemini CLI's `Notification`) would otherwise
+                        // lose its pane until its call's end.
+                        Some(Err(ScreenError::Timeout)) => {}
+                        read => self.screens.push((session, read.and_then(Result::ok))),
+                    }
                 }
             }
         }

@@ -124,7 +124,8 @@ impl Descriptor {
 /// never a wrong one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Screen {
-    /// A dialog is drawn while a line of the screen holds one of these texts.
+    /// A dialog is drawn while a line of the screen begins with one of these texts, past
+    /// its indent and a box's border (`│`).
     pub dialog: &'static [DialogLook],
 }
 
@@ -137,11 +138,15 @@ pub struct DialogLook {
 }
 
 impl Screen {
-    /// Whether `screen` (a pane's text) draws one of the agent's dialogs.
+    /// Whether `screen` (a pane's text) draws one of the agent's dialogs: a line that,
+    /// past its indent and a box's border, begins with one of the looks. The same words in
+    /// a prompt echoed (behind the prompt's mark) or in a reply (behind the agent's bullet)
+    /// are no dialog.
     pub fn draws_dialog(&self, screen: &str) -> bool {
-        screen
-            .lines()
-            .any(|line| self.dialog.iter().any(|look| line.contains(look.text)))
+        screen.lines().any(|line| {
+            let line = line.trim_start_matches(|c: char| c.is_whitespace() || c == '│');
+            self.dialog.iter().any(|look| line.starts_with(look.text))
+        })
     }
 }
 

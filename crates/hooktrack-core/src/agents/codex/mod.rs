@@ -7,8 +7,8 @@ pub(crate) mod transcript;
 
 use super::claude_code::PROMPT_TO_STOP;
 use super::{
-    ArgumentField, Descriptor, DetectRule, EntrySchema, FeatureSwitches, Headless, HookTrust,
-    InstallFacts, PreflightFacts, Strictness, TimeoutUnit, Transcript, Versions,
+    ArgumentField, Descriptor, DetectRule, DialogLook, EntrySchema, FeatureSwitches, Headless,
+    HookTrust, InstallFacts, PreflightFacts, Screen, Strictness, TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::event::TurnId;
@@ -127,8 +127,23 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         events_since: &[],
     },
     plugin: None,
-    screen: None,
+    screen: Some(SCREEN),
     tool_arguments: TOOL_ARGUMENTS,
+};
+
+/// Codex's approval dialog for a command, as its TUI draws it (`-a on-request`, a command
+/// that asks to leave the sandbox). No hook fires on the answer: "Yes" shows "✔ You
+/// approved codex to run …" and the call runs, a rejection "✗ You canceled the request to
+/// run …". The screens are kept beside this file (`screens/`, read by the tests in
+/// `crate::screen`): the dialog, the call running after "Yes", the prompt after the call's
+/// end, a second dialog and its rejection (`0.171.0-exec-*`, the TUI alone); the dialog
+/// and the call running under `hooktrack session` (`0.171.0-session-*`, kept by the
+/// end-to-end test).
+pub const SCREEN: Screen = Screen {
+    dialog: &[DialogLook {
+        text: "Would you like to run the following command?",
+        seen_in: "0.171.0, a command's approval dialog (screens/0.171.0-exec-dialog.txt)",
+    }],
 };
 
 /// What Codex's tools act on, as its hooks name them (0.171.0's recordings: `Bash` with

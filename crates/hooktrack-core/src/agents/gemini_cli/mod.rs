@@ -7,8 +7,9 @@ pub(crate) mod transcript;
 
 use super::claude_code::PROMPT_TO_STOP;
 use super::{
-    ArgumentField, COMMON_SCHEMA, Descriptor, DetectRule, FolderTrust, Headless, InstallFacts,
-    OffSwitch, PreflightFacts, RequiredSetting, Strictness, TimeoutUnit, Transcript, Versions,
+    ArgumentField, COMMON_SCHEMA, Descriptor, DetectRule, DialogLook, FolderTrust, Headless,
+    InstallFacts, OffSwitch, PreflightFacts, RequiredSetting, Screen, Strictness, TimeoutUnit,
+    Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::provider::Capabilities;
@@ -108,8 +109,24 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         events_since: &[],
     },
     plugin: None,
-    screen: None,
+    screen: Some(SCREEN),
     tool_arguments: TOOL_ARGUMENTS,
+};
+
+/// Gemini CLI's confirmation of a shell call, as its TUI draws it (the default approval
+/// mode), in a box: "Allow execution of [Shell]?", then "1. Allow once", "2. Allow for this
+/// session", "3. No, suggest changes (esc)". No hook fires on the answer: after "Allow
+/// once" the box shows the call running, after a rejection "Request cancelled.". The
+/// screens are kept beside this file (`screens/`, read by the tests in `crate::screen`):
+/// the dialog, the call running after "Allow once", the prompt after the call's end, a
+/// second dialog and its rejection (`0.61.0-shell-*`, the TUI alone); the dialog and the
+/// call running under `hooktrack session` (`0.61.0-session-*`, kept by the end-to-end
+/// test; a status line then names the hooks it runs).
+pub const SCREEN: Screen = Screen {
+    dialog: &[DialogLook {
+        text: "Allow execution of",
+        seen_in: "0.61.0, a shell call's confirmation (screens/0.61.0-shell-dialog.txt)",
+    }],
 };
 
 /// What Gemini CLI's tools act on (0.61.0's recordings: `run_shell_command`'s `command`,
