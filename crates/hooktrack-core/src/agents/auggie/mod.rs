@@ -16,8 +16,8 @@
 pub(crate) mod adapter;
 
 use super::{
-    ArgumentField, COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, PreflightFacts,
-    Strictness, TimeoutUnit, Versions,
+    ArgumentField, COMMON_SCHEMA, Descriptor, DetectRule, EntrySchema, Headless, InstallFacts,
+    PreflightFacts, Strictness, TimeoutUnit, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
@@ -34,11 +34,11 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     family: None,
     programs: &["auggie"],
     config: ConfigLocation {
-        // No variable of its own moves `~/.augment` (only the flag `--augment-cache-dir`,
-        // per launch): Auggie reads `$HOME/.augment/settings.json`, `$HOME` first (before
-        // the system's idea of the home folder), so `$HOME` is its home variable.
+        // No variable moves `~/.augment` (only the flag `--augment-cache-dir`, per
+        // launch): Auggie reads `$HOME/.augment/settings.json`. No home variable, so no
+        // `--home` for it.
         home_env: None,
-        user_home_env: Some("HOME"),
+        user_home_env: None,
         dot_dir: ".augment",
         file: "settings.json",
         format: ConfigFormat::JsonHooks,
@@ -80,7 +80,13 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         // the table ("Some plugin hooks use unsupported configuration").
         strict: Strictness::EveryEvent,
         strictness: "Auggie drops a settings file whose hooks table has an unknown event or a malformed entry",
-        schema: COMMON_SCHEMA,
+        // No `matcher` key: its tool events default to every tool (`.*`), and on its other
+        // events 0.36.0 warns of one at every TUI start ("Unknown property \"matcher\" …
+        // This property will be ignored.", under `/hooks`).
+        schema: EntrySchema {
+            matcher: false,
+            ..COMMON_SCHEMA
+        },
         off_switches: &[],
         per_session_entries: false,
     },
