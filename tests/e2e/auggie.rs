@@ -100,8 +100,10 @@ impl World {
     /// `hooktrack ARGS` (setup, replay) with this world's HOME and state folder.
     fn hooktrack(&self, state: &Path, args: &[&str]) -> String {
         let mut cmd = hooktrack();
+        // `setup` finds Auggie on PATH.
         cmd.args(args)
             .env("XDG_STATE_HOME", state)
+            .env("PATH", path_with(&self.modules.join(".bin")))
             .current_dir(&self.world.work);
         self.env(&mut cmd);
         for var in [
@@ -132,14 +134,13 @@ fn auggie_tool_turn_through_session_ends_success_with_three_tools() {
     };
     let mock = Mock::start(Path::new("python3"));
     let world = World::new(&modules, &mock);
-    let (code, out, lines) = world.world.run(world.command(&[
-        "--print",
-        "Run a command, write a file, read it. [[tools]]",
-    ]));
+    let (code, out, lines) = world
+        .world
+        .run(world.command(&["--print", "Run a command, write a file, read it. [[tools]]"]));
     let (_, end, context) = assert_tools_run(&world, code, &out, &lines, "auggie");
     assert_eq!(ledger(&end["turns"]), ["main success 3"], "{context}");
-    let settings = fs::read_to_string(world.home.join(".augment/settings.json"))
-        .expect("Auggie's settings");
+    let settings =
+        fs::read_to_string(world.home.join(".augment/settings.json")).expect("Auggie's settings");
     assert!(settings.contains("PromptSubmit"), "{settings}");
 }
 
@@ -299,7 +300,10 @@ pub(crate) fn tests() -> Vec<crate::E2e> {
             auggie_tool_turn_through_session_ends_success_with_three_tools,
             [Auggie]
         ),
-        e2e!(auggie_failed_model_call_through_session_ends_unseen, [Auggie]),
+        e2e!(
+            auggie_failed_model_call_through_session_ends_unseen,
+            [Auggie]
+        ),
         e2e!(
             auggie_after_setup_a_headless_turn_reaches_the_default_store,
             [Auggie]

@@ -12,6 +12,10 @@ answers from a fixed script chosen by a `[[marker]]` in the conversation's lates
 - OpenAI Responses, `POST /v1/responses` (Codex), streamed (SSE);
 - Gemini, `POST /v1beta/models/M:streamGenerateContent` (SSE), `:generateContent` and
   `:countTokens` (Gemini CLI).
+- Augment's API (Auggie, whose tenant URL is this server): `POST /get-models` (a model `mock`
+  and the tenant flag `enable_hooks`), `/agents/list-remote-tools`, the MCP settings
+  calls, `/report-error`, and `/chat-stream` (one JSON object a line: text, or tool calls
+  as response nodes of type 5; `[[fail]]` a 400, `[[retryalways]]` a 500).
 
 Scripts:
 
