@@ -241,8 +241,8 @@ fn auggie_tui_escape_during_a_command_ends_interrupted() {
         &world.home,
     );
     let limit = PATIENCE;
-    // A first start shows two onboarding pages (Enter continues, Escape skips) before
-    // the prompt's box.
+    // A first start shows onboarding pages (Enter continues, Escape skips), and may ask
+    // whether to index the work folder, before the prompt's box.
     wait_for(limit, "the welcome page", || {
         tmux.screen().contains("Welcome to Augment").then_some(())
     });
@@ -252,7 +252,9 @@ fn auggie_tui_escape_during_a_command_ends_interrupted() {
         if screen.contains("to show shortcuts") {
             return Some(());
         }
-        if screen.contains("esc to skip") {
+        // The tips pages say "esc to skip", the indexing question (a work folder outside
+        // HOME) "Esc to skip": skipping indexes nothing.
+        if screen.to_lowercase().contains("esc to skip") {
             tmux.keys(&["Escape"]);
         }
         None
