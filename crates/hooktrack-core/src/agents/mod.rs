@@ -16,6 +16,7 @@
 //! list, campaigns in `corpus/<name>/`; the tests below check that the descriptor is
 //! complete (`docs/ARCHITECTURE.md`, "Adding an agent").
 
+pub mod auggie;
 pub mod claude_code;
 pub mod cline;
 pub mod codex;
