@@ -14,8 +14,8 @@ pub(crate) mod adapter;
 pub(crate) mod transcript;
 
 use super::{
-    ArgumentField, COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, PreflightFacts,
-    Strictness, TimeoutUnit, Transcript, Versions,
+    ArgumentField, COMMON_SCHEMA, Descriptor, DetectRule, DialogLook, Headless, InstallFacts,
+    PreflightFacts, Screen, Strictness, TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
@@ -114,8 +114,27 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         events_since: &[],
     },
     plugin: None,
-    screen: None,
+    screen: Some(SCREEN),
     tool_arguments: TOOL_ARGUMENTS,
+};
+
+/// Factory Droid's permission dialog, as its TUI draws it: no hook fires on the answer
+/// (`Notification(permission_prompt)` opens the window, the call's `PostToolUse` is the
+/// next hook), so only the pane says "Yes" was chosen while the call runs. The screens it
+/// was taken from are kept beside this file (`screens/`, read by the tests below): the
+/// dialog drawn, the pane once "Yes, allow" was chosen and the command runs, once "No,
+/// cancel" was, and the idle input box. Neither text is drawn on any of those.
+pub const SCREEN: Screen = Screen {
+    dialog: &[
+        DialogLook {
+            text: "Command to approve",
+            seen_in: "0.225.2, an Execute call's permission dialog's title (screens/0.225.2-execute-dialog.txt)",
+        },
+        DialogLook {
+            text: "to inspect approval details",
+            seen_in: "0.225.2, the permission dialog's key line, \"Alt/Option+E to inspect approval details\" (screens/0.225.2-execute-dialog.txt)",
+        },
+    ],
 };
 
 /// What Factory Droid's tools act on (0.225.2's recordings: `Execute`'s `command`,
