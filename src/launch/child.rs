@@ -17,6 +17,7 @@ use rustix::process::{Pid, Signal, kill_process};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::{Handle, Signals};
 
+use hooktrack_core::agents::Relay;
 use hooktrack_core::envelope::{ProcessEnd, process_ended_row};
 use hooktrack_core::time::Timestamp;
 
@@ -220,6 +221,24 @@ pub fn find_program(program: &OsStr) -> Result<PathBuf, SpawnError> {
         .ok_or_else(not_found)
 }
 
+/// `command` with its program replaced by the native binary `relay`'s launcher runs, when
+/// the program found on `PATH` is that launcher and one of its native binaries is there
+/// (`None` otherwise: the command runs as given).
+pub(super) fn relayed(relay: &Relay, command: &[OsString]) -> Option<Vec<OsString>> {
+    let (program, args) = command.split_first()?;
+    let found = std::fs::canonicalize(find_program(program).ok()?).ok()?;
+    let text = found.to_str()?;
+    let base = Path::new(text.strip_suffix(relay.launcher)?);
+    let native = relay
+        .natives
+        .iter()
+        .map(|n| base.join(n))
+        .find(|n| n.is_file())?;
+    let mut relayed = vec![native.into_os_string()];
+    relayed.extend(args.iter().cloned());
+    Some(relayed)
+}
+
 /// Starts `command` (program and arguments) with `env` added to this process's
 /// environment; with `death_signal`, the child receives it when this process dies (Linux:
 /// `PR_SET_PDEATHSIG`, set between fork and exec; it fires when the spawning thread ends,
@@ -351,5 +370,47 @@ mod tests {
             "{missing:?}"
         );
         assert!(find_program(OsStr::new("sh")).is_ok_and(|p| p.is_absolute()));
+    }
+
+    /// GitHub Copilot CLI's npm layout (1.0.102): `.bin/copilot` links to the loader, which
+    /// only relays to the platform package's binary; that binary runs instead, with the
+    /// same arguments. Another program runs as given.
+    #[test]
+    fn a_relaying_launcher_is_replaced_by_its_native_binary() {
+        use std::os::unix::fs::symlink;
+        let relay = hooktrack_core::agent::Agent::CopilotCli
+            .descriptor()
+            .relay
+            .expect("Copilot's launcher relays");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let modules = dir.path().join("node_modules");
+        let loader = modules.join("@github/copilot/npm-loader.js");
+        let native = modules.join("@github/copilot-linux-x64/copilot");
+        for file in [&loader, &native] {
+            std::fs::create_dir_all(file.parent().expect("a folder")).expect("mkdir");
+            std::fs::write(file, "").expect("file");
+        }
+        std::fs::create_dir_all(modules.join(".bin")).expect("mkdir .bin");
+        let bin = modules.join(".bin/copilot");
+        symlink("../@github/copilot/npm-loader.js", &bin).expect("symlink");
+        let command = [
+            bin.into_os_string(),
+            OsString::from("-p"),
+            OsString::from("hi"),
+        ];
+        let native_command = relayed(&relay, &command).expect("relayed");
+        let native = std::fs::canonicalize(&native).expect("canonical");
+        assert_eq!(
+            native_command,
+            [
+                native.into_os_string(),
+                OsString::from("-p"),
+                OsString::from("hi")
+            ]
+        );
+        // Without a native binary the launcher runs; another program as well.
+        std::fs::remove_file(modules.join("@github/copilot-linux-x64/copilot")).expect("rm");
+        assert_eq!(relayed(&relay, &command), None);
+        assert_eq!(relayed(&relay, &[OsString::from("sh")]), None);
     }
 }

@@ -615,6 +615,71 @@ fn factory_droid_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_
     assert_eq!(end["turns"][1]["ended_by"], "transcript", "{context}");
 }
 
+/// `kill -9` of Droid's TUI while a call runs: its `droid exec` worker goes on without it,
+/// cancels the call and fires `Stop` and `SessionEnd`. The session waits for that worker:
+/// both come before the TUI's `process_ended` (its own status, signal 9), the turn reads
+/// `interrupted` from the session file, none is made up, and the session exits 137 as a
+/// shell running the TUI does.
+fn factory_droid_tui_killed_is_tracked_to_its_workers_end() {
+    let bin = match droid_installed() {
+        Ok(b) => b,
+        Err(reason) => return skip("factory-droid 0.225.2 (tmux)", &reason),
+    };
+    let _one_droid = ONE_DROID.lock().unwrap_or_else(|e| e.into_inner());
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip("factory-droid 0.225.2 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = droid_world(&mock);
+    let tmux = droid_tui(&world, droid_session(&world, &bin, &["--auto", "low"]));
+    plain_turn_then_a_slow_call(&tmux, &world, "Press ESC to stop");
+    // The pane runs `hooktrack session` (its script `exec`s it); the TUI is its child.
+    let session = tmux.pane_pid().expect("the pane's pid");
+    let children = fs::read_to_string(format!("/proc/{session}/task/{session}/children"))
+        .expect("the session's children");
+    let tui = children
+        .split_whitespace()
+        .find(|pid| {
+            fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "droid")
+        })
+        .expect("the TUI among the session's children")
+        .to_owned();
+    let killed = Command::new("kill")
+        .args(["-9", &tui])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let end = wait_for(PATIENCE, "the session's end line", || {
+        world.lines().into_iter().find(|l| l["kind"] == "end")
+    });
+    let rows: Vec<serde_json::Value> =
+        fs::read_to_string(world.root.join("hook-observation/droid/events.ndjson"))
+            .expect("the store")
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+    let context = format!("{end}\nrows:\n{rows:#?}\nscreen:\n{}", tmux.screen());
+    assert_eq!(end["exit_code"], 137, "{context}");
+    assert_eq!(
+        ledger(&end["turns"]),
+        ["main success 0", "main interrupted 1"],
+        "{context}"
+    );
+    assert_eq!(end["turns"][1]["ended_by"], "transcript", "{context}");
+    let events: Vec<&str> = rows.iter().filter_map(|r| r["event"].as_str()).collect();
+    let last_three = &events[events.len().saturating_sub(3)..];
+    assert_eq!(
+        last_three,
+        ["Stop", "SessionEnd", "process_ended"],
+        "{context}"
+    );
+    assert_eq!(
+        rows.last().map(|r| r["payload"]["signal"].clone()),
+        Some(9.into()),
+        "{context}"
+    );
+}
+
 /// Issue 33 item 1: a 20-second command approved in Droid's dialog ("Yes, allow", the
 /// preselected option). No hook fires on the answer (the next is the call's `PostToolUse`,
 /// 20 s later): the session, reading its pane in tmux, shows the agent running once the
@@ -752,6 +817,10 @@ pub(crate) fn tests() -> Vec<crate::E2e> {
         ),
         e2e!(
             factory_droid_tui_approved_dialog_shows_running_before_the_call_ends,
+            [Droid, Tmux]
+        ),
+        e2e!(
+            factory_droid_tui_killed_is_tracked_to_its_workers_end,
             [Droid, Tmux]
         ),
     ]

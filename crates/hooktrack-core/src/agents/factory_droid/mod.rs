@@ -15,7 +15,7 @@ pub(crate) mod transcript;
 
 use super::{
     ArgumentField, COMMON_SCHEMA, Descriptor, DetectRule, DialogLook, Headless, InstallFacts,
-    PreflightFacts, Screen, Strictness, TimeoutUnit, Transcript, Versions,
+    PreflightFacts, Screen, Strictness, TimeoutUnit, Transcript, Versions, Worker,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
@@ -107,6 +107,15 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         ],
     },
     launch_gate: None,
+    // The TUI runs its agent loop in a child `droid exec --input-format stream-jsonrpc
+    // --output-format stream-jsonrpc` (seen in 0.225.2's process tree), which goes on
+    // after the TUI is killed: it cancels the running call and fires `Stop` and
+    // `SessionEnd` (0.4 s after a `kill -9` of the TUI, in a real run).
+    worker: Some(Worker {
+        args: &["exec", "--input-format", "stream-jsonrpc"],
+        seen_in: "0.225.2, the TUI's child from its start",
+    }),
+    relay: None,
     versions: Versions {
         program: "droid",
         oldest: "0.225.2",
