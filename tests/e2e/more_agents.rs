@@ -617,9 +617,9 @@ fn factory_droid_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_
 
 /// `kill -9` of Droid's TUI while a call runs: its `droid exec` worker goes on without it,
 /// cancels the call and fires `Stop` and `SessionEnd`. The session waits for that worker:
-/// both come before the TUI's `process_ended` (its own status, signal 9), the turn reads
-/// `interrupted` from the session file, none is made up, and the session exits 137 as a
-/// shell running the TUI does.
+/// both come before the TUI's `process_ended` (its own status, signal 9), the turn reads as
+/// the worker's session file says (cancelled: `interrupted`), none is made up, and the
+/// session exits 137 as a shell running the TUI does.
 fn factory_droid_tui_killed_is_tracked_to_its_workers_end() {
     let bin = match droid_installed() {
         Ok(b) => b,
@@ -632,7 +632,18 @@ fn factory_droid_tui_killed_is_tracked_to_its_workers_end() {
     let mock = Mock::start(Path::new("python3"));
     let world = droid_world(&mock);
     let tmux = droid_tui(&world, droid_session(&world, &bin, &["--auto", "low"]));
-    plain_turn_then_a_slow_call(&tmux, &world, "Press ESC to stop");
+    plain_turn_then_a_slow_call(&tmux, &world, "Executing...");
+    // Killed once the turn's timer ("[⏱ 2s]") says the call has run a while, as in the
+    // corpus recording.
+    wait_for(PATIENCE, "the call running for a while", || {
+        let screen = tmux.screen();
+        let seconds = screen
+            .split("[⏱ ")
+            .nth(1)
+            .and_then(|rest| rest.split('s').next())
+            .and_then(|n| n.trim().parse::<u32>().ok());
+        seconds.is_some_and(|s| s >= 2).then_some(())
+    });
     // The pane runs `hooktrack session` (its script `exec`s it); the TUI is its child.
     let session = tmux.pane_pid().expect("the pane's pid");
     let children = fs::read_to_string(format!("/proc/{session}/task/{session}/children"))
@@ -660,12 +671,37 @@ fn factory_droid_tui_killed_is_tracked_to_its_workers_end() {
             .collect();
     let context = format!("{end}\nrows:\n{rows:#?}\nscreen:\n{}", tmux.screen());
     assert_eq!(end["exit_code"], 137, "{context}");
+    // How the worker ended the call is a race of its own (seen both ways): cancelled (the
+    // session file's "Tool execution cancelled by user": interrupted, read from that file),
+    // or ended by SIGTERM, whose error the worker sends to the model and whose answer ends
+    // the turn with its `Stop` (success, by that hook). Either way two turns, no gap.
+    let sessions = world.home.join(".factory/sessions");
+    let record: String = fs::read_dir(&sessions)
+        .expect("Droid's sessions")
+        .flatten()
+        .flat_map(|dir| fs::read_dir(dir.path()).into_iter().flatten().flatten())
+        .filter(|f| f.path().extension().is_some_and(|e| e == "jsonl"))
+        .filter_map(|f| fs::read_to_string(f.path()).ok())
+        .collect();
+    let (result, ended_by) = if record.contains("Error: Tool execution cancelled by user") {
+        ("interrupted", "transcript")
+    } else {
+        assert!(
+            record.contains("Error: Command terminated by signal"),
+            "{context}\nsession file:\n{record}"
+        );
+        ("success", "hook")
+    };
     assert_eq!(
         ledger(&end["turns"]),
-        ["main success 0", "main interrupted 1"],
+        ["main success 0".to_owned(), format!("main {result} 1")],
         "{context}"
     );
-    assert_eq!(end["turns"][1]["ended_by"], "transcript", "{context}");
+    assert_eq!(end["turns"][1]["ended_by"], ended_by, "{context}");
+    assert_eq!(
+        end["diagnostics"]["counters"]["terminal_gap_process_ended"], 0,
+        "{context}"
+    );
     let events: Vec<&str> = rows.iter().filter_map(|r| r["event"].as_str()).collect();
     let last_three = &events[events.len().saturating_sub(3)..];
     assert_eq!(

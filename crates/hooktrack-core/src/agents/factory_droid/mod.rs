@@ -4,7 +4,9 @@
 //! A TUI turn runs from `UserPromptSubmit` to `Stop`; `droid exec` sends no
 //! `UserPromptSubmit`, so its one turn is the unannounced one its `Stop` ends. No hook
 //! carries a tool-call id: calls pair by name and input. A permission dialog is only
-//! `Notification(permission_prompt)` after `PreToolUse`. Escape and a failed model call
+//! `Notification(permission_prompt)` after `PreToolUse`; its answer only the pane shows
+//! ([`SCREEN`]). The TUI runs its agent loop in a `droid exec` child, its worker, which
+//! outlives a killed TUI and fires the hooks of its end (the descriptor's `worker`). Escape and a failed model call
 //! both end with a plain `Stop`, and an Escape while the answer streams with none (only
 //! `Notification(idle_prompt)`): the session file (`transcript_path`) tells them apart
 //! (`transcript.rs`). A `Task` subagent is a session of its own, which the session
