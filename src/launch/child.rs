@@ -372,45 +372,48 @@ mod tests {
         assert!(find_program(OsStr::new("sh")).is_ok_and(|p| p.is_absolute()));
     }
 
-    /// GitHub Copilot CLI's npm layout (1.0.102): `.bin/copilot` links to the loader, which
-    /// only relays to the platform package's binary; that binary runs instead, with the
-    /// same arguments. Another program runs as given.
+    /// Each relaying launcher's npm layout (GitHub Copilot CLI 1.0.102's: `.bin/copilot`
+    /// links to `@github/copilot/npm-loader.js`, which only relays to the platform
+    /// package's binary): that binary runs instead, with the same arguments; without it,
+    /// the launcher runs; another program runs as given.
     #[test]
     fn a_relaying_launcher_is_replaced_by_its_native_binary() {
         use std::os::unix::fs::symlink;
-        let relay = hooktrack_core::agent::Agent::CopilotCli
-            .descriptor()
-            .relay
-            .expect("Copilot's launcher relays");
-        let dir = tempfile::tempdir().expect("tempdir");
-        let modules = dir.path().join("node_modules");
-        let loader = modules.join("@github/copilot/npm-loader.js");
-        let native = modules.join("@github/copilot-linux-x64/copilot");
-        for file in [&loader, &native] {
-            std::fs::create_dir_all(file.parent().expect("a folder")).expect("mkdir");
-            std::fs::write(file, "").expect("file");
-        }
-        std::fs::create_dir_all(modules.join(".bin")).expect("mkdir .bin");
-        let bin = modules.join(".bin/copilot");
-        symlink("../@github/copilot/npm-loader.js", &bin).expect("symlink");
-        let command = [
-            bin.into_os_string(),
-            OsString::from("-p"),
-            OsString::from("hi"),
-        ];
-        let native_command = relayed(&relay, &command).expect("relayed");
-        let native = std::fs::canonicalize(&native).expect("canonical");
-        assert_eq!(
-            native_command,
-            [
-                native.into_os_string(),
+        let relays: Vec<Relay> = hooktrack_core::agent::Agent::ALL
+            .iter()
+            .filter_map(|a| a.descriptor().relay)
+            .collect();
+        assert!(!relays.is_empty(), "no agent's launcher relays");
+        for relay in relays {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let modules = dir.path().join("node_modules");
+            let loader = modules.join(relay.launcher);
+            let native = modules.join(relay.natives[0]);
+            for file in [&loader, &native] {
+                std::fs::create_dir_all(file.parent().expect("a folder")).expect("mkdir");
+                std::fs::write(file, "").expect("file");
+            }
+            std::fs::create_dir_all(modules.join(".bin")).expect("mkdir .bin");
+            let bin = modules.join(".bin/agent");
+            symlink(&loader, &bin).expect("symlink");
+            let command = [
+                bin.into_os_string(),
                 OsString::from("-p"),
-                OsString::from("hi")
-            ]
-        );
-        // Without a native binary the launcher runs; another program as well.
-        std::fs::remove_file(modules.join("@github/copilot-linux-x64/copilot")).expect("rm");
-        assert_eq!(relayed(&relay, &command), None);
-        assert_eq!(relayed(&relay, &[OsString::from("sh")]), None);
+                OsString::from("hi"),
+            ];
+            let native_command = relayed(&relay, &command).expect("relayed");
+            let canonical = std::fs::canonicalize(&native).expect("canonical");
+            assert_eq!(
+                native_command,
+                [
+                    canonical.into_os_string(),
+                    OsString::from("-p"),
+                    OsString::from("hi")
+                ]
+            );
+            std::fs::remove_file(&native).expect("rm");
+            assert_eq!(relayed(&relay, &command), None);
+            assert_eq!(relayed(&relay, &[OsString::from("sh")]), None);
+        }
     }
 }
