@@ -29,7 +29,9 @@
 //!   for 3 s only the pane can say it was answered (no hook fires on the answer), so Enter
 //!   → option is the screen's own figure; how many came before the call's `PostToolUse`
 //!   row; under `session` also when the session's own output (`--format ndjson`, its
-//!   line's `at`) showed the agent out of `blocked`: the launch reads the pane too.
+//!   line's `at`) showed the agent out of `blocked`: the launch reads the pane too (for
+//!   Droid the Enter then also waits for the session's own read of the dialog, logged by a
+//!   wrapper in front of its `tmux` as well).
 //!
 //! The time of an option change is when `watch`'s `tmux set-option` command returned: the
 //! `tmux` `watch` runs is a wrapper in front of the real one that logs `$EPOCHREALTIME`
@@ -159,6 +161,9 @@ struct World {
     work: PathBuf,
     tmux: TmuxServer,
     log: PathBuf,
+    /// The logging `tmux` `hooktrack session` runs, and its log.
+    session_wrap: PathBuf,
+    session_log: PathBuf,
     watch: std::process::Child,
     path: String,
 }
@@ -262,28 +267,34 @@ impl World {
         .trim()
         .to_owned();
         let wrap = h.home.join("wrap");
-        fs::create_dir_all(&wrap).expect("mkdir wrap");
         let log = h.home.join("tmux.log");
+        // The same in front of `hooktrack session`'s own `tmux` (it reads the pane too),
+        // logging to a file of its own.
+        let session_wrap = h.home.join("session-wrap");
+        let session_log = h.home.join("session-tmux.log");
         // A `capture-pane` that showed Claude Code's or Factory Droid's dialog is logged as
-        // `drawn`: the watch has seen it, so an answer from then on can be seen on the
+        // `drawn`: the reader has seen it, so an answer from then on can be seen on the
         // screen.
         let drawn = dialog_looks()
             .iter()
             .map(|look| format!("$out == *'{look}'*"))
             .collect::<Vec<_>>()
             .join(" || ");
-        write_script(
-            &wrap.join("tmux"),
-            &format!(
-                "#!/bin/bash\n\
-                 if [[ \" $* \" == *' capture-pane '* ]]; then\n\
-                 out=$('{real}' \"$@\"); rc=$?\nprintf '%s\\n' \"$out\"\n\
-                 if [[ {drawn} ]]; then printf '%s drawn %s\\n' \"$EPOCHREALTIME\" \"$*\" >> '{log}'; fi\n\
-                 exit $rc\nfi\n\
-                 '{real}' \"$@\"\nrc=$?\nprintf '%s %s\\n' \"$EPOCHREALTIME\" \"$*\" >> '{log}'\nexit $rc\n",
-                log = log.display()
-            ),
-        );
+        for (dir, log) in [(&wrap, &log), (&session_wrap, &session_log)] {
+            fs::create_dir_all(dir).expect("mkdir wrap");
+            write_script(
+                &dir.join("tmux"),
+                &format!(
+                    "#!/bin/bash\n\
+                     if [[ \" $* \" == *' capture-pane '* ]]; then\n\
+                     out=$('{real}' \"$@\"); rc=$?\nprintf '%s\\n' \"$out\"\n\
+                     if [[ {drawn} ]]; then printf '%s drawn %s\\n' \"$EPOCHREALTIME\" \"$*\" >> '{log}'; fi\n\
+                     exit $rc\nfi\n\
+                     '{real}' \"$@\"\nrc=$?\nprintf '%s %s\\n' \"$EPOCHREALTIME\" \"$*\" >> '{log}'\nexit $rc\n",
+                    log = log.display()
+                ),
+            );
+        }
         let idle = h.home.join("idle.sh");
         write_script(&idle, "#!/bin/sh\nexec sleep 3600\n");
         let (tmux, _) = TmuxServer::start(&format!("hooktrack-keys-{tag}"), &idle, (160, 45));
@@ -302,6 +313,8 @@ impl World {
             work,
             tmux,
             log,
+            session_wrap,
+            session_log,
             watch,
             path,
         }
@@ -319,6 +332,10 @@ impl World {
                 self.session_output(program).display()
             ),
         };
+        let path = match way {
+            Way::Setup => self.path.clone(),
+            Way::Session => format!("{}:{}", self.session_wrap.display(), self.path),
+        };
         let script = self.h.home.join(format!("{program}.sh"));
         write_script(
             &script,
@@ -326,7 +343,6 @@ impl World {
                 "#!/bin/sh\ncd '{work}'\nexec env -i PATH='{path}' HOME='{home}' XDG_STATE_HOME='{state}' \
                  TERM=xterm-256color TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\" {env} {run}\n",
                 work = self.work.display(),
-                path = self.path,
                 home = self.h.home.display(),
                 state = self.h.state.display(),
             ),
@@ -389,19 +405,32 @@ impl World {
     /// When `watch` first read `pane` showing the dialog after `after`, from the wrapper's
     /// log.
     fn dialog_read(&self, pane: &str, after: i64) -> Option<i64> {
-        let target = format!("-t {pane}");
-        fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| {
-                let (at, rest) = l.split_once(' ')?;
-                let args = rest.strip_prefix("drawn ")?;
-                let at = (at.parse::<f64>().ok()? * 1e6) as i64;
-                (at > after && args.ends_with(&target)).then_some(at)
-            })
-            .next()
+        read_drawn(&self.log, pane, after)
     }
 
+    /// The same for `hooktrack session`'s own reads.
+    fn session_dialog_read(&self, pane: &str, after: i64) -> Option<i64> {
+        read_drawn(&self.session_log, pane, after)
+    }
+}
+
+/// When a reader whose `tmux` logs to `log` first read `pane` showing the dialog after
+/// `after`.
+fn read_drawn(log: &Path, pane: &str, after: i64) -> Option<i64> {
+    let target = format!("-t {pane}");
+    fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (at, rest) = l.split_once(' ')?;
+            let args = rest.strip_prefix("drawn ")?;
+            let at = (at.parse::<f64>().ok()? * 1e6) as i64;
+            (at > after && args.ends_with(&target)).then_some(at)
+        })
+        .next()
+}
+
+impl World {
     fn keys(&self, pane: &str, keys: &[&str]) -> i64 {
         let at = now_us();
         let mut args = vec!["send-keys", "-t", pane];
@@ -772,6 +801,15 @@ fn answer_to_a_3_s_call(
         || world.screen(pane),
         || world.dialog_read(pane, sent),
     );
+    if way == Way::Session && agent == Agent::Droid {
+        // The session reads the pane too: answered once it has seen the dialog as well
+        // (an answer before leaves its window to the call's end).
+        wait(
+            "the session reading the dialog drawn",
+            || world.screen(pane),
+            || world.session_dialog_read(pane, sent),
+        );
+    }
     let key = world.answer_dialog(agent, pane);
     let changed = world.wait_option(pane, &["active", "ready"], key);
     figures.long_answer_after_key.0.push(changed - key);
