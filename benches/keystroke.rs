@@ -1,11 +1,12 @@
 //! Keystroke → tmux option, with the real CLIs (`cargo bench --bench keystroke`, part of
 //! `just bench`).
 //!
-//! Real Claude Code 2.1.332 and Kimi Code 2.1.0 (the end-to-end tests' npm installs under
-//! `target/tmp/`: run `cargo test --test e2e -- many_panes::` and `kimi_code::` once first;
-//! an agent not installed is skipped, saying so) are typed into the panes of a private tmux
+//! Real Claude Code 2.1.332, Kimi Code 2.1.0 and Factory Droid 0.225.2 (the end-to-end
+//! tests' npm installs under `target/tmp/`: run `cargo test --test e2e -- many_panes::`,
+//! `kimi_code::` and `factory_droid_exec_tool_turn` once first; an agent not installed is
+//! skipped, saying so) are typed into the panes of a private tmux
 //! server against `tests/e2e/mock_model.py`, in a scratch HOME, two ways: after `hooktrack
-//! setup` (a plain `claude` / `kimi` in the pane) and under `hooktrack session -- AGENT`;
+//! setup` (a plain `claude`, `kimi` or `droid` in the pane) and under `hooktrack session -- AGENT`;
 //! one `hooktrack watch --tmux` with no path publishes every pane's options. Per agent and
 //! way, `HOOKTRACK_BENCH_TRIES` (default 20) of each:
 //!
@@ -23,16 +24,20 @@
 //!   a second: seen once, an Enter right after the dialog appeared was not taken) and the
 //!   option turning `active` (or `ready`, when the tool's and the turn's end are read
 //!   together) again (the answering key → option);
-//! - Claude Code only, **a 3 s call's dialog** (`[[wait3each]]`) answered the same way:
+//! - Claude Code and Factory Droid (only this for Droid), **a 3 s call's dialog**
+//!   (`[[wait3each]]`; Droid: its preselected "Yes, allow") answered the same way:
 //!   for 3 s only the pane can say it was answered (no hook fires on the answer), so Enter
 //!   → option is the screen's own figure; how many came before the call's `PostToolUse`
 //!   row; under `session` also when the session's own output (`--format ndjson`, its
-//!   line's `at`) showed the agent out of `blocked`: the launch reads the pane too.
+//!   line's `at`) showed the agent out of `blocked`: the launch reads the pane too (for
+//!   Droid the Enter then also waits for the session's own read of the dialog, logged by a
+//!   wrapper in front of its `tmux` as well).
 //!
 //! The time of an option change is when `watch`'s `tmux set-option` command returned: the
 //! `tmux` `watch` runs is a wrapper in front of the real one that logs `$EPOCHREALTIME`
 //! after it (so the figures include tmux's own work), and logs a `capture-pane` whose
-//! text holds Claude Code's dialog as `drawn`. A key's time is taken just before
+//! text holds Claude Code's or Factory Droid's dialog (their descriptors' looks) as
+//! `drawn`. A key's time is taken just before
 //! `tmux send-keys` is started. Printed: p50 / p99 / max per agent, way and measure (with
 //! 20 samples p99 is the largest). Nothing is asserted; a step that does not come
 //! within 180 s stops the run, naming it.
@@ -56,13 +61,11 @@ use serde_json::Value;
 /// How long one step (a TUI's start, an answer, an option) may take before the run stops.
 const PATIENCE: Duration = Duration::from_secs(180);
 
-/// Claude Code 2.1.332's permission dialog's line (its descriptor's look).
-const DIALOG: &str = "Do you want to proceed?";
-
 #[derive(Clone, Copy, PartialEq)]
 enum Agent {
     Claude,
     Kimi,
+    Droid,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -76,8 +79,32 @@ impl Agent {
         match self {
             Agent::Claude => "Claude Code 2.1.332",
             Agent::Kimi => "Kimi Code 2.1.0",
+            Agent::Droid => "Factory Droid 0.225.2",
         }
     }
+
+    /// Whether `screen` draws the agent's permission dialog, by its descriptor's looks
+    /// (Claude Code's and Factory Droid's: the agents whose answer only the pane shows).
+    fn draws_dialog(self, screen: &str) -> bool {
+        let agent = match self {
+            Agent::Claude => hooktrack::Agent::ClaudeCode,
+            Agent::Kimi => return false,
+            Agent::Droid => hooktrack::Agent::FactoryDroid,
+        };
+        agent
+            .descriptor()
+            .screen
+            .is_some_and(|looks| looks.draws_dialog(screen))
+    }
+}
+
+/// Every dialog look of the agents whose answer the pane shows (their descriptors').
+fn dialog_looks() -> Vec<&'static str> {
+    [hooktrack::Agent::ClaudeCode, hooktrack::Agent::FactoryDroid]
+        .iter()
+        .filter_map(|a| a.descriptor().screen)
+        .flat_map(|screen| screen.dialog.iter().map(|look| look.text))
+        .collect()
 }
 
 impl Way {
@@ -116,6 +143,17 @@ fn wait<T>(what: &str, context: impl Fn() -> String, mut f: impl FnMut() -> Opti
     }
 }
 
+/// Where each agent's program is (`None`: not in this world).
+#[derive(Clone, Copy, Default)]
+struct Bins<'a> {
+    /// Claude Code's `claude`.
+    claude: Option<&'a Path>,
+    /// The folder of `kimi` and its Node.
+    kimi: Option<&'a Path>,
+    /// The folder of `droid`.
+    droid: Option<&'a Path>,
+}
+
 /// One scratch world: a HOME where both agents are installed and set up (or not), a tmux
 /// server whose `tmux` logs each command's return, one `watch --tmux`.
 struct World {
@@ -123,12 +161,20 @@ struct World {
     work: PathBuf,
     tmux: TmuxServer,
     log: PathBuf,
+    /// The logging `tmux` `hooktrack session` runs, and its log.
+    session_wrap: PathBuf,
+    session_log: PathBuf,
     watch: std::process::Child,
     path: String,
 }
 
 impl World {
-    fn new(way: Way, tag: &str, claude: Option<&Path>, kimi: Option<&Path>, mock: &Mock) -> Self {
+    fn new(way: Way, tag: &str, bins: Bins<'_>, mock: &Mock) -> Self {
+        let Bins {
+            claude,
+            kimi,
+            droid,
+        } = bins;
         let h = Home::new();
         let work = h.home.join("work");
         fs::create_dir_all(&work).expect("mkdir work");
@@ -139,6 +185,10 @@ impl World {
         if let Some(kimi) = kimi {
             // `kimi` and the Node 22 it runs on, from one folder.
             path = format!("{path}:{}", kimi.display());
+        }
+        if let Some(droid) = droid {
+            // `droid`, a native binary.
+            path = format!("{path}:{}", droid.display());
         }
         path += ":/usr/bin:/bin";
         // Claude Code past its first-run dialogs, in manual mode (where Bash asks).
@@ -175,6 +225,25 @@ impl World {
             ),
         )
         .expect("config.toml");
+        // Factory Droid's model: the mock (its TUI takes it by itself with
+        // `FACTORY_AIRGAP_ENABLED=true`), the work folder trusted.
+        fs::create_dir_all(h.home.join(".factory")).expect("mkdir .factory");
+        fs::write(
+            h.home.join(".factory/settings.json"),
+            serde_json::json!({
+                "customModels": [{
+                    "model": "droid-mock",
+                    "displayName": "Mock",
+                    "baseUrl": format!("http://127.0.0.1:{}/v1", mock.port),
+                    "apiKey": "x",
+                    "provider": "generic-chat-completion-api",
+                    "maxOutputTokens": 4096,
+                }],
+                "trustedFolders": { work.to_string_lossy(): {} },
+            })
+            .to_string(),
+        )
+        .expect(".factory/settings.json");
         if way == Way::Setup {
             let out = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
                 .arg("setup")
@@ -198,22 +267,34 @@ impl World {
         .trim()
         .to_owned();
         let wrap = h.home.join("wrap");
-        fs::create_dir_all(&wrap).expect("mkdir wrap");
         let log = h.home.join("tmux.log");
-        // A `capture-pane` that showed Claude Code's dialog is logged as `drawn`: the
-        // watch has seen it, so an answer from then on can be seen on the screen.
-        write_script(
-            &wrap.join("tmux"),
-            &format!(
-                "#!/bin/bash\n\
-                 if [[ \" $* \" == *' capture-pane '* ]]; then\n\
-                 out=$('{real}' \"$@\"); rc=$?\nprintf '%s\\n' \"$out\"\n\
-                 if [[ $out == *'{DIALOG}'* ]]; then printf '%s drawn %s\\n' \"$EPOCHREALTIME\" \"$*\" >> '{log}'; fi\n\
-                 exit $rc\nfi\n\
-                 '{real}' \"$@\"\nrc=$?\nprintf '%s %s\\n' \"$EPOCHREALTIME\" \"$*\" >> '{log}'\nexit $rc\n",
-                log = log.display()
-            ),
-        );
+        // The same in front of `hooktrack session`'s own `tmux` (it reads the pane too),
+        // logging to a file of its own.
+        let session_wrap = h.home.join("session-wrap");
+        let session_log = h.home.join("session-tmux.log");
+        // A `capture-pane` that showed Claude Code's or Factory Droid's dialog is logged as
+        // `drawn`: the reader has seen it, so an answer from then on can be seen on the
+        // screen.
+        let drawn = dialog_looks()
+            .iter()
+            .map(|look| format!("$out == *'{look}'*"))
+            .collect::<Vec<_>>()
+            .join(" || ");
+        for (dir, log) in [(&wrap, &log), (&session_wrap, &session_log)] {
+            fs::create_dir_all(dir).expect("mkdir wrap");
+            write_script(
+                &dir.join("tmux"),
+                &format!(
+                    "#!/bin/bash\n\
+                     if [[ \" $* \" == *' capture-pane '* ]]; then\n\
+                     out=$('{real}' \"$@\"); rc=$?\nprintf '%s\\n' \"$out\"\n\
+                     if [[ {drawn} ]]; then printf '%s drawn %s\\n' \"$EPOCHREALTIME\" \"$*\" >> '{log}'; fi\n\
+                     exit $rc\nfi\n\
+                     '{real}' \"$@\"\nrc=$?\nprintf '%s %s\\n' \"$EPOCHREALTIME\" \"$*\" >> '{log}'\nexit $rc\n",
+                    log = log.display()
+                ),
+            );
+        }
         let idle = h.home.join("idle.sh");
         write_script(&idle, "#!/bin/sh\nexec sleep 3600\n");
         let (tmux, _) = TmuxServer::start(&format!("hooktrack-keys-{tag}"), &idle, (160, 45));
@@ -232,6 +313,8 @@ impl World {
             work,
             tmux,
             log,
+            session_wrap,
+            session_log,
             watch,
             path,
         }
@@ -249,6 +332,10 @@ impl World {
                 self.session_output(program).display()
             ),
         };
+        let path = match way {
+            Way::Setup => self.path.clone(),
+            Way::Session => format!("{}:{}", self.session_wrap.display(), self.path),
+        };
         let script = self.h.home.join(format!("{program}.sh"));
         write_script(
             &script,
@@ -256,7 +343,6 @@ impl World {
                 "#!/bin/sh\ncd '{work}'\nexec env -i PATH='{path}' HOME='{home}' XDG_STATE_HOME='{state}' \
                  TERM=xterm-256color TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\" {env} {run}\n",
                 work = self.work.display(),
-                path = self.path,
                 home = self.h.home.display(),
                 state = self.h.state.display(),
             ),
@@ -298,15 +384,16 @@ impl World {
             .next()
     }
 
-    /// Presses Enter on Claude Code's dialog, again while it stays drawn for a second (seen
-    /// once while writing this bench: an Enter pressed right after the dialog appeared left
-    /// it drawn for minutes): the time of the Enter that answered.
-    fn answer_dialog(&self, pane: &str) -> i64 {
+    /// Presses Enter on the agent's dialog (its first option, "Yes"), again while it stays
+    /// drawn for a second (seen once with Claude Code while writing this bench: an Enter
+    /// pressed right after the dialog appeared left it drawn for minutes): the time of the
+    /// Enter that answered.
+    fn answer_dialog(&self, agent: Agent, pane: &str) -> i64 {
         for _ in 0..5 {
             let at = self.keys(pane, &["Enter"]);
             let pressed = Instant::now();
             while pressed.elapsed() < Duration::from_secs(1) {
-                if !self.screen(pane).contains(DIALOG) {
+                if !agent.draws_dialog(&self.screen(pane)) {
                     return at;
                 }
                 std::thread::sleep(Duration::from_millis(10));
@@ -318,25 +405,47 @@ impl World {
     /// When `watch` first read `pane` showing the dialog after `after`, from the wrapper's
     /// log.
     fn dialog_read(&self, pane: &str, after: i64) -> Option<i64> {
-        let target = format!("-t {pane}");
-        fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| {
-                let (at, rest) = l.split_once(' ')?;
-                let args = rest.strip_prefix("drawn ")?;
-                let at = (at.parse::<f64>().ok()? * 1e6) as i64;
-                (at > after && args.ends_with(&target)).then_some(at)
-            })
-            .next()
+        read_drawn(&self.log, pane, after)
     }
 
+    /// The same for `hooktrack session`'s own reads.
+    fn session_dialog_read(&self, pane: &str, after: i64) -> Option<i64> {
+        read_drawn(&self.session_log, pane, after)
+    }
+}
+
+/// When a reader whose `tmux` logs to `log` first read `pane` showing the dialog after
+/// `after`.
+fn read_drawn(log: &Path, pane: &str, after: i64) -> Option<i64> {
+    let target = format!("-t {pane}");
+    fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (at, rest) = l.split_once(' ')?;
+            let args = rest.strip_prefix("drawn ")?;
+            let at = (at.parse::<f64>().ok()? * 1e6) as i64;
+            (at > after && args.ends_with(&target)).then_some(at)
+        })
+        .next()
+}
+
+impl World {
     fn keys(&self, pane: &str, keys: &[&str]) -> i64 {
         let at = now_us();
         let mut args = vec!["send-keys", "-t", pane];
         args.extend_from_slice(keys);
         self.tmux.run(&args);
         at
+    }
+
+    /// Waits for the agent's dialog on the screen (by its descriptor's looks).
+    fn wait_dialog(&self, agent: Agent, pane: &str) {
+        wait(
+            "the dialog drawn",
+            || self.screen(pane),
+            || agent.draws_dialog(&self.screen(pane)).then_some(()),
+        );
     }
 
     fn wait_screen(&self, pane: &str, what: &str) {
@@ -546,7 +655,6 @@ fn row_written(world: &World, pane: &str, event: &str, after: i64) -> Option<i64
 
 fn measure(agent: Agent, way: Way, world: &World, pane: &str, tries: usize) -> Figures {
     let mut figures = Figures::default();
-    let ready_for = |after: i64| world.wait_option(pane, &["ready"], after);
     match agent {
         Agent::Claude => {
             world.wait_screen(pane, "No, keep manual mode");
@@ -560,8 +668,26 @@ fn measure(agent: Agent, way: Way, world: &World, pane: &str, tries: usize) -> F
             world.keys(pane, &["Enter"]);
             world.wait_screen(pane, "No session yet");
         }
+        // The folder trusted beforehand: its input box at once.
+        Agent::Droid => world.wait_screen(pane, "Auto (Off)"),
     }
     for n in 0..tries {
+        if agent != Agent::Droid {
+            escape_and_dialog(agent, world, pane, &mut figures, n);
+        }
+        if agent != Agent::Kimi {
+            answer_to_a_3_s_call(agent, way, world, pane, &mut figures, n);
+        }
+        eprintln!("{} {}: {} of {tries}", agent.name(), way.name(), n + 1);
+    }
+    figures
+}
+
+/// Escape while the answer streams, then a permission dialog and its answer (Claude Code,
+/// Kimi Code).
+fn escape_and_dialog(agent: Agent, world: &World, pane: &str, figures: &mut Figures, n: usize) {
+    let ready_for = |after: i64| world.wait_option(pane, &["ready"], after);
+    {
         // Escape while the answer streams.
         let sent = world.prompt(pane, &format!("Tell me a long story, {n}. [[slowtext]]"));
         let active = world.wait_option(pane, &["active"], sent);
@@ -570,7 +696,7 @@ fn measure(agent: Agent, way: Way, world: &World, pane: &str, tries: usize) -> F
         // the input box instead, a case of its own. Kimi Code draws the words as they come.
         let streaming = match agent {
             Agent::Claude => "↓ ",
-            Agent::Kimi => "word1 ",
+            _ => "word1 ",
         };
         wait(
             "the answer streaming",
@@ -610,7 +736,7 @@ fn measure(agent: Agent, way: Way, world: &World, pane: &str, tries: usize) -> F
                 Agent::Claude => transcript_entry(&world.rows(pane), active, |l| {
                     l.contains("[Request interrupted by user")
                 }),
-                Agent::Kimi => row_written(world, pane, "Interrupt", active),
+                _ => row_written(world, pane, "Interrupt", active),
             },
         );
         figures.escape_after_write.0.push(changed - written);
@@ -620,7 +746,7 @@ fn measure(agent: Agent, way: Way, world: &World, pane: &str, tries: usize) -> F
         let (script, answer) = match agent {
             // A new call id for each prompt: one dialog per prompt, no `/clear` between.
             Agent::Claude => ("[[askeach]]", ""),
-            Agent::Kimi => ("[[perm]]", "1"),
+            _ => ("[[perm]]", "1"),
         };
         let sent = world.prompt(pane, &format!("Touch a file, {n}. {script}"));
         let blocked = world.wait_option(pane, &["blocked"], sent);
@@ -632,7 +758,7 @@ fn measure(agent: Agent, way: Way, world: &World, pane: &str, tries: usize) -> F
         figures.dialog_after_write.0.push(blocked - written);
         match agent {
             Agent::Claude => {
-                world.wait_screen(pane, DIALOG);
+                world.wait_dialog(agent, pane);
                 // Answered once `watch` has read the dialog drawn (an answer before that
                 // leaves the screen nothing to end: the call's end does).
                 wait(
@@ -641,11 +767,11 @@ fn measure(agent: Agent, way: Way, world: &World, pane: &str, tries: usize) -> F
                     || world.dialog_read(pane, sent),
                 );
             }
-            Agent::Kimi => world.wait_screen(pane, "Run this command?"),
+            _ => world.wait_screen(pane, "Run this command?"),
         }
         let key = match agent {
-            Agent::Claude => world.answer_dialog(pane),
-            Agent::Kimi => world.keys(pane, &[answer]),
+            Agent::Claude => world.answer_dialog(agent, pane),
+            _ => world.keys(pane, &[answer]),
         };
         // Claude Code has no hook for the answer: the screen (the dialog gone) or its
         // tool's end (or the turn's, in the same read), whichever comes first.
@@ -654,40 +780,60 @@ fn measure(agent: Agent, way: Way, world: &World, pane: &str, tries: usize) -> F
         if world.option_set(pane, &["ready"], key).is_none() {
             ready_for(changed);
         }
-        if agent == Agent::Claude {
-            // A 3 s call: for 3 s only the screen can say it was answered.
-            let sent = world.prompt(pane, &format!("Wait a little, {n}. [[wait3each]]"));
-            world.wait_option(pane, &["blocked"], sent);
-            world.wait_screen(pane, DIALOG);
-            wait(
-                "watch reading the dialog drawn",
-                || world.screen(pane),
-                || world.dialog_read(pane, sent),
-            );
-            let key = world.answer_dialog(pane);
-            let changed = world.wait_option(pane, &["active", "ready"], key);
-            figures.long_answer_after_key.0.push(changed - key);
-            let ended = wait(
-                "the 3 s call's PostToolUse",
-                || world.screen(pane),
-                || row_written(world, pane, "PostToolUse", key),
-            );
-            if changed < ended {
-                figures.long_before_its_end += 1;
-            }
-            if way == Way::Session {
-                let shown = wait(
-                    "the session's own line out of blocked",
-                    || world.screen(pane),
-                    || world.session_unblocked("claude", key),
-                );
-                figures.session_answer_after_key.0.push(shown - key);
-            }
-            ready_for(changed);
-        }
-        eprintln!("{} {}: {} of {tries}", agent.name(), way.name(), n + 1);
     }
-    figures
+}
+
+/// A 3 s call's dialog answered "Yes" (Claude Code, Factory Droid): for 3 s only the screen
+/// can say it was answered.
+fn answer_to_a_3_s_call(
+    agent: Agent,
+    way: Way,
+    world: &World,
+    pane: &str,
+    figures: &mut Figures,
+    n: usize,
+) {
+    let sent = world.prompt(pane, &format!("Wait a little, {n}. [[wait3each]]"));
+    world.wait_option(pane, &["blocked"], sent);
+    world.wait_dialog(agent, pane);
+    wait(
+        "watch reading the dialog drawn",
+        || world.screen(pane),
+        || world.dialog_read(pane, sent),
+    );
+    if way == Way::Session && agent == Agent::Droid {
+        // The session reads the pane too: answered once it has seen the dialog as well
+        // (an answer before leaves its window to the call's end).
+        wait(
+            "the session reading the dialog drawn",
+            || world.screen(pane),
+            || world.session_dialog_read(pane, sent),
+        );
+    }
+    let key = world.answer_dialog(agent, pane);
+    let changed = world.wait_option(pane, &["active", "ready"], key);
+    figures.long_answer_after_key.0.push(changed - key);
+    let ended = wait(
+        "the 3 s call's PostToolUse",
+        || world.screen(pane),
+        || row_written(world, pane, "PostToolUse", key),
+    );
+    if changed < ended {
+        figures.long_before_its_end += 1;
+    }
+    if way == Way::Session {
+        let program = match agent {
+            Agent::Droid => "droid",
+            _ => "claude",
+        };
+        let shown = wait(
+            "the session's own line out of blocked",
+            || world.screen(pane),
+            || world.session_unblocked(program, key),
+        );
+        figures.session_answer_after_key.0.push(shown - key);
+    }
+    world.wait_option(pane, &["ready"], changed);
 }
 
 fn main() {
@@ -700,15 +846,21 @@ fn main() {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let claude = tmp.join("e2e-claude-2.1.332/node_modules/.bin/claude");
     let kimi = tmp.join("e2e-kimi-code/node_modules/.bin");
+    let droid = tmp.join("e2e-droid/node_modules/.bin");
     let mut agents = Vec::new();
     for (agent, there, install) in [
         (Agent::Claude, claude.exists(), "many_panes::"),
         (Agent::Kimi, kimi.join("kimi").exists(), "kimi_code::"),
+        (
+            Agent::Droid,
+            droid.join("droid").exists(),
+            "factory_droid_exec_tool_turn",
+        ),
     ] {
-        let name = if agent == Agent::Claude {
-            "claude"
-        } else {
-            "kimi"
+        let name = match agent {
+            Agent::Claude => "claude",
+            Agent::Kimi => "kimi",
+            Agent::Droid => "droid",
         };
         if filter.as_deref().is_some_and(|f| !name.contains(f)) {
             continue;
@@ -734,11 +886,21 @@ fn main() {
     for agent in agents {
         for way in [Way::Setup, Way::Session] {
             let tag = format!("{}-{}", std::process::id(), agent as u8 * 2 + way as u8);
-            let (claude_bin, kimi_bin) = match agent {
-                Agent::Claude => (Some(claude.as_path()), None),
-                Agent::Kimi => (None, Some(kimi.as_path())),
+            let bins = match agent {
+                Agent::Claude => Bins {
+                    claude: Some(claude.as_path()),
+                    ..Bins::default()
+                },
+                Agent::Kimi => Bins {
+                    kimi: Some(kimi.as_path()),
+                    ..Bins::default()
+                },
+                Agent::Droid => Bins {
+                    droid: Some(droid.as_path()),
+                    ..Bins::default()
+                },
             };
-            let world = World::new(way, &tag, claude_bin, kimi_bin, &mock);
+            let world = World::new(way, &tag, bins, &mock);
             let pane = match agent {
                 Agent::Claude => world.start(
                     way,
@@ -750,6 +912,7 @@ fn main() {
                     ),
                 ),
                 Agent::Kimi => world.start(way, "kimi", ""),
+                Agent::Droid => world.start(way, "droid", "FACTORY_AIRGAP_ENABLED=true"),
             };
             let started = Instant::now();
             let figures = measure(agent, way, &world, &pane, tries);
@@ -759,22 +922,24 @@ fn main() {
                 way.name(),
                 started.elapsed().as_secs_f64()
             );
-            figures
-                .escape_after_write
-                .report("Escape: option ready − the CLI's record of it");
-            figures
-                .escape_after_landed
-                .report("Escape: option ready − its transcript line landing");
-            figures
-                .escape_after_key
-                .report("Escape: option ready − key");
-            figures
-                .dialog_after_write
-                .report("dialog: option blocked − PermissionRequest row");
-            figures
-                .answer_after_key
-                .report("answer: option active − key");
-            if agent == Agent::Claude {
+            if agent != Agent::Droid {
+                figures
+                    .escape_after_write
+                    .report("Escape: option ready − the CLI's record of it");
+                figures
+                    .escape_after_landed
+                    .report("Escape: option ready − its transcript line landing");
+                figures
+                    .escape_after_key
+                    .report("Escape: option ready − key");
+                figures
+                    .dialog_after_write
+                    .report("dialog: option blocked − PermissionRequest row");
+                figures
+                    .answer_after_key
+                    .report("answer: option active − key");
+            }
+            if agent != Agent::Kimi {
                 figures
                     .long_answer_after_key
                     .report("answer, 3 s call: option active − Enter");

@@ -22,6 +22,7 @@ mod child;
 mod daemon;
 mod ledger;
 mod root;
+mod workers;
 
 pub use child::{AgentExit, AgentStatus, SignalForwarding, find_program};
 pub use root::{default_session_root, default_sessions_folder};
@@ -205,6 +206,12 @@ pub struct Launch {
     exit: Option<AgentExit>,
     /// The agent's pid, watched until its end is reported.
     watch: Option<ProcessWatch>,
+    /// The agent's workers (its descriptor's [`Worker`](hooktrack_core::agents::Worker)),
+    /// looked for while it runs.
+    workers: Option<workers::Workers>,
+    /// The agent's own end while a worker of its runs on, and when it came: reported once
+    /// the last worker ended (or after [`workers::WORKER_PATIENCE`]).
+    held: Option<(AgentExit, Instant)>,
     /// The arguments give the agent its first prompt (a headless run).
     prompt_at_launch: bool,
     /// When the first prompt was sent, as far as this launch knows.
@@ -362,6 +369,8 @@ impl Launch {
             signals: None,
             exit: None,
             watch: None,
+            workers: agent.descriptor().worker.map(workers::Workers::new),
+            held: None,
             prompt_at_launch: prompt_at_launch(agent, &config.args),
             first_prompt: None,
             collector: Some((stopper, thread)),
@@ -479,7 +488,17 @@ impl Launch {
                 io::Error::other("terminated before the agent started"),
             ));
         }
-        let child = child::spawn(command, env, self.death_signal)?;
+        // A launcher that only relays is skipped: the native binary's status is the agent's.
+        let relayed = self
+            .agent
+            .descriptor()
+            .relay
+            .and_then(|relay| child::relayed(&relay, command));
+        let child = child::spawn(
+            relayed.as_deref().unwrap_or(command),
+            env,
+            self.death_signal,
+        )?;
         let pid = child.id();
         // A SIGTERM or SIGHUP that came while it was being started is passed to it now.
         if let Some(signals) = self.signals.as_ref() {
@@ -540,16 +559,22 @@ impl Launch {
     /// launch did not start, it is what [`Launch::agent_exit`] says (after `up_to` while
     /// that is nothing, so that a loop over `poll` and `wait` never spins).
     pub fn wait(&mut self, up_to: Duration) -> Result<Option<AgentExit>, WaitError> {
+        if let Some((exit, since)) = self.held {
+            return Ok(self.after_workers(exit, since, up_to));
+        }
         let Some(child) = self.child.as_mut() else {
             if self.exit.is_none() {
                 std::thread::sleep(up_to);
             }
             return Ok(self.exit);
         };
+        let pid = child.id();
+        if let Some(workers) = self.workers.as_mut() {
+            workers.look(pid);
+        }
         let Some(status) = child::wait_up_to(child, up_to)? else {
             return Ok(None);
         };
-        let pid = child.id();
         self.child = None;
         if let Some(signals) = &self.signals {
             signals.detach();
@@ -559,8 +584,39 @@ impl Launch {
             status: status.into(),
             at: wall_clock(),
         };
+        if self.workers.as_mut().is_some_and(workers::Workers::running) {
+            // Its worker goes on (and fires the hooks of its end): the agent's end is the
+            // worker's.
+            self.held = Some((exit, Instant::now()));
+            return Ok(None);
+        }
         self.agent_exited(exit);
         Ok(Some(exit))
+    }
+
+    /// The agent ended at `exit` (`since` then) while a worker of its ran: its end, at the
+    /// last worker's (with the agent's own status), once none runs or after
+    /// [`workers::WORKER_PATIENCE`]; else nothing, after waiting up to `up_to` for one.
+    fn after_workers(
+        &mut self,
+        exit: AgentExit,
+        since: Instant,
+        up_to: Duration,
+    ) -> Option<AgentExit> {
+        let running = self.workers.as_mut().is_some_and(workers::Workers::running);
+        if running && since.elapsed() < workers::WORKER_PATIENCE {
+            if let Some(workers) = self.workers.as_mut() {
+                workers.wait(up_to);
+            }
+            return None;
+        }
+        self.held = None;
+        let exit = AgentExit {
+            at: wall_clock(),
+            ..exit
+        };
+        self.agent_exited(exit);
+        Some(exit)
     }
 
     /// The agent process ended: the one place the launch learns it, from [`Launch::wait`],
@@ -596,9 +652,12 @@ impl Launch {
         if !ended {
             return;
         }
-        if self.child.is_some() {
-            // Reaped by `wait`, which reports it with its status.
+        if self.child.is_some() || self.held.is_some() {
+            // Reaped by `wait`, which reports it with its status (once its workers ended).
             if let Ok(Some(_)) = self.wait(Duration::ZERO) {
+                return;
+            }
+            if self.held.is_some() {
                 return;
             }
         }

@@ -12,6 +12,8 @@ use crate::support::{
 const COPILOT: &str = "copilot-cli/copilot-cli-1.0.102-interactive-bgagent-steer-transcript.ndjson";
 const DROID: &str =
     "factory-droid/factory-droid-0.225.2-interactive-bgtask-repeat-transcript.ndjson";
+const DROID_KILL: &str =
+    "factory-droid/factory-droid-0.225.2-interactive-kill-worker-transcript.ndjson";
 const QWEN_STEER: &str = "qwen-code/qwen-code-0.24.4-interactive-steer-escape.ndjson";
 const QWEN_QUEUE: &str = "qwen-code/qwen-code-0.24.4-interactive-queue.ndjson";
 
@@ -93,6 +95,24 @@ fn droid_repeated_output_refused_ends_the_turn_known_failure_despite_its_stop() 
         .find(|t| t.first_row == 14)
         .expect("the refused turn");
     assert_eq!(turn.result.name(), "success");
+}
+
+#[test]
+fn droid_worker_outliving_its_killed_tui_is_tracked_to_its_real_end() {
+    // `kill -9` of the TUI while `sleep 40` ran: its `droid exec` worker fired the turn's
+    // `Stop` (row 6) and `SessionEnd` (row 7) itself, and the launch, waiting for it, wrote
+    // the TUI's end (its own status, signal 9) after them (row 8).
+    assert!(row(DROID_KILL, 6).contains(r#""event":"Stop""#));
+    assert!(row(DROID_KILL, 7).contains(r#""event":"SessionEnd""#));
+    assert!(row(DROID_KILL, 8).contains(r#""event":"process_ended""#));
+    assert!(row(DROID_KILL, 8).contains(r#""signal":9"#));
+    let r = replay(DROID_KILL);
+    // The worker's cancelled call (its session file) ends the turn: interrupted, not a gap
+    // at the TUI's end, and its `Stop` makes up no turn.
+    assert_eq!(turn_results(&r), ["main success", "main interrupted"]);
+    assert_eq!(r.turns[1].ended_by.map(|s| s.name()), Some("transcript"));
+    assert_eq!(counter(&r, "terminal_gap_process_ended"), 0);
+    assert_eq!(counter(&r, "unannounced_turn"), 0);
 }
 
 fn replay_file_without_transcripts(campaign: &str) -> Report {

@@ -520,17 +520,7 @@ fn dialog_ended_by_its_pane(first_read_late: bool) {
     // The session's `tmux`: the real one, logging each `capture-pane` that shows the
     // dialog (the session has seen it drawn: an answer from then on can be seen gone).
     let wrap = dir.path().join("wrap");
-    fs::create_dir_all(&wrap).expect("mkdir wrap");
     let reads = dir.path().join("reads");
-    let real = String::from_utf8_lossy(
-        &Command::new("sh")
-            .args(["-c", "command -v tmux"])
-            .output()
-            .expect("command -v tmux")
-            .stdout,
-    )
-    .trim()
-    .to_owned();
     let late = dir.path().join("late");
     let delay = if first_read_late {
         format!(
@@ -540,20 +530,7 @@ fn dialog_ended_by_its_pane(first_read_late: bool) {
     } else {
         String::new()
     };
-    fs::write(
-        wrap.join("tmux"),
-        format!(
-            "#!/bin/sh\n{delay}out=$('{real}' \"$@\"); rc=$?\nprintf '%s\\n' \"$out\"\n\
-             case \"$out\" in *'Do you want to proceed?'*) echo drawn >> '{}';; esac\nexit $rc\n",
-            reads.display()
-        ),
-    )
-    .expect("wrapper");
-    fs::set_permissions(
-        wrap.join("tmux"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o700),
-    )
-    .expect("chmod");
+    crate::scratch_home::tmux_logging_dialogs(&wrap, &["Do you want to proceed?"], &reads, &delay);
     let out = dir.path().join("session.ndjson");
     let server = Server::start("session-screen", &[("HOME", &home.display().to_string())]);
     let pane = server

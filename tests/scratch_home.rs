@@ -128,6 +128,30 @@ pub fn write_script(path: &Path, text: &str) {
     fs::set_permissions(path, fs::Permissions::from_mode(0o700)).unwrap();
 }
 
+/// A `tmux` in `dir` in front of the real one (the first on `PATH` now) that appends a
+/// line `drawn` to `log` for each of its outputs holding one of `looks` (a `capture-pane`
+/// that showed a dialog): put `dir` first on a reader's `PATH` to know that it has seen
+/// the dialog drawn, after which an answer can be seen gone. No look may hold a `'`.
+/// `prelude`: shell lines run first on each call (a test's delay), usually none.
+pub fn tmux_logging_dialogs(dir: &Path, looks: &[&str], log: &Path, prelude: &str) {
+    let real = Command::new("sh")
+        .args(["-c", "command -v tmux"])
+        .output()
+        .unwrap();
+    let real = String::from_utf8_lossy(&real.stdout).trim().to_owned();
+    let patterns: Vec<String> = looks.iter().map(|look| format!("*'{look}'*")).collect();
+    fs::create_dir_all(dir).unwrap();
+    write_script(
+        &dir.join("tmux"),
+        &format!(
+            "#!/bin/sh\n{prelude}out=$('{real}' \"$@\"); rc=$?\nprintf '%s\\n' \"$out\"\n\
+             case \"$out\" in {}) echo drawn >> '{}';; esac\nexit $rc\n",
+            patterns.join("|"),
+            log.display()
+        ),
+    );
+}
+
 impl Drop for TmuxServer {
     fn drop(&mut self) {
         let _ = self.tmux().arg("kill-server").output();

@@ -17,6 +17,7 @@ use rustix::process::{Pid, Signal, kill_process};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::{Handle, Signals};
 
+use hooktrack_core::agents::Relay;
 use hooktrack_core::envelope::{ProcessEnd, process_ended_row};
 use hooktrack_core::time::Timestamp;
 
@@ -220,6 +221,24 @@ pub fn find_program(program: &OsStr) -> Result<PathBuf, SpawnError> {
         .ok_or_else(not_found)
 }
 
+/// `command` with its program replaced by the native binary `relay`'s launcher runs, when
+/// the program found on `PATH` is that launcher and one of its native binaries is there
+/// (`None` otherwise: the command runs as given).
+pub(super) fn relayed(relay: &Relay, command: &[OsString]) -> Option<Vec<OsString>> {
+    let (program, args) = command.split_first()?;
+    let found = std::fs::canonicalize(find_program(program).ok()?).ok()?;
+    let text = found.to_str()?;
+    let base = Path::new(text.strip_suffix(relay.launcher)?);
+    let native = relay
+        .natives
+        .iter()
+        .map(|n| base.join(n))
+        .find(|n| n.is_file())?;
+    let mut relayed = vec![native.into_os_string()];
+    relayed.extend(args.iter().cloned());
+    Some(relayed)
+}
+
 /// Starts `command` (program and arguments) with `env` added to this process's
 /// environment; with `death_signal`, the child receives it when this process dies (Linux:
 /// `PR_SET_PDEATHSIG`, set between fork and exec; it fires when the spawning thread ends,
@@ -351,5 +370,50 @@ mod tests {
             "{missing:?}"
         );
         assert!(find_program(OsStr::new("sh")).is_ok_and(|p| p.is_absolute()));
+    }
+
+    /// Each relaying launcher's npm layout (GitHub Copilot CLI 1.0.102's: `.bin/copilot`
+    /// links to `@github/copilot/npm-loader.js`, which only relays to the platform
+    /// package's binary): that binary runs instead, with the same arguments; without it,
+    /// the launcher runs; another program runs as given.
+    #[test]
+    fn a_relaying_launcher_is_replaced_by_its_native_binary() {
+        use std::os::unix::fs::symlink;
+        let relays: Vec<Relay> = hooktrack_core::agent::Agent::ALL
+            .iter()
+            .filter_map(|a| a.descriptor().relay)
+            .collect();
+        assert!(!relays.is_empty(), "no agent's launcher relays");
+        for relay in relays {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let modules = dir.path().join("node_modules");
+            let loader = modules.join(relay.launcher);
+            let native = modules.join(relay.natives[0]);
+            for file in [&loader, &native] {
+                std::fs::create_dir_all(file.parent().expect("a folder")).expect("mkdir");
+                std::fs::write(file, "").expect("file");
+            }
+            std::fs::create_dir_all(modules.join(".bin")).expect("mkdir .bin");
+            let bin = modules.join(".bin/agent");
+            symlink(&loader, &bin).expect("symlink");
+            let command = [
+                bin.into_os_string(),
+                OsString::from("-p"),
+                OsString::from("hi"),
+            ];
+            let native_command = relayed(&relay, &command).expect("relayed");
+            let canonical = std::fs::canonicalize(&native).expect("canonical");
+            assert_eq!(
+                native_command,
+                [
+                    canonical.into_os_string(),
+                    OsString::from("-p"),
+                    OsString::from("hi")
+                ]
+            );
+            std::fs::remove_file(&native).expect("rm");
+            assert_eq!(relayed(&relay, &command), None);
+            assert_eq!(relayed(&relay, &[OsString::from("sh")]), None);
+        }
     }
 }

@@ -169,6 +169,13 @@ SCRIPTS = {
                                              "riskLevel": "medium", "riskLevelReason": "It creates a file in the project."})]],
         "slow": [[("call_d_w", "Execute", {"command": "sleep 40", "summary": "Wait for forty seconds",
                                            "riskLevel": "low", "riskLevelReason": "It only waits."})]],
+        # A command asked about (medium risk) that runs long enough to read the screen after
+        # "Yes" (`[[wait]]`: 20 s); `[[wait3each]]` a 3 s one whose call id is new for each
+        # prompt (`<id>_<P>`, as Claude Code's), one dialog per prompt in one conversation.
+        "wait": [[("call_d_t", "Execute", {"command": "sleep 20", "summary": "Wait for twenty seconds",
+                                           "riskLevel": "medium", "riskLevelReason": "It holds the shell."})]],
+        "wait3each": [[("call_d_e", "Execute", {"command": "sleep 3", "summary": "Wait for three seconds",
+                                                "riskLevel": "medium", "riskLevelReason": "It holds the shell."})]],
         # `Task` (offered from `--auto high` on) runs the custom droid `helper` that the
         # recording's `~/.factory/droids/helper.md` defines; its own prompt is plain.
         # `[[agent]]` waits for it (`await`), `[[bgagent]]` runs it in the background (the
@@ -369,9 +376,11 @@ def reply(cli, turn):
     if steps:
         # Both calls of step 1 come back before step 2.
         done = 0
+        each = turn.marker.endswith("each")
         for n, calls in enumerate(steps):
             if turn.step == done:
-                return ("calls", [(i, name, fill(args, turn.cwd)) for i, name, args in calls])
+                return ("calls", [(f"{i}_{turn.prompt}" if each else i, name, fill(args, turn.cwd))
+                                  for i, name, args in calls])
             done += len(calls)
         return ("text", FINAL)
     if cli == "claude" and turn.marker in CLAUDE_EACH_PROMPT:

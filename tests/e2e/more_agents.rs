@@ -311,24 +311,26 @@ fn copilot_tui(world: &World, bin: &Path, mock: &Mock, name: &str) -> Tmux {
 fn plain_turn_then_a_slow_call(tmux: &Tmux, world: &World, running: &str) {
     let limit = PATIENCE;
     let count = |event: &str| world.lines().iter().filter(|l| l["event"] == event).count();
-    let type_prompt = |text: &str| {
-        tmux.keys(&["-l", text]);
-        wait_for(limit, "the prompt typed", || {
-            tmux.screen().contains(text).then_some(())
-        });
-        tmux.keys(&["Enter"]);
-    };
-    type_prompt("Say hi. [[plain]]");
+    type_prompt(tmux, "Say hi. [[plain]]");
     wait_for(limit, "the first turn's Stop", || {
         (count("Stop") == 1).then_some(())
     });
-    type_prompt("Wait a while. [[slow]]");
+    type_prompt(tmux, "Wait a while. [[slow]]");
     wait_for(limit, "the slow call's PreToolUse", || {
         (count("PreToolUse") == 1).then_some(())
     });
     wait_for(limit, "the running call", || {
         tmux.screen().contains(running).then_some(())
     });
+}
+
+/// Types `text` into the TUI's input box and presses Enter once it is drawn.
+fn type_prompt(tmux: &Tmux, text: &str) {
+    tmux.keys(&["-l", text]);
+    wait_for(PATIENCE, "the prompt typed", || {
+        tmux.screen().contains(text).then_some(())
+    });
+    tmux.keys(&["Enter"]);
 }
 
 fn copilot_cli_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_log() {
@@ -507,6 +509,38 @@ fn droid_session(world: &World, bin: &Path, args: &[&str]) -> Command {
     cmd
 }
 
+/// `cmd` (a `droid_session`) in a private tmux server, once the TUI draws its input box.
+fn droid_tui(world: &World, mut cmd: Command) -> Tmux {
+    // The TUI is Ink, whose renderer takes `CI` or `CONTINUOUS_INTEGRATION` (set and not
+    // `0`/`false`, as `.ci/run` exports `CI=true`) for a log: it writes only the static
+    // banner, ending at "Skills (…)", and never the live frame with the input box and its
+    // help line. Droid runs on underneath, unseen, so the screen waits could never pass.
+    cmd.env_remove("CI").env_remove("CONTINUOUS_INTEGRATION");
+    let tmux = Tmux::start(
+        format!("hooktrack-e2e-droid-{}", std::process::id()),
+        &cmd,
+        &world.work,
+        &world.home,
+    );
+    // The screen goes into the failure: the one time this wait gave up, nothing said why.
+    // Below the input box Droid writes "? for help" or, in its place, "1 config issue —
+    // /diagnostics" (both seen at start in 0.225.2); the autonomy line above the box
+    // ("Auto (Off) · all actions require approval") is always there.
+    let started = std::time::Instant::now();
+    let drawn = loop {
+        let screen = tmux.screen();
+        if screen.contains("Auto (") || started.elapsed() > PATIENCE {
+            break screen;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        drawn.contains("Auto ("),
+        "the TUI's input box never came; the screen:\n{drawn}"
+    );
+    tmux
+}
+
 fn factory_droid_exec_tool_turn_through_session_ends_success_with_three_tools() {
     let bin = match droid_installed() {
         Ok(b) => b,
@@ -551,18 +585,7 @@ fn factory_droid_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_
     let mock = Mock::start(Path::new("python3"));
     let world = droid_world(&mock);
     // Low autonomy: the slow command (low risk) runs without a dialog.
-    let mut cmd = droid_session(&world, &bin, &["--auto", "low"]);
-    // The TUI is Ink, whose renderer takes `CI` or `CONTINUOUS_INTEGRATION` (set and not
-    // `0`/`false`, as `.ci/run` exports `CI=true`) for a log: it writes only the static
-    // banner, ending at "Skills (…)", and never the live frame with the input box and its
-    // help line. Droid runs on underneath, unseen, so the screen waits could never pass.
-    cmd.env_remove("CI").env_remove("CONTINUOUS_INTEGRATION");
-    let tmux = Tmux::start(
-        format!("hooktrack-e2e-droid-{}", std::process::id()),
-        &cmd,
-        &world.work,
-        &world.home,
-    );
+    let tmux = droid_tui(&world, droid_session(&world, &bin, &["--auto", "low"]));
     let limit = PATIENCE;
     let output = world.output();
     let count = |event: &str| {
@@ -571,19 +594,6 @@ fn factory_droid_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_
             .filter(|l| l["event"] == event)
             .count()
     };
-    // The screen goes into the failure: the one time this wait gave up, nothing said why.
-    let started = std::time::Instant::now();
-    let drawn = loop {
-        let screen = tmux.screen();
-        if screen.contains("? for help") || started.elapsed() > limit {
-            break screen;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    assert!(
-        drawn.contains("? for help"),
-        "the TUI's help line never came; the screen:\n{drawn}"
-    );
     plain_turn_then_a_slow_call(&tmux, &world, "Press ESC to stop");
     tmux.keys(&["Escape"]);
     wait_for(limit, "the cancellation on screen", || {
@@ -603,6 +613,207 @@ fn factory_droid_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_
         "{context}"
     );
     assert_eq!(end["turns"][1]["ended_by"], "transcript", "{context}");
+}
+
+/// `kill -9` of Droid's TUI while a call runs: its `droid exec` worker goes on without it,
+/// cancels the call and fires `Stop` and `SessionEnd`. The session waits for that worker:
+/// both come before the TUI's `process_ended` (its own status, signal 9), the turn reads as
+/// the worker's session file says (cancelled: `interrupted`), none is made up, and the
+/// session exits 137 as a shell running the TUI does.
+fn factory_droid_tui_killed_is_tracked_to_its_workers_end() {
+    let bin = match droid_installed() {
+        Ok(b) => b,
+        Err(reason) => return skip("factory-droid 0.225.2 (tmux)", &reason),
+    };
+    let _one_droid = ONE_DROID.lock().unwrap_or_else(|e| e.into_inner());
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip("factory-droid 0.225.2 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = droid_world(&mock);
+    let tmux = droid_tui(&world, droid_session(&world, &bin, &["--auto", "low"]));
+    plain_turn_then_a_slow_call(&tmux, &world, "Executing...");
+    // Killed once the turn's timer ("[⏱ 2s]") says the call has run a while, as in the
+    // corpus recording.
+    wait_for(PATIENCE, "the call running for a while", || {
+        let screen = tmux.screen();
+        let seconds = screen
+            .split("[⏱ ")
+            .nth(1)
+            .and_then(|rest| rest.split('s').next())
+            .and_then(|n| n.trim().parse::<u32>().ok());
+        seconds.is_some_and(|s| s >= 2).then_some(())
+    });
+    // The pane runs `hooktrack session` (its script `exec`s it); the TUI is its child.
+    let session = tmux.pane_pid().expect("the pane's pid");
+    let children = fs::read_to_string(format!("/proc/{session}/task/{session}/children"))
+        .expect("the session's children");
+    let tui = children
+        .split_whitespace()
+        .find(|pid| {
+            fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "droid")
+        })
+        .expect("the TUI among the session's children")
+        .to_owned();
+    let killed = Command::new("kill")
+        .args(["-9", &tui])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let end = wait_for(PATIENCE, "the session's end line", || {
+        world.lines().into_iter().find(|l| l["kind"] == "end")
+    });
+    let rows: Vec<serde_json::Value> =
+        fs::read_to_string(world.root.join("hook-observation/droid/events.ndjson"))
+            .expect("the store")
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+    let context = format!("{end}\nrows:\n{rows:#?}\nscreen:\n{}", tmux.screen());
+    assert_eq!(end["exit_code"], 137, "{context}");
+    // How the worker ended the call is a race of its own (seen both ways): cancelled (the
+    // session file's "Tool execution cancelled by user": interrupted, read from that file),
+    // or ended by SIGTERM, whose error the worker sends to the model and whose answer ends
+    // the turn with its `Stop` (success, by that hook). Either way two turns, no gap.
+    let sessions = world.home.join(".factory/sessions");
+    let record: String = fs::read_dir(&sessions)
+        .expect("Droid's sessions")
+        .flatten()
+        .flat_map(|dir| fs::read_dir(dir.path()).into_iter().flatten().flatten())
+        .filter(|f| f.path().extension().is_some_and(|e| e == "jsonl"))
+        .filter_map(|f| fs::read_to_string(f.path()).ok())
+        .collect();
+    let (result, ended_by) = if record.contains("Error: Tool execution cancelled by user") {
+        ("interrupted", "transcript")
+    } else {
+        assert!(
+            record.contains("Error: Command terminated by signal"),
+            "{context}\nsession file:\n{record}"
+        );
+        ("success", "hook")
+    };
+    assert_eq!(
+        ledger(&end["turns"]),
+        ["main success 0".to_owned(), format!("main {result} 1")],
+        "{context}"
+    );
+    assert_eq!(end["turns"][1]["ended_by"], ended_by, "{context}");
+    assert_eq!(
+        end["diagnostics"]["counters"]["terminal_gap_process_ended"], 0,
+        "{context}"
+    );
+    let events: Vec<&str> = rows.iter().filter_map(|r| r["event"].as_str()).collect();
+    let last_three = &events[events.len().saturating_sub(3)..];
+    assert_eq!(
+        last_three,
+        ["Stop", "SessionEnd", "process_ended"],
+        "{context}"
+    );
+    assert_eq!(
+        rows.last().map(|r| r["payload"]["signal"].clone()),
+        Some(9.into()),
+        "{context}"
+    );
+}
+
+/// Issue 33 item 1: a 20-second command approved in Droid's dialog ("Yes, allow", the
+/// preselected option). No hook fires on the answer (the next is the call's `PostToolUse`,
+/// 20 s later): the session, reading its pane in tmux, shows the agent running once the
+/// dialog it saw drawn is gone, long before the call ends; `success` at the turn's end.
+fn factory_droid_tui_approved_dialog_shows_running_before_the_call_ends() {
+    let bin = match droid_installed() {
+        Ok(b) => b,
+        Err(reason) => return skip("factory-droid 0.225.2 (tmux)", &reason),
+    };
+    let _one_droid = ONE_DROID.lock().unwrap_or_else(|e| e.into_inner());
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip("factory-droid 0.225.2 (tmux)", "no tmux");
+    }
+    let screen = hooktrack::Agent::FactoryDroid
+        .descriptor()
+        .screen
+        .expect("Factory Droid's dialog looks");
+    let looks: Vec<&str> = screen.dialog.iter().map(|look| look.text).collect();
+    let mock = Mock::start(Path::new("python3"));
+    let world = droid_world(&mock);
+    // The session's `tmux` logs each read that showed the dialog.
+    let wrap = world.scratch("wrap");
+    let reads = world.scratch("reads").join("drawn");
+    crate::scratch_home::tmux_logging_dialogs(&wrap, &looks, &reads, "");
+    // Default autonomy (Auto Off): the medium-risk command asks.
+    let mut cmd = droid_session(&world, &bin, &[]);
+    let mut dirs = vec![wrap];
+    dirs.extend(std::env::split_paths(&path_with(&bin)));
+    cmd.env("PATH", std::env::join_paths(dirs).expect("PATH"));
+    let tmux = droid_tui(&world, cmd);
+    let phase = |l: &serde_json::Value| l["posture"]["turn"]["phase"].clone();
+    type_prompt(&tmux, "Wait a bit. [[wait]]");
+    wait_for(PATIENCE, "the session showing the dialog", || {
+        world
+            .lines()
+            .iter()
+            .any(|l| l["event"] == "Notification" && phase(l) == "blocked")
+            .then_some(())
+    });
+    let dialog = wait_for(PATIENCE, "the dialog drawn", || {
+        let drawn = tmux.screen();
+        drawn.contains("Command to approve").then_some(drawn)
+    });
+    assert!(
+        screen.draws_dialog(&dialog),
+        "the descriptor does not know this dialog:\n{dialog}"
+    );
+    if let Some(dir) = std::env::var_os("HOOKTRACK_E2E_SCREENS").map(PathBuf::from) {
+        fs::write(dir.join("0.225.2-execute-dialog.txt"), &dialog).expect("keep the dialog");
+    }
+    // Answered once the session has read the pane showing the dialog (an answer before
+    // that leaves the screen nothing to end: the call's end would).
+    wait_for(PATIENCE, "the session reading the dialog drawn", || {
+        fs::read_to_string(&reads)
+            .is_ok_and(|r| r.contains("drawn"))
+            .then_some(())
+    });
+    let before = world.lines().len();
+    let answered = hooktrack::wall_clock().as_millis();
+    tmux.keys(&["Enter"]);
+    let running = wait_for(PATIENCE, "the session showing the agent running", || {
+        world
+            .lines()
+            .into_iter()
+            .skip(before)
+            .find(|l| phase(l) == "active" && l["source"] == "screen")
+    });
+    let running_at = running["at"]
+        .as_str()
+        .and_then(hooktrack::Timestamp::parse_rfc3339)
+        .expect("the line's time");
+    eprintln!(
+        "answer to the session's line: {} ms",
+        running_at.as_millis() - answered
+    );
+    let after = tmux.screen();
+    assert!(!screen.draws_dialog(&after), "{after}");
+    if let Some(dir) = std::env::var_os("HOOKTRACK_E2E_SCREENS").map(PathBuf::from) {
+        fs::write(dir.join("0.225.2-execute-answered.txt"), &after).expect("keep the screen");
+    }
+    let lines = world.lines();
+    let ran = lines
+        .iter()
+        .position(|l| *l == running)
+        .expect("the running line");
+    assert!(
+        !lines[..ran].iter().any(|l| l["event"] == "PostToolUse"),
+        "the call's end came before the screen's answer: {running}"
+    );
+    wait_for(PATIENCE, "the turn's Stop", || {
+        world
+            .lines()
+            .iter()
+            .any(|l| l["event"] == "Stop")
+            .then_some(())
+    });
+    let (end, context) = quit_tui(&tmux, &world, "/quit");
+    assert_eq!(ledger(&end["turns"]), ["main success 1"], "{context}");
 }
 
 /// This module's tests, with what each needs (`main.rs`).
@@ -638,6 +849,14 @@ pub(crate) fn tests() -> Vec<crate::E2e> {
         ),
         e2e!(
             factory_droid_escape_during_a_tool_in_tmux_ends_interrupted_from_its_session_file,
+            [Droid, Tmux]
+        ),
+        e2e!(
+            factory_droid_tui_approved_dialog_shows_running_before_the_call_ends,
+            [Droid, Tmux]
+        ),
+        e2e!(
+            factory_droid_tui_killed_is_tracked_to_its_workers_end,
             [Droid, Tmux]
         ),
     ]

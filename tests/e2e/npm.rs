@@ -1034,24 +1034,7 @@ impl Watcher {
         let errors = tui.world.root.with_extension("watch.err");
         let reads = tui.world.root.with_extension("watch.reads");
         let wrap = tui.world.root.with_extension("wrap");
-        fs::create_dir_all(&wrap).expect("mkdir wrap");
-        let real = String::from_utf8_lossy(
-            &Command::new("sh")
-                .args(["-c", "command -v tmux"])
-                .output()
-                .expect("command -v tmux")
-                .stdout,
-        )
-        .trim()
-        .to_owned();
-        crate::scratch_home::write_script(
-            &wrap.join("tmux"),
-            &format!(
-                "#!/bin/sh\nout=$('{real}' \"$@\"); rc=$?\nprintf '%s\\n' \"$out\"\n\
-                 case \"$out\" in *'{look}'*) echo drawn >> '{}';; esac\nexit $rc\n",
-                reads.display()
-            ),
-        );
+        crate::scratch_home::tmux_logging_dialogs(&wrap, &[look], &reads, "");
         let path = std::env::var_os("PATH").unwrap_or_default();
         let mut paths = vec![wrap];
         paths.extend(std::env::split_paths(&path));

@@ -235,8 +235,8 @@ mod tests {
     }
 }
 
-/// The rule through the tracker, with Claude Code 2.1.332's screens as its TUI drew them
-/// (`agents/claude_code/screens/`, captured by the end-to-end test).
+/// The rule through the tracker, with Claude Code 2.1.332's and Factory Droid 0.225.2's
+/// screens as their TUIs drew them (`agents/*/screens/`, captured in tmux).
 #[cfg(test)]
 mod tracker_tests {
     use crate::diagnostics::Diag;
@@ -370,6 +370,105 @@ mod tracker_tests {
         assert_eq!(asked(&mut live, at(5)), []);
         assert_eq!(live.pipeline().diagnostics().count(Diag::ScreenUnread), 1);
         assert_eq!(live.pipeline().posture().turn.phase, Phase::Blocked);
+    }
+
+    /// Factory Droid 0.225.2: `Notification(permission_prompt)` after the call's
+    /// `PreToolUse` opens the window, and no hook comes on "Yes, allow" until the call's
+    /// `PostToolUse`: the pane, the dialog seen drawn then gone, ends it.
+    mod factory_droid {
+        use super::{
+            Diag, Phase, Request, Source, Tracker, TrackerConfig, TurnResult, asked, at, feed, read,
+        };
+        use crate::agent::Agent;
+
+        const DIALOG: &str =
+            include_str!("agents/factory_droid/screens/0.225.2-execute-dialog.txt");
+        const ANSWERED: &str =
+            include_str!("agents/factory_droid/screens/0.225.2-execute-answered.txt");
+        const REJECTED: &str =
+            include_str!("agents/factory_droid/screens/0.225.2-execute-rejected.txt");
+        const IDLE: &str = include_str!("agents/factory_droid/screens/0.225.2-idle.txt");
+
+        /// A Factory Droid row at second `at` from pane `%4`.
+        fn row(event: &str, at: u32, extra: &str) -> String {
+            format!(
+                r#"{{"v":1,"provider":"droid","received_at":"2026-01-01T00:00:{at:02}.000Z","event":"{event}","tmux_pane":"%4","payload":{{"hook_event_name":"{event}","session_id":"d","transcript_path":"/h/.factory/sessions/-w/d.jsonl","permission_mode":"off"{extra}}}}}"#
+            )
+        }
+
+        const CALL: &str =
+            r#","tool_name":"Execute","tool_input":{"command":"sleep 20","riskLevel":"medium"}"#;
+
+        #[test]
+        fn the_descriptor_knows_droids_dialog_and_none_of_its_other_screens() {
+            let screen = Agent::FactoryDroid
+                .descriptor()
+                .screen
+                .expect("Factory Droid's screen is read");
+            assert!(screen.draws_dialog(DIALOG));
+            for other in [ANSWERED, REJECTED, IDLE] {
+                assert!(!screen.draws_dialog(other), "{other}");
+            }
+        }
+
+        #[test]
+        fn droids_dialog_seen_drawn_then_gone_ends_the_window_before_the_calls_end() {
+            let mut tracker = Tracker::new(TrackerConfig {
+                read_screens: true,
+                ..TrackerConfig::default()
+            });
+            feed(
+                &mut tracker,
+                &[
+                    row("SessionStart", 1, r#","source":"startup""#),
+                    row(
+                        "UserPromptSubmit",
+                        2,
+                        r#","prompt":"Wait a bit.","message_id":"m1""#,
+                    ),
+                    row("PreToolUse", 3, CALL),
+                    row(
+                        "Notification",
+                        3,
+                        r#","notification_type":"permission_prompt","message":"Factory CLI needs permission to execute 1 tool(s)""#,
+                    ),
+                ],
+            );
+            assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
+            let pane = Request::ReadScreen {
+                session: 0,
+                pane: "%4".into(),
+            };
+            assert_eq!(asked(&mut tracker, at(4)), [pane]);
+            // Gone before it was ever seen drawn says nothing; drawn, then gone, answers.
+            read(&mut tracker, IDLE, at(4));
+            assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
+            read(&mut tracker, DIALOG, at(4));
+            assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
+            read(&mut tracker, ANSWERED, at(5));
+            let pipeline = tracker.pipeline();
+            assert_eq!(pipeline.posture().turn.phase, Phase::Active);
+            let cause = pipeline.provenance().phase.as_ref().expect("a cause");
+            assert_eq!(
+                (cause.source, cause.event.as_str(), cause.at),
+                (Source::Screen, "dialog_answered", Some(at(5)))
+            );
+            assert_eq!(
+                pipeline.diagnostics().count(Diag::DialogAnsweredOnScreen),
+                1
+            );
+            feed(
+                &mut tracker,
+                &[
+                    row("PostToolUse", 24, CALL),
+                    row("Stop", 25, r#","message_id":"m2","stop_hook_active":false"#),
+                ],
+            );
+            assert_eq!(
+                tracker.pipeline().posture().last_turn.result,
+                TurnResult::Success
+            );
+        }
     }
 }
 

@@ -86,6 +86,12 @@ pub struct Descriptor {
     pub headless: Headless,
     /// A program name under which the agent never starts (so no hook can fire).
     pub launch_gate: Option<LaunchGate>,
+    /// The process of its own program it runs its agent loop in, which can outlive it
+    /// (`None`: none seen).
+    pub worker: Option<Worker>,
+    /// The launcher its package manager puts on `PATH` when that only relays to a native
+    /// binary (`None`: the program on `PATH` is the agent itself).
+    pub relay: Option<Relay>,
     /// The versions hooktrack is tested against, and the events older versions lack.
     pub versions: Versions,
     /// The plugin file it loads, when it has no command hooks (its config format is
@@ -117,6 +123,34 @@ impl Descriptor {
             })
             .collect()
     }
+}
+
+/// An agent's worker: a child of the agent's process, running the same program with these
+/// arguments among its own, that runs the agent loop and goes on after the agent's process
+/// is killed, firing the hooks of the turn's and the session's end itself. A launch takes
+/// the agent's end to be its last worker's (`src/launch/workers.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Worker {
+    pub args: &'static [&'static str],
+    /// The versions whose process tree showed it.
+    pub seen_in: &'static str,
+}
+
+/// A launcher that only relays to the agent's native binary: it runs it with its own
+/// arguments and environment and passes its exit code on, but reports an end by a signal
+/// as a failure of its own (GitHub Copilot CLI's `npm-loader.js` exits 1 after a
+/// `kill -9` of the native binary). A launch runs the native binary itself, so the status
+/// it reports is the agent's own (`src/launch/child.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Relay {
+    /// The end of the launcher's path, once the program found on `PATH` is resolved
+    /// (symbolic links followed): the folder before it holds the native packages.
+    pub launcher: &'static str,
+    /// The native binaries the launcher picks from, under that folder: the first that is
+    /// there runs.
+    pub natives: &'static [&'static str],
+    /// The versions whose launcher was read.
+    pub seen_in: &'static str,
 }
 
 /// How a dialog that waits on the user looks on the agent's screen, taken from real

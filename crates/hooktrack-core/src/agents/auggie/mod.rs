@@ -123,6 +123,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         ],
     },
     launch_gate: None,
+    worker: None,
+    relay: None,
     versions: Versions {
         program: "auggie",
         oldest: "0.36.0",

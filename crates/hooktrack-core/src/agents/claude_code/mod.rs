@@ -106,6 +106,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         value_options: &[],
     },
     launch_gate: None,
+    worker: None,
+    relay: None,
     versions: Versions {
         program: "claude",
         oldest: "2.1.197",

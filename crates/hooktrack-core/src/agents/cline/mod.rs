@@ -104,6 +104,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         ],
     },
     launch_gate: None,
+    worker: None,
+    relay: None,
     versions: Versions {
         program: "cline",
         oldest: "3.0.65",

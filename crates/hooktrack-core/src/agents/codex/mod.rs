@@ -120,6 +120,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         ],
     },
     launch_gate: None,
+    worker: None,
+    relay: None,
     versions: Versions {
         program: "codex",
         oldest: "0.171.0",

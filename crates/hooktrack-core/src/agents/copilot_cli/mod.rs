@@ -13,7 +13,7 @@ pub(crate) mod transcript;
 
 use super::{
     ArgumentField, Descriptor, DetectRule, EntrySchema, Headless, InstallFacts, PreflightFacts,
-    SessionFile, SessionLayout, Strictness, TimeoutUnit, Transcript, Versions,
+    Relay, SessionFile, SessionLayout, Strictness, TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
@@ -108,6 +108,21 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         value_options: &[],
     },
     launch_gate: None,
+    worker: None,
+    // `copilot` from npm is `@github/copilot/npm-loader.js` (1.0.102): it runs
+    // `@github/copilot-<platform>-<arch>` (`linuxmusl` first on a musl system) with the
+    // same arguments and `stdio: inherit`, and exits with its code, or 1 after a message
+    // when a signal ended it.
+    relay: Some(Relay {
+        launcher: "@github/copilot/npm-loader.js",
+        natives: &[
+            "@github/copilot-linux-x64/copilot",
+            "@github/copilot-linux-arm64/copilot",
+            "@github/copilot-darwin-arm64/copilot",
+            "@github/copilot-darwin-x64/copilot",
+        ],
+        seen_in: "1.0.102",
+    }),
     versions: Versions {
         program: "copilot",
         oldest: "1.0.102",

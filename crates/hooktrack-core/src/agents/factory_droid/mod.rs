@@ -4,7 +4,9 @@
 //! A TUI turn runs from `UserPromptSubmit` to `Stop`; `droid exec` sends no
 //! `UserPromptSubmit`, so its one turn is the unannounced one its `Stop` ends. No hook
 //! carries a tool-call id: calls pair by name and input. A permission dialog is only
-//! `Notification(permission_prompt)` after `PreToolUse`. Escape and a failed model call
+//! `Notification(permission_prompt)` after `PreToolUse`; its answer only the pane shows
+//! ([`SCREEN`]). The TUI runs its agent loop in a `droid exec` child, its worker, which
+//! outlives a killed TUI and fires the hooks of its end (the descriptor's `worker`). Escape and a failed model call
 //! both end with a plain `Stop`, and an Escape while the answer streams with none (only
 //! `Notification(idle_prompt)`): the session file (`transcript_path`) tells them apart
 //! (`transcript.rs`). A `Task` subagent is a session of its own, which the session
@@ -14,8 +16,8 @@ pub(crate) mod adapter;
 pub(crate) mod transcript;
 
 use super::{
-    ArgumentField, COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, PreflightFacts,
-    Strictness, TimeoutUnit, Transcript, Versions,
+    ArgumentField, COMMON_SCHEMA, Descriptor, DetectRule, DialogLook, Headless, InstallFacts,
+    PreflightFacts, Screen, Strictness, TimeoutUnit, Transcript, Versions, Worker,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
@@ -108,6 +110,15 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         ],
     },
     launch_gate: None,
+    // The TUI runs its agent loop in a child `droid exec --input-format stream-jsonrpc
+    // --output-format stream-jsonrpc` (seen in 0.225.2's process tree), which goes on
+    // after the TUI is killed: it cancels the running call and fires `Stop` and
+    // `SessionEnd` (0.4 s after a `kill -9` of the TUI, in a real run).
+    worker: Some(Worker {
+        args: &["exec", "--input-format", "stream-jsonrpc"],
+        seen_in: "0.225.2, the TUI's child from its start",
+    }),
+    relay: None,
     versions: Versions {
         program: "droid",
         oldest: "0.225.2",
@@ -115,8 +126,27 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         events_since: &[],
     },
     plugin: None,
-    screen: None,
+    screen: Some(SCREEN),
     tool_arguments: TOOL_ARGUMENTS,
+};
+
+/// Factory Droid's permission dialog, as its TUI draws it: no hook fires on the answer
+/// (`Notification(permission_prompt)` opens the window, the call's `PostToolUse` is the
+/// next hook), so only the pane says "Yes" was chosen while the call runs. The screens it
+/// was taken from are kept beside this file (`screens/`, read by the tests below): the
+/// dialog drawn, the pane once "Yes, allow" was chosen and the command runs, once "No,
+/// cancel" was, and the idle input box. Neither text is drawn on any of those.
+pub const SCREEN: Screen = Screen {
+    dialog: &[
+        DialogLook {
+            text: "Command to approve",
+            seen_in: "0.225.2, an Execute call's permission dialog's title (screens/0.225.2-execute-dialog.txt)",
+        },
+        DialogLook {
+            text: "to inspect approval details",
+            seen_in: "0.225.2, the permission dialog's key line, \"Alt/Option+E to inspect approval details\" (screens/0.225.2-execute-dialog.txt)",
+        },
+    ],
 };
 
 /// What Factory Droid's tools act on (0.225.2's recordings: `Execute`'s `command`,

@@ -102,6 +102,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         value_options: &[],
     },
     launch_gate: None,
+    worker: None,
+    relay: None,
     versions: Versions {
         program: "gemini",
         oldest: "0.61.0",

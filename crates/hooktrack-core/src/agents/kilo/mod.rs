@@ -53,6 +53,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         value_options: &["--log-level", "--port", "--hostname"],
     },
     launch_gate: None,
+    worker: None,
+    relay: None,
     versions: Versions {
         program: "kilo",
         oldest: "7.7.7",

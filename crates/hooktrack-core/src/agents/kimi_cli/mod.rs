@@ -65,6 +65,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
          kimi_cli.__main__ import run_original_cli; sys.exit(run_original_cli(sys.argv[1:]))' \
          ARGS` (hooktrack session --agent kimi-cli -- python -c ...)",
     }),
+    worker: None,
+    relay: None,
     versions: Versions {
         program: "kimi",
         oldest: "1.52.0",

@@ -136,6 +136,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     },
     headless: HEADLESS,
     launch_gate: None,
+    worker: None,
+    relay: None,
     versions: Versions {
         program: "kimi",
         oldest: "2.1.0",

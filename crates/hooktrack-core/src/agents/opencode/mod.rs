@@ -62,6 +62,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         value_options: &["--log-level", "--port", "--hostname"],
     },
     launch_gate: None,
+    worker: None,
+    relay: None,
     versions: Versions {
         program: "opencode",
         oldest: "1.18.33",

@@ -93,6 +93,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         ],
     },
     launch_gate: None,
+    worker: None,
+    relay: None,
     versions: Versions {
         program: "pi",
         oldest: "0.73.1",

@@ -100,6 +100,8 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         value_options: &[],
     },
     launch_gate: None,
+    worker: None,
+    relay: None,
     versions: Versions {
         program: "qwen",
         oldest: "0.24.4",
