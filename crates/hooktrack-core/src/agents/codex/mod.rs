@@ -128,6 +128,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     plugin: None,
     screen: None,
     tool_arguments: TOOL_ARGUMENTS,
+    session_key: super::SessionKey::Payload,
 };
 
 /// What Codex's tools act on, as its hooks name them (0.171.0's recordings: `Bash` with

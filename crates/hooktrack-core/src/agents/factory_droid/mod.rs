@@ -116,6 +116,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     plugin: None,
     screen: None,
     tool_arguments: TOOL_ARGUMENTS,
+    session_key: super::SessionKey::Payload,
 };
 
 /// What Factory Droid's tools act on (0.225.2's recordings: `Execute`'s `command`,

@@ -109,6 +109,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     plugin: None,
     screen: None,
     tool_arguments: TOOL_ARGUMENTS,
+    session_key: super::SessionKey::Payload,
 };
 
 /// What Gemini CLI's tools act on (0.61.0's recordings: `run_shell_command`'s `command`,
