@@ -442,7 +442,7 @@ fn a_process_end_seen_live_is_handed_out_for_the_store_and_replays_the_same() {
 /// Two Letta Code processes writing one default store at once: its payloads name no
 /// session (`Stop` and `Notification` name only the folder, the tool events the main
 /// agent), so each process is a session of its own (`pid:<agent_pid>`). The real rows of
-/// a TUI session (`corpus/letta-code/…-tui-session`: five turns) interleaved, row by row,
+/// a TUI session (`corpus/letta-code/…-tui-tools-escape-error`: five turns) interleaved, row by row,
 /// with those of a headless `letta -p` (`…-headless-two-processes`, its first process:
 /// three calls, no `Stop`): the TUI's turns end as its screen showed, and its `Stop`s
 /// never end the headless process's turn, whose calls all pair in its own session.
@@ -452,7 +452,7 @@ fn two_letta_processes_interleaved_in_one_default_store_keep_their_own_turns() {
         fs::read_to_string(crate::support::corpus_dir().join("letta-code").join(name))
             .expect("a Letta recording")
     };
-    let tui = read("letta-code-0.25.9-tui-session.ndjson");
+    let tui = read("letta-code-0.25.9-tui-tools-escape-error.ndjson");
     let headless = read("letta-code-0.25.9-headless-two-processes.ndjson");
     let first_pid = |text: &str| {
         let row: serde_json::Value =

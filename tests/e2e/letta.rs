@@ -55,7 +55,10 @@ pub(crate) fn installed() -> Result<PathBuf, String> {
 /// `PATH`.
 fn letta_env(cmd: &mut Command, modules: &Path, mock: &Mock) {
     cmd.env("LETTA_LOCAL_BACKEND_EXPERIMENTAL", "1")
-        .env("OLLAMA_BASE_URL", format!("http://127.0.0.1:{}/v1", mock.port))
+        .env(
+            "OLLAMA_BASE_URL",
+            format!("http://127.0.0.1:{}/v1", mock.port),
+        )
         .env("PATH", path_with(&modules.join(".bin")))
         .env_remove("TMUX_PANE");
 }
@@ -113,11 +116,16 @@ fn letta_after_setup_two_headless_runs_are_two_sessions_of_the_default_store() {
         cmd.args(headless(PROMPT));
         env(&mut cmd);
         let out = run_bounded(&mut cmd, PATIENCE).expect("letta -p [[tools]] exits 0");
-        assert!(out.contains("The file holds two lines. Done."), "run {run}: {out}");
+        assert!(
+            out.contains("The file holds two lines. Done."),
+            "run {run}: {out}"
+        );
     }
     let rows = rows_once(&store, 12);
-    let pids: std::collections::BTreeSet<_> =
-        rows.iter().filter_map(|r| r["agent_pid"].as_u64()).collect();
+    let pids: std::collections::BTreeSet<_> = rows
+        .iter()
+        .filter_map(|r| r["agent_pid"].as_u64())
+        .collect();
     assert_eq!(pids.len(), 2, "{rows:#?}");
     let out = hooktrack_run(&["replay", "--format", "json", &store.to_string_lossy()]);
     let report: Value = serde_json::from_str(&out).expect("replay json");

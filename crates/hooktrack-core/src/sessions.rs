@@ -29,10 +29,10 @@
 //! subagents not stopped yet (they report back in the order they were started, as far as
 //! a payload can tell: it names the task, not the session).
 
+use crate::agents::SessionKey;
 use crate::pipeline::{Fed, Pipeline};
 use crate::posture::Presence;
 use crate::provider::ProviderChoice;
-use crate::agents::SessionKey;
 use crate::read::ReadLine;
 use crate::row::{LineError, Row, parse_read_line};
 

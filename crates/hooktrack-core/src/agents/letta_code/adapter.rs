@@ -147,7 +147,10 @@ mod tests {
         assert!(info.starts_with("Notification"), "{info}");
         let stop = event("Stop", r#"{"stop_reason":"end_turn"}"#);
         assert!(stop.starts_with("Stopped"), "{stop}");
-        let prompt = event("UserPromptSubmit", r#"{"prompt":"hi","conversation_id":"c"}"#);
+        let prompt = event(
+            "UserPromptSubmit",
+            r#"{"prompt":"hi","conversation_id":"c"}"#,
+        );
         assert!(prompt.starts_with("PromptSubmitted"), "{prompt}");
     }
 }
