@@ -438,3 +438,72 @@ fn a_process_end_seen_live_is_handed_out_for_the_store_and_replays_the_same() {
     assert_eq!(live.ledger(), ledger);
     assert_eq!(replayed_ledger(&store.replay()), ledger);
 }
+
+/// Two Letta Code processes writing one default store at once: its payloads name no
+/// session (`Stop` and `Notification` name only the folder, the tool events the main
+/// agent), so each process is a session of its own (`pid:<agent_pid>`). The real rows of
+/// a TUI session (`corpus/letta-code/…-tui-tools-escape-error`: five turns) interleaved, row by row,
+/// with those of a headless `letta -p` (`…-headless-two-processes`, its first process:
+/// three calls, no `Stop`): the TUI's turns end as its screen showed, and its `Stop`s
+/// never end the headless process's turn, whose calls all pair in its own session.
+#[test]
+fn two_letta_processes_interleaved_in_one_default_store_keep_their_own_turns() {
+    let read = |name: &str| {
+        fs::read_to_string(crate::support::corpus_dir().join("letta-code").join(name))
+            .expect("a Letta recording")
+    };
+    let tui = read("letta-code-0.25.9-tui-tools-escape-error.ndjson");
+    let headless = read("letta-code-0.25.9-headless-two-processes.ndjson");
+    let first_pid = |text: &str| {
+        let row: serde_json::Value =
+            serde_json::from_str(text.lines().next().expect("a row")).expect("json");
+        row["agent_pid"].as_u64().expect("an agent_pid")
+    };
+    let headless_pid = first_pid(&headless);
+    let headless: Vec<&str> = headless
+        .lines()
+        .filter(|l| l.contains(&format!("\"agent_pid\":{headless_pid}")))
+        .collect();
+    assert_eq!(headless.len(), 6);
+    // The TUI's rows but the launcher's `process_ended` (which names no pid of its own
+    // here: under `session` the store was the TUI's alone).
+    let tui: Vec<&str> = tui
+        .lines()
+        .filter(|l| !l.contains("\"process_ended\""))
+        .collect();
+    let mut mixed: Vec<&str> = Vec::new();
+    for i in 0..tui.len().max(headless.len()) {
+        mixed.extend(tui.get(i).copied());
+        mixed.extend(headless.get(i).copied());
+    }
+    let bytes = mixed.join("\n") + "\n";
+    let (report, _) = crate::support::replay_bytes(bytes.as_bytes(), Format::Json);
+    let tui_pid = first_pid(&tui.join("\n"));
+    let sessions: Vec<_> = std::iter::once(&report)
+        .chain(&report.other_sessions)
+        .map(|r| {
+            let turns: Vec<_> = r
+                .turns
+                .iter()
+                .map(|t| format!("{} {}", t.result.name(), t.tool_calls))
+                .collect();
+            (r.session_id.clone().unwrap_or_default(), turns)
+        })
+        .collect();
+    assert_eq!(
+        sessions,
+        [
+            (
+                format!("pid:{tui_pid}"),
+                vec![
+                    "success 0".to_owned(),
+                    "success 3".to_owned(),
+                    "success 1".to_owned(),
+                    "interrupted 1".to_owned(),
+                    "known_failure 0".to_owned(),
+                ]
+            ),
+            (format!("pid:{headless_pid}"), vec!["open 3".to_owned()]),
+        ]
+    );
+}

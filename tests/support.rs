@@ -215,3 +215,12 @@ pub fn corpus_row(campaign: &str, n: usize) -> String {
     let text = std::fs::read_to_string(corpus_dir().join(campaign)).expect("corpus campaign");
     text.lines().nth(n - 1).expect("the row").to_owned()
 }
+
+/// The agents' home variables a test clears so the agent's file is found under the `HOME`
+/// it sets: all but `HOME` itself (Letta Code's only home).
+pub fn agent_home_vars() -> impl Iterator<Item = &'static str> {
+    hooktrack::Agent::ALL
+        .into_iter()
+        .filter_map(|a| a.config().home_var())
+        .filter(|var| *var != "HOME")
+}

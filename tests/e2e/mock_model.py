@@ -6,8 +6,8 @@ answers from a fixed script chosen by a `[[marker]]` in the conversation's lates
 
 - OpenAI chat completions, `POST /v1/chat/completions` (Kimi CLI, Kimi Code, Qwen Code,
   GitHub Copilot CLI and OpenCode: told apart by the tools offered, Kimi Code's include
-  `Bash`, Copilot's `read_bash`, or by the model name, `qwen…` and `opencode…`), streamed or
-  not;
+  `Bash`, Copilot's `read_bash`, or by the model name, `qwen…`, `opencode…` and, among those
+  offering `Bash`, Letta Code's `letta…`), streamed or not;
 - Anthropic Messages, `POST /v1/messages` (Claude Code), streamed (SSE) or not;
 - OpenAI Responses, `POST /v1/responses` (Codex), streamed (SSE);
 - Gemini, `POST /v1beta/models/M:streamGenerateContent` (SSE), `:generateContent` and
@@ -132,6 +132,12 @@ TOOLS = {
          ("toolu_g_1", "save-file", {"path": "notes.txt", "file_content": "line one\nline two\n"})],
         [("toolu_g_2", "view", {"path": "notes.txt", "type": "file"})],
     ],
+    # Letta Code: Claude's names, `Write` and `Read` take a `file_path`.
+    "letta": [
+        [("call_lt_0", "Bash", {"command": "echo hello-from-shell"}),
+         ("call_lt_1", "Write", {"file_path": "{cwd}/notes.txt", "content": "line one\nline two\n"})],
+        [("call_lt_2", "Read", {"file_path": "{cwd}/notes.txt"})],
+    ],
     # Pi: `bash`, `write` and `read` take a `path`.
     "pi": [
         [("call_p_0", "bash", {"command": "echo hello-from-shell"}),
@@ -247,6 +253,12 @@ SCRIPTS = {
                                                    "max_wait_seconds": 60, "cwd": "{cwd}"})]],
         "perm": [[("toolu_g_p", "launch-process", {"command": "touch approved.txt", "wait": True,
                                                    "max_wait_seconds": 30, "cwd": "{cwd}"})]],
+    },
+    # Letta Code: `[[slow]]` a shell call long enough to press Escape, `[[broken]]` a call
+    # that fails (a `Read` of a file that is not there).
+    "letta": {
+        "slow": [[("call_lt_w", "Bash", {"command": "sleep 40"})]],
+        "broken": [[("call_lt_b", "Read", {"file_path": "{cwd}/missing.txt"})]],
     },
     # Pi: `[[slow]]` a shell call long enough to press Escape; `[[wait5]]` one long
     # enough to type a prompt while it runs.
@@ -654,6 +666,9 @@ class Handler(BaseHTTPRequestHandler):
             # Kimi Code's compaction (it still offers the tools) wants a text summary,
             # whatever marker the conversation it summarizes holds.
             kind, value = ("text", SUMMARY)
+        elif "Bash" in offered and str(body.get("model", "")).startswith("letta"):
+            # Letta Code (`-m ollama/letta-mock`): Claude's tool names, its own script.
+            kind, value = reply("letta", turn_chat(body))
         elif "Bash" in offered:
             kind, value = reply("kimi-code", turn_chat(body))
         elif "read_bash" in offered:

@@ -48,7 +48,7 @@ impl Scratch {
             .args(extra)
             .env("HOME", self.path("home"))
             .env("XDG_STATE_HOME", self.path("state"));
-        for var in Agent::ALL.into_iter().filter_map(|a| a.config().home_var()) {
+        for var in crate::support::agent_home_vars() {
             cmd.env_remove(var);
         }
         for var in [

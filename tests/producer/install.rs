@@ -409,7 +409,7 @@ fn every_subcommand_accepts_the_agent_names_session_takes() {
                     &[][..]
                 })
                 .env("HOME", tmp.path());
-            for var in Agent::ALL.into_iter().filter_map(|a| a.config().home_var()) {
+            for var in crate::support::agent_home_vars() {
                 cmd.env_remove(var);
             }
             let out = cmd.output().expect("run");

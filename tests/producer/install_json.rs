@@ -704,7 +704,7 @@ fn default_files_follow_the_environment() {
         .arg("--dir")
         .arg(tmp.path().join("store"))
         .env("HOME", &home);
-        for var in Agent::ALL.into_iter().filter_map(|a| a.config().home_var()) {
+        for var in crate::support::agent_home_vars() {
             cmd.env_remove(var);
         }
         if let Some(name) = env {

@@ -65,6 +65,8 @@ agents! {
     Cline => cline,
     /// Auggie 0.36 (Augment), Claude-format hooks of its own names, on a tenant flag.
     Auggie => auggie,
+    /// Letta Code 0.25, Claude-style hooks with a payload of its own; sessions by process.
+    LettaCode => letta_code,
 }
 
 /// How an agent's hook config file is laid out.

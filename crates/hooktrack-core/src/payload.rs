@@ -144,6 +144,13 @@ pub struct Payload<'a> {
     pub tool_error: Option<Cow<'a, str>>,
     /// Auggie's workspace folders, in every payload: read by detection only.
     pub workspace_roots: Option<IgnoredAny>,
+    /// Letta Code's name of the event (its payloads have no `hook_event_name`): read by
+    /// detection, and as a bare payload's event name.
+    #[serde(borrow, default, deserialize_with = "opt_text")]
+    pub event_type: Option<Cow<'a, str>>,
+    /// Letta Code's `Notification` level (`info`, `error`), read by its adapter.
+    #[serde(borrow, default, deserialize_with = "opt_text")]
+    pub level: Option<Cow<'a, str>>,
 }
 
 /// A process id, or anything else (then `None`).
@@ -724,6 +731,8 @@ fields! {
     agent_stop_cause => text,
     tool_error => text,
     workspace_roots => value,
+    event_type => text,
+    level => text,
 }
 
 // One bit per field in `InPlace::visit_map`'s duplicate check.
@@ -788,7 +797,7 @@ mod tests {
     fn in_place_reads_as_the_derived_code() {
         let mut texts: Vec<String> = [
             // Every field, aliases, escapes, nulls, numbers as text.
-            r#"{"hook_event_name":"PreToolUse","sessionId":"s\u00e9","client_type":"c","transcript_path":"/t","timestamp":1767225601000,"source":"startup","calling_session_id":"p","reason":"r","prompt":[{"type":"text","text":"a"}],"is_steer":true,"is_interrupt":false,"prompt_id":"q","queue_length":2,"turn_id":"t-1","origin_kind":"user","origin_name":"n","toolName":"Bash","toolInput":{"command":"ls"},"tool_call_id":"c1","tool_use_id":"u1","error":{"message":"m"},"id":"i","agent_id":"a","agent_type":"t","agent_name":"n","permission_mode":{"x":[1]},"decision":"allow","stop_hook_active":true,"error_type":"e","error_message":"m","error_context":"model_call","task_id":"k","kind":"bash","trigger":"auto","notification_type":"idle_prompt","severity":"warn","source_id":"s","background_tasks":[{"id":1}],"from_model":"a","to_model":"b","pid":42,"properties":{"k":"v"},"lost":3,"lost_bytes":4096,"unknown":[1,{"a":null}]}"#,
+            r#"{"hook_event_name":"PreToolUse","sessionId":"s\u00e9","client_type":"c","transcript_path":"/t","timestamp":1767225601000,"source":"startup","calling_session_id":"p","reason":"r","prompt":[{"type":"text","text":"a"}],"is_steer":true,"is_interrupt":false,"prompt_id":"q","queue_length":2,"turn_id":"t-1","origin_kind":"user","origin_name":"n","toolName":"Bash","toolInput":{"command":"ls"},"tool_call_id":"c1","tool_use_id":"u1","error":{"message":"m"},"id":"i","agent_id":"a","agent_type":"t","agent_name":"n","permission_mode":{"x":[1]},"decision":"allow","stop_hook_active":true,"error_type":"e","error_message":"m","error_context":"model_call","task_id":"k","kind":"bash","trigger":"auto","notification_type":"idle_prompt","severity":"warn","source_id":"s","background_tasks":[{"id":1}],"from_model":"a","to_model":"b","pid":42,"properties":{"k":"v"},"lost":3,"lost_bytes":4096,"event_type":"Stop","level":"error","unknown":[1,{"a":null}]}"#,
             r#"{"session_id":null,"prompt":null,"turn_id":null,"tool_input":null,"pid":"x","timestamp":"2026-01-01T00:00:00Z"}"#,
             // Auggie's names: `conversation_id`, `user_prompt`, its own fields.
             r#"{"hook_event_name":"Stop","conversation_id":"c","workspace_roots":["/w"],"agent_stop_cause":"end_turn","user_prompt":"hi","tool_error":null,"_exchange":{"a":[1]}}"#,

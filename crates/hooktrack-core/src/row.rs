@@ -111,12 +111,14 @@ struct Line<'a> {
     recv_ts: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "crate::payload::opt_text")]
     event: Option<Cow<'a, str>>,
-    /// A bare payload line's own event name (Cline names it `hookName`).
+    /// A bare payload line's own event name (Cline names it `hookName`, Letta Code
+    /// `event_type`).
     #[serde(
         borrow,
         default,
         deserialize_with = "crate::payload::opt_text",
-        alias = "hookName"
+        alias = "hookName",
+        alias = "event_type"
     )]
     hook_event_name: Option<Cow<'a, str>>,
     /// Read into its box (see [`BoxedPayload`]).
@@ -203,8 +205,9 @@ pub fn parse_line(bytes: &[u8]) -> Result<Row<'_>, LineError> {
         }
         (Some(p), None) => (p.clone(), false),
         (None, Some(e)) => (e, false),
-        // A bare Cline payload: no envelope, its own name in `hookName`.
-        (None, None) => match &payload.hook_name {
+        // A bare Cline payload: no envelope, its own name in `hookName` (Letta Code's in
+        // `event_type`).
+        (None, None) => match payload.hook_name.as_ref().or(payload.event_type.as_ref()) {
             Some(own) => (own.clone(), false),
             None => return Err(LineError::NoEventName),
         },

@@ -15,6 +15,12 @@
 //! [`MAX_SESSIONS`] a new id's rows go to the current session and are counted
 //! ([`Sessions::overflow_rows`]).
 //!
+//! An agent whose payloads name no session on every event (Letta Code:
+//! [`SessionKey::AgentProcess`]) has its rows routed by the agent process that ran the
+//! hook instead, the envelope's `agent_pid`, as if it were their `session_id`
+//! (`pid:<pid>`, [`process_key`]): two of its processes writing one store are two
+//! sessions, and its `Stop`, which names nothing, goes to its own process's turn.
+//!
 //! A session whose first row names a known session as its `calling_session_id` (Factory
 //! Droid runs a `Task` subagent as a process and session of its own) is that session's
 //! subagent: its rows go to the caller's pipeline, named as the subagent's by an
@@ -23,6 +29,7 @@
 //! subagents not stopped yet (they report back in the order they were started, as far as
 //! a payload can tell: it names the task, not the session).
 
+use crate::agents::SessionKey;
 use crate::pipeline::{Fed, Pipeline};
 use crate::posture::Presence;
 use crate::provider::ProviderChoice;
@@ -158,12 +165,10 @@ impl Sessions {
             // `route` makes the row's session current. A subagent's own turn rows
             // (GitHub Copilot CLI's prompt and `Stop` inside a `task` call) name the
             // subagent as their session: they belong to the session running it.
-            let p = &row.payload;
-            let own = p
-                .session_id
-                .as_deref()
-                .filter(|id| p.agent_id.as_deref() != Some(*id));
-            self.route(own);
+            match self.process_key(row) {
+                Some(key) => self.route(Some(&key)),
+                None => self.route(own_session(row)),
+            };
         }
         self.routed = self.current;
         let session = &mut self.sessions[self.current];
@@ -280,11 +285,8 @@ impl Sessions {
     /// The session a row would go to, without routing it: the one its `session_id` names
     /// (the current one for a row naming none); `None` for a session not seen yet.
     pub fn peek(&self, row: &Row<'_>) -> Option<usize> {
-        let p = &row.payload;
-        let own = p
-            .session_id
-            .as_deref()
-            .filter(|id| p.agent_id.as_deref() != Some(*id));
+        let key = self.process_key(row);
+        let own = key.as_deref().or_else(|| own_session(row));
         match own {
             Some(id) if self.limit > 1 => self
                 .sessions
@@ -292,6 +294,25 @@ impl Sessions {
                 .position(|s| s.session_id.as_deref() == Some(id)),
             _ => Some(self.current),
         }
+    }
+
+    /// The session key of a row whose agent's sessions are its processes
+    /// ([`SessionKey::AgentProcess`]): `pid:<agent_pid>`. `None` for every other row (and
+    /// for such an agent's row with no `agent_pid`, a bare payload): it goes by its payload.
+    /// Only a row that names no session of its own, or names Letta Code's `event_type`
+    /// (whose `conversation_id` reads as a session id: the one Auggie's payloads use), is
+    /// looked at, so the rows of the agents whose payloads name one cost nothing more.
+    fn process_key(&self, row: &Row<'_>) -> Option<String> {
+        let pid = row.agent_pid?;
+        if row.payload.session_id.is_some() && row.payload.event_type.is_none() {
+            return None;
+        }
+        let agent = match self.choice {
+            ProviderChoice::Exactly(agent) => agent,
+            ProviderChoice::Auto => crate::provider::detect(row)?.0,
+            ProviderChoice::Kimi => return None,
+        };
+        (agent.descriptor().session_key == SessionKey::AgentProcess).then(|| process_key(pid))
     }
 
     /// Starts over with one fresh session (a file rewritten in place is replayed into it).
@@ -354,6 +375,20 @@ impl Sessions {
     pub fn overflow_rows(&self) -> u64 {
         self.overflow_rows
     }
+}
+
+/// The session a row names as its own: its `session_id`, unless that names the subagent
+/// it runs in (a subagent's own turn rows belong to the session running it).
+fn own_session<'r>(row: &'r Row<'_>) -> Option<&'r str> {
+    let p = &row.payload;
+    p.session_id
+        .as_deref()
+        .filter(|id| p.agent_id.as_deref() != Some(*id))
+}
+
+/// The session key of the agent process `pid` ([`SessionKey::AgentProcess`]).
+pub fn process_key(pid: u32) -> String {
+    format!("pid:{pid}")
 }
 
 #[cfg(test)]
@@ -445,6 +480,60 @@ mod tests {
         let ids: Vec<_> = s.all().iter().map(|p| p.session_id.as_deref()).collect();
         assert_eq!(ids, [Some("a"), Some("d"), Some("e")]);
         assert_eq!(s.get(0).lines, 6);
+    }
+
+    /// A Letta Code row as hooktrack's hook writes it: its own payload shape (no
+    /// `session_id`), the agent process in the envelope.
+    fn letta(event: &str, pid: u32) -> String {
+        format!(
+            r#"{{"provider":"letta","event":"{event}","agent_pid":{pid},"payload":{{"event_type":"{event}","working_directory":"/p"}}}}"#
+        )
+    }
+
+    #[test]
+    fn an_agent_keyed_by_process_has_a_session_per_agent_pid() {
+        for choice in [
+            ProviderChoice::Auto,
+            ProviderChoice::Exactly(crate::agent::Agent::LettaCode),
+        ] {
+            let mut s = Sessions::new(choice);
+            let lines = [
+                letta("SessionStart", 11),
+                letta("UserPromptSubmit", 11),
+                letta("SessionStart", 22),
+                letta("UserPromptSubmit", 22),
+                letta("Stop", 11),
+                letta("Stop", 22),
+            ];
+            assert_eq!(feed(&mut s, &lines), [0, 0, 1, 1, 0, 1], "{choice:?}");
+            let ids: Vec<_> = s.all().iter().map(|p| p.session_id.as_deref()).collect();
+            assert_eq!(ids, [Some("pid:11"), Some("pid:22")]);
+        }
+    }
+
+    #[test]
+    fn a_row_keyed_by_process_without_a_pid_goes_by_its_payload() {
+        // A bare payload (no envelope, so no `agent_pid`) goes to the current session,
+        // and the pid of a row of an agent keyed by its payload does not split it.
+        let mut s = Sessions::new(ProviderChoice::Auto);
+        let lines = [
+            letta("SessionStart", 11),
+            r#"{"event_type":"Stop","working_directory":"/p"}"#.to_owned(),
+            r#"{"provider":"claude","event":"Stop","agent_pid":33,"payload":{"session_id":"a"}}"#
+                .to_owned(),
+            r#"{"provider":"claude","event":"Stop","agent_pid":44,"payload":{"session_id":"a"}}"#
+                .to_owned(),
+        ];
+        assert_eq!(feed(&mut s, &lines), [0, 0, 1, 1]);
+        let ids: Vec<_> = s.all().iter().map(|p| p.session_id.as_deref()).collect();
+        assert_eq!(ids, [Some("pid:11"), Some("a")]);
+        // `peek` sees the same key.
+        let line = letta("Stop", 11);
+        let row = crate::row::parse_line(line.as_bytes()).expect("a row");
+        assert_eq!(s.peek(&row), Some(0));
+        let line = letta("Stop", 99);
+        let row = crate::row::parse_line(line.as_bytes()).expect("a row");
+        assert_eq!(s.peek(&row), None);
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub mod gemini_cli;
 pub mod kilo;
 pub mod kimi_cli;
 pub mod kimi_code;
+pub mod letta_code;
 pub mod opencode;
 pub mod pi;
 pub mod qwen_code;
@@ -104,6 +105,23 @@ pub struct Descriptor {
     /// pattern, url), for a person's summary ([`crate::tool_argument`]); a tool not in
     /// the table shows no argument.
     pub tool_arguments: &'static [ArgumentField],
+    /// What tells one of its sessions from another in a store: the payload's own id (every
+    /// agent whose payloads name their session) or the agent process that ran the hook.
+    pub session_key: SessionKey,
+}
+
+/// How the rows of one agent session are told from another's in a store
+/// ([`crate::sessions::Sessions`] routes by it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionKey {
+    /// The payload's `session_id` (or its alias) names the session; a row naming none
+    /// goes to the current session.
+    Payload,
+    /// No payload names a session on every event (Letta Code's tool events, `Stop` and
+    /// `Notification` name only the folder): a session is the agent process that ran the
+    /// hook, the envelope's `agent_pid`, which hooktrack's hook command writes on every
+    /// row. A row without one (a bare payload) goes by the payload, as [`Self::Payload`].
+    AgentProcess,
 }
 
 impl Descriptor {

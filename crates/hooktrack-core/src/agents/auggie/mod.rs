@@ -123,6 +123,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         ],
     },
     launch_gate: None,
+    session_key: super::SessionKey::Payload,
     worker: None,
     relay: None,
     versions: Versions {

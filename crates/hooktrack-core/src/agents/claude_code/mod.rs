@@ -117,6 +117,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     plugin: None,
     screen: Some(SCREEN),
     tool_arguments: TOOL_ARGUMENTS,
+    session_key: super::SessionKey::Payload,
 };
 
 /// What each of Claude Code's tools acts on (its tool reference; `Bash`, `Read`, `Write`

@@ -115,6 +115,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     plugin: None,
     screen: None,
     tool_arguments: TOOL_ARGUMENTS,
+    session_key: super::SessionKey::Payload,
 };
 
 /// What Cline's tools act on, from its recordings (`corpus/cline/`): `editor`'s `path`.

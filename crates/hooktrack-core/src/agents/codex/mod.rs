@@ -131,6 +131,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     plugin: None,
     screen: Some(SCREEN),
     tool_arguments: TOOL_ARGUMENTS,
+    session_key: super::SessionKey::Payload,
 };
 
 /// Codex's approval dialog for a command, as its TUI draws it (`-a on-request`, a command

@@ -132,6 +132,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     plugin: None,
     screen: None,
     tool_arguments: TOOL_ARGUMENTS,
+    session_key: super::SessionKey::Payload,
 };
 
 /// What GitHub Copilot CLI's tools act on (1.0.102's recordings: `bash` and `Bash` with a

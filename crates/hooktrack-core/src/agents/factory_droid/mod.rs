@@ -128,6 +128,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     plugin: None,
     screen: Some(SCREEN),
     tool_arguments: TOOL_ARGUMENTS,
+    session_key: super::SessionKey::Payload,
 };
 
 /// Factory Droid's permission dialog, as its TUI draws it: no hook fires on the answer

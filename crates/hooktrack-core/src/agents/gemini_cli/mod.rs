@@ -113,6 +113,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     plugin: None,
     screen: Some(SCREEN),
     tool_arguments: TOOL_ARGUMENTS,
+    session_key: super::SessionKey::Payload,
 };
 
 /// Gemini CLI's confirmation of a shell call, as its TUI draws it (the default approval

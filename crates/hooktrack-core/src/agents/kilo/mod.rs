@@ -69,6 +69,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     }),
     screen: None, // No argument: the plugin forwards no tool input.
     tool_arguments: &[],
+    session_key: super::SessionKey::Payload,
 };
 
 /// Kilo 7.7.7 skips every external plugin when `KILO_PURE` is `1` or `true` or with

@@ -76,6 +76,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     plugin: None,
     screen: None,
     tool_arguments: TOOL_ARGUMENTS,
+    session_key: super::SessionKey::Payload,
 };
 
 /// What Kimi CLI 1.x's tools act on (1.52.0's recordings: `Shell`'s `command`,

@@ -147,6 +147,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     plugin: None,
     screen: None,
     tool_arguments: TOOL_ARGUMENTS,
+    session_key: super::SessionKey::Payload,
 };
 
 /// What Kimi Code 2.x's tools act on (its recordings: `Bash`'s `command`, `Read`'s and

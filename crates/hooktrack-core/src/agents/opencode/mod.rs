@@ -78,6 +78,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     }),
     screen: None, // No argument: the plugin forwards no tool input.
     tool_arguments: &[],
+    session_key: super::SessionKey::Payload,
 };
 
 /// The plugin (`plugin.js`), loaded from `plugin/` as an ES module whose export OpenCode

@@ -114,6 +114,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     }),
     screen: None, // No argument: the extension forwards no tool input.
     tool_arguments: &[],
+    session_key: super::SessionKey::Payload,
 };
 
 /// The events the extension forwards. `turn_end` and `message_start` only when a prompt

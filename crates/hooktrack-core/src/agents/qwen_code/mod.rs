@@ -111,6 +111,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     plugin: None,
     screen: None,
     tool_arguments: TOOL_ARGUMENTS,
+    session_key: super::SessionKey::Payload,
 };
 
 /// What Qwen Code's tools act on: Gemini CLI's names (its recordings: `run_shell_command`,
