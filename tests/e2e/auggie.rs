@@ -25,28 +25,10 @@ static INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
 
 /// The cached install's `node_modules`.
 pub(crate) fn installed() -> Result<PathBuf, String> {
-    let mut guard = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(done) = guard.as_ref() {
-        return done.clone();
-    }
-    let result = npm_cached("e2e-auggie", &PACKAGES, |base| {
-        let version = run_bounded(
-            Command::new(base.join("node_modules/.bin/auggie"))
-                .arg("--version")
-                .env("HOME", base),
-            PATIENCE,
-        )
-        .map_err(|e| format!("auggie installed but does not run: {e}"))?;
-        // "0.36.0 (commit 7c61e5bb)"
-        if version.trim().starts_with("0.36.0 ") {
-            Ok(())
-        } else {
-            Err(format!("auggie --version says {version:?}"))
-        }
+    // It says "0.36.0 (commit 7c61e5bb)".
+    npm_cli(&INSTALL, "e2e-auggie", &PACKAGES, "auggie", |version| {
+        version.starts_with("0.36.0 ")
     })
-    .map(|base| base.join("node_modules"));
-    *guard = Some(result.clone());
-    result
 }
 
 /// A scratch HOME whose Auggie's tenant is the mock.

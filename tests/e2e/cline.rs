@@ -26,27 +26,9 @@ static INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
 
 /// The cached install's `node_modules`.
 pub(crate) fn installed() -> Result<PathBuf, String> {
-    let mut guard = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(done) = guard.as_ref() {
-        return done.clone();
-    }
-    let result = npm_cached("e2e-cline", &PACKAGES, |base| {
-        let version = run_bounded(
-            Command::new(base.join("node_modules/.bin/cline"))
-                .arg("--version")
-                .env("HOME", base),
-            PATIENCE,
-        )
-        .map_err(|e| format!("cline installed but does not run: {e}"))?;
-        if version.trim() == "3.0.65" {
-            Ok(())
-        } else {
-            Err(format!("cline --version says {version:?}"))
-        }
+    npm_cli(&INSTALL, "e2e-cline", &PACKAGES, "cline", |version| {
+        version == "3.0.65"
     })
-    .map(|base| base.join("node_modules"));
-    *guard = Some(result.clone());
-    result
 }
 
 /// A scratch HOME and state folder after `hooktrack setup`, whose Cline names the mock;

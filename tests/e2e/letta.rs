@@ -28,27 +28,9 @@ static INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
 
 /// The cached install's `node_modules`.
 pub(crate) fn installed() -> Result<PathBuf, String> {
-    let mut guard = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(done) = guard.as_ref() {
-        return done.clone();
-    }
-    let result = npm_cached("e2e-letta", &PACKAGES, |base| {
-        let version = run_bounded(
-            Command::new(base.join("node_modules/.bin/letta"))
-                .arg("--version")
-                .env("HOME", base),
-            PATIENCE,
-        )
-        .map_err(|e| format!("letta installed but does not run: {e}"))?;
-        if version.starts_with("0.25.9") {
-            Ok(())
-        } else {
-            Err(format!("letta --version says {version:?}"))
-        }
+    npm_cli(&INSTALL, "e2e-letta", &PACKAGES, "letta", |version| {
+        version.starts_with("0.25.9")
     })
-    .map(|base| base.join("node_modules"));
-    *guard = Some(result.clone());
-    result
 }
 
 /// Letta's local backend on the mock, the mock's model for Letta, its `bin` first on

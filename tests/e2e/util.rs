@@ -54,6 +54,39 @@ pub fn npm_cached(
     Ok(base)
 }
 
+/// One npm CLI cached under `target/tmp/<dir>` ([`npm_cached`]), looked up once per run
+/// (`memo`): its `node_modules`, once `.bin/<bin> --version` (run with the cache as its
+/// HOME) prints what `version_ok` accepts.
+pub fn npm_cli(
+    memo: &std::sync::Mutex<Option<Result<std::path::PathBuf, String>>>,
+    dir: &str,
+    packages: &[&str],
+    bin: &str,
+    version_ok: fn(&str) -> bool,
+) -> Result<std::path::PathBuf, String> {
+    let mut guard = memo.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(done) = guard.as_ref() {
+        return done.clone();
+    }
+    let result = npm_cached(dir, packages, |base| {
+        let version = super::kimi_cli::run_bounded(
+            Command::new(base.join("node_modules/.bin").join(bin))
+                .arg("--version")
+                .env("HOME", base),
+            PATIENCE,
+        )
+        .map_err(|e| format!("{bin} installed but does not run: {e}"))?;
+        if version_ok(version.trim()) {
+            Ok(())
+        } else {
+            Err(format!("{bin} --version says {version:?}"))
+        }
+    })
+    .map(|base| base.join("node_modules"));
+    *guard = Some(result.clone());
+    result
+}
+
 /// The lines `hooktrack session --format ndjson --output OUTPUT` wrote so far.
 pub fn session_lines(output: &Path) -> Vec<serde_json::Value> {
     fs::read_to_string(output)

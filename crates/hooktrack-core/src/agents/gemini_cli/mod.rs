@@ -117,7 +117,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
 };
 
 /// Gemini CLI's confirmation of a shell call, as its TUI draws it (the default approval
-/// mode), in a box: "Allow execution of [Shell]?", then "1. Allow once", "2. Allow for this
+/// mode), in a box: "Allow execution of \[Shell\]?", then "1. Allow once", "2. Allow for this
 /// session", "3. No, suggest changes (esc)". No hook fires on the answer: after "Allow
 /// once" the box shows the call running, after a rejection "Request cancelled.". The
 /// screens are kept beside this file (`screens/`, read by the tests in `crate::screen`):
