@@ -118,13 +118,16 @@ pub(crate) fn agent_choice_help(what: &str) -> String {
 pub(crate) fn home_help() -> String {
     let vars: Vec<String> = hooktrack::Agent::ALL
         .iter()
-        .filter_map(|a| {
+        .map(|a| {
             let location = a.config();
-            let var = location.home_var()?;
-            Some(match location.home_env {
-                Some(_) => format!("{} ${var}", a.typed_name()),
-                None => format!("{} ${var} (it holds {}/)", a.typed_name(), location.dot_dir),
-            })
+            match (location.home_var(), location.home_env) {
+                (Some(var), Some(_)) => format!("{} ${var}", a.typed_name()),
+                (Some(var), None) => {
+                    format!("{} ${var} (it holds {}/)", a.typed_name(), location.dot_dir)
+                }
+                // No variable moves its config (Auggie's only a flag of its own).
+                (None, _) => format!("{} none (--home does not move it)", a.typed_name()),
+            }
         })
         .collect();
     format!(
