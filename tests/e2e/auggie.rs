@@ -224,23 +224,28 @@ fn auggie_tui_escape_during_a_command_ends_interrupted() {
     );
     let limit = PATIENCE;
     // A first start shows onboarding pages (Enter continues, Escape skips), and may ask
-    // whether to index the work folder, before the prompt's box.
-    wait_for(limit, "the welcome page", || {
-        tmux.screen().contains("Welcome to Augment").then_some(())
-    });
-    tmux.keys(&["Enter"]);
-    wait_for(limit, "the prompt", || {
+    // whether to index the work folder, before the prompt's box; the tips pages say "esc
+    // to skip", the indexing question (a work folder outside HOME) "Esc to skip": skipping
+    // indexes nothing. Whatever shows, it is answered until the prompt's box is drawn.
+    let started = std::time::Instant::now();
+    let mut welcomed = false;
+    loop {
         let screen = tmux.screen();
         if screen.contains("to show shortcuts") {
-            return Some(());
+            break;
         }
-        // The tips pages say "esc to skip", the indexing question (a work folder outside
-        // HOME) "Esc to skip": skipping indexes nothing.
-        if screen.to_lowercase().contains("esc to skip") {
+        if !welcomed && screen.contains("Welcome to Augment") {
+            tmux.keys(&["Enter"]);
+            welcomed = true;
+        } else if screen.to_lowercase().contains("esc to skip") {
             tmux.keys(&["Escape"]);
         }
-        None
-    });
+        assert!(
+            started.elapsed() < limit,
+            "gave up waiting for the prompt; the screen:\n{screen}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let said = |text: &str| tmux.screen().contains(text).then_some(());
     // hooktrack's entries are all valid to it: no warning under the banner (0.36.0 draws
     // "Some plugin hooks use unsupported configuration." for a `matcher` on an event that
