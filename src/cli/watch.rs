@@ -194,6 +194,15 @@ pub fn run(args: &WatchArgs) -> ExitCode {
             .then(|| desktop_notifier(args.tmux, tmux_target)),
         command_timeout: Duration::from_secs(args.on_change_timeout),
         record_process_ends: true,
+        // Where each agent keeps the session file its payloads do not name (Copilot's log
+        // of a permission answered): its home as this environment says.
+        agent_homes: hooktrack::Agent::ALL
+            .iter()
+            .filter_map(|agent| {
+                let home = agent.config().home(|name: &str| std::env::var_os(name))?;
+                Some((*agent, home))
+            })
+            .collect(),
         #[cfg(feature = "fleet")]
         publish,
         #[cfg(feature = "fleet")]

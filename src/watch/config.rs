@@ -62,6 +62,10 @@ pub struct WatchConfig {
     pub command_timeout: Duration,
     /// Write an agent end seen from its pid to its store ([`record_process_end`](super::record_process_end)).
     pub record_process_ends: bool,
+    /// Each agent's home, where the session file its payloads do not name is found (GitHub
+    /// Copilot CLI's session log, which says a permission was answered; Kimi Code's): a
+    /// store's sessions follow the home of the agent the store is named for.
+    pub agent_homes: Vec<(hooktrack_core::agent::Agent, PathBuf)>,
     /// Publish every session's updates to a NATS JetStream fleet ([`crate::fleet`]).
     #[cfg(feature = "fleet")]
     pub publish: Option<crate::fleet::PublishConfig>,
@@ -89,6 +93,7 @@ impl Default for WatchConfig {
             notify: None,
             command_timeout: Duration::from_secs(10),
             record_process_ends: true,
+            agent_homes: Vec::new(),
             #[cfg(feature = "fleet")]
             publish: None,
             #[cfg(feature = "fleet")]

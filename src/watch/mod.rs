@@ -83,11 +83,27 @@ struct Store {
     one_run: bool,
 }
 
+/// The home of the agent a store is named for (its folder's name is the agent's store
+/// name: `agents/copilot/`, `hook-observation/claude/`), among `homes`; a family's shared
+/// store (`kimi`) takes its first agent's (Kimi Code's).
+fn agent_home_of(
+    homes: &[(hooktrack_core::agent::Agent, PathBuf)],
+    paths: &StorePaths,
+) -> Option<PathBuf> {
+    let name = paths.dir.as_path().file_name()?.to_str()?;
+    homes
+        .iter()
+        .find(|(agent, _)| agent.store_name() == name)
+        .map(|(_, home)| home.clone())
+}
+
 /// Many stores followed; see the module's documentation.
 pub struct Watch {
     hub: Hub,
     updates: Receiver<(SessionId, Update)>,
     session: SessionConfig,
+    /// Each agent's home ([`WatchConfig::agent_homes`]).
+    agent_homes: Vec<(hooktrack_core::agent::Agent, PathBuf)>,
     discover: Discover,
     next_look: Instant,
     look_every: Duration,
@@ -253,6 +269,7 @@ impl Watch {
             hub,
             updates,
             session,
+            agent_homes: config.agent_homes.clone(),
             discover,
             next_look: Instant::now(),
             look_every: LOOK_EVERY.min(config.recheck),
@@ -375,6 +392,15 @@ impl Watch {
         result.map_err(|source| WatchError::Write { source })
     }
 
+    /// The sessions' configuration for a store: with the home of the agent the store is
+    /// named for (`agents/<name>/`, `hook-observation/<name>/`), where its session file is.
+    fn session_config(&self, paths: &StorePaths) -> SessionConfig {
+        SessionConfig {
+            agent_home: agent_home_of(&self.agent_homes, paths),
+            ..self.session.clone()
+        }
+    }
+
     fn add(&mut self, store: Store) {
         if let Some(why) = trust::refusal(&store.paths) {
             let _ = self.notice(&format!("{}: {why}", store.name.trim_end()));
@@ -383,9 +409,10 @@ impl Watch {
         if let Some(cleaned) = trust::clean(&store.paths) {
             let _ = self.notice(&cleaned);
         }
-        let id = self
-            .hub
-            .add(Session::open(store.paths.clone(), self.session.clone()));
+        let id = self.hub.add(Session::open(
+            store.paths.clone(),
+            self.session_config(&store.paths),
+        ));
         self.stores.insert(id, store);
         self.order.push(id);
     }
@@ -449,9 +476,10 @@ impl Watch {
             store.pending = None;
             // Its first rows were written after the start: news.
             store.fresh = true;
-            let id = self
-                .hub
-                .add(Session::open(store.paths.clone(), self.session.clone()));
+            let id = self.hub.add(Session::open(
+                store.paths.clone(),
+                self.session_config(&store.paths),
+            ));
             if let Some(slot) = self.order.iter_mut().find(|o| **o == old) {
                 *slot = id;
             }
@@ -739,4 +767,40 @@ impl Watch {
 /// terminal control.
 fn safe_writer(out: Box<dyn Write>, notation: Notation) -> Box<dyn Write> {
     Box::new(SafeWriter::new(out, notation))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hooktrack_core::agent::Agent;
+
+    /// A store's sessions find the session file of the agent the store is named for (a
+    /// default store, a session's): Copilot's log is where a permission's answer is.
+    #[test]
+    fn a_store_follows_the_home_of_the_agent_it_is_named_for() {
+        let homes = vec![
+            (Agent::CopilotCli, PathBuf::from("/h/.copilot")),
+            (Agent::KimiCode, PathBuf::from("/h/.kimi-code")),
+        ];
+        let store = |dir: &str, agent: Agent| {
+            StorePaths::in_dir(PathBuf::from(dir).join(agent.store_name()))
+        };
+        assert_eq!(
+            agent_home_of(&homes, &store("/s/hooktrack/agents", Agent::CopilotCli)),
+            Some(PathBuf::from("/h/.copilot"))
+        );
+        assert_eq!(
+            agent_home_of(
+                &homes,
+                &store("/s/sessions/r/hook-observation", Agent::KimiCode)
+            ),
+            Some(PathBuf::from("/h/.kimi-code"))
+        );
+        assert_eq!(
+            agent_home_of(&homes, &store("/s/hooktrack/agents", Agent::Codex)),
+            None
+        );
+        let named_for_none = StorePaths::in_dir(PathBuf::from("/s/some/events"));
+        assert_eq!(agent_home_of(&homes, &named_for_none), None);
+    }
 }
