@@ -22,8 +22,7 @@ use serde_json::{Value, json};
 use super::kimi_cli::{Mock, run_bounded};
 use super::opencode::{
     PluginAgent, allowed_dialogs_show_running_before_the_call_ends,
-    check_asks_whether_the_plugin_loads, escape_twice_during_a_slow_call, mock_config,
-    plugin_asks,
+    check_asks_whether_the_plugin_loads, escape_twice_during_a_slow_call, mock_config, plugin_asks,
 };
 use super::util::*;
 

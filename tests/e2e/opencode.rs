@@ -323,8 +323,7 @@ pub(super) fn plugin_asks(agent: hooktrack::Agent, screens: &'static str) -> Ask
     Asks {
         agent,
         started: |r| {
-            r["event"] == "session.status"
-                && r["payload"]["properties"]["status"]["type"] == "busy"
+            r["event"] == "session.status" && r["payload"]["properties"]["status"]["type"] == "busy"
         },
         asked: |r| r["event"] == "permission.asked",
         ended: |r, id| {
