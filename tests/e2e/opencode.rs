@@ -316,9 +316,10 @@ pub(super) fn escape_twice_during_a_slow_call(
     (end, context)
 }
 
-/// OpenCode's (or Kilo's) `permission.asked`, `permission.replied` ends the dialog; a
-/// turn starts at `session.status` `busy`, the call asked about ends at its tool part
-/// `completed` (by `callID`). The dialog draws `△ Permission required`.
+/// OpenCode's (or Kilo's) dialog as the plugin reports it: `permission.asked` opens it
+/// (`permission.replied` ends it); a turn starts at `session.status` `busy`, the call asked
+/// about ends at its tool part `completed` (by `callID`). The TUI draws it as
+/// `△ Permission required`; hooktrack does not read that pane.
 pub(super) fn plugin_asks(agent: hooktrack::Agent, screens: &'static str) -> Asks {
     Asks {
         agent,
