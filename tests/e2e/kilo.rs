@@ -21,7 +21,8 @@ use serde_json::{Value, json};
 
 use super::kimi_cli::{Mock, run_bounded};
 use super::opencode::{
-    PluginAgent, check_asks_whether_the_plugin_loads, escape_twice_during_a_slow_call, mock_config,
+    PluginAgent, allowed_dialogs_show_running_before_the_call_ends,
+    check_asks_whether_the_plugin_loads, escape_twice_during_a_slow_call, mock_config, plugin_asks,
 };
 use super::util::*;
 
@@ -176,6 +177,28 @@ fn kilo_escape_twice_during_a_tool_in_tmux_ends_interrupted() {
     assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
 }
 
+/// Issue 33 item 1: Kilo 7.7.7's "Allow once" shows the agent running from the plugin's
+/// `permission.replied` (the tool part completes 20 s later).
+fn kilo_tui_allowed_dialog_shows_running_before_the_call_ends() {
+    let kilo = match installed() {
+        Ok(k) => k,
+        Err(reason) => return skip_e2e("kilo 7.7.7 (tmux)", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip_e2e("kilo 7.7.7 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let World(world) = World::new(&mock, json!({"permission": {"bash": "ask"}}));
+    allowed_dialogs_show_running_before_the_call_ends(
+        world,
+        mock,
+        "kilo",
+        &[("KILO_DISABLE_MODELS_FETCH", "true".into())],
+        &[kilo.into()],
+        &plugin_asks(hooktrack::Agent::Kilo, "7.7.7-tui"),
+    );
+}
+
 /// `check kilo` asks Kilo itself (`kilo debug info`) which plugins it loads: the
 /// installed plugin is listed; `KILO_PURE=1` stops it; a valid plugin file in a folder
 /// Kilo does not read is not listed.
@@ -228,6 +251,10 @@ pub(crate) fn tests() -> Vec<crate::E2e> {
             [Kilo, Tmux]
         ),
         e2e!(kilo_run_permission_auto_rejected_is_known_failure, [Kilo]),
+        e2e!(
+            kilo_tui_allowed_dialog_shows_running_before_the_call_ends,
+            [Kilo, Tmux]
+        ),
         e2e!(check_kilo_asks_kilo_whether_it_loads_the_plugin, [Kilo]),
         e2e!(session_with_kilo_pure_says_so_once_and_goes_on, [Kilo]),
     ]

@@ -222,6 +222,11 @@ SCRIPTS = {
             "question": "Which color?", "header": "Color",
             "options": [{"label": "Red", "description": "A warm color"},
                         {"label": "Blue", "description": "A cool color"}]}]})]],
+        # `[[wait20]]` (`[[wait3]]`): a shell call that asks (with a `permission` of `ask`
+        # for bash) and then runs 20 s (3 s), so the screen after "Allow once" can be
+        # read while it runs.
+        "wait20": [[("call_o_t", "bash", {"command": "sleep 20", "description": "Wait twenty seconds"})]],
+        "wait3": [[("call_o_3", "bash", {"command": "sleep 3", "description": "Wait three seconds"})]],
     },
     # Cline: `[[slow]]` a shell call long enough to press Escape.
     "cline": {

@@ -728,7 +728,7 @@ fn claude_code_2_1_332_runs_a_subagent_in_the_background_and_reports_it_in_a_tur
 }
 
 /// An agent's TUI in tmux on a private socket, through `hooktrack session`.
-struct Tui {
+pub(crate) struct Tui {
     socket: String,
     world: World,
     output: PathBuf,
@@ -769,7 +769,7 @@ impl Tui {
     /// Runs `hooktrack session -- ARGV` in a tmux pane (150x45) on a socket of its own, in
     /// `world`'s work folder with `env` (the later of two same names wins), the hook rows
     /// landing in the store named `store`.
-    fn launch(
+    pub(crate) fn launch(
         world: World,
         mock: Mock,
         store: &str,
@@ -878,7 +878,7 @@ impl Tui {
     }
 
     /// The screen once `ok` holds for it (bounded).
-    fn wait_screen(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_screen(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
         let mut last = String::new();
         wait_for(PATIENCE, &format!("{what}; screen:\n{last}"), || {
             last = self.screen();
@@ -926,7 +926,7 @@ impl Tui {
     }
 
     /// `command` (the agent's own quit), then the session's end line.
-    fn quit(&self, command: &str) -> Value {
+    pub(crate) fn quit(&self, command: &str) -> Value {
         self.prompt(command);
         wait_for(PATIENCE, "the session's end line", || {
             let text = fs::read_to_string(&self.output).ok()?;
@@ -1121,30 +1121,44 @@ fn manual_tui(claude: &Path) -> Option<Tui> {
 }
 
 /// One agent's permission dialog in its TUI, as `approve` answers it.
-struct Asks {
-    agent: hooktrack::Agent,
+pub(crate) struct Asks {
+    pub(crate) agent: hooktrack::Agent,
     /// Whether a hook row says a turn started.
-    started: fn(&Value) -> bool,
+    pub(crate) started: fn(&Value) -> bool,
     /// Whether a hook row says the dialog opened.
-    asked: fn(&Value) -> bool,
+    pub(crate) asked: fn(&Value) -> bool,
     /// Whether a hook row is the end of the call asked about (`id`: its call id, where the
     /// agent's hooks name one).
-    ended: fn(&Value, &str) -> bool,
+    pub(crate) ended: fn(&Value, &str) -> bool,
     /// The kept screens' names: `<version>-<what>` (`-dialog.txt`, `-answered.txt`).
-    screens: &'static str,
+    pub(crate) screens: &'static str,
+    /// For an agent whose pane hooktrack does not read (an event of its own ends the
+    /// dialog): a text the dialog draws. `None`: the descriptor's screen says.
+    pub(crate) drawn: Option<&'static str>,
 }
 
 impl Asks {
+    /// The descriptor's screen, where hooktrack reads the agent's pane.
+    fn read(&self) -> Option<hooktrack::agents::Screen> {
+        self.agent.descriptor().screen
+    }
+
     fn screen(&self) -> hooktrack::agents::Screen {
-        self.agent
-            .descriptor()
-            .screen
+        self.read()
             .unwrap_or_else(|| panic!("{:?}'s screen is read", self.agent))
     }
 
     /// The look the watch's tmux wrapper logs a read for.
     fn look(&self) -> &'static str {
-        self.screen().dialog[0].text
+        self.drawn.unwrap_or_else(|| self.screen().dialog[0].text)
+    }
+
+    /// Whether `screen` draws the dialog.
+    fn draws(&self, screen: &str) -> bool {
+        match self.drawn {
+            Some(text) => screen.contains(text),
+            None => self.screen().draws_dialog(screen),
+        }
     }
 }
 
@@ -1156,6 +1170,7 @@ const CLAUDE_ASKS: Asks = Asks {
     asked: |r| r["event"] == "PermissionRequest",
     ended: |r, id| r["event"] == "PostToolUse" && r["payload"]["tool_use_id"] == id,
     screens: "2.1.332-bash",
+    drawn: None,
 };
 
 /// Prompts for the call `id` that asks, answers its dialog "Yes" as a person does (the
@@ -1179,24 +1194,25 @@ fn approve(
     let ended_before = ends(&tui.rows());
     let reads = watch.dialog_reads();
     let since = wall_ms();
-    let screen = asks.screen();
     tui.submit(prompt, asks.started);
     tui.wait_row("the dialog's hook", |_| {
         tui.rows().iter().filter(|r| (asks.asked)(r)).count() > before
     });
     let dialog = tui.wait_screen("the dialog", |s| s.contains(asks.look()));
     assert!(
-        screen.draws_dialog(&dialog),
+        asks.draws(&dialog),
         "the descriptor does not know this dialog:\n{dialog}"
     );
     watch.wait_line("the watch showing the dialog", since, |l| {
         l["phase"] == "blocked"
     });
     // Answered once the watch has read the pane showing the dialog (an answer before that
-    // leaves the screen nothing to end: the call's end would).
-    wait_for(PATIENCE, "the watch reading the dialog drawn", || {
-        (watch.dialog_reads() > reads).then_some(())
-    });
+    // leaves the screen nothing to end: the call's end would), where it reads the pane.
+    if asks.read().is_some() {
+        wait_for(PATIENCE, "the watch reading the dialog drawn", || {
+            (watch.dialog_reads() > reads).then_some(())
+        });
+    }
     // An Enter right after the dialog appeared was once not taken (the keystroke bench):
     // Enter again while the dialog stays drawn for a second and the watch still shows it;
     // the answer is the one that took (on a loaded machine the watch may see the dialog
@@ -1207,7 +1223,7 @@ fn approve(
         tui.keys(&["Enter"]);
         let pressed = std::time::Instant::now();
         let taken = || {
-            !screen.draws_dialog(&tui.screen())
+            !asks.draws(&tui.screen())
                 || watch.lines().iter().any(|l| {
                     at_ms(&l["at"]).is_some_and(|at| at >= answered_at) && l["phase"] != "blocked"
                 })
@@ -1225,7 +1241,7 @@ fn approve(
     if let Some(dir) = keep {
         let name = |what: &str| dir.join(format!("{}-{what}.txt", asks.screens));
         fs::write(name("dialog"), &dialog).expect("keep the dialog");
-        let after = tui.wait_screen("the call running", |s| !screen.draws_dialog(s));
+        let after = tui.wait_screen("the call running", |s| !asks.draws(s));
         fs::write(name("answered"), after).expect("keep the screen");
     }
     let running_at = at_ms(&running["at"]).expect("the line's time");
@@ -1294,6 +1310,7 @@ const CODEX_ASKS: Asks = Asks {
     asked: |r| r["event"] == "PermissionRequest",
     ended: |r, id| r["event"] == "PostToolUse" && r["payload"]["tool_use_id"] == id,
     screens: "0.171.0-session",
+    drawn: None,
 };
 
 /// Gemini CLI 0.61.0's `Notification(ToolPermission)` (its only sign of the dialog) and the
@@ -1306,6 +1323,7 @@ const GEMINI_ASKS: Asks = Asks {
     },
     ended: |r, _| r["event"] == "AfterTool",
     screens: "0.61.0-session",
+    drawn: None,
 };
 
 /// `cli`'s program from the npm install, tmux there, or a reported skip.
@@ -1377,19 +1395,17 @@ fn p50_p99(samples: &mut [i64]) -> (i64, i64) {
 }
 
 /// A 20-second call approved in `asks`'s dialog shows the agent running before the call's
-/// end hook (no hook fires on the answer: the pane says it), and `success` at the turn's
-/// end; then `HOOKTRACK_E2E_DIALOGS` (default 0) 3-second calls approved the same way,
-/// timed; then a call rejected with Escape (the screen: `rejected`) ends its turn
-/// interrupted, as before. `wait20` / `wait3`: the mock's call ids; `busy`: what the TUI
-/// shows while a turn or its hooks run (an Enter then may not be taken).
-fn approved_then_rejected(
+/// end hook (where no hook fires on the answer, the pane says it), and `success` at the
+/// turn's end; then `HOOKTRACK_E2E_DIALOGS` (default 0) 3-second calls approved the same
+/// way, timed (p50, p99, max printed). `wait20` / `wait3`: the mock's call ids; `busy`:
+/// what the TUI shows while a turn or its hooks run (an Enter then may not be taken).
+/// Returns how many turns it ran.
+pub(crate) fn approved_timed(
     tui: &Tui,
     asks: &Asks,
     (wait20, wait3): (&str, &str),
     busy: &[&str],
-    rejected: &str,
-    quit: &str,
-) {
+) -> usize {
     let store = tui.events.parent().expect("the store folder").to_owned();
     wait_for(PATIENCE, "the session's store", || {
         store.is_dir().then_some(())
@@ -1429,12 +1445,26 @@ fn approved_then_rejected(
         asks.agent,
         samples[n - 1]
     );
+    n
+}
+
+/// [`approved_timed`], then a call rejected with Escape (the screen: `rejected`) ends its
+/// turn interrupted, as before.
+fn approved_then_rejected(
+    tui: &Tui,
+    asks: &Asks,
+    ids: (&str, &str),
+    busy: &[&str],
+    rejected: &str,
+    quit: &str,
+) {
+    let approved = approved_timed(tui, asks, ids, busy);
     tui.submit("Make a file. [[reject]]", asks.started);
-    tui.wait_screen("the second dialog", |s| asks.screen().draws_dialog(s));
+    tui.wait_screen("the second dialog", |s| asks.draws(s));
     tui.keys(&["Escape"]);
     tui.wait_screen("the rejection", |s| s.contains(rejected));
     let end = tui.quit(quit);
-    let mut expected = vec!["main success 1"; 1 + tries];
+    let mut expected = vec!["main success 1"; approved];
     expected.push("main interrupted 1");
     assert_eq!(
         ledger(&end["turns"]),

@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 
 use super::kimi_cli::{Mock, run_bounded};
 use super::util::*;
+use crate::npm::{Asks, Tui, approved_timed};
 
 const PACKAGES: [&str; 2] = ["opencode-ai@1.18.33", "@opencode-ai/plugin@1.18.33"];
 const WHAT: &str = "opencode 1.18.33";
@@ -315,6 +316,79 @@ pub(super) fn escape_twice_during_a_slow_call(
     (end, context)
 }
 
+/// OpenCode's (or Kilo's) dialog as the plugin reports it: `permission.asked` opens it
+/// (`permission.replied` ends it); a turn starts at `session.status` `busy`, the call asked
+/// about ends at its tool part `completed` (by `callID`). The TUI draws it as
+/// `△ Permission required`; hooktrack does not read that pane.
+pub(super) fn plugin_asks(agent: hooktrack::Agent, screens: &'static str) -> Asks {
+    Asks {
+        agent,
+        started: |r| {
+            r["event"] == "session.status" && r["payload"]["properties"]["status"]["type"] == "busy"
+        },
+        asked: |r| r["event"] == "permission.asked",
+        ended: |r, id| {
+            let part = &r["payload"]["properties"]["part"];
+            r["event"] == "message.part.updated"
+                && part["callID"] == id
+                && part["state"]["status"] == "completed"
+        },
+        screens,
+        drawn: Some("Permission required"),
+    }
+}
+
+/// OpenCode's (or Kilo's) TUI in tmux through `hooktrack session` (`argv`: the agent and
+/// its arguments, `env` its environment), its config asking before bash calls: a 20-second
+/// call allowed ("Allow once", preselected: Enter) shows the agent running from the
+/// plugin's `permission.replied`, before the call's end, and `success` at the turn's end
+/// (then `HOOKTRACK_E2E_DIALOGS` 3-second ones, timed); `/exit` ends the session with every
+/// turn a success.
+pub(super) fn allowed_dialogs_show_running_before_the_call_ends(
+    world: SessionWorld,
+    mock: Mock,
+    store: &str,
+    env: &[(&str, std::ffi::OsString)],
+    argv: &[std::ffi::OsString],
+    asks: &Asks,
+) {
+    // `launch` unsets no XDG folder: the world's own, as when they are unset.
+    let mut env = env.to_vec();
+    env.push(("XDG_CONFIG_HOME", world.home.join(".config").into()));
+    env.push(("XDG_DATA_HOME", world.home.join(".local/share").into()));
+    let tui = Tui::launch(world, mock, store, &env, argv);
+    tui.wait_screen("the TUI's input box", |s| s.contains("Ask anything"));
+    let approved = approved_timed(&tui, asks, ("call_o_t", "call_o_3"), &["esc interrupt"]);
+    let end = tui.quit("/exit");
+    assert_eq!(
+        ledger(&end["turns"]),
+        vec!["main success 1"; approved],
+        "{end}"
+    );
+}
+
+/// Issue 33 item 1: OpenCode 1.18.33's "Allow once" shows the agent running from the
+/// plugin's `permission.replied` (the tool part completes 20 s later).
+fn opencode_tui_allowed_dialog_shows_running_before_the_call_ends() {
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => return skip_e2e("opencode 1.18.33 (tmux)", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip_e2e("opencode 1.18.33 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let World(world) = World::new(&modules, &mock, json!({"permission": {"bash": "ask"}}));
+    allowed_dialogs_show_running_before_the_call_ends(
+        world,
+        mock,
+        "opencode",
+        &[("OPENCODE_DISABLE_MODELS_FETCH", "true".into())],
+        &[modules.join(".bin/opencode").into()],
+        &plugin_asks(hooktrack::Agent::OpenCode, "1.18.33-tui"),
+    );
+}
+
 /// `check opencode` asks OpenCode itself (`opencode debug info`) which plugins it loads:
 /// the installed plugin is listed; `OPENCODE_PURE=1` stops it; a valid plugin file in a
 /// folder OpenCode does not read is not listed.
@@ -459,6 +533,10 @@ pub(crate) fn tests() -> Vec<crate::E2e> {
         ),
         e2e!(
             opencode_escape_twice_during_a_tool_in_tmux_ends_interrupted,
+            [OpenCode, Tmux]
+        ),
+        e2e!(
+            opencode_tui_allowed_dialog_shows_running_before_the_call_ends,
             [OpenCode, Tmux]
         ),
         e2e!(
