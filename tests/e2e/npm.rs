@@ -728,7 +728,7 @@ fn claude_code_2_1_332_runs_a_subagent_in_the_background_and_reports_it_in_a_tur
 }
 
 /// An agent's TUI in tmux on a private socket, through `hooktrack session`.
-struct Tui {
+pub(crate) struct Tui {
     socket: String,
     world: World,
     output: PathBuf,
@@ -769,7 +769,7 @@ impl Tui {
     /// Runs `hooktrack session -- ARGV` in a tmux pane (150x45) on a socket of its own, in
     /// `world`'s work folder with `env` (the later of two same names wins), the hook rows
     /// landing in the store named `store`.
-    fn launch(
+    pub(crate) fn launch(
         world: World,
         mock: Mock,
         store: &str,
@@ -878,7 +878,7 @@ impl Tui {
     }
 
     /// The screen once `ok` holds for it (bounded).
-    fn wait_screen(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_screen(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
         let mut last = String::new();
         wait_for(PATIENCE, &format!("{what}; screen:\n{last}"), || {
             last = self.screen();
@@ -1022,9 +1022,12 @@ fn reject_then_escape(which: Claude) {
 /// The `tmux` it runs is a wrapper in front of the real one that logs each `capture-pane`
 /// whose text holds the agent's dialog's look: when the watch has seen the dialog drawn.
 struct Watcher {
-    child: std::process::Child,
+    /// `None`: the lines are `hooktrack session`'s own ([`Watcher::session`]).
+    child: Option<std::process::Child>,
     output: PathBuf,
     reads: PathBuf,
+    /// For the session's lines: when each was first read (ms), by line number.
+    seen: std::cell::RefCell<Vec<i64>>,
 }
 
 impl Watcher {
@@ -1049,9 +1052,23 @@ impl Watcher {
             .spawn()
             .expect("hooktrack watch");
         Self {
-            child,
+            child: Some(child),
             output,
             reads,
+            seen: Default::default(),
+        }
+    }
+
+    /// The TUI's `hooktrack session`'s own lines, read as a watch's (each line's turn phase
+    /// as its `phase`): for an answer only the session finds ([`Asks::in_session_file`]).
+    /// A line's `at` there is its step's time (a session file's line: when the agent wrote
+    /// it), so its `at` here is when this test first read it (its own as `step_at`).
+    fn session(tui: &Tui) -> Self {
+        Self {
+            child: None,
+            output: tui.output.clone(),
+            reads: tui.world.root.with_extension("session.reads"),
+            seen: Default::default(),
         }
     }
 
@@ -1069,6 +1086,19 @@ impl Watcher {
             .unwrap_or_default()
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
+            .enumerate()
+            .map(|(n, mut l): (usize, Value)| {
+                if self.child.is_none() {
+                    let mut seen = self.seen.borrow_mut();
+                    if seen.len() <= n {
+                        seen.resize(n + 1, wall_ms());
+                    }
+                    l["phase"] = l["posture"]["turn"]["phase"].clone();
+                    l["step_at"] = l["at"].take();
+                    l["at"] = hooktrack::Timestamp::from_millis(seen[n]).to_string().into();
+                }
+                l
+            })
             .collect()
     }
 
@@ -1085,8 +1115,10 @@ impl Watcher {
 impl Drop for Watcher {
     fn drop(&mut self) {
         // This test's watch only.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -1121,30 +1153,49 @@ fn manual_tui(claude: &Path) -> Option<Tui> {
 }
 
 /// One agent's permission dialog in its TUI, as `approve` answers it.
-struct Asks {
-    agent: hooktrack::Agent,
+pub(crate) struct Asks {
+    pub(crate) agent: hooktrack::Agent,
     /// Whether a hook row says a turn started.
-    started: fn(&Value) -> bool,
+    pub(crate) started: fn(&Value) -> bool,
     /// Whether a hook row says the dialog opened.
-    asked: fn(&Value) -> bool,
+    pub(crate) asked: fn(&Value) -> bool,
     /// Whether a hook row is the end of the call asked about (`id`: its call id, where the
     /// agent's hooks name one).
-    ended: fn(&Value, &str) -> bool,
+    pub(crate) ended: fn(&Value, &str) -> bool,
     /// The kept screens' names: `<version>-<what>` (`-dialog.txt`, `-answered.txt`).
-    screens: &'static str,
+    pub(crate) screens: &'static str,
+    /// For an agent whose descriptor reads no screen (a hook or its session log ends the
+    /// dialog's window), a text the screen shows while the dialog is drawn; `None`: the
+    /// descriptor's look.
+    pub(crate) drawn: Option<&'static str>,
+    /// Whether the answer is in the agent's session file, which `hooktrack session` finds
+    /// under the agent's HOME and `watch` (no agent HOME) does not: the session's own
+    /// lines are timed then, not the watch's.
+    pub(crate) in_session_file: bool,
 }
 
 impl Asks {
-    fn screen(&self) -> hooktrack::agents::Screen {
-        self.agent
-            .descriptor()
-            .screen
-            .unwrap_or_else(|| panic!("{:?}'s screen is read", self.agent))
+    /// The descriptor's screen, where hooktrack reads the agent's pane.
+    fn screen(&self) -> Option<hooktrack::agents::Screen> {
+        self.agent.descriptor().screen
+    }
+
+    /// Whether `screen` draws the dialog.
+    fn draws(&self, screen: &str) -> bool {
+        match (self.screen(), self.drawn) {
+            (Some(look), _) => look.draws_dialog(screen),
+            (None, Some(text)) => screen.contains(text),
+            (None, None) => panic!("{:?}'s screen is read or its dialog named", self.agent),
+        }
     }
 
     /// The look the watch's tmux wrapper logs a read for.
     fn look(&self) -> &'static str {
-        self.screen().dialog[0].text
+        match (self.screen(), self.drawn) {
+            (Some(look), _) => look.dialog[0].text,
+            (None, Some(text)) => text,
+            (None, None) => panic!("{:?}'s screen is read or its dialog named", self.agent),
+        }
     }
 }
 
@@ -1156,6 +1207,8 @@ const CLAUDE_ASKS: Asks = Asks {
     asked: |r| r["event"] == "PermissionRequest",
     ended: |r, id| r["event"] == "PostToolUse" && r["payload"]["tool_use_id"] == id,
     screens: "2.1.332-bash",
+    drawn: None,
+    in_session_file: false,
 };
 
 /// Prompts for the call `id` that asks, answers its dialog "Yes" as a person does (the
@@ -1179,24 +1232,25 @@ fn approve(
     let ended_before = ends(&tui.rows());
     let reads = watch.dialog_reads();
     let since = wall_ms();
-    let screen = asks.screen();
     tui.submit(prompt, asks.started);
     tui.wait_row("the dialog's hook", |_| {
         tui.rows().iter().filter(|r| (asks.asked)(r)).count() > before
     });
     let dialog = tui.wait_screen("the dialog", |s| s.contains(asks.look()));
     assert!(
-        screen.draws_dialog(&dialog),
+        asks.draws(&dialog),
         "the descriptor does not know this dialog:\n{dialog}"
     );
     watch.wait_line("the watch showing the dialog", since, |l| {
         l["phase"] == "blocked"
     });
     // Answered once the watch has read the pane showing the dialog (an answer before that
-    // leaves the screen nothing to end: the call's end would).
-    wait_for(PATIENCE, "the watch reading the dialog drawn", || {
-        (watch.dialog_reads() > reads).then_some(())
-    });
+    // leaves the screen nothing to end: the call's end would), where it reads the pane.
+    if asks.screen().is_some() {
+        wait_for(PATIENCE, "the watch reading the dialog drawn", || {
+            (watch.dialog_reads() > reads).then_some(())
+        });
+    }
     // An Enter right after the dialog appeared was once not taken (the keystroke bench):
     // Enter again while the dialog stays drawn for a second and the watch still shows it;
     // the answer is the one that took (on a loaded machine the watch may see the dialog
@@ -1207,7 +1261,7 @@ fn approve(
         tui.keys(&["Enter"]);
         let pressed = std::time::Instant::now();
         let taken = || {
-            !screen.draws_dialog(&tui.screen())
+            !asks.draws(&tui.screen())
                 || watch.lines().iter().any(|l| {
                     at_ms(&l["at"]).is_some_and(|at| at >= answered_at) && l["phase"] != "blocked"
                 })
@@ -1225,7 +1279,7 @@ fn approve(
     if let Some(dir) = keep {
         let name = |what: &str| dir.join(format!("{}-{what}.txt", asks.screens));
         fs::write(name("dialog"), &dialog).expect("keep the dialog");
-        let after = tui.wait_screen("the call running", |s| !screen.draws_dialog(s));
+        let after = tui.wait_screen("the call running", |s| !asks.draws(s));
         fs::write(name("answered"), after).expect("keep the screen");
     }
     let running_at = at_ms(&running["at"]).expect("the line's time");
@@ -1294,6 +1348,8 @@ const CODEX_ASKS: Asks = Asks {
     asked: |r| r["event"] == "PermissionRequest",
     ended: |r, id| r["event"] == "PostToolUse" && r["payload"]["tool_use_id"] == id,
     screens: "0.171.0-session",
+    drawn: None,
+    in_session_file: false,
 };
 
 /// Gemini CLI 0.61.0's `Notification(ToolPermission)` (its only sign of the dialog) and the
@@ -1306,6 +1362,8 @@ const GEMINI_ASKS: Asks = Asks {
     },
     ended: |r, _| r["event"] == "AfterTool",
     screens: "0.61.0-session",
+    drawn: None,
+    in_session_file: false,
 };
 
 /// `cli`'s program from the npm install, tmux there, or a reported skip.
@@ -1382,7 +1440,7 @@ fn p50_p99(samples: &mut [i64]) -> (i64, i64) {
 /// timed; then a call rejected with Escape (the screen: `rejected`) ends its turn
 /// interrupted, as before. `wait20` / `wait3`: the mock's call ids; `busy`: what the TUI
 /// shows while a turn or its hooks run (an Enter then may not be taken).
-fn approved_then_rejected(
+pub(crate) fn approved_then_rejected(
     tui: &Tui,
     asks: &Asks,
     (wait20, wait3): (&str, &str),
@@ -1394,7 +1452,11 @@ fn approved_then_rejected(
     wait_for(PATIENCE, "the session's store", || {
         store.is_dir().then_some(())
     });
-    let watch = Watcher::start(tui, asks.look());
+    let watch = if asks.in_session_file {
+        Watcher::session(tui)
+    } else {
+        Watcher::start(tui, asks.look())
+    };
     let keep = std::env::var_os("HOOKTRACK_E2E_SCREENS").map(PathBuf::from);
     let success = |since: i64| {
         watch.wait_line("the turn's success", since, |l| {
@@ -1430,7 +1492,7 @@ fn approved_then_rejected(
         samples[n - 1]
     );
     tui.submit("Make a file. [[reject]]", asks.started);
-    tui.wait_screen("the second dialog", |s| asks.screen().draws_dialog(s));
+    tui.wait_screen("the second dialog", |s| asks.draws(s));
     tui.keys(&["Escape"]);
     tui.wait_screen("the rejection", |s| s.contains(rejected));
     let end = tui.quit(quit);
