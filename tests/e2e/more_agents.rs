@@ -218,11 +218,12 @@ const QWEN_ASKS: Asks = Asks {
     screens: "0.24.4-session",
     drawn: Some("Waiting for user confirmation"),
     in_session_file: false,
+    rejected_turn: "main interrupted 0",
 };
 
 /// Qwen Code 0.24.4 in its default approval mode: "Yes, allow once" shows the agent running
 /// from the call's `PreToolUse` (fired once the call is allowed; its `PostToolUse` comes
-/// 20 s later); Escape on the next dialog ("No, suggest changes (esc)") ends its turn
+/// 20 s later); Escape on the next dialog ("4. No, suggest changes (esc)") ends its turn
 /// interrupted.
 fn qwen_code_tui_approved_dialog_shows_running_before_the_call_ends() {
     let cli = match installed() {
@@ -234,6 +235,14 @@ fn qwen_code_tui_approved_dialog_shows_running_before_the_call_ends() {
     }
     let mock = Mock::start(Path::new("python3"));
     let world = World::new();
+    // Its feedback question ("How is Qwen doing this session?") was seen after a few
+    // turns, taking the next prompt's Enter.
+    fs::create_dir_all(world.home.join(".qwen")).expect("mkdir");
+    fs::write(
+        world.home.join(".qwen/settings.json"),
+        r#"{"ui": {"enableUserFeedback": false}}"#,
+    )
+    .expect("settings.json");
     let argv = qwen_argv_in(&cli, &mock, "default", &[]);
     let env = [("PATH", path_with(&cli.node_bin))];
     let tui = Tui::launch(world, mock, "qwen", &env, &argv);
@@ -243,7 +252,8 @@ fn qwen_code_tui_approved_dialog_shows_running_before_the_call_ends() {
         &QWEN_ASKS,
         ("", ""),
         &["esc to cancel"],
-        "Request cancelled",
+        // The call's line once rejected (a "No" leaves no message).
+        "- Shell touch rejected.txt",
         "/quit",
     );
 }
@@ -370,6 +380,7 @@ const COPILOT_ASKS: Asks = Asks {
     screens: "1.0.102-session",
     drawn: Some("Do you want to run this command?"),
     in_session_file: true,
+    rejected_turn: "main interrupted 1",
 };
 
 /// GitHub Copilot CLI 1.0.102 in manual approval (no `--allow-all-tools`): "1. Yes" shows

@@ -1172,6 +1172,9 @@ pub(crate) struct Asks {
     /// under the agent's HOME and `watch` (no agent HOME) does not: the session's own
     /// lines are timed then, not the watch's.
     pub(crate) in_session_file: bool,
+    /// The ledger's entry for the turn whose call was rejected (Qwen Code's call starts only
+    /// once allowed: a rejected one is no call).
+    pub(crate) rejected_turn: &'static str,
 }
 
 impl Asks {
@@ -1209,6 +1212,7 @@ const CLAUDE_ASKS: Asks = Asks {
     screens: "2.1.332-bash",
     drawn: None,
     in_session_file: false,
+    rejected_turn: "main interrupted 1",
 };
 
 /// Prompts for the call `id` that asks, answers its dialog "Yes" as a person does (the
@@ -1350,6 +1354,7 @@ const CODEX_ASKS: Asks = Asks {
     screens: "0.171.0-session",
     drawn: None,
     in_session_file: false,
+    rejected_turn: "main interrupted 1",
 };
 
 /// Gemini CLI 0.61.0's `Notification(ToolPermission)` (its only sign of the dialog) and the
@@ -1364,6 +1369,7 @@ const GEMINI_ASKS: Asks = Asks {
     screens: "0.61.0-session",
     drawn: None,
     in_session_file: false,
+    rejected_turn: "main interrupted 1",
 };
 
 /// `cli`'s program from the npm install, tmux there, or a reported skip.
@@ -1497,7 +1503,7 @@ pub(crate) fn approved_then_rejected(
     tui.wait_screen("the rejection", |s| s.contains(rejected));
     let end = tui.quit(quit);
     let mut expected = vec!["main success 1"; 1 + tries];
-    expected.push("main interrupted 1");
+    expected.push(asks.rejected_turn);
     assert_eq!(
         ledger(&end["turns"]),
         expected,
