@@ -1087,19 +1087,34 @@ impl Watcher {
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
             .enumerate()
-            .map(|(n, mut l): (usize, Value)| {
-                if self.child.is_none() {
-                    let mut seen = self.seen.borrow_mut();
-                    if seen.len() <= n {
-                        seen.resize(n + 1, wall_ms());
-                    }
-                    l["phase"] = l["posture"]["turn"]["phase"].clone();
-                    l["step_at"] = l["at"].take();
-                    l["at"] = hooktrack::Timestamp::from_millis(seen[n]).to_string().into();
+            .filter_map(|(n, mut l): (usize, Value)| {
+                if self.child.is_some() {
+                    return Some(l);
                 }
-                l
+                let mut seen = self.seen.borrow_mut();
+                if seen.len() <= n {
+                    seen.resize(n + 1, wall_ms());
+                }
+                // The session's start and end lines say no turn's phase.
+                l["phase"] = l["posture"]["turn"].get("phase")?.clone();
+                l["step_at"] = l["at"].take();
+                l["at"] = hooktrack::Timestamp::from_millis(seen[n])
+                    .to_string()
+                    .into();
+                Some(l)
             })
             .collect()
+    }
+
+    /// Whether `line` shows the agent out of `blocked` after the answer at `answered` (ms):
+    /// for the session's lines, `active` on a step not before the answer (seen: GitHub
+    /// Copilot CLI's first `SessionStart` and `UserPromptSubmit` lines written after the
+    /// dialog's `blocked` one, `ready` and `active`).
+    fn out_of_blocked(&self, line: &Value, answered: i64) -> bool {
+        line["phase"] != "blocked"
+            && (self.child.is_some()
+                || (line["phase"] == "active"
+                    && at_ms(&line["step_at"]).is_some_and(|at| at >= answered)))
     }
 
     /// The first line at or after `since` (ms) for which `ok` holds (bounded).
@@ -1261,13 +1276,16 @@ fn approve(
     // gone before this pane's next capture does: then that Enter took).
     let mut answered_at = 0;
     for _ in 0..5 {
+        // The lines so far read before the key (the session's are timed by their first read).
+        watch.lines();
         answered_at = wall_ms();
         tui.keys(&["Enter"]);
         let pressed = std::time::Instant::now();
         let taken = || {
             !asks.draws(&tui.screen())
                 || watch.lines().iter().any(|l| {
-                    at_ms(&l["at"]).is_some_and(|at| at >= answered_at) && l["phase"] != "blocked"
+                    at_ms(&l["at"]).is_some_and(|at| at >= answered_at)
+                        && watch.out_of_blocked(l, answered_at)
                 })
         };
         while !taken() && pressed.elapsed() < Duration::from_secs(1) {
@@ -1278,7 +1296,7 @@ fn approve(
         }
     }
     let running = watch.wait_line("the watch showing the agent running", answered_at, |l| {
-        l["phase"] != "blocked"
+        watch.out_of_blocked(l, answered_at)
     });
     if let Some(dir) = keep {
         let name = |what: &str| dir.join(format!("{}-{what}.txt", asks.screens));
@@ -1287,6 +1305,12 @@ fn approve(
         fs::write(name("answered"), after).expect("keep the screen");
     }
     let running_at = at_ms(&running["at"]).expect("the line's time");
+    if watch.child.is_none() {
+        eprintln!(
+            "the session's line out of blocked: {} from {} (step at {})",
+            running["event"], running["source"], running["step_at"]
+        );
+    }
     let finished = wait_for(PATIENCE, "the call's end hook", || {
         let rows = tui.rows();
         (ends(&rows) > ended_before).then(|| {
