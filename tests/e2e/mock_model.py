@@ -164,6 +164,14 @@ SCRIPTS = {
         # The same call under an id of its own, for a second slow call in one session.
         "slow2": [[("call_q_w2", "run_shell_command", {"command": "sleep 30 # intentional-sleep: long enough to queue a prompt",
                                                       "description": "Wait"})]],
+        # `[[wait20]]` (`[[wait3]]`): a call that asks (the default approval mode) and runs
+        # 20 s (3 s), so the screen after "Yes" shows it running long before its end hook;
+        # the id new for each prompt (Qwen Code drops one it has run); it blocks a standalone
+        # `sleep` without the comment.
+        "wait20": [[("call_q_t_{P}", "run_shell_command", {"command": "sleep 20 # intentional-sleep: runs past the answer",
+                                                           "description": "Wait twenty seconds"})]],
+        "wait3": [[("call_q_3_{P}", "run_shell_command", {"command": "sleep 3 # intentional-sleep: runs past the answer",
+                                                          "description": "Wait three seconds"})]],
         "agent": [[("call_q_a", "agent", {"description": "Say hello", "prompt": "Say hello. [[plain]]",
                                           "subagent_type": "general-purpose"})]],
     },
@@ -198,6 +206,9 @@ SCRIPTS = {
         "slow": [[("call_c_w", "bash", {"command": "sleep 40", "description": "Wait"})]],
         # A call asked about that runs long enough to read the screen after "Yes".
         "wait": [[("call_c_t", "bash", {"command": "sleep 20", "description": "Wait"})]],
+        # `[[wait20]]` / `[[wait3]]`: the same for 20 s / 3 s, the id new for each prompt.
+        "wait20": [[("call_c_t_{P}", "bash", {"command": "sleep 20", "description": "Wait twenty seconds"})]],
+        "wait3": [[("call_c_3_{P}", "bash", {"command": "sleep 3", "description": "Wait three seconds"})]],
         "agent": [[("call_c_a", "task", {"name": "greeter", "description": "Say hello",
                                          "prompt": "Say hello. [[plain]]", "agent_type": "general-purpose"})]],
         # The same in the background: the call returns at once, the turn ends, and Copilot
@@ -396,7 +407,10 @@ def reply(cli, turn):
         each = turn.marker.endswith("each")
         for n, calls in enumerate(steps):
             if turn.step == done:
-                return ("calls", [(f"{i}_{turn.prompt}" if each else i, name, fill(args, turn.cwd))
+                # `{P}` in an id: the prompt's number, as `each` does (for a script that
+                # keeps the name the other CLIs' tests prompt with).
+                return ("calls", [(f"{i}_{turn.prompt}" if each else i.replace("{P}", str(turn.prompt)),
+                                   name, fill(args, turn.cwd))
                                   for i, name, args in calls])
             done += len(calls)
         return ("text", FINAL)

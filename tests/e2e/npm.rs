@@ -1022,9 +1022,12 @@ fn reject_then_escape(which: Claude) {
 /// The `tmux` it runs is a wrapper in front of the real one that logs each `capture-pane`
 /// whose text holds the agent's dialog's look: when the watch has seen the dialog drawn.
 struct Watcher {
-    child: std::process::Child,
+    /// `None`: the lines are `hooktrack session`'s own ([`Watcher::session`]).
+    child: Option<std::process::Child>,
     output: PathBuf,
     reads: PathBuf,
+    /// For the session's lines: when each was first read (ms), by line number.
+    seen: std::cell::RefCell<Vec<i64>>,
 }
 
 impl Watcher {
@@ -1049,9 +1052,23 @@ impl Watcher {
             .spawn()
             .expect("hooktrack watch");
         Self {
-            child,
+            child: Some(child),
             output,
             reads,
+            seen: Default::default(),
+        }
+    }
+
+    /// The TUI's `hooktrack session`'s own lines, read as a watch's (each line's turn phase
+    /// as its `phase`): for an answer only the session finds ([`Asks::in_session_file`]).
+    /// A line's `at` there is its step's time (a session file's line: when the agent wrote
+    /// it), so its `at` here is when this test first read it (its own as `step_at`).
+    fn session(tui: &Tui) -> Self {
+        Self {
+            child: None,
+            output: tui.output.clone(),
+            reads: tui.world.root.with_extension("session.reads"),
+            seen: Default::default(),
         }
     }
 
@@ -1069,7 +1086,35 @@ impl Watcher {
             .unwrap_or_default()
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
+            .enumerate()
+            .filter_map(|(n, mut l): (usize, Value)| {
+                if self.child.is_some() {
+                    return Some(l);
+                }
+                let mut seen = self.seen.borrow_mut();
+                if seen.len() <= n {
+                    seen.resize(n + 1, wall_ms());
+                }
+                // The session's start and end lines say no turn's phase.
+                l["phase"] = l["posture"]["turn"].get("phase")?.clone();
+                l["step_at"] = l["at"].take();
+                l["at"] = hooktrack::Timestamp::from_millis(seen[n])
+                    .to_string()
+                    .into();
+                Some(l)
+            })
             .collect()
+    }
+
+    /// Whether `line` shows the agent out of `blocked` after the answer at `answered` (ms):
+    /// for the session's lines, `active` on a step not before the answer (seen: GitHub
+    /// Copilot CLI's first `SessionStart` and `UserPromptSubmit` lines written after the
+    /// dialog's `blocked` one, `ready` and `active`).
+    fn out_of_blocked(&self, line: &Value, answered: i64) -> bool {
+        line["phase"] != "blocked"
+            && (self.child.is_some()
+                || (line["phase"] == "active"
+                    && at_ms(&line["step_at"]).is_some_and(|at| at >= answered)))
     }
 
     /// The first line at or after `since` (ms) for which `ok` holds (bounded).
@@ -1085,8 +1130,10 @@ impl Watcher {
 impl Drop for Watcher {
     fn drop(&mut self) {
         // This test's watch only.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -1132,32 +1179,40 @@ pub(crate) struct Asks {
     pub(crate) ended: fn(&Value, &str) -> bool,
     /// The kept screens' names: `<version>-<what>` (`-dialog.txt`, `-answered.txt`).
     pub(crate) screens: &'static str,
-    /// For an agent whose pane hooktrack does not read (an event of its own ends the
-    /// dialog): a text the dialog draws. `None`: the descriptor's screen says.
+    /// For an agent whose descriptor reads no screen (a hook or its session log ends the
+    /// dialog's window), a text the screen shows while the dialog is drawn; `None`: the
+    /// descriptor's look.
     pub(crate) drawn: Option<&'static str>,
+    /// Whether the answer is in the agent's session file, which `hooktrack session` finds
+    /// under the agent's HOME and `watch` (no agent HOME) does not: the session's own
+    /// lines are timed then, not the watch's.
+    pub(crate) in_session_file: bool,
+    /// The ledger's entry for the turn whose call was rejected (Qwen Code's call starts only
+    /// once allowed: a rejected one is no call).
+    pub(crate) rejected_turn: &'static str,
 }
 
 impl Asks {
     /// The descriptor's screen, where hooktrack reads the agent's pane.
-    fn read(&self) -> Option<hooktrack::agents::Screen> {
+    fn screen(&self) -> Option<hooktrack::agents::Screen> {
         self.agent.descriptor().screen
-    }
-
-    fn screen(&self) -> hooktrack::agents::Screen {
-        self.read()
-            .unwrap_or_else(|| panic!("{:?}'s screen is read", self.agent))
-    }
-
-    /// The look the watch's tmux wrapper logs a read for.
-    fn look(&self) -> &'static str {
-        self.drawn.unwrap_or_else(|| self.screen().dialog[0].text)
     }
 
     /// Whether `screen` draws the dialog.
     fn draws(&self, screen: &str) -> bool {
-        match self.drawn {
-            Some(text) => screen.contains(text),
-            None => self.screen().draws_dialog(screen),
+        match (self.screen(), self.drawn) {
+            (Some(look), _) => look.draws_dialog(screen),
+            (None, Some(text)) => screen.contains(text),
+            (None, None) => panic!("{:?}'s screen is read or its dialog named", self.agent),
+        }
+    }
+
+    /// The look the watch's tmux wrapper logs a read for.
+    fn look(&self) -> &'static str {
+        match (self.screen(), self.drawn) {
+            (Some(look), _) => look.dialog[0].text,
+            (None, Some(text)) => text,
+            (None, None) => panic!("{:?}'s screen is read or its dialog named", self.agent),
         }
     }
 }
@@ -1171,6 +1226,8 @@ const CLAUDE_ASKS: Asks = Asks {
     ended: |r, id| r["event"] == "PostToolUse" && r["payload"]["tool_use_id"] == id,
     screens: "2.1.332-bash",
     drawn: None,
+    in_session_file: false,
+    rejected_turn: "main interrupted 1",
 };
 
 /// Prompts for the call `id` that asks, answers its dialog "Yes" as a person does (the
@@ -1208,7 +1265,7 @@ fn approve(
     });
     // Answered once the watch has read the pane showing the dialog (an answer before that
     // leaves the screen nothing to end: the call's end would), where it reads the pane.
-    if asks.read().is_some() {
+    if asks.screen().is_some() {
         wait_for(PATIENCE, "the watch reading the dialog drawn", || {
             (watch.dialog_reads() > reads).then_some(())
         });
@@ -1219,13 +1276,16 @@ fn approve(
     // gone before this pane's next capture does: then that Enter took).
     let mut answered_at = 0;
     for _ in 0..5 {
+        // The lines so far read before the key (the session's are timed by their first read).
+        watch.lines();
         answered_at = wall_ms();
         tui.keys(&["Enter"]);
         let pressed = std::time::Instant::now();
         let taken = || {
             !asks.draws(&tui.screen())
                 || watch.lines().iter().any(|l| {
-                    at_ms(&l["at"]).is_some_and(|at| at >= answered_at) && l["phase"] != "blocked"
+                    at_ms(&l["at"]).is_some_and(|at| at >= answered_at)
+                        && watch.out_of_blocked(l, answered_at)
                 })
         };
         while !taken() && pressed.elapsed() < Duration::from_secs(1) {
@@ -1236,7 +1296,7 @@ fn approve(
         }
     }
     let running = watch.wait_line("the watch showing the agent running", answered_at, |l| {
-        l["phase"] != "blocked"
+        watch.out_of_blocked(l, answered_at)
     });
     if let Some(dir) = keep {
         let name = |what: &str| dir.join(format!("{}-{what}.txt", asks.screens));
@@ -1245,6 +1305,12 @@ fn approve(
         fs::write(name("answered"), after).expect("keep the screen");
     }
     let running_at = at_ms(&running["at"]).expect("the line's time");
+    if watch.child.is_none() {
+        eprintln!(
+            "the session's line out of blocked: {} from {} (step at {})",
+            running["event"], running["source"], running["step_at"]
+        );
+    }
     let finished = wait_for(PATIENCE, "the call's end hook", || {
         let rows = tui.rows();
         (ends(&rows) > ended_before).then(|| {
@@ -1311,6 +1377,8 @@ const CODEX_ASKS: Asks = Asks {
     ended: |r, id| r["event"] == "PostToolUse" && r["payload"]["tool_use_id"] == id,
     screens: "0.171.0-session",
     drawn: None,
+    in_session_file: false,
+    rejected_turn: "main interrupted 1",
 };
 
 /// Gemini CLI 0.61.0's `Notification(ToolPermission)` (its only sign of the dialog) and the
@@ -1324,6 +1392,8 @@ const GEMINI_ASKS: Asks = Asks {
     ended: |r, _| r["event"] == "AfterTool",
     screens: "0.61.0-session",
     drawn: None,
+    in_session_file: false,
+    rejected_turn: "main interrupted 1",
 };
 
 /// `cli`'s program from the npm install, tmux there, or a reported skip.
@@ -1395,11 +1465,11 @@ fn p50_p99(samples: &mut [i64]) -> (i64, i64) {
 }
 
 /// A 20-second call approved in `asks`'s dialog shows the agent running before the call's
-/// end hook (where no hook fires on the answer, the pane says it), and `success` at the
-/// turn's end; then `HOOKTRACK_E2E_DIALOGS` (default 0) 3-second calls approved the same
-/// way, timed (p50, p99, max printed). `wait20` / `wait3`: the mock's call ids; `busy`:
-/// what the TUI shows while a turn or its hooks run (an Enter then may not be taken).
-/// Returns how many turns it ran.
+/// end hook (where no hook fires on the answer, the pane or the session file says it), and
+/// `success` at the turn's end; then `HOOKTRACK_E2E_DIALOGS` (default 0) 3-second calls
+/// approved the same way, timed (p50, p99, max printed). `wait20` / `wait3`: the mock's call
+/// ids; `busy`: what the TUI shows while a turn or its hooks run (an Enter then may not be
+/// taken). Returns how many turns it ran.
 pub(crate) fn approved_timed(
     tui: &Tui,
     asks: &Asks,
@@ -1410,7 +1480,11 @@ pub(crate) fn approved_timed(
     wait_for(PATIENCE, "the session's store", || {
         store.is_dir().then_some(())
     });
-    let watch = Watcher::start(tui, asks.look());
+    let watch = if asks.in_session_file {
+        Watcher::session(tui)
+    } else {
+        Watcher::start(tui, asks.look())
+    };
     let keep = std::env::var_os("HOOKTRACK_E2E_SCREENS").map(PathBuf::from);
     let success = |since: i64| {
         watch.wait_line("the turn's success", since, |l| {
@@ -1449,8 +1523,8 @@ pub(crate) fn approved_timed(
 }
 
 /// [`approved_timed`], then a call rejected with Escape (the screen: `rejected`) ends its
-/// turn interrupted, as before.
-fn approved_then_rejected(
+/// turn as the agent's `rejected_turn` says.
+pub(crate) fn approved_then_rejected(
     tui: &Tui,
     asks: &Asks,
     ids: (&str, &str),
@@ -1465,7 +1539,7 @@ fn approved_then_rejected(
     tui.wait_screen("the rejection", |s| s.contains(rejected));
     let end = tui.quit(quit);
     let mut expected = vec!["main success 1"; approved];
-    expected.push("main interrupted 1");
+    expected.push(asks.rejected_turn);
     assert_eq!(
         ledger(&end["turns"]),
         expected,
