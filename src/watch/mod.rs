@@ -778,26 +778,36 @@ mod tests {
     /// default store, a session's): Copilot's log is where a permission's answer is.
     #[test]
     fn a_store_follows_the_home_of_the_agent_it_is_named_for() {
+        // Two agents with stores of their own, and a third whose home is not known.
+        let mut agents = Agent::ALL.iter().copied();
+        let first = agents.next().expect("an agent");
+        let second = agents
+            .find(|a| a.store_name() != first.store_name())
+            .expect("a second store");
+        let third = agents
+            .find(|a| {
+                ![first, second]
+                    .iter()
+                    .any(|o| o.store_name() == a.store_name())
+            })
+            .expect("a third store");
         let homes = vec![
-            (Agent::CopilotCli, PathBuf::from("/h/.copilot")),
-            (Agent::KimiCode, PathBuf::from("/h/.kimi-code")),
+            (first, PathBuf::from("/h/first")),
+            (second, PathBuf::from("/h/second")),
         ];
         let store = |dir: &str, agent: Agent| {
             StorePaths::in_dir(PathBuf::from(dir).join(agent.store_name()))
         };
         assert_eq!(
-            agent_home_of(&homes, &store("/s/hooktrack/agents", Agent::CopilotCli)),
-            Some(PathBuf::from("/h/.copilot"))
+            agent_home_of(&homes, &store("/s/hooktrack/agents", second)),
+            Some(PathBuf::from("/h/second"))
         );
         assert_eq!(
-            agent_home_of(
-                &homes,
-                &store("/s/sessions/r/hook-observation", Agent::KimiCode)
-            ),
-            Some(PathBuf::from("/h/.kimi-code"))
+            agent_home_of(&homes, &store("/s/sessions/r/hook-observation", first)),
+            Some(PathBuf::from("/h/first"))
         );
         assert_eq!(
-            agent_home_of(&homes, &store("/s/hooktrack/agents", Agent::Codex)),
+            agent_home_of(&homes, &store("/s/hooktrack/agents", third)),
             None
         );
         let named_for_none = StorePaths::in_dir(PathBuf::from("/s/some/events"));
