@@ -368,8 +368,8 @@ fn copilot_tui(world: &World, bin: &Path, mock: &Mock, name: &str) -> Tmux {
 /// GitHub Copilot CLI 1.0.102's `Notification(permission_prompt)` (`PermissionRequest` fires
 /// for every call, asked or not) and a call's `PostToolUse` (its hooks name no call id);
 /// its dialog ("Do you want to run this command?") is not read from the pane: the session
-/// log's `permission.completed` ends the window, found under the agent's HOME by
-/// `hooktrack session` only (a `watch` sees the window end with the call's `PostToolUse`).
+/// log's `permission.completed` ends the window, found under the agent's HOME (this test's
+/// `watch` runs with the test's HOME, not the agent's: the session's own lines are timed).
 const COPILOT_ASKS: Asks = Asks {
     agent: hooktrack::Agent::CopilotCli,
     started: |r| r["event"] == "UserPromptSubmit",
