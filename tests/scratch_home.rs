@@ -101,7 +101,8 @@ impl TmuxServer {
 
     pub fn tmux(&self) -> Command {
         let mut c = Command::new("tmux");
-        c.args(["-L", &self.socket]);
+        // A person's terminal has no `CI` (Ink TUIs draw nothing with it set).
+        c.args(["-L", &self.socket]).env_remove("CI");
         c
     }
 

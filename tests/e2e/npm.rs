@@ -822,7 +822,9 @@ impl Tui {
         command
             .args(["-L", &self.socket])
             .args(args)
-            .env_remove("TMUX");
+            .env_remove("TMUX")
+            // No `CI` in the TUI's terminal (`util::Tmux::run`).
+            .env_remove("CI");
         command
     }
 

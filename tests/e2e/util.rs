@@ -257,6 +257,10 @@ impl Tmux {
     /// `tmux ARGS` on this server: its stdout when it succeeded.
     pub fn run(&self, args: &[&str]) -> Option<String> {
         let out = Command::new("tmux")
+            // A person's terminal has no `CI`: with it set, the Ink TUIs (Gemini CLI, Qwen
+            // Code, Auggie) draw no frame until they exit. The server takes the client's
+            // environment at its start.
+            .env_remove("CI")
             .args(["-L", &self.socket, "-f", "/dev/null"])
             .args(args)
             .env_remove("TMUX")
