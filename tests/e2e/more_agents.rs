@@ -208,22 +208,23 @@ fn qwen_code_escape_during_a_tool_in_tmux_ends_interrupted() {
 }
 
 /// Qwen Code 0.24.4's `PermissionRequest` and a call's `PostToolUse` (its ids are its own,
-/// not the model's: any one); its dialog ("Allow execution of: 'sleep'?") is not read from
-/// the pane: the call's `PreToolUse`, fired once it is allowed, ends the window.
+/// not the model's: any one); its dialog ("Allow execution of: 'sleep'?") is read from the
+/// pane, and the call's `PreToolUse`, fired once it is allowed, ends the window too:
+/// whichever comes first.
 const QWEN_ASKS: Asks = Asks {
     agent: hooktrack::Agent::QwenCode,
     started: |r| r["event"] == "UserPromptSubmit",
     asked: |r| r["event"] == "PermissionRequest",
     ended: |r, _| r["event"] == "PostToolUse",
     screens: "0.24.4-session",
-    drawn: Some("Waiting for user confirmation"),
+    drawn: None,
     in_session_file: false,
     rejected_turn: "main interrupted 0",
 };
 
 /// Qwen Code 0.24.4 in its default approval mode: "Yes, allow once" shows the agent running
-/// from the call's `PreToolUse` (fired once the call is allowed; its `PostToolUse` comes
-/// 20 s later); Escape on the next dialog ("4. No, suggest changes (esc)") ends its turn
+/// from the pane or the call's `PreToolUse` (fired once the call is allowed; its
+/// `PostToolUse` comes 20 s later), whichever is first; Escape on the next dialog ("4. No, suggest changes (esc)") ends its turn
 /// interrupted.
 fn qwen_code_tui_approved_dialog_shows_running_before_the_call_ends() {
     let cli = match installed() {
@@ -368,8 +369,9 @@ fn copilot_tui(world: &World, bin: &Path, mock: &Mock, name: &str) -> Tmux {
 /// GitHub Copilot CLI 1.0.102's `Notification(permission_prompt)` (`PermissionRequest` fires
 /// for every call, asked or not) and a call's `PostToolUse` (its hooks name no call id);
 /// its dialog ("Do you want to run this command?") is not read from the pane: the session
-/// log's `permission.completed` ends the window, found under the agent's HOME (this test's
-/// `watch` runs with the test's HOME, not the agent's: the session's own lines are timed).
+/// log's `permission.completed` ends the window, found under the agent's home (the watch
+/// runs with the TUI's HOME, as a watch started beside the agent would: its lines are
+/// timed).
 const COPILOT_ASKS: Asks = Asks {
     agent: hooktrack::Agent::CopilotCli,
     started: |r| r["event"] == "UserPromptSubmit",
@@ -379,15 +381,14 @@ const COPILOT_ASKS: Asks = Asks {
     ended: |r, _| r["event"] == "PostToolUse",
     screens: "1.0.102-session",
     drawn: Some("Do you want to run this command?"),
-    in_session_file: true,
+    in_session_file: false,
     rejected_turn: "main interrupted 1",
 };
 
 /// GitHub Copilot CLI 1.0.102 in manual approval (no `--allow-all-tools`): "1. Yes" shows
-/// the agent running in `hooktrack session`'s lines from its session log's
-/// `permission.completed` (no hook fires on the answer, `PostToolUse` only 20 s later);
-/// Escape on the next dialog ends its turn
-/// interrupted (the log's `abort`).
+/// the agent running in the watch's lines from its session log's `permission.completed`
+/// (no hook fires on the answer, `PostToolUse` only 20 s later); Escape on the next dialog
+/// ends its turn interrupted (the log's `abort`).
 fn copilot_cli_tui_approved_dialog_shows_running_before_the_call_ends() {
     let bin = match copilot_installed() {
         Ok(b) => b,

@@ -1028,7 +1028,8 @@ struct Watcher {
     child: Option<std::process::Child>,
     output: PathBuf,
     reads: PathBuf,
-    /// For the session's lines: when each was first read (ms), by line number.
+    /// When each line was first read (ms), by line number: a watch's as `seen_at`, the
+    /// session's as `at`.
     seen: std::cell::RefCell<Vec<i64>>,
 }
 
@@ -1043,9 +1044,19 @@ impl Watcher {
         let path = std::env::var_os("PATH").unwrap_or_default();
         let mut paths = vec![wrap];
         paths.extend(std::env::split_paths(&path));
-        let child = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+        let mut watch = Command::new(env!("CARGO_BIN_EXE_hooktrack"));
+        watch
             .args(["watch", "--ndjson", "--tmux", "--tmux-socket", &tui.socket])
-            .arg(&store)
+            .arg(&store);
+        // The agent's home as the TUI has it (its HOME, no variable naming another), where
+        // the watch finds the session file its payloads do not name (Copilot's log).
+        for agent in hooktrack::Agent::ALL {
+            if let Some(var) = agent.config().home_var() {
+                watch.env_remove(var);
+            }
+        }
+        let child = watch
+            .env("HOME", &tui.world.home)
             .env_remove("TMUX")
             .env("PATH", std::env::join_paths(paths).expect("PATH"))
             .stdin(Stdio::null())
@@ -1090,12 +1101,13 @@ impl Watcher {
             .filter_map(|l| serde_json::from_str(l).ok())
             .enumerate()
             .filter_map(|(n, mut l): (usize, Value)| {
-                if self.child.is_some() {
-                    return Some(l);
-                }
                 let mut seen = self.seen.borrow_mut();
                 if seen.len() <= n {
                     seen.resize(n + 1, wall_ms());
+                }
+                if self.child.is_some() {
+                    l["seen_at"] = seen[n].into();
+                    return Some(l);
                 }
                 // The session's start and end lines say no turn's phase.
                 l["phase"] = l["posture"]["turn"].get("phase")?.clone();
@@ -1136,6 +1148,31 @@ impl Drop for Watcher {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+}
+
+/// The first hook rows fired after `since` (ms): each event, when the agent fired it
+/// (its payload's `timestamp`, where the agent writes one) and when the store received
+/// it, in ms after `since`.
+fn rows_after(rows: &[Value], since: i64) -> String {
+    let after = |v: &Value| at_ms(v).map(|at| (at - since).to_string());
+    let seen: Vec<String> = rows
+        .iter()
+        .filter(|r| at_ms(&r["received_at"]).is_some_and(|at| at >= since))
+        .take(3)
+        .map(|r| {
+            format!(
+                "{} fired +{} received +{}",
+                r["event"].as_str().unwrap_or("?"),
+                after(&r["payload"]["timestamp"]).unwrap_or_else(|| "?".into()),
+                after(&r["received_at"]).unwrap_or_else(|| "?".into()),
+            )
+        })
+        .collect();
+    if seen.is_empty() {
+        "no hook row yet".into()
+    } else {
+        seen.join(", ")
     }
 }
 
@@ -1277,6 +1314,8 @@ fn approve(
     // the answer is the one that took (on a loaded machine the watch may see the dialog
     // gone before this pane's next capture does: then that Enter took).
     let mut answered_at = 0;
+    // When this pane's capture first showed the dialog gone (ms).
+    let gone = std::cell::Cell::new(None);
     for _ in 0..5 {
         // The lines so far read before the key (the session's are timed by their first read).
         watch.lines();
@@ -1284,11 +1323,14 @@ fn approve(
         tui.keys(&["Enter"]);
         let pressed = std::time::Instant::now();
         let taken = || {
-            !asks.draws(&tui.screen())
-                || watch.lines().iter().any(|l| {
-                    at_ms(&l["at"]).is_some_and(|at| at >= answered_at)
-                        && watch.out_of_blocked(l, answered_at)
-                })
+            if !asks.draws(&tui.screen()) {
+                gone.set(gone.get().or(Some(wall_ms())));
+                return true;
+            }
+            watch.lines().iter().any(|l| {
+                at_ms(&l["at"]).is_some_and(|at| at >= answered_at)
+                    && watch.out_of_blocked(l, answered_at)
+            })
         };
         while !taken() && pressed.elapsed() < Duration::from_secs(1) {
             std::thread::sleep(Duration::from_millis(20));
@@ -1300,6 +1342,10 @@ fn approve(
     let running = watch.wait_line("the watch showing the agent running", answered_at, |l| {
         watch.out_of_blocked(l, answered_at)
     });
+    let gone = gone.get().unwrap_or_else(|| {
+        tui.wait_screen("the dialog gone", |s| !asks.draws(s));
+        wall_ms()
+    });
     if let Some(dir) = keep {
         let name = |what: &str| dir.join(format!("{}-{what}.txt", asks.screens));
         fs::write(name("dialog"), &dialog).expect("keep the dialog");
@@ -1307,12 +1353,16 @@ fn approve(
         fs::write(name("answered"), after).expect("keep the screen");
     }
     let running_at = at_ms(&running["at"]).expect("the line's time");
-    if watch.child.is_none() {
-        eprintln!(
-            "the session's line out of blocked: {} from {} (step at {})",
-            running["event"], running["source"], running["step_at"]
-        );
-    }
+    // A watch's line's `at` is when its step began (a pane read: before the capture); this
+    // test's first read of it is a bound from above (its polls are tens of ms apart).
+    eprintln!(
+        "stages after the key (ms): this pane's capture without the dialog +{}; {}; the \
+         watch's line +{} (read here +{})",
+        gone - answered_at,
+        rows_after(&tui.rows(), answered_at),
+        running_at - answered_at,
+        running["seen_at"].as_i64().unwrap_or(running_at) - answered_at,
+    );
     let finished = wait_for(PATIENCE, "the call's end hook", || {
         let rows = tui.rows();
         (ends(&rows) > ended_before).then(|| {

@@ -509,6 +509,17 @@ mod agent_screens {
     const GEMINI_SESSION_ANSWERED: &str =
         include_str!("agents/gemini_cli/screens/0.61.0-session-answered.txt");
 
+    const QWEN_DIALOG: &str = include_str!("agents/qwen_code/screens/0.24.4-shell-dialog.txt");
+    const QWEN_REJECT_DIALOG: &str =
+        include_str!("agents/qwen_code/screens/0.24.4-shell-reject-dialog.txt");
+    const QWEN_ANSWERED: &str = include_str!("agents/qwen_code/screens/0.24.4-shell-answered.txt");
+    const QWEN_REJECTED: &str = include_str!("agents/qwen_code/screens/0.24.4-shell-rejected.txt");
+    const QWEN_IDLE: &str = include_str!("agents/qwen_code/screens/0.24.4-shell-idle.txt");
+    const QWEN_SESSION_DIALOG: &str =
+        include_str!("agents/qwen_code/screens/0.24.4-session-dialog.txt");
+    const QWEN_SESSION_ANSWERED: &str =
+        include_str!("agents/qwen_code/screens/0.24.4-session-answered.txt");
+
     fn screen(agent: Agent) -> Screen {
         agent
             .descriptor()
@@ -541,6 +552,19 @@ mod agent_screens {
         assert!(!gemini.draws_dialog(GEMINI_REJECTED));
     }
 
+    #[test]
+    fn qwen_code_0_24_4_draws_its_shell_confirmation_and_not_the_screens_after_the_answer() {
+        let qwen = screen(Agent::QwenCode);
+        assert!(qwen.draws_dialog(QWEN_DIALOG));
+        assert!(qwen.draws_dialog(QWEN_REJECT_DIALOG));
+        assert!(qwen.draws_dialog(QWEN_SESSION_DIALOG));
+        // "Yes, allow once": the call running; the call's end at the prompt; Escape.
+        assert!(!qwen.draws_dialog(QWEN_ANSWERED));
+        assert!(!qwen.draws_dialog(QWEN_SESSION_ANSWERED));
+        assert!(!qwen.draws_dialog(QWEN_IDLE));
+        assert!(!qwen.draws_dialog(QWEN_REJECTED));
+    }
+
     /// A screen whose prompt echo (behind the TUI's own prompt mark) or reply (behind its
     /// bullet) holds the dialog's words draws no dialog: the screens above with the line
     /// typed or answered in place of the dialog.
@@ -560,6 +584,13 @@ mod agent_screens {
                 GEMINI_IDLE,
                 "✦ The file holds two lines. Done.",
                 "✦ ",
+            ),
+            (Agent::QwenCode, QWEN_IDLE, "> Wait. [[wait20]]", "> "),
+            (
+                Agent::QwenCode,
+                QWEN_IDLE,
+                "◆\u{fe0e} The file holds two lines. Done.",
+                "◆\u{fe0e} ",
             ),
         ];
         for (agent, idle, line, mark) in cases {
@@ -660,5 +691,124 @@ mod agent_screens {
         let pipeline = tracker.pipeline();
         assert_eq!(pipeline.posture().turn.phase, Phase::Ready);
         assert_eq!(pipeline.posture().last_turn.result, TurnResult::Success);
+    }
+
+    /// A Qwen Code 0.24.4 row at second `at` from pane `%3`.
+    fn qwen_row(event: &str, at: u32, extra: &str) -> String {
+        format!(
+            r#"{{"v":1,"provider":"qwen","received_at":"2026-01-01T00:00:{at:02}.000Z","event":"{event}","tmux_pane":"%3","payload":{{"hook_event_name":"{event}","session_id":"s","transcript_path":"/h/.qwen/projects/-w/chats/s.jsonl","cwd":"/w","timestamp":"2026-01-01T00:00:{at:02}.000Z","permission_mode":"default"{extra}}}}}"#
+        )
+    }
+
+    const QWEN_CALL: &str = r#","tool_name":"run_shell_command","tool_input":{"command":"sleep 20","description":"Wait twenty seconds"}"#;
+
+    /// Qwen Code 0.24.4 blocked on its shell confirmation: `PermissionRequest` (before the
+    /// call has a `PreToolUse`), then `Notification(permission_prompt)`.
+    fn qwen_blocked() -> Tracker {
+        let mut tracker = Tracker::new(TrackerConfig {
+            read_screens: true,
+            ..TrackerConfig::default()
+        });
+        feed(
+            &mut tracker,
+            1,
+            &[
+                qwen_row("SessionStart", 1, r#","source":"startup""#),
+                qwen_row(
+                    "UserPromptSubmit",
+                    2,
+                    r#","prompt_id":"s########0","prompt":"Wait. [[wait20]]""#,
+                ),
+                qwen_row(
+                    "PermissionRequest",
+                    3,
+                    &format!(r#"{QWEN_CALL},"prompt_id":"s########0""#),
+                ),
+                qwen_row(
+                    "Notification",
+                    3,
+                    r#","prompt_id":"s########0","message":"Qwen Code needs your permission to use run_shell_command","notification_type":"permission_prompt","title":"Permission needed""#,
+                ),
+            ],
+        );
+        assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
+        tracker
+    }
+
+    /// The call's start, its end and the turn's `Stop`, from row `first` at second `at`.
+    fn qwen_call_and_stop(tracker: &mut Tracker, first: u64, at: u32) {
+        let call = format!(r#"{QWEN_CALL},"tool_use_id":"toolu_1","tool_call_id":"call_q_t""#);
+        feed(
+            tracker,
+            first,
+            &[
+                qwen_row("PreToolUse", at, &call),
+                qwen_row(
+                    "PostToolUse",
+                    at + 20,
+                    &format!(r#"{call},"tool_response":"ok""#),
+                ),
+                qwen_row(
+                    "Stop",
+                    at + 21,
+                    r#","prompt_id":"s########0","stop_hook_active":false,"last_assistant_message":"Done.""#,
+                ),
+            ],
+        );
+        let pipeline = tracker.pipeline();
+        assert_eq!(pipeline.posture().turn.phase, Phase::Ready);
+        assert_eq!(pipeline.posture().last_turn.result, TurnResult::Success);
+        assert_eq!(
+            pipeline
+                .diagnostics()
+                .count(Diag::PermissionResultWithoutRequest),
+            0
+        );
+    }
+
+    /// The pane first: the confirmation seen drawn, then gone, ends the window before the
+    /// call's `PreToolUse`, which then ends nothing more; the turn ends a success.
+    #[test]
+    fn qwen_code_confirmation_gone_from_the_pane_ends_the_window_before_its_pretooluse() {
+        let mut tracker = qwen_blocked();
+        tracker.ask_screens(at(4));
+        let reads = tracker
+            .take_requests()
+            .into_iter()
+            .filter(|r| matches!(r, crate::follow::Request::ReadScreen { .. }))
+            .count();
+        assert_eq!(reads, 1, "the pane is read");
+        read(&mut tracker, QWEN_DIALOG, 4);
+        assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
+        read(&mut tracker, QWEN_ANSWERED, 5);
+        let pipeline = tracker.pipeline();
+        assert_eq!(pipeline.posture().turn.phase, Phase::Active);
+        assert_eq!(
+            pipeline.diagnostics().count(Diag::DialogAnsweredOnScreen),
+            1
+        );
+        qwen_call_and_stop(&mut tracker, 5, 5);
+    }
+
+    /// The hook first: the call's `PreToolUse` ends the window, and a read of the pane
+    /// after it (the dialog already gone) ends nothing and is not even asked for.
+    #[test]
+    fn qwen_code_pretooluse_before_the_pane_ends_the_window_and_the_pane_is_left_alone() {
+        let mut tracker = qwen_blocked();
+        tracker.ask_screens(at(4));
+        read(&mut tracker, QWEN_DIALOG, 4);
+        let call = format!(r#"{QWEN_CALL},"tool_use_id":"toolu_1","tool_call_id":"call_q_t""#);
+        feed(&mut tracker, 5, &[qwen_row("PreToolUse", 5, &call)]);
+        let pipeline = tracker.pipeline();
+        assert_eq!(pipeline.posture().turn.phase, Phase::Active);
+        assert_eq!(tracker.screen_due(), None, "nothing waits: nothing is read");
+        read(&mut tracker, QWEN_ANSWERED, 5);
+        assert_eq!(
+            tracker
+                .pipeline()
+                .diagnostics()
+                .count(Diag::DialogAnsweredOnScreen),
+            0
+        );
     }
 }

@@ -7,8 +7,8 @@ pub(crate) mod adapter;
 pub(crate) mod transcript;
 
 use super::{
-    ArgumentField, COMMON_SCHEMA, Descriptor, DetectRule, Headless, InstallFacts, OffSwitch,
-    PreflightFacts, Runtime, Strictness, TimeoutUnit, Transcript, Versions,
+    ArgumentField, COMMON_SCHEMA, Descriptor, DetectRule, DialogLook, Headless, InstallFacts,
+    OffSwitch, PreflightFacts, Runtime, Screen, Strictness, TimeoutUnit, Transcript, Versions,
 };
 use crate::agent::{Agent, ConfigFormat, ConfigLocation};
 use crate::agents::claude_code::PROMPT_TO_STOP;
@@ -109,9 +109,28 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
         events_since: &[],
     },
     plugin: None,
-    screen: None,
+    screen: Some(SCREEN),
     tool_arguments: TOOL_ARGUMENTS,
     session_key: super::SessionKey::Payload,
+};
+
+/// Qwen Code's confirmation of a shell call, as its TUI draws it in the default approval
+/// mode (no box): the call ("? Shell sleep 20 … ←"), the command, "Allow execution of:
+/// 'sleep'?", then "› 1. Yes, allow once", "2. Always allow run 'sleep *' commands in this
+/// project", "3. … for this user", "4. No, suggest changes (esc)", and below "Waiting for
+/// user confirmation...". The call's `PreToolUse` fires once it is allowed, which ends the
+/// window too: whichever comes first. After "Yes, allow once" the call shows running
+/// ("⊶ Shell sleep 20 …", a spinner, "esc to cancel"); after Escape, "- Shell touch
+/// rejected.txt" and the prompt. The screens are kept beside this file (`screens/`, read by
+/// the tests in `crate::screen`): the dialog, the call running after "Yes", the prompt
+/// after the call's end, a second dialog and its rejection (`0.24.4-shell-*`, the TUI
+/// alone in tmux 150x45 against the tests' mock); the dialog and the call running under
+/// `hooktrack session` (`0.24.4-session-*`, kept by the end-to-end test).
+pub const SCREEN: Screen = Screen {
+    dialog: &[DialogLook {
+        text: "Allow execution of",
+        seen_in: "0.24.4, a shell call's confirmation (screens/0.24.4-shell-dialog.txt)",
+    }],
 };
 
 /// What Qwen Code's tools act on: Gemini CLI's names (its recordings: `run_shell_command`,
