@@ -707,23 +707,11 @@ fn sigint_is_left_to_the_agent_and_the_session_survives_it() {
 /// ended (here a signal), and the launch finishes cleanly afterwards.
 #[test]
 fn a_launch_runs_its_agent_with_the_environment_and_reports_its_end() {
-    use hooktrack::{AgentStatus, ChannelConfig, Launch, LaunchConfig};
+    use hooktrack::AgentStatus;
     let tmp = tempfile::tempdir().expect("tempdir");
     let seen = tmp.path().join("seen");
     let config = tmp.path().join("kimi-code/config.toml");
-    let mut launch = Launch::start(LaunchConfig {
-        agent: hooktrack::Agent::KimiCode,
-        config: config.clone(),
-        root: tmp.path().join("root"),
-        emitter: PathBuf::from(env!("CARGO_BIN_EXE_hooktrack")),
-        home: None,
-        cwd: tmp.path().to_owned(),
-        args: Vec::new(),
-        program: None,
-        channel: ChannelConfig::default(),
-        read_screens: None,
-    })
-    .expect("launch");
+    let mut launch = launch_in(tmp.path(), hooktrack::Agent::KimiCode, &config);
     let command: Vec<std::ffi::OsString> = [
         "sh",
         "-c",
@@ -780,31 +768,18 @@ fn kimi_code_under_a_node_too_old_is_named_before_it_runs() {
     fs::create_dir_all(&home).expect("mkdir");
     fs::create_dir_all(&kimi_home).expect("mkdir");
     let output = tmp.path().join("session.ndjson");
-    let mut child = hooktrack()
-        .args([
-            "session",
-            "--agent",
-            "kimi-code",
-            "--format",
-            "ndjson",
-            "--root",
-        ])
-        .arg(tmp.path().join("root"))
-        .arg("--output")
-        .arg(&output)
-        .arg("--")
-        .arg(bin.join("kimi"))
-        .args(["-p", "hi"])
-        .current_dir(tmp.path())
-        .env("PATH", path_with(&bin))
-        .env("HOME", &home)
-        .env("KIMI_CODE_HOME", &kimi_home)
-        .env_remove("HOOKTRACK_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn session");
+    let mut child = kimi_code_session(
+        &tmp.path().join("root"),
+        &output,
+        &bin.join("kimi"),
+        &home,
+        &kimi_home,
+    )
+    .args(["-p", "hi"])
+    .current_dir(tmp.path())
+    .env("PATH", path_with(&bin))
+    .spawn()
+    .expect("spawn session");
     let status = wait_child(&mut child, Duration::from_secs(60));
     let lines: Vec<serde_json::Value> = fs::read_to_string(&output)
         .unwrap_or_default()
