@@ -330,6 +330,12 @@ pub fn assert_one_finding_then_a_whole_run(
 pub fn quit_tui(tmux: &Tmux, world: &SessionWorld, quit: &str) -> (serde_json::Value, String) {
     tmux.keys(&["-l", quit]);
     tmux.keys(&["Enter"]);
+    tui_end(tmux, world)
+}
+
+/// Waits (at most [`PATIENCE`]) for the session's end line once the agent in the pane
+/// was told to quit: that line, and the screen and every line for a failure's message.
+pub fn tui_end(tmux: &Tmux, world: &SessionWorld) -> (serde_json::Value, String) {
     let end = wait_for(PATIENCE, "the session's end line", || {
         world.lines().into_iter().find(|l| l["kind"] == "end")
     });
