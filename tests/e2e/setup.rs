@@ -8,6 +8,7 @@ use std::process::Command;
 
 use crate::kimi_cli::Mock;
 use crate::scratch_home::{Home, TmuxServer, rows, text, wait_pane, write_script};
+use crate::util::{claude_pane_script, claude_past_first_run, setup_in};
 
 /// Waits until the pane's `@hooktrack_<option>` reads `value` while its screen shows
 /// `text`; panics naming `what`, the phases seen and the screen otherwise. Returns the
@@ -82,32 +83,9 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
         .expect("node on PATH");
     let path = format!("{}:{}:/usr/bin:/bin", h.bin.display(), node_dir.display());
     // Past the first-run dialogs (theme, API key, folder trust), as a user who used it.
-    fs::write(
-        h.home.join(".claude.json"),
-        serde_json::json!({
-            "hasCompletedOnboarding": true,
-            "theme": "dark",
-            "customApiKeyResponses": {"approved": ["dummy"], "rejected": []},
-            "projects": {work.to_str().unwrap(): {
-                "hasTrustDialogAccepted": true,
-                "hasCompletedProjectOnboarding": true
-            }}
-        })
-        .to_string(),
-    )
-    .unwrap();
+    claude_past_first_run(&h.home, &work);
 
-    let setup = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
-        .arg("setup")
-        .env_clear()
-        .env("HOME", &h.home)
-        .env("XDG_STATE_HOME", &h.state)
-        .env("PATH", &path)
-        .current_dir(&work)
-        .output()
-        .unwrap();
-    let said = text(&setup);
-    assert!(setup.status.success(), "{said}");
+    let said = setup_in(&h, &work, &path);
     assert!(said.contains("claude: 28 hooktrack entries"), "{said}");
     assert!(
         said.contains("claude: check: Claude Code 2.1.197: within the tested window"),
@@ -119,20 +97,7 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
     assert!(settings.exists());
 
     let mock = Mock::start(Path::new("python3"));
-    let script = h.home.join("claude.sh");
-    write_script(
-        &script,
-        &format!(
-            "#!/bin/sh\ncd '{work}'\nexec env -i PATH='{path}' HOME='{home}' XDG_STATE_HOME='{state}' \
-             TERM=xterm-256color TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\" \
-             ANTHROPIC_BASE_URL=http://127.0.0.1:{port} ANTHROPIC_API_KEY=dummy \
-             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 claude\n",
-            work = work.display(),
-            home = h.home.display(),
-            state = h.state.display(),
-            port = mock.port,
-        ),
-    );
+    let script = claude_pane_script(&h, &work, &path, mock.port);
     let (tmux, pane) = TmuxServer::start("hooktrack-setup", &script, (160, 45));
     // Qwen Code in a second window of the same server, Node 22 first on its PATH.
     let qwen_script = h.home.join("qwen.sh");

@@ -387,3 +387,64 @@ pub fn session_statuses(events: &Path) -> Vec<String> {
         })
         .collect()
 }
+
+/// Writes `home/.claude.json` as a person who used Claude Code has it: past its first-run
+/// dialogs (theme, API key, the trust of the folder `work`).
+pub fn claude_past_first_run(home: &Path, work: &Path) {
+    fs::write(
+        home.join(".claude.json"),
+        serde_json::json!({
+            "hasCompletedOnboarding": true,
+            "theme": "dark",
+            "customApiKeyResponses": {"approved": ["dummy"], "rejected": []},
+            "projects": {work.to_string_lossy(): {
+                "hasTrustDialogAccepted": true,
+                "hasCompletedProjectOnboarding": true
+            }}
+        })
+        .to_string(),
+    )
+    .expect(".claude.json");
+}
+
+/// `hooktrack setup` in the scratch home `h`, run in `work` with `path` as its whole
+/// `PATH` and nothing else of this environment; what it said, once it succeeded.
+pub fn setup_in(h: &crate::scratch_home::Home, work: &Path, path: &str) -> String {
+    let setup = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+        .arg("setup")
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("PATH", path)
+        .current_dir(work)
+        .output()
+        .expect("setup");
+    let said = crate::scratch_home::text(&setup);
+    assert!(setup.status.success(), "{said}");
+    said
+}
+
+/// Writes `claude.sh` in `h`'s home for a tmux pane to run: Claude Code's TUI in `work`
+/// with `path` as its `PATH`, `h`'s home and state, the pane's tmux variables and the mock
+/// on `port` as its API, and nothing else of the environment. Returns its path.
+pub fn claude_pane_script(
+    h: &crate::scratch_home::Home,
+    work: &Path,
+    path: &str,
+    port: u16,
+) -> std::path::PathBuf {
+    let script = h.home.join("claude.sh");
+    crate::scratch_home::write_script(
+        &script,
+        &format!(
+            "#!/bin/sh\ncd '{work}'\nexec env -i PATH='{path}' HOME='{home}' XDG_STATE_HOME='{state}' \
+             TERM=xterm-256color TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\" \
+             ANTHROPIC_BASE_URL=http://127.0.0.1:{port} ANTHROPIC_API_KEY=dummy \
+             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 claude\n",
+            work = work.display(),
+            home = h.home.display(),
+            state = h.state.display(),
+        ),
+    );
+    script
+}
