@@ -6,14 +6,16 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
 use crate::kimi_cli::Mock;
 use crate::npm::Claude;
 use crate::scratch_home::{Home, TmuxServer, rows, text, wait_pane};
-use crate::util::{PATIENCE, claude_pane_script, claude_past_first_run, setup_in, wait_for};
+use crate::util::{
+    PATIENCE, claude_pane_script, claude_past_first_run, setup_in, source_setups_tmux_lines,
+    wait_for, watch_tmux_in,
+};
 
 /// The session id of the rows that came from `pane` (its first `SessionStart`'s).
 fn session_of(store: &Path, pane: &str) -> Option<String> {
@@ -112,34 +114,12 @@ fn two_claude_code_tuis_in_one_default_store_an_escape_in_one_pane_is_that_panes
     assert!(split.status.success(), "{}", text(&split));
     let b = String::from_utf8_lossy(&split.stdout).trim().to_owned();
     // The status line `setup` printed, so the capture shows what a person's reads.
-    let conf = h.home.join("tmux.conf");
-    let lines: Vec<&str> = said.lines().filter(|l| l.starts_with("set -g ")).collect();
-    fs::write(&conf, lines.join("\n")).expect("tmux.conf");
-    let sourced = tmux
-        .tmux()
-        .arg("source-file")
-        .arg(&conf)
-        .output()
-        .expect("source");
-    assert!(sourced.status.success(), "{}", text(&sourced));
+    source_setups_tmux_lines(&tmux, &h, &said);
 
     let watched = h.home.join("watch.ndjson");
-    let mut watch = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
-        .args([
-            "watch",
-            "--ndjson",
-            "--tmux",
-            "--tmux-socket",
-            &tmux.socket,
-            "--recheck-ms",
-            "50",
-        ])
-        .env_clear()
-        .env("HOME", &h.home)
-        .env("XDG_STATE_HOME", &h.state)
-        .env("PATH", "/usr/bin:/bin")
+    let mut watch = watch_tmux_in(&tmux, &h)
+        .arg("--ndjson")
         .stdout(fs::File::create(&watched).expect("watch output"))
-        .stderr(Stdio::null())
         .spawn()
         .expect("watch");
     let store = h.state.join("hooktrack/agents/claude");

@@ -8,7 +8,9 @@ use std::process::Command;
 
 use crate::kimi_cli::Mock;
 use crate::scratch_home::{Home, TmuxServer, rows, text, wait_pane, write_script};
-use crate::util::{claude_pane_script, claude_past_first_run, setup_in};
+use crate::util::{
+    claude_pane_script, claude_past_first_run, setup_in, source_setups_tmux_lines, watch_tmux_in,
+};
 
 /// Waits until the pane's `@hooktrack_<option>` reads `value` while its screen shows
 /// `text`; panics naming `what`, the phases seen and the screen otherwise. Returns the
@@ -125,12 +127,7 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
     assert!(started.status.success(), "{}", text(&started));
     let qpane = String::from_utf8_lossy(&started.stdout).trim().to_owned();
     // The tmux lines `setup` printed, as a person pastes them into ~/.tmux.conf.
-    let conf = h.home.join("tmux.conf");
-    let lines: Vec<&str> = said.lines().filter(|l| l.starts_with("set -g ")).collect();
-    assert_eq!(lines.len(), 2, "{said}");
-    fs::write(&conf, lines.join("\n")).unwrap();
-    let sourced = tmux.tmux().arg("source-file").arg(&conf).output().unwrap();
-    assert!(sourced.status.success(), "{}", text(&sourced));
+    assert_eq!(source_setups_tmux_lines(&tmux, &h, &said), 2, "{said}");
     let status_line = |format: &str| {
         tmux.run(&[
             "display-message",
@@ -143,21 +140,8 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
         .to_owned()
     };
 
-    let mut watch = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
-        .args([
-            "watch",
-            "--tmux",
-            "--tmux-socket",
-            &tmux.socket,
-            "--recheck-ms",
-            "50",
-        ])
-        .env_clear()
-        .env("HOME", &h.home)
-        .env("XDG_STATE_HOME", &h.state)
-        .env("PATH", "/usr/bin:/bin")
+    let mut watch = watch_tmux_in(&tmux, &h)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -448,3 +448,53 @@ pub fn claude_pane_script(
     );
     script
 }
+
+/// Writes the `set -g` lines `setup` printed (`said`) into `h`'s `tmux.conf`, as a person
+/// pastes them into `~/.tmux.conf`, and has the server `tmux` source it; how many lines
+/// there were.
+pub fn source_setups_tmux_lines(
+    tmux: &crate::scratch_home::TmuxServer,
+    h: &crate::scratch_home::Home,
+    said: &str,
+) -> usize {
+    let conf = h.home.join("tmux.conf");
+    let lines: Vec<&str> = said.lines().filter(|l| l.starts_with("set -g ")).collect();
+    fs::write(&conf, lines.join("\n")).expect("tmux.conf");
+    let sourced = tmux
+        .tmux()
+        .arg("source-file")
+        .arg(&conf)
+        .output()
+        .expect("source");
+    assert!(
+        sourced.status.success(),
+        "{}",
+        crate::scratch_home::text(&sourced)
+    );
+    lines.len()
+}
+
+/// `hooktrack watch --tmux` with no path on the server `tmux`, in `h`'s home and state
+/// with `/usr/bin:/bin` as its `PATH` and nothing else of the environment, its stderr
+/// dropped; the caller adds its flags and its stdout.
+pub fn watch_tmux_in(
+    tmux: &crate::scratch_home::TmuxServer,
+    h: &crate::scratch_home::Home,
+) -> Command {
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_hooktrack"));
+    watch
+        .args([
+            "watch",
+            "--tmux",
+            "--tmux-socket",
+            &tmux.socket,
+            "--recheck-ms",
+            "50",
+        ])
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("PATH", "/usr/bin:/bin")
+        .stderr(Stdio::null());
+    watch
+}
