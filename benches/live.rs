@@ -57,6 +57,9 @@ use peak_memory::vm_hwm_kib;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
+/// What a hub sends: each update with its session.
+type Updates = Receiver<(SessionId, Update)>;
+
 const MANY: usize = 500;
 const SAMPLES_ONE: usize = 500;
 const SAMPLES_MANY: usize = 2_000;
@@ -213,11 +216,52 @@ fn claude_row(event: &str, transcript: &Path, prompt: &str, fields: &str) -> Str
     ) + "\n"
 }
 
-fn wait_for(
-    rx: &Receiver<(SessionId, Update)>,
+/// Claude Code's transcript entry of an Escape during turn `prompt`, stamped now.
+fn escape_entry(prompt: &str) -> String {
+    format!(
+        r#"{{"type":"user","promptId":"{prompt}","timestamp":"{}","message":{{"content":[{{"type":"text","text":"[Request interrupted by user]"}}]}}}}"#,
+        hooktrack::wall_clock()
+    ) + "\n"
+}
+
+/// A hub following a Claude Code session in `dir/store` on `transcript` (made empty), once
+/// it has read the session's `SessionStart`: the hub, its updates, the store, the session.
+fn claude_session(dir: &Path, transcript: &Path) -> Result<(Hub, Updates, StorePaths, SessionId)> {
+    let (mut hub, rx) = Hub::start(HubConfig::default())?;
+    let paths = StorePaths::for_provider(&dir.join("store"), "claude");
+    fs::create_dir_all(&paths.dir)?;
+    fs::write(transcript, "")?;
+    fs::write(
+        &paths.events,
+        claude_row("SessionStart", transcript, "p0", r#","source":"startup""#),
+    )?;
+    let id = hub.add(Session::open(paths.clone(), SessionConfig::default()));
+    rx.recv_timeout(PATIENCE)?;
+    Ok((hub, rx, paths, id))
+}
+
+/// Appends the user's prompt of turn `prompt` and waits until the session runs the turn,
+/// then lets the prompt row's trailing notifications pass: after an Escape no hook row
+/// comes to wake the session, and that is the case measured.
+fn prompted(
+    rx: &Updates,
     id: SessionId,
-    done: impl Fn(&Update) -> bool,
+    paths: &StorePaths,
+    transcript: &Path,
+    prompt: &str,
 ) -> Result<()> {
+    append(
+        &paths.events,
+        claude_row("UserPromptSubmit", transcript, prompt, r#","prompt":"go""#).as_bytes(),
+    )?;
+    wait_for(rx, id, |u| {
+        u.posture().turn.phase == hooktrack::Phase::Active
+    })?;
+    std::thread::sleep(Duration::from_millis(50));
+    Ok(())
+}
+
+fn wait_for(rx: &Updates, id: SessionId, done: impl Fn(&Update) -> bool) -> Result<()> {
     loop {
         let (got, update) = rx.recv_timeout(PATIENCE)?;
         if got == id && done(&update) {
@@ -241,43 +285,15 @@ fn report(what: &str, mut taken: Vec<Duration>) {
 
 fn signals(dir: &Path) -> Result<()> {
     use hooktrack::{Presence, TurnResult};
-    let (mut hub, rx) = Hub::start(HubConfig::default())?;
-    let paths = StorePaths::for_provider(&dir.join("store"), "claude");
-    fs::create_dir_all(&paths.dir)?;
     let elsewhere = dir.join("projects");
     fs::create_dir_all(&elsewhere)?;
     let transcript = elsewhere.join("s1.jsonl");
-    fs::write(&transcript, "")?;
-    fs::write(
-        &paths.events,
-        claude_row("SessionStart", &transcript, "p0", r#","source":"startup""#),
-    )?;
-    let id = hub.add(Session::open(paths.clone(), SessionConfig::default()));
-    rx.recv_timeout(PATIENCE)?;
+    let (hub, rx, paths, id) = claude_session(dir, &transcript)?;
     let mut taken = Vec::with_capacity(SIGNAL_SAMPLES);
     for n in 1..=SIGNAL_SAMPLES {
         let prompt = format!("p{n}");
-        append(
-            &paths.events,
-            claude_row(
-                "UserPromptSubmit",
-                &transcript,
-                &prompt,
-                r#","prompt":"go""#,
-            )
-            .as_bytes(),
-        )?;
-        wait_for(&rx, id, |u| {
-            u.posture().turn.phase == hooktrack::Phase::Active
-        })?;
-        // Let the prompt row's trailing notifications pass: after an Escape no hook row
-        // comes to wake the session, and that is the case measured.
-        std::thread::sleep(Duration::from_millis(50));
-        let entry = format!(
-            r#"{{"type":"user","promptId":"{prompt}","timestamp":"{}","message":{{"content":[{{"type":"text","text":"[Request interrupted by user]"}}]}}}}"#,
-            hooktrack::wall_clock()
-        ) + "\n";
-        let at = append(&transcript, entry.as_bytes())?;
+        prompted(&rx, id, &paths, &transcript, &prompt)?;
+        let at = append(&transcript, escape_entry(&prompt).as_bytes())?;
         wait_for(&rx, id, |u| {
             u.closed().any(|t| t.result == TurnResult::Interrupted)
         })?;
@@ -330,7 +346,7 @@ struct Percentiles {
 /// A running hub, its updates, and each session's id and events file.
 struct Bench {
     hub: Hub,
-    rx: Receiver<(SessionId, Update)>,
+    rx: Updates,
     ids: Vec<(SessionId, PathBuf)>,
 }
 
@@ -695,39 +711,11 @@ fn big_transcripts(dir: &Path) -> Result<()> {
     );
 
     // Through the hub: the whole recorded transcript appended at once, then an Escape.
-    let (mut hub, rx) = Hub::start(HubConfig::default())?;
-    let paths = StorePaths::for_provider(&dir.join("store"), "claude");
-    fs::create_dir_all(&paths.dir)?;
     let transcript = dir.join("s1.jsonl");
-    fs::write(&transcript, "")?;
-    fs::write(
-        &paths.events,
-        claude_row("SessionStart", &transcript, "p0", r#","source":"startup""#),
-    )?;
-    let id = hub.add(Session::open(paths.clone(), SessionConfig::default()));
-    rx.recv_timeout(PATIENCE)?;
-    let escape = |prompt: &str| {
-        format!(
-            r#"{{"type":"user","promptId":"{prompt}","timestamp":"{}","message":{{"content":[{{"type":"text","text":"[Request interrupted by user]"}}]}}}}"#,
-            hooktrack::wall_clock()
-        ) + "\n"
-    };
+    let (hub, rx, paths, id) = claude_session(dir, &transcript)?;
     let prompt = |n: usize| {
         let prompt = format!("p{n}");
-        append(
-            &paths.events,
-            claude_row(
-                "UserPromptSubmit",
-                &transcript,
-                &prompt,
-                r#","prompt":"go""#,
-            )
-            .as_bytes(),
-        )?;
-        wait_for(&rx, id, |u| {
-            u.posture().turn.phase == hooktrack::Phase::Active
-        })?;
-        std::thread::sleep(Duration::from_millis(50));
+        prompted(&rx, id, &paths, &transcript, &prompt)?;
         Ok::<_, Box<dyn Error>>(prompt)
     };
     let p = prompt(1)?;
@@ -736,7 +724,7 @@ fn big_transcripts(dir: &Path) -> Result<()> {
         .flat_map(|l| l.iter().chain(b"\n"))
         .copied()
         .collect();
-    whole.extend_from_slice(escape(&p).as_bytes());
+    whole.extend_from_slice(escape_entry(&p).as_bytes());
     let read_before = rchar()?;
     let at = append(&transcript, &whole)?;
     wait_for(&rx, id, |u| {
@@ -764,7 +752,7 @@ fn big_transcripts(dir: &Path) -> Result<()> {
         let p = prompt(n)?;
         let before = rchar()?;
         append(&transcript, &[shape.as_slice(), b"\n"].concat())?;
-        let entry = escape(&p);
+        let entry = escape_entry(&p);
         let at = append(&transcript, entry.as_bytes())?;
         wait_for(&rx, id, |u| {
             u.closed().any(|t| t.result == TurnResult::Interrupted)

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Instant;
 
-use crate::support::{Wake, kimi};
-use crate::tmux::{Server, append, row};
+use crate::support::{Wake, append, approved_and_stopped, kimi, prompt};
+use crate::tmux::{Server, row};
 use crate::watch::hooktrack;
 
 /// Waits (bounded) until `ready` gives a value.
@@ -173,16 +173,14 @@ fn a_waiting_agent_reaches_every_client_and_the_menu_takes_you_to_it() {
         "0"
     );
 
+    let [submit, started] = prompt(1);
     append(
         &store,
         &rows(
             2,
             &[
-                kimi(
-                    "UserPromptSubmit",
-                    r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#,
-                ),
-                kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
+                submit,
+                started,
                 kimi(
                     "PreToolUse",
                     r#""tool_call_id":"c1","tool_name":"Bash","tool_input":{"command":"cargo build --release;\u001b]2;x\u0007 #{pane_id}"}"#,
@@ -220,9 +218,8 @@ fn a_waiting_agent_reaches_every_client_and_the_menu_takes_you_to_it() {
         "{options:?}"
     );
 
-    // The menu, on the client; its first line is the agent.
-    let jump = |client: &Client| {
-        let from = client.output().len();
+    // `hooktrack jump` for the client, which must succeed.
+    let run_jump = |client: &Client| {
         let out = hooktrack()
             .args([
                 "jump",
@@ -239,6 +236,11 @@ fn a_waiting_agent_reaches_every_client_and_the_menu_takes_you_to_it() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+    };
+    // The menu, on the client; its first line is the agent.
+    let jump = |client: &Client| {
+        let from = client.output().len();
+        run_jump(client);
         client.wait_output(from, b"1 waiting", "the menu drawn");
     };
     jump(&client);
@@ -252,20 +254,7 @@ fn a_waiting_agent_reaches_every_client_and_the_menu_takes_you_to_it() {
     wait_until("the client back on window 0", || {
         (read(&server, &["-c", &client.name], "#{window_index}") == "0").then_some(())
     });
-    append(
-        &store,
-        &rows(
-            6,
-            &[
-                kimi(
-                    "PermissionResult",
-                    r#""tool_call_id":"c1","id":"a1","decision":"approved""#,
-                ),
-                kimi("PostToolUse", r#""tool_call_id":"c1","tool_name":"Bash""#),
-                kimi("Stop", r#""stop_hook_active":false"#),
-            ],
-        ),
-    );
+    append(&store, &rows(6, &approved_and_stopped()));
     wait_until("one done", || {
         (read(&server, &[], "#{@hooktrack_waiting} #{@hooktrack_done}") == "0 1").then_some(())
     });
@@ -284,22 +273,7 @@ fn a_waiting_agent_reaches_every_client_and_the_menu_takes_you_to_it() {
     assert_eq!(read(&server, &["-c", &client.name], "#{pane_id}"), agent);
 
     // Nothing waits: the jump says so, and shows no menu.
-    let out = hooktrack()
-        .args([
-            "jump",
-            "--tmux-socket",
-            &server.socket,
-            "--client",
-            &client.name,
-        ])
-        .env_remove("TMUX")
-        .output()
-        .expect("run jump");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_jump(&client);
 
     // The watch's window closed: its options and its mark on the server go with it.
     server.run(&["kill-window", "-t", &watch_window]);

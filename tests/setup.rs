@@ -23,9 +23,7 @@ fn setup_installs_for_the_agents_found_and_undo_restores_every_byte() {
     fs::create_dir_all(h.file(".gemini")).unwrap();
     let gemini = h.file(".gemini/settings.json");
 
-    let out = h.run(&["setup"]);
-    let said = text(&out);
-    assert!(out.status.success(), "{said}");
+    let said = h.run_ok(&["setup"]);
     assert!(said.contains("claude: 28 hooktrack entries"), "{said}");
     assert!(said.contains("claude: check: ok"), "{said}");
     // No agent on PATH to ask: the window is said anyway, as `check` says it.
@@ -57,8 +55,7 @@ fn setup_installs_for_the_agents_found_and_undo_restores_every_byte() {
     assert_eq!(fs::read_to_string(&claude).unwrap(), installed);
     assert_eq!(mode(&h.state.join("hooktrack")), 0o700);
 
-    let out = h.run(&["setup", "--undo"]);
-    assert!(out.status.success(), "{}", text(&out));
+    h.run_ok(&["setup", "--undo"]);
     assert_eq!(fs::read_to_string(&claude).unwrap(), CLAUDE_SETTINGS);
     assert!(!gemini.exists(), "setup created it: undo removes it");
     assert!(h.file(".gemini").is_dir(), "the directory was there before");
@@ -80,9 +77,7 @@ fn undo_keeps_an_edit_made_since_and_removes_only_the_entries() {
         .replace("\"dark\"", "\"light\"");
     fs::write(&claude, &edited).unwrap();
 
-    let out = h.run(&["setup", "--undo"]);
-    let said = text(&out);
-    assert!(out.status.success(), "{said}");
+    let said = h.run_ok(&["setup", "--undo"]);
     assert!(said.contains("hooktrack's entries removed"), "{said}");
     let after = fs::read_to_string(&claude).unwrap();
     assert!(after.contains("\"light\""), "{after}");
@@ -142,9 +137,8 @@ fn sudo_e_setup_is_refused_and_leaves_nothing_owned_by_root() {
 #[test]
 fn setup_finds_nothing_in_an_empty_home() {
     let h = Home::new();
-    let out = h.run(&["setup"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("no supported agent found"));
+    let said = h.run_ok(&["setup"]);
+    assert!(said.contains("no supported agent found"));
     assert_eq!(fs::read_dir(&h.home).unwrap().count(), 0);
 }
 
@@ -204,8 +198,7 @@ fn an_agent_started_without_hooktrack_delivers_to_its_default_store() {
     // No collector is expected there: nothing to complain about in the store's log.
     assert!(!store.join("emit.log").exists());
     // Replay reads the default store like any other.
-    let out = h.run(&["replay", store.join("events.ndjson").to_str().unwrap()]);
-    assert!(out.status.success(), "{}", text(&out));
+    h.run_ok(&["replay", store.join("events.ndjson").to_str().unwrap()]);
 }
 
 /// Root plants for another user (`nobody`); as another user the test plants nothing.
@@ -407,9 +400,7 @@ fn a_stop_forged_by_a_tool_step_never_ends_the_turn() {
     let events = h.state.join("hooktrack/agents/claude/events.ndjson");
     let stored = rows(&events);
     assert_eq!(stored.len(), 4, "{stored:#?}");
-    let out = h.run(&["replay", "--explain", events.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", text(&out));
-    let said = text(&out);
+    let said = h.run_ok(&["replay", "--explain", events.to_str().unwrap()]);
     assert!(said.contains("row_not_from_agent"), "{said}");
     the_forged_stop_ended_nothing(&h, &events);
 }
@@ -462,18 +453,7 @@ fn a_stop_forged_by_a_tool_step_under_session_never_ends_the_turn() {
     let h = Home::new();
     let stand_in = stand_in_with_a_forging_tool(&h);
     let root = h.home.join("session-root");
-    let out = h.agent(
-        Path::new(env!("CARGO_BIN_EXE_hooktrack")),
-        &[
-            "session",
-            "--agent",
-            "claude",
-            "--root",
-            root.to_str().unwrap(),
-            "--",
-            stand_in.to_str().unwrap(),
-        ],
-    );
+    let out = h.session("claude", &root, &stand_in);
     let said = text(&out);
     assert!(out.status.success(), "{said}");
     // What session said at its end counts the forged row.
@@ -848,9 +828,7 @@ fn setup_writes_the_opencode_plugin_and_undo_removes_exactly_it() {
     fs::write(&mine, "export const Mine = async () => ({});\n").unwrap();
     let plugin = h.file(".config/opencode/plugin/hooktrack.js");
 
-    let out = h.run(&["setup"]);
-    let said = text(&out);
-    assert!(out.status.success(), "{said}");
+    let said = h.run_ok(&["setup"]);
     assert!(said.contains("opencode: check: ok"), "{said}");
     let written = fs::read_to_string(&plugin).unwrap();
     assert!(
@@ -859,8 +837,7 @@ fn setup_writes_the_opencode_plugin_and_undo_removes_exactly_it() {
     );
     assert!(written.contains("\"--agent\", \"opencode\""), "{written}");
 
-    let out = h.run(&["setup", "--undo"]);
-    assert!(out.status.success(), "{}", text(&out));
+    h.run_ok(&["setup", "--undo"]);
     assert!(!plugin.exists(), "setup created it: undo removes it");
     assert_eq!(
         fs::read_to_string(&mine).unwrap(),
@@ -872,13 +849,8 @@ fn setup_writes_the_opencode_plugin_and_undo_removes_exactly_it() {
     fs::create_dir_all(h.file(".config/opencode")).unwrap();
     assert!(h.run(&["setup"]).status.success());
     assert!(h.file(".config/opencode/plugin/hooktrack.js").is_file());
-    let out = h.run(&["setup", "--undo"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        !h.file(".config/opencode/plugin").exists(),
-        "{}",
-        text(&out)
-    );
+    let said = h.run_ok(&["setup", "--undo"]);
+    assert!(!h.file(".config/opencode/plugin").exists(), "{said}");
     assert!(h.file(".config/opencode").is_dir());
 }
 
@@ -898,17 +870,14 @@ fn setup_finds_kilo_on_path_writes_its_plugin_and_undo_removes_exactly_it() {
     let h = Home::new();
     stub(&h);
     let plugin = h.file(".config/kilo/plugin/hooktrack.js");
-    let out = h.run(&["setup"]);
-    let said = text(&out);
-    assert!(out.status.success(), "{said}");
+    let said = h.run_ok(&["setup"]);
     assert!(said.contains("kilo: check: ok"), "{said}");
     let written = fs::read_to_string(&plugin).unwrap();
     assert!(written.contains("\"--agent\", \"kilo\""), "{written}");
     assert!(!h.file(".config/opencode").exists(), "{said}");
-    let out = h.run(&["setup", "--undo"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(!plugin.exists(), "{}", text(&out));
-    assert!(!h.file(".config/kilo/plugin").exists(), "{}", text(&out));
+    let said = h.run_ok(&["setup", "--undo"]);
+    assert!(!plugin.exists(), "{said}");
+    assert!(!h.file(".config/kilo/plugin").exists(), "{said}");
 
     // A user's plugin beside it stays.
     let h = Home::new();
@@ -918,8 +887,7 @@ fn setup_finds_kilo_on_path_writes_its_plugin_and_undo_removes_exactly_it() {
     fs::write(&mine, "export const Mine = async () => ({});\n").unwrap();
     assert!(h.run(&["setup"]).status.success());
     assert!(h.file(".config/kilo/plugin/hooktrack.js").is_file());
-    let out = h.run(&["setup", "--undo"]);
-    assert!(out.status.success(), "{}", text(&out));
+    h.run_ok(&["setup", "--undo"]);
     assert!(!h.file(".config/kilo/plugin/hooktrack.js").exists());
     assert_eq!(
         fs::read_to_string(&mine).unwrap(),
@@ -970,6 +938,31 @@ impl Home {
             .unwrap()
     }
 
+    /// `hooktrack ARGS` as [`Home::run`] runs it, which must succeed (its output in the
+    /// failure); its output.
+    fn run_ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        let said = text(&out);
+        assert!(out.status.success(), "{said}");
+        said
+    }
+
+    /// `hooktrack session --agent AGENT --root ROOT -- STAND_IN` as [`Home::agent`] runs it.
+    fn session(&self, agent: &str, root: &Path, stand_in: &Path) -> Output {
+        self.agent(
+            Path::new(env!("CARGO_BIN_EXE_hooktrack")),
+            &[
+                "session",
+                "--agent",
+                agent,
+                "--root",
+                root.to_str().unwrap(),
+                "--",
+                stand_in.to_str().unwrap(),
+            ],
+        )
+    }
+
     fn kimi_default_store(&self) -> PathBuf {
         self.state.join("hooktrack/agents/kimi/events.ndjson")
     }
@@ -990,9 +983,7 @@ fn setup_installs_kimi_codes_routed_block_a_plain_start_delivers_to_its_default_
     let h = Home::new();
     let (config, agent) = h.with_kimi_code();
 
-    let out = h.run(&["setup"]);
-    let said = text(&out);
-    assert!(out.status.success(), "{said}");
+    let said = h.run_ok(&["setup"]);
     assert!(said.contains("kimi-code: 20 hooktrack entries"), "{said}");
     assert!(said.contains("(routed by environment)"), "{said}");
     assert!(!said.contains("skipped"), "{said}");
@@ -1009,9 +1000,7 @@ fn setup_installs_kimi_codes_routed_block_a_plain_start_delivers_to_its_default_
     );
     assert!(!installed.contains("--dir"), "routed entries name no store");
     // `check` reads it back as setup's.
-    let out = h.run(&["check", "kimi-code", "--file-only"]);
-    let said = text(&out);
-    assert!(out.status.success(), "{said}");
+    let said = h.run_ok(&["check", "kimi-code", "--file-only"]);
     assert!(
         said.contains("has 20 valid [[hooks]] entries for Kimi Code 2.x; the hooktrack block (routed by environment) has 20"),
         "{said}"
@@ -1027,8 +1016,7 @@ fn setup_installs_kimi_codes_routed_block_a_plain_start_delivers_to_its_default_
     assert_eq!(hook_events(&store), ["SessionStart", "Stop"]);
     assert!(rows(&store).iter().all(|r| r["provider"] == "kimi"));
 
-    let out = h.run(&["setup", "--undo"]);
-    assert!(out.status.success(), "{}", text(&out));
+    h.run_ok(&["setup", "--undo"]);
     assert_eq!(fs::read_to_string(&config).unwrap(), KIMI_CODE_CONFIG);
 }
 
@@ -1040,18 +1028,7 @@ fn a_kimi_code_session_after_setup_delivers_each_hook_once_and_leaves_setups_blo
     let after_setup = fs::read_to_string(&config).unwrap();
 
     let root = h.home.join("session-root");
-    let out = h.agent(
-        Path::new(env!("CARGO_BIN_EXE_hooktrack")),
-        &[
-            "session",
-            "--agent",
-            "kimi-code",
-            "--root",
-            root.to_str().unwrap(),
-            "--",
-            agent.to_str().unwrap(),
-        ],
-    );
+    let out = h.session("kimi-code", &root, &agent);
     let said = text(&out);
     assert!(out.status.success(), "{said}");
     // Both blocks ran for each event: the session's delivered, setup's stood down.
@@ -1064,8 +1041,7 @@ fn a_kimi_code_session_after_setup_delivers_each_hook_once_and_leaves_setups_blo
     // The session took its own block away, and only it.
     assert_eq!(fs::read_to_string(&config).unwrap(), after_setup);
 
-    let out = h.run(&["setup", "--undo"]);
-    assert!(out.status.success(), "{}", text(&out));
+    h.run_ok(&["setup", "--undo"]);
     assert_eq!(fs::read_to_string(&config).unwrap(), KIMI_CODE_CONFIG);
 }
 
@@ -1077,7 +1053,7 @@ fn undo_while_a_kimi_code_session_runs_takes_only_setups_block() {
     // A running session's block, as its launch writes it (its collector runs).
     let session_dir = h.home.join("session-store");
     let _running = crate::support::collector_running(&session_dir);
-    let out = h.run(&[
+    h.run_ok(&[
         "install",
         "kimi-code",
         "--dir",
@@ -1087,21 +1063,16 @@ fn undo_while_a_kimi_code_session_runs_takes_only_setups_block() {
         "--generation",
         "7",
     ]);
-    assert!(out.status.success(), "{}", text(&out));
     let both = fs::read_to_string(&config).unwrap();
     assert!(both.contains("(routed by environment"), "{both}");
     assert!(both.contains("(generation 7)"), "{both}");
-    let out = h.run(&["check", "kimi-code", "--file-only"]);
-    let said = text(&out);
-    assert!(out.status.success(), "{said}");
+    let said = h.run_ok(&["check", "kimi-code", "--file-only"]);
     assert!(
         said.contains("has 40 valid [[hooks]] entries for Kimi Code 2.x; the hooktrack blocks (routed by environment, and generation 7's) have 40"),
         "{said}"
     );
 
-    let out = h.run(&["setup", "--undo"]);
-    let said = text(&out);
-    assert!(out.status.success(), "{said}");
+    let said = h.run_ok(&["setup", "--undo"]);
     assert!(said.contains("hooktrack's entries removed"), "{said}");
     let now = fs::read_to_string(&config).unwrap();
     assert!(!now.contains("routed by environment"), "{now}");
@@ -1111,8 +1082,7 @@ fn undo_while_a_kimi_code_session_runs_takes_only_setups_block() {
     );
 
     // The session's cleanup then leaves the file as it was before setup.
-    let out = h.run(&["uninstall", "kimi-code", "--generation", "7"]);
-    assert!(out.status.success(), "{}", text(&out));
+    h.run_ok(&["uninstall", "kimi-code", "--generation", "7"]);
     assert_eq!(fs::read_to_string(&config).unwrap(), KIMI_CODE_CONFIG);
 }
 
@@ -1136,17 +1106,14 @@ fn setup_an_edit_setup_again_then_undo_keeps_the_edit() {
             .replace("\"dark\"", "\"light\"")
             .replacen("{", "{\"editor\": \"vim\",\n", 1);
     fs::write(&claude, &edited).unwrap();
-    let out = h.run(&["setup"]);
-    assert!(out.status.success(), "{}", text(&out));
+    h.run_ok(&["setup"]);
     assert_eq!(
         fs::read_to_string(&claude).unwrap(),
         edited,
         "nothing to redo"
     );
 
-    let out = h.run(&["setup", "--undo"]);
-    let said = text(&out);
-    assert!(out.status.success(), "{said}");
+    let said = h.run_ok(&["setup", "--undo"]);
     assert!(!said.contains("restored"), "{said}");
     assert!(said.contains("hooktrack's entries removed"), "{said}");
     let expected = CLAUDE_SETTINGS.replace("\"dark\"", "\"light\"").replacen(
@@ -1202,9 +1169,7 @@ fn four_setups_at_once_then_undo_leave_no_file_with_hooktracks_entries() {
         assert!(holds_entries(file), "{}", file.display());
     }
 
-    let out = h.run(&["setup", "--undo"]);
-    let said = text(&out);
-    assert!(out.status.success(), "{said}");
+    let said = h.run_ok(&["setup", "--undo"]);
     for file in [&claude, &codex, &kimi_code].into_iter().chain(&created) {
         assert!(!holds_entries(file), "{}: {said}", file.display());
         assert!(said.contains(&file.display().to_string()), "{said}");
@@ -1237,8 +1202,7 @@ fn a_config_that_became_a_symlink_after_setup_is_undone_through_the_link() {
     std::os::unix::fs::symlink(&adopted, &claude).unwrap();
     assert!(holds_entries(&adopted));
 
-    let out = h.run(&["setup", "--undo"]);
-    assert!(out.status.success(), "{}", text(&out));
+    h.run_ok(&["setup", "--undo"]);
     assert!(
         fs::symlink_metadata(&claude)
             .unwrap()
@@ -1277,12 +1241,10 @@ fn a_users_own_plugin_at_hooktracks_path_is_refused_and_never_deleted() {
         let out = h.run(&["install", name]);
         assert!(!out.status.success(), "{}", text(&out));
         assert!(text(&out).contains("is not hooktrack's"), "{}", text(&out));
-        let out = h.run(&["uninstall", name]);
-        assert!(out.status.success(), "{}", text(&out));
+        h.run_ok(&["uninstall", name]);
         assert_eq!(fs::read_to_string(path).unwrap(), mine);
     }
-    let out = h.run(&["setup", "--undo"]);
-    assert!(out.status.success(), "{}", text(&out));
+    h.run_ok(&["setup", "--undo"]);
     for (_, path) in &paths {
         assert_eq!(fs::read_to_string(path).unwrap(), mine);
     }
@@ -1307,9 +1269,8 @@ fn an_older_setups_record_gives_back_a_users_plugin_it_replaced() {
         "created_dirs": [],
     }]});
     fs::write(h.state.join("hooktrack/setup.json"), ledger.to_string()).unwrap();
-    let out = h.run(&["setup", "--undo"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("is back"), "{}", text(&out));
+    let said = h.run_ok(&["setup", "--undo"]);
+    assert!(said.contains("is back"), "{said}");
     assert_eq!(fs::read_to_string(&plugin).unwrap(), mine);
 }
 
@@ -1333,8 +1294,7 @@ fn json_bytes_outside_hooktracks_entries_survive_setup_and_undo() {
         rest = &rest[at + c.len_utf8()..];
     }
     assert!(installed.starts_with("{ \"big\" :123456789012345678901234567890,\n\"model\":\"a\",  \"model\" : \"b\",\n   \"caf\\u00e9\""), "{installed}");
-    let out = h.run(&["setup", "--undo"]);
-    assert!(out.status.success(), "{}", text(&out));
+    h.run_ok(&["setup", "--undo"]);
     assert_eq!(fs::read_to_string(&claude).unwrap(), odd);
 
     // Edited while installed: the edit and the odd bytes both stay.
@@ -1369,8 +1329,7 @@ fn a_read_only_config_is_refused_unless_forced() {
     assert!(text(&out).contains(&refusal), "{}", text(&out));
     assert_eq!(fs::read_to_string(&claude).unwrap(), CLAUDE_SETTINGS);
 
-    let out = h.run(&["setup", "--force"]);
-    assert!(out.status.success(), "{}", text(&out));
+    h.run_ok(&["setup", "--force"]);
     assert!(holds_entries(&claude));
     assert_eq!(mode(&claude), 0o444);
 
@@ -1383,8 +1342,7 @@ fn a_read_only_config_is_refused_unless_forced() {
         "kept for the next undo"
     );
 
-    let out = h.run(&["setup", "--undo", "--force"]);
-    assert!(out.status.success(), "{}", text(&out));
+    h.run_ok(&["setup", "--undo", "--force"]);
     assert_eq!(fs::read_to_string(&claude).unwrap(), CLAUDE_SETTINGS);
     assert_eq!(mode(&claude), 0o444);
 }
@@ -1436,9 +1394,7 @@ fn cline_setup_writes_a_hook_file_per_event_that_delivers_to_the_default_store_a
     let mine = "#!/bin/sh\necho started >> \"$HOME/started.log\"\n";
     fs::write(hooks.join("TaskStart.sh"), mine).unwrap();
 
-    let out = h.run(&["setup"]);
-    let said = text(&out);
-    assert!(out.status.success(), "{said}");
+    let said = h.run_ok(&["setup"]);
     assert!(said.contains("cline: 8 hooktrack hook files in"), "{said}");
     let events = [
         "TaskStart",
@@ -1464,13 +1420,8 @@ fn cline_setup_writes_a_hook_file_per_event_that_delivers_to_the_default_store_a
         );
     }
     assert!(!hooks.join("UserPromptSubmit").exists());
-    let out = h.run(&["check", "cline", "--file-only"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        text(&out).contains("8 hook files for Cline"),
-        "{}",
-        text(&out)
-    );
+    let said = h.run_ok(&["check", "cline", "--file-only"]);
+    assert!(said.contains("8 hook files for Cline"), "{said}");
 
     // The daemon's environment names a session that is gone: the row goes to the default
     // store all the same, and nothing is written where the variables point.
@@ -1506,8 +1457,7 @@ fn cline_setup_writes_a_hook_file_per_event_that_delivers_to_the_default_store_a
     );
     assert!(!gone.exists());
 
-    let out = h.run(&["setup", "--undo"]);
-    assert!(out.status.success(), "{}", text(&out));
+    h.run_ok(&["setup", "--undo"]);
     for event in events {
         assert!(!hooks.join(event).exists(), "{event}");
     }
@@ -1541,9 +1491,7 @@ fn a_users_own_cline_hook_file_at_hooktracks_path_is_refused_and_never_deleted()
     assert!(!hooks.join("TaskStart").exists(), "none is written");
     let out = h.run(&["install", "cline"]);
     assert!(!out.status.success(), "{}", text(&out));
-    let out = h.run(&["uninstall", "cline"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let out = h.run(&["setup", "--undo"]);
-    assert!(out.status.success(), "{}", text(&out));
+    h.run_ok(&["uninstall", "cline"]);
+    h.run_ok(&["setup", "--undo"]);
     assert_eq!(fs::read_to_string(&theirs).unwrap(), mine);
 }

@@ -167,9 +167,9 @@ impl Wake {
     }
 }
 
-/// A prompt and its turn, started, with one tool call open.
-pub fn turn_running(n: i64) -> Vec<String> {
-    vec![
+/// The user's prompt (`go`) and the turn `n` it starts.
+pub fn prompt(n: i64) -> [String; 2] {
+    [
         kimi(
             "UserPromptSubmit",
             r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#,
@@ -178,11 +178,65 @@ pub fn turn_running(n: i64) -> Vec<String> {
             "TurnStarted",
             &format!(r#""turn_id":{n},"origin_kind":"user""#),
         ),
+    ]
+}
+
+/// A prompt and its turn, started, with one tool call open.
+pub fn turn_running(n: i64) -> Vec<String> {
+    let mut rows = prompt(n).to_vec();
+    rows.push(kimi(
+        "PreToolUse",
+        &format!(r#""tool_call_id":"call_{n}","tool_name":"Bash","tool_input":{{}}"#),
+    ));
+    rows
+}
+
+/// A turn of `session_t` that waits for a permission (the `blocked` transition): the
+/// session's start, the prompt of turn 1, and its call `c1` of `Bash` asking permission
+/// `a1`.
+pub fn blocked_turn() -> Vec<String> {
+    let mut rows = vec![kimi("SessionStart", r#""source":"startup""#)];
+    rows.extend(prompt(1));
+    rows.extend([
         kimi(
             "PreToolUse",
-            &format!(r#""tool_call_id":"call_{n}","tool_name":"Bash","tool_input":{{}}"#),
+            r#""tool_call_id":"c1","tool_name":"Bash","tool_input":{}"#,
         ),
+        kimi(
+            "PermissionRequest",
+            r#""tool_call_id":"c1","turn_id":1,"id":"a1","tool_name":"Bash""#,
+        ),
+    ]);
+    rows
+}
+
+/// The end of a [`blocked_turn`]: permission `a1` approved, call `c1` done, and the
+/// turn's `Stop`.
+pub fn approved_and_stopped() -> [String; 3] {
+    [
+        kimi(
+            "PermissionResult",
+            r#""tool_call_id":"c1","id":"a1","decision":"approved""#,
+        ),
+        kimi("PostToolUse", r#""tool_call_id":"c1","tool_name":"Bash""#),
+        kimi("Stop", r#""stop_hook_active":false"#),
     ]
+}
+
+/// Appends `lines` to `path`, a line each, making its folder first when it has none.
+pub fn append(path: &Path, lines: &[String]) {
+    use std::io::Write;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).expect("mkdir");
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("open");
+    for line in lines {
+        writeln!(f, "{line}").expect("append");
+    }
 }
 
 /// Holds `store`'s collector lock as a running collector does, for as long as the returned

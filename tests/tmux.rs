@@ -3,13 +3,12 @@
 //! session, and are removed when `watch` stops.
 
 use std::collections::BTreeMap;
-use std::fs::{self, OpenOptions};
-use std::io::Write;
+use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use crate::support::{Wake, kimi};
+use crate::support::{Wake, append, approved_and_stopped, blocked_turn, kimi, prompt};
 use crate::watch::{Running, hooktrack, lines_of, next_json};
 
 /// A tmux server this test started, on its own socket; killed (that server only) on
@@ -137,17 +136,6 @@ pub(crate) fn row(seq: u64, payload: &str, pane: Option<&str>) -> String {
     )
 }
 
-pub(crate) fn append(path: &Path, lines: &[String]) {
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .expect("open");
-    for line in lines {
-        writeln!(f, "{line}").expect("append");
-    }
-}
-
 #[test]
 #[cfg_attr(
     not(hooktrack_tmux),
@@ -208,40 +196,11 @@ fn watch_publishes_each_session_on_its_pane_and_cleans_up() {
             .map(|(p, seq)| row(seq, p, Some(pane_a)))
             .collect()
     };
-    append(
-        &a,
-        &rows_a(
-            1,
-            &[
-                kimi("SessionStart", r#""source":"startup""#),
-                kimi(
-                    "UserPromptSubmit",
-                    r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#,
-                ),
-                kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
-                kimi(
-                    "PreToolUse",
-                    r#""tool_call_id":"c1","tool_name":"Bash","tool_input":{}"#,
-                ),
-                kimi(
-                    "PermissionRequest",
-                    r#""tool_call_id":"c1","turn_id":1,"id":"a1","tool_name":"Bash""#,
-                ),
-            ],
-        ),
-    );
-    append(
-        &b,
-        &[
-            kimi("SessionStart", r#""source":"startup""#),
-            kimi(
-                "UserPromptSubmit",
-                r#""prompt":[{"type":"text","text":"go"}],"is_steer":false"#,
-            ),
-            kimi("TurnStarted", r#""turn_id":1,"origin_kind":"user""#),
-            kimi("Stop", r#""stop_hook_active":false"#),
-        ],
-    );
+    append(&a, &rows_a(1, &blocked_turn()));
+    let mut rows_b = vec![kimi("SessionStart", r#""source":"startup""#)];
+    rows_b.extend(prompt(1));
+    rows_b.push(kimi("Stop", r#""stop_hook_active":false"#));
+    append(&b, &rows_b);
 
     let b_arg = b.display().to_string();
     let mut watch = Running::spawn(
@@ -286,33 +245,14 @@ fn watch_publishes_each_session_on_its_pane_and_cleans_up() {
     assert_eq!(done_b["@hooktrack_turn_age"], "");
     assert_eq!(done_b["@hooktrack_attention"], "");
 
-    append(
-        &a,
-        &rows_a(
-            6,
-            &[
-                kimi(
-                    "PermissionResult",
-                    r#""tool_call_id":"c1","id":"a1","decision":"approved""#,
-                ),
-                kimi("PostToolUse", r#""tool_call_id":"c1","tool_name":"Bash""#),
-                kimi("Stop", r#""stop_hook_active":false"#),
-            ],
-        ),
-    );
+    append(&a, &rows_a(6, &approved_and_stopped()));
     let done_a = server.wait_for(pane_a, "A's answered permission", |o| {
         o.get("@hooktrack_last").map(String::as_str) == Some("success")
     });
     assert_eq!(done_a["@hooktrack_phase"], "ready");
     assert_eq!(done_a["@hooktrack_blocked"], "");
 
-    let out = watch.interrupt();
-    assert!(out.status.success(), "exit {:?}", out.status);
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    watch.interrupt_cleanly();
     for pane in [pane_a, pane_b] {
         assert_eq!(server.options(pane), BTreeMap::new(), "left on {pane}");
     }

@@ -208,12 +208,40 @@ fn headless(world: &World, bin: &Path, prompt: &str) -> (Value, Vec<Value>, Stri
     (end, delivered(raw), context)
 }
 
+/// Kimi Code's `bin`, the mock and a scratch world whose model it is; `None` without Kimi
+/// Code (the test then reported as skipped, with the reason).
+fn mocked_world() -> Option<(PathBuf, Mock, World)> {
+    let bin = match kimi_bin() {
+        Ok(b) => b,
+        Err(reason) => {
+            skip(&reason);
+            return None;
+        }
+    };
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    Some((bin, mock, world))
+}
+
 /// Where a `Stop` reached the store before its turn's `TurnStarted` (counted per agent):
 /// Kimi Code runs its hooks without waiting for them, and under load their deliveries can
 /// land out of order, a race the product does not yet undo (issue 32, "Hooks arrive out
 /// of order under load"). A failure then names it first, rather than only a wrong ledger.
 fn stop_before_its_turn(rows: &[Value]) -> Option<String> {
+    let index = *early_stops(rows).first()?;
+    Some(format!(
+        "OUT OF ORDER: hook row {index} is a Stop before its turn's TurnStarted \
+         (agent {}): Kimi Code's hooks reached the store out of order, the race \
+         of issue 32",
+        rows[index]["payload"]["agent_id"]
+    ))
+}
+
+/// The indices of the `Stop` rows that reached the store before their turn's
+/// `TurnStarted`, each agent counted apart.
+fn early_stops(rows: &[Value]) -> Vec<usize> {
     let mut open: Vec<(Value, i64)> = Vec::new();
+    let mut early = Vec::new();
     for (index, row) in rows.iter().enumerate() {
         let agent = row["payload"]["agent_id"].clone();
         let at = match open.iter().position(|(a, _)| *a == agent) {
@@ -225,19 +253,16 @@ fn stop_before_its_turn(rows: &[Value]) -> Option<String> {
         };
         match row["event"].as_str() {
             Some("TurnStarted") => open[at].1 += 1,
-            Some("Stop") if open[at].1 == 0 => {
-                return Some(format!(
-                    "OUT OF ORDER: hook row {index} is a Stop before its turn's TurnStarted \
-                     (agent {}): Kimi Code's hooks reached the store out of order, the race \
-                     of issue 32",
-                    row["payload"]["agent_id"]
-                ));
+            Some("Stop") => {
+                if open[at].1 <= 0 {
+                    early.push(index);
+                }
+                open[at].1 -= 1;
             }
-            Some("Stop") => open[at].1 -= 1,
             _ => {}
         }
     }
-    None
+    early
 }
 
 /// The hook rows, less each `SIGTERM` give-up row whose delivery reached the store anyway.
@@ -315,12 +340,9 @@ fn events(rows: &[Value]) -> Vec<String> {
 }
 
 fn kimi_code_headless_tool_turn_ends_success_with_three_tools() {
-    let bin = match kimi_bin() {
-        Ok(b) => b,
-        Err(reason) => return skip(&reason),
+    let Some((bin, _mock, world)) = mocked_world() else {
+        return;
     };
-    let mock = Mock::start(Path::new("python3"));
-    let world = World::new(&mock);
     let (end, rows, context) = headless(
         &world,
         &bin,
@@ -363,12 +385,9 @@ fn kimi_code_headless_tool_turn_ends_success_with_three_tools() {
 /// itself when it finishes (`TurnStarted(origin_kind = task)`, no prompt) is the agent's,
 /// not the user's.
 fn kimi_code_headless_background_task_then_a_turn_of_the_agents_own() {
-    let bin = match kimi_bin() {
-        Ok(b) => b,
-        Err(reason) => return skip(&reason),
+    let Some((bin, _mock, world)) = mocked_world() else {
+        return;
     };
-    let mock = Mock::start(Path::new("python3"));
-    let world = World::new(&mock);
     let (end, rows, context) = headless(&world, &bin, "Sleep in the background. [[bgtask]]");
     let names = events(&rows);
     assert!(names.iter().any(|n| n == "TaskStarted"), "{names:?}");
@@ -394,12 +413,9 @@ fn kimi_code_headless_background_task_then_a_turn_of_the_agents_own() {
 }
 
 fn kimi_code_headless_parallel_tool_calls_close_every_call() {
-    let bin = match kimi_bin() {
-        Ok(b) => b,
-        Err(reason) => return skip(&reason),
+    let Some((bin, _mock, world)) = mocked_world() else {
+        return;
     };
-    let mock = Mock::start(Path::new("python3"));
-    let world = World::new(&mock);
     let (end, rows, context) = headless(&world, &bin, "Run three commands. [[parallel]]");
     let ids = |event: &str| {
         let mut ids: Vec<String> = rows
@@ -425,12 +441,9 @@ fn kimi_code_headless_parallel_tool_calls_close_every_call() {
 /// again, the result still the hook's success).
 fn kimi_code_wire_file_ends_a_stop_hook_continuation_live() {
     use std::os::unix::fs::PermissionsExt;
-    let bin = match kimi_bin() {
-        Ok(b) => b,
-        Err(reason) => return skip(&reason),
+    let Some((bin, _mock, world)) = mocked_world() else {
+        return;
     };
-    let mock = Mock::start(Path::new("python3"));
-    let world = World::new(&mock);
     let hook = world.kimi_home.join("stop-once.sh");
     let flag = world.kimi_home.join("blocked-once");
     fs::write(
@@ -795,29 +808,7 @@ impl Drop for CpuHog {
 /// How many `Stop` rows reached the store before their turn's `TurnStarted` (each agent
 /// counted apart): the deliveries the reading must put back in the agent's order.
 fn stops_before_their_turn(rows: &[Value]) -> usize {
-    let mut open: Vec<(Value, i64)> = Vec::new();
-    let mut early = 0;
-    for row in rows {
-        let agent = row["payload"]["agent_id"].clone();
-        let at = match open.iter().position(|(a, _)| *a == agent) {
-            Some(at) => at,
-            None => {
-                open.push((agent, 0));
-                open.len() - 1
-            }
-        };
-        match row["event"].as_str() {
-            Some("TurnStarted") => open[at].1 += 1,
-            Some("Stop") => {
-                if open[at].1 <= 0 {
-                    early += 1;
-                }
-                open[at].1 -= 1;
-            }
-            _ => {}
-        }
-    }
-    early
+    early_stops(rows).len()
 }
 
 /// Issue 32's load test: turns typed into the real Kimi Code's TUI while twice as many
@@ -902,12 +893,9 @@ fn kimi_code_tui_turns_typed_under_a_cpu_hog_are_the_turns_counted() {
 const SUBAGENT_LEDGER: [&str; 2] = ["main success 1", "subagent:coder success 1"];
 
 fn kimi_code_foreground_subagent_turn_and_start_come_in_either_order() {
-    let bin = match kimi_bin() {
-        Ok(b) => b,
-        Err(reason) => return skip(&reason),
+    let Some((bin, _mock, world)) = mocked_world() else {
+        return;
     };
-    let mock = Mock::start(Path::new("python3"));
-    let world = World::new(&mock);
     let (end, rows, context) = headless(&world, &bin, "Use a subagent. [[subagent]]");
     // What the real CLI sends, as a multiset: fire-and-forget hooks (TurnStarted,
     // PostToolUse, SubagentStop) can reach the store a few ms out of order.
@@ -1000,14 +988,11 @@ fn install_and_check(world: &World, bin: &Path) -> (Option<i32>, String) {
 }
 
 fn check_kimi_code_agrees_with_kimi_doctor() {
-    let bin = match kimi_bin() {
-        Ok(b) => b,
-        Err(reason) => return skip(&reason),
-    };
-    let mock = Mock::start(Path::new("python3"));
     // An operator's own hook with a float timeout: Kimi Code 2.1.0 runs it, and so
     // `kimi doctor` and hooktrack's check both accept the file.
-    let world = World::new(&mock);
+    let Some((bin, mock, world)) = mocked_world() else {
+        return;
+    };
     let config = world.kimi_home.join("config.toml");
     let own = "\n[[hooks]]\nevent = \"Stop\"\ncommand = \"true\"\ntimeout = 5.0\n";
     fs::write(&config, world.operator.clone() + own).expect("config");
@@ -1139,12 +1124,9 @@ fn with_both_kimis_installed_kimi_is_the_one_on_path_first() {
 /// default store; `kimi doctor` accepts the file setup wrote; a `session -- kimi` after it
 /// delivers each hook once, to its own store; `setup --undo` gives the bytes back.
 fn kimi_code_after_setup_a_plain_headless_run_delivers_to_the_default_store() {
-    let bin = match kimi_bin() {
-        Ok(b) => b,
-        Err(reason) => return skip(&reason),
+    let Some((bin, _mock, world)) = mocked_world() else {
+        return;
     };
-    let mock = Mock::start(Path::new("python3"));
-    let world = World::new(&mock);
     let config = world.home.join(".kimi-code/config.toml");
     fs::create_dir_all(config.parent().expect("parent")).expect("mkdir .kimi-code");
     fs::write(&config, &world.operator).expect("config.toml");

@@ -6,14 +6,16 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
 use crate::kimi_cli::Mock;
 use crate::npm::Claude;
-use crate::scratch_home::{Home, TmuxServer, rows, text, wait_pane, write_script};
-use crate::util::{PATIENCE, wait_for};
+use crate::scratch_home::{Home, TmuxServer, rows, text, wait_pane};
+use crate::util::{
+    PATIENCE, claude_pane_script, claude_past_first_run, setup_in, source_setups_tmux_lines,
+    wait_for, watch_tmux_in,
+};
 
 /// The session id of the rows that came from `pane` (its first `SessionStart`'s).
 fn session_of(store: &Path, pane: &str) -> Option<String> {
@@ -86,48 +88,12 @@ fn two_claude_code_tuis_in_one_default_store_an_escape_in_one_pane_is_that_panes
     std::os::unix::fs::symlink(&claude, h.bin.join("claude")).expect("symlink claude");
     let path = format!("{}:/usr/bin:/bin", h.bin.display());
     // Past the first-run dialogs (theme, API key, folder trust), as a user who used it.
-    fs::write(
-        h.home.join(".claude.json"),
-        serde_json::json!({
-            "hasCompletedOnboarding": true,
-            "theme": "dark",
-            "customApiKeyResponses": {"approved": ["dummy"], "rejected": []},
-            "projects": {work.to_string_lossy(): {
-                "hasTrustDialogAccepted": true,
-                "hasCompletedProjectOnboarding": true
-            }}
-        })
-        .to_string(),
-    )
-    .expect(".claude.json");
-    let setup = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
-        .arg("setup")
-        .env_clear()
-        .env("HOME", &h.home)
-        .env("XDG_STATE_HOME", &h.state)
-        .env("PATH", &path)
-        .current_dir(&work)
-        .output()
-        .expect("setup");
-    let said = text(&setup);
-    assert!(setup.status.success(), "{said}");
+    claude_past_first_run(&h.home, &work);
+    let said = setup_in(&h, &work, &path);
     assert!(said.contains("claude: "), "{said}");
 
     let mock = Mock::start(Path::new("python3"));
-    let script = h.home.join("claude.sh");
-    write_script(
-        &script,
-        &format!(
-            "#!/bin/sh\ncd '{work}'\nexec env -i PATH='{path}' HOME='{home}' XDG_STATE_HOME='{state}' \
-             TERM=xterm-256color TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\" \
-             ANTHROPIC_BASE_URL=http://127.0.0.1:{port} ANTHROPIC_API_KEY=dummy \
-             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 claude\n",
-            work = work.display(),
-            home = h.home.display(),
-            state = h.state.display(),
-            port = mock.port,
-        ),
-    );
+    let script = claude_pane_script(&h, &work, &path, mock.port);
     // One window, two panes side by side, as a person splits a window for two agents.
     let (tmux, a) = TmuxServer::start("hooktrack-panes", &script, (161, 40));
     let split = tmux
@@ -148,34 +114,12 @@ fn two_claude_code_tuis_in_one_default_store_an_escape_in_one_pane_is_that_panes
     assert!(split.status.success(), "{}", text(&split));
     let b = String::from_utf8_lossy(&split.stdout).trim().to_owned();
     // The status line `setup` printed, so the capture shows what a person's reads.
-    let conf = h.home.join("tmux.conf");
-    let lines: Vec<&str> = said.lines().filter(|l| l.starts_with("set -g ")).collect();
-    fs::write(&conf, lines.join("\n")).expect("tmux.conf");
-    let sourced = tmux
-        .tmux()
-        .arg("source-file")
-        .arg(&conf)
-        .output()
-        .expect("source");
-    assert!(sourced.status.success(), "{}", text(&sourced));
+    source_setups_tmux_lines(&tmux, &h, &said);
 
     let watched = h.home.join("watch.ndjson");
-    let mut watch = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
-        .args([
-            "watch",
-            "--ndjson",
-            "--tmux",
-            "--tmux-socket",
-            &tmux.socket,
-            "--recheck-ms",
-            "50",
-        ])
-        .env_clear()
-        .env("HOME", &h.home)
-        .env("XDG_STATE_HOME", &h.state)
-        .env("PATH", "/usr/bin:/bin")
+    let mut watch = watch_tmux_in(&tmux, &h)
+        .arg("--ndjson")
         .stdout(fs::File::create(&watched).expect("watch output"))
-        .stderr(Stdio::null())
         .spawn()
         .expect("watch");
     let store = h.state.join("hooktrack/agents/claude");

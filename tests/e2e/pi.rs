@@ -92,6 +92,49 @@ impl World {
     }
 }
 
+/// Pi's TUI under `hooktrack session`, the mock its model, in a tmux server of its own
+/// (`hooktrack-e2e-pi{name}-PID`), once its start screen lists the extensions Pi loaded,
+/// hooktrack's among them; `None` when the test is skipped (no Pi, no tmux), said so.
+fn tui(name: &str) -> Option<(Mock, World, Tmux)> {
+    const WHAT: &str = "pi 0.73.1 (tmux)";
+    let modules = match installed() {
+        Ok(m) => m,
+        Err(reason) => {
+            skip_e2e(WHAT, &reason);
+            return None;
+        }
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        skip_e2e(WHAT, "no tmux");
+        return None;
+    }
+    let mock = Mock::start(Path::new("python3"));
+    let world = World::new(&mock);
+    // The session's whole command line and environment, in a script tmux runs.
+    let cmd = world.command(&modules, &[]);
+    let tmux = Tmux::start(
+        format!("hooktrack-e2e-pi{name}-{}", std::process::id()),
+        &cmd,
+        &world.work,
+        &world.home,
+    );
+    wait_for(
+        PATIENCE,
+        "the TUI with hooktrack's extension loaded",
+        || tmux.screen().contains("hooktrack.ts").then_some(()),
+    );
+    Some((mock, world, tmux))
+}
+
+/// Types `prompt` into the TUI and, once the screen shows `shown`, sends it (Enter).
+fn submit(tmux: &Tmux, prompt: &str, shown: &str) {
+    tmux.keys(&["-l", prompt]);
+    wait_for(PATIENCE, "the prompt typed", || {
+        tmux.screen().contains(shown).then_some(())
+    });
+    tmux.keys(&["Enter"]);
+}
+
 fn pi_tool_turn_through_session_ends_success_with_three_tools() {
     let modules = match installed() {
         Ok(m) => m,
@@ -128,23 +171,9 @@ fn pi_failed_model_call_through_session_ends_known_failure() {
 }
 
 fn pi_escape_during_a_tool_in_tmux_ends_interrupted() {
-    let modules = match installed() {
-        Ok(m) => m,
-        Err(reason) => return skip_e2e("pi 0.73.1 (tmux)", &reason),
+    let Some((_mock, world, tmux)) = tui("") else {
+        return;
     };
-    if Command::new("tmux").arg("-V").output().is_err() {
-        return skip_e2e("pi 0.73.1 (tmux)", "no tmux");
-    }
-    let mock = Mock::start(Path::new("python3"));
-    let world = World::new(&mock);
-    // The session's whole command line and environment, in a script tmux runs.
-    let cmd = world.command(&modules, &[]);
-    let tmux = Tmux::start(
-        format!("hooktrack-e2e-pi-{}", std::process::id()),
-        &cmd,
-        &world.work,
-        &world.home,
-    );
     let limit = PATIENCE;
     let seen = |event: &str, what: &str| {
         world
@@ -153,15 +182,7 @@ fn pi_escape_during_a_tool_in_tmux_ends_interrupted() {
             .any(|l| l["event"] == event && l["changed"].to_string().contains(what))
             .then_some(())
     };
-    // The start screen lists the extensions Pi loaded.
-    wait_for(limit, "the TUI with hooktrack's extension loaded", || {
-        tmux.screen().contains("hooktrack.ts").then_some(())
-    });
-    tmux.keys(&["-l", "Wait a while. [[slow]]"]);
-    wait_for(limit, "the prompt typed", || {
-        tmux.screen().contains("[[slow]]").then_some(())
-    });
-    tmux.keys(&["Enter"]);
+    submit(&tmux, "Wait a while. [[slow]]", "[[slow]]");
     wait_for(limit, "the slow bash call running", || {
         seen("tool_execution_start", "tools")
     });
@@ -169,10 +190,7 @@ fn pi_escape_during_a_tool_in_tmux_ends_interrupted() {
     tmux.keys(&["Escape"]);
     wait_for(limit, "the turn's end", || seen("agent_end", "interrupted"));
     tmux.keys(&["C-d"]);
-    let end = wait_for(limit, "the session's end line", || {
-        world.lines().into_iter().find(|l| l["kind"] == "end")
-    });
-    let context = format!("screen:\n{}\nsession:\n{:#?}", tmux.screen(), world.lines());
+    let (end, context) = tui_end(&tmux, &world);
     // `agent_end` whose last message was aborted ends the turn interrupted.
     assert_eq!(ledger(&end["turns"]), ["main interrupted 1"], "{context}");
 }
@@ -181,32 +199,12 @@ fn pi_escape_during_a_tool_in_tmux_ends_interrupted() {
 /// answer in the same agent run, with its own model call and answer: a turn of its own,
 /// the user's.
 fn pi_follow_up_typed_while_it_works_is_a_turn_of_its_own() {
-    let modules = match installed() {
-        Ok(m) => m,
-        Err(reason) => return skip_e2e("pi 0.73.1 (tmux)", &reason),
+    let Some((_mock, world, tmux)) = tui("-follow") else {
+        return;
     };
-    if Command::new("tmux").arg("-V").output().is_err() {
-        return skip_e2e("pi 0.73.1 (tmux)", "no tmux");
-    }
-    let mock = Mock::start(Path::new("python3"));
-    let world = World::new(&mock);
-    let cmd = world.command(&modules, &[]);
-    let tmux = Tmux::start(
-        format!("hooktrack-e2e-pi-follow-{}", std::process::id()),
-        &cmd,
-        &world.work,
-        &world.home,
-    );
     let limit = PATIENCE;
     let seen = |event: &str| world.lines().iter().any(|l| l["event"] == event);
-    wait_for(limit, "the TUI with hooktrack's extension loaded", || {
-        tmux.screen().contains("hooktrack.ts").then_some(())
-    });
-    tmux.keys(&["-l", "Wait a bit. [[wait5]]"]);
-    wait_for(limit, "the prompt typed", || {
-        tmux.screen().contains("[[wait5]]").then_some(())
-    });
-    tmux.keys(&["Enter"]);
+    submit(&tmux, "Wait a bit. [[wait5]]", "[[wait5]]");
     wait_for(limit, "the bash call running", || {
         seen("tool_execution_start").then_some(())
     });
@@ -222,11 +220,8 @@ fn pi_follow_up_typed_while_it_works_is_a_turn_of_its_own() {
     });
     wait_for(limit, "the run's end", || seen("agent_end").then_some(()));
     tmux.keys(&["C-d"]);
-    let end = wait_for(limit, "the session's end line", || {
-        world.lines().into_iter().find(|l| l["kind"] == "end")
-    });
+    let (end, context) = tui_end(&tmux, &world);
     let lines = world.lines();
-    let context = format!("screen:\n{}\nsession:\n{lines:#?}", tmux.screen());
     // Both prompts ran in one agent run.
     let runs = lines.iter().filter(|l| l["event"] == "agent_start").count();
     assert_eq!(runs, 1, "{context}");
@@ -268,31 +263,11 @@ fn pi_a_model_call_it_retries_is_one_turn() {
 /// cancel)", and the turn is still active then, not ready; Escape during the wait and
 /// quitting leave one turn, interrupted.
 fn pi_escape_during_the_retry_wait_is_interrupted() {
-    let modules = match installed() {
-        Ok(m) => m,
-        Err(reason) => return skip_e2e("pi 0.73.1 (tmux)", &reason),
+    let Some((_mock, world, tmux)) = tui("-retry") else {
+        return;
     };
-    if Command::new("tmux").arg("-V").output().is_err() {
-        return skip_e2e("pi 0.73.1 (tmux)", "no tmux");
-    }
-    let mock = Mock::start(Path::new("python3"));
-    let world = World::new(&mock);
-    let cmd = world.command(&modules, &[]);
-    let tmux = Tmux::start(
-        format!("hooktrack-e2e-pi-retry-{}", std::process::id()),
-        &cmd,
-        &world.work,
-        &world.home,
-    );
     let limit = PATIENCE;
-    wait_for(limit, "the TUI with hooktrack's extension loaded", || {
-        tmux.screen().contains("hooktrack.ts").then_some(())
-    });
-    tmux.keys(&["-l", "Say hello. [[retryalways]]"]);
-    wait_for(limit, "the prompt typed", || {
-        tmux.screen().contains("[[retryalways]]").then_some(())
-    });
-    tmux.keys(&["Enter"]);
+    submit(&tmux, "Say hello. [[retryalways]]", "[[retryalways]]");
     wait_for(limit, "Pi waiting to retry", || {
         tmux.screen().contains("Retrying (").then_some(())
     });
@@ -309,10 +284,7 @@ fn pi_escape_during_the_retry_wait_is_interrupted() {
         tmux.screen().contains("Retry cancelled").then_some(())
     });
     tmux.keys(&["C-d"]);
-    let end = wait_for(limit, "the session's end line", || {
-        world.lines().into_iter().find(|l| l["kind"] == "end")
-    });
-    let context = format!("screen:\n{}\nsession:\n{:#?}", tmux.screen(), world.lines());
+    let (end, context) = tui_end(&tmux, &world);
     assert_eq!(ledger(&end["turns"]), ["main interrupted 0"], "{context}");
 }
 

@@ -8,6 +8,9 @@ use std::process::Command;
 
 use crate::kimi_cli::Mock;
 use crate::scratch_home::{Home, TmuxServer, rows, text, wait_pane, write_script};
+use crate::util::{
+    claude_pane_script, claude_past_first_run, setup_in, source_setups_tmux_lines, watch_tmux_in,
+};
 
 /// Waits until the pane's `@hooktrack_<option>` reads `value` while its screen shows
 /// `text`; panics naming `what`, the phases seen and the screen otherwise. Returns the
@@ -82,32 +85,9 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
         .expect("node on PATH");
     let path = format!("{}:{}:/usr/bin:/bin", h.bin.display(), node_dir.display());
     // Past the first-run dialogs (theme, API key, folder trust), as a user who used it.
-    fs::write(
-        h.home.join(".claude.json"),
-        serde_json::json!({
-            "hasCompletedOnboarding": true,
-            "theme": "dark",
-            "customApiKeyResponses": {"approved": ["dummy"], "rejected": []},
-            "projects": {work.to_str().unwrap(): {
-                "hasTrustDialogAccepted": true,
-                "hasCompletedProjectOnboarding": true
-            }}
-        })
-        .to_string(),
-    )
-    .unwrap();
+    claude_past_first_run(&h.home, &work);
 
-    let setup = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
-        .arg("setup")
-        .env_clear()
-        .env("HOME", &h.home)
-        .env("XDG_STATE_HOME", &h.state)
-        .env("PATH", &path)
-        .current_dir(&work)
-        .output()
-        .unwrap();
-    let said = text(&setup);
-    assert!(setup.status.success(), "{said}");
+    let said = setup_in(&h, &work, &path);
     assert!(said.contains("claude: 28 hooktrack entries"), "{said}");
     assert!(
         said.contains("claude: check: Claude Code 2.1.197: within the tested window"),
@@ -119,20 +99,7 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
     assert!(settings.exists());
 
     let mock = Mock::start(Path::new("python3"));
-    let script = h.home.join("claude.sh");
-    write_script(
-        &script,
-        &format!(
-            "#!/bin/sh\ncd '{work}'\nexec env -i PATH='{path}' HOME='{home}' XDG_STATE_HOME='{state}' \
-             TERM=xterm-256color TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\" \
-             ANTHROPIC_BASE_URL=http://127.0.0.1:{port} ANTHROPIC_API_KEY=dummy \
-             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 claude\n",
-            work = work.display(),
-            home = h.home.display(),
-            state = h.state.display(),
-            port = mock.port,
-        ),
-    );
+    let script = claude_pane_script(&h, &work, &path, mock.port);
     let (tmux, pane) = TmuxServer::start("hooktrack-setup", &script, (160, 45));
     // Qwen Code in a second window of the same server, Node 22 first on its PATH.
     let qwen_script = h.home.join("qwen.sh");
@@ -160,12 +127,7 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
     assert!(started.status.success(), "{}", text(&started));
     let qpane = String::from_utf8_lossy(&started.stdout).trim().to_owned();
     // The tmux lines `setup` printed, as a person pastes them into ~/.tmux.conf.
-    let conf = h.home.join("tmux.conf");
-    let lines: Vec<&str> = said.lines().filter(|l| l.starts_with("set -g ")).collect();
-    assert_eq!(lines.len(), 2, "{said}");
-    fs::write(&conf, lines.join("\n")).unwrap();
-    let sourced = tmux.tmux().arg("source-file").arg(&conf).output().unwrap();
-    assert!(sourced.status.success(), "{}", text(&sourced));
+    assert_eq!(source_setups_tmux_lines(&tmux, &h, &said), 2, "{said}");
     let status_line = |format: &str| {
         tmux.run(&[
             "display-message",
@@ -178,21 +140,8 @@ fn setup_then_a_claude_typed_in_a_tmux_pane_shows_in_watch_tmux() {
         .to_owned()
     };
 
-    let mut watch = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
-        .args([
-            "watch",
-            "--tmux",
-            "--tmux-socket",
-            &tmux.socket,
-            "--recheck-ms",
-            "50",
-        ])
-        .env_clear()
-        .env("HOME", &h.home)
-        .env("XDG_STATE_HOME", &h.state)
-        .env("PATH", "/usr/bin:/bin")
+    let mut watch = watch_tmux_in(&tmux, &h)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

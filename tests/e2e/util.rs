@@ -330,6 +330,12 @@ pub fn assert_one_finding_then_a_whole_run(
 pub fn quit_tui(tmux: &Tmux, world: &SessionWorld, quit: &str) -> (serde_json::Value, String) {
     tmux.keys(&["-l", quit]);
     tmux.keys(&["Enter"]);
+    tui_end(tmux, world)
+}
+
+/// Waits (at most [`PATIENCE`]) for the session's end line once the agent in the pane
+/// was told to quit: that line, and the screen and every line for a failure's message.
+pub fn tui_end(tmux: &Tmux, world: &SessionWorld) -> (serde_json::Value, String) {
     let end = wait_for(PATIENCE, "the session's end line", || {
         world.lines().into_iter().find(|l| l["kind"] == "end")
     });
@@ -380,4 +386,115 @@ pub fn session_statuses(events: &Path) -> Vec<String> {
                 .map(str::to_owned)
         })
         .collect()
+}
+
+/// Writes `home/.claude.json` as a person who used Claude Code has it: past its first-run
+/// dialogs (theme, API key, the trust of the folder `work`).
+pub fn claude_past_first_run(home: &Path, work: &Path) {
+    fs::write(
+        home.join(".claude.json"),
+        serde_json::json!({
+            "hasCompletedOnboarding": true,
+            "theme": "dark",
+            "customApiKeyResponses": {"approved": ["dummy"], "rejected": []},
+            "projects": {work.to_string_lossy(): {
+                "hasTrustDialogAccepted": true,
+                "hasCompletedProjectOnboarding": true
+            }}
+        })
+        .to_string(),
+    )
+    .expect(".claude.json");
+}
+
+/// `hooktrack setup` in the scratch home `h`, run in `work` with `path` as its whole
+/// `PATH` and nothing else of this environment; what it said, once it succeeded.
+pub fn setup_in(h: &crate::scratch_home::Home, work: &Path, path: &str) -> String {
+    let setup = Command::new(env!("CARGO_BIN_EXE_hooktrack"))
+        .arg("setup")
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("PATH", path)
+        .current_dir(work)
+        .output()
+        .expect("setup");
+    let said = crate::scratch_home::text(&setup);
+    assert!(setup.status.success(), "{said}");
+    said
+}
+
+/// Writes `claude.sh` in `h`'s home for a tmux pane to run: Claude Code's TUI in `work`
+/// with `path` as its `PATH`, `h`'s home and state, the pane's tmux variables and the mock
+/// on `port` as its API, and nothing else of the environment. Returns its path.
+pub fn claude_pane_script(
+    h: &crate::scratch_home::Home,
+    work: &Path,
+    path: &str,
+    port: u16,
+) -> std::path::PathBuf {
+    let script = h.home.join("claude.sh");
+    crate::scratch_home::write_script(
+        &script,
+        &format!(
+            "#!/bin/sh\ncd '{work}'\nexec env -i PATH='{path}' HOME='{home}' XDG_STATE_HOME='{state}' \
+             TERM=xterm-256color TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\" \
+             ANTHROPIC_BASE_URL=http://127.0.0.1:{port} ANTHROPIC_API_KEY=dummy \
+             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 claude\n",
+            work = work.display(),
+            home = h.home.display(),
+            state = h.state.display(),
+        ),
+    );
+    script
+}
+
+/// Writes the `set -g` lines `setup` printed (`said`) into `h`'s `tmux.conf`, as a person
+/// pastes them into `~/.tmux.conf`, and has the server `tmux` source it; how many lines
+/// there were.
+pub fn source_setups_tmux_lines(
+    tmux: &crate::scratch_home::TmuxServer,
+    h: &crate::scratch_home::Home,
+    said: &str,
+) -> usize {
+    let conf = h.home.join("tmux.conf");
+    let lines: Vec<&str> = said.lines().filter(|l| l.starts_with("set -g ")).collect();
+    fs::write(&conf, lines.join("\n")).expect("tmux.conf");
+    let sourced = tmux
+        .tmux()
+        .arg("source-file")
+        .arg(&conf)
+        .output()
+        .expect("source");
+    assert!(
+        sourced.status.success(),
+        "{}",
+        crate::scratch_home::text(&sourced)
+    );
+    lines.len()
+}
+
+/// `hooktrack watch --tmux` with no path on the server `tmux`, in `h`'s home and state
+/// with `/usr/bin:/bin` as its `PATH` and nothing else of the environment, its stderr
+/// dropped; the caller adds its flags and its stdout.
+pub fn watch_tmux_in(
+    tmux: &crate::scratch_home::TmuxServer,
+    h: &crate::scratch_home::Home,
+) -> Command {
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_hooktrack"));
+    watch
+        .args([
+            "watch",
+            "--tmux",
+            "--tmux-socket",
+            &tmux.socket,
+            "--recheck-ms",
+            "50",
+        ])
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("XDG_STATE_HOME", &h.state)
+        .env("PATH", "/usr/bin:/bin")
+        .stderr(Stdio::null());
+    watch
 }

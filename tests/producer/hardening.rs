@@ -29,6 +29,39 @@ impl Drop for Reap {
     }
 }
 
+impl Reap {
+    /// The agent's pid, once it has marked `started` beside its pid file (a bounded wait
+    /// for `what`).
+    fn agent_started(&self, what: &str) -> i32 {
+        let started = self.1.with_file_name("started");
+        wait_for(Duration::from_secs(60), what, || {
+            started.exists().then_some(())
+        });
+        fs::read_to_string(&self.1)
+            .expect("pid")
+            .trim()
+            .parse()
+            .expect("a pid")
+    }
+
+    /// `kill -9` of the session, and a bounded wait for its end.
+    fn kill_9(&mut self) {
+        send_signal(&self.0, libc::SIGKILL);
+        let _ = wait_child(&mut self.0, Duration::from_secs(30));
+    }
+
+    /// `kill -9` of the session once its agent has started (a bounded wait for `what`),
+    /// then bounded waits for the session's end and for its agent's: the agent is told
+    /// (SIGTERM by default) rather than orphaned.
+    fn kill_9_and_see_its_agent_end(&mut self, what: &str) {
+        let agent_pid = self.agent_started(what);
+        self.kill_9();
+        wait_for(Duration::from_secs(30), "the agent to end", || {
+            process_gone(agent_pid).then_some(())
+        });
+    }
+}
+
 fn delivery(seq: u64, event: &str) -> Vec<u8> {
     format!(
         r#"{{"v":1,"provider":"kimi-cli","generation":1,"emitter_seq":{seq},"event":"{event}","payload":{}}}"#,
@@ -605,6 +638,19 @@ exec sleep 600
     path
 }
 
+/// Writes a stand-in Kimi Code that writes its pid to `$OUT/pid`, marks `$OUT/started`,
+/// then becomes `sleep` (it runs no hook).
+fn stand_in_kimi_code(dir: &Path) -> std::path::PathBuf {
+    let agent = dir.join("fake-kimi-code");
+    fs::write(
+        &agent,
+        "#!/bin/sh\necho $$ > \"$OUT/pid\"\ntouch \"$OUT/started\"\nexec sleep 600\n",
+    )
+    .expect("write agent");
+    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).expect("chmod");
+    agent
+}
+
 #[test]
 fn item_1_a_fifo_transcript_does_not_keep_session_alive_past_sigterm() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -624,9 +670,7 @@ fn item_1_a_fifo_transcript_does_not_keep_session_alive_past_sigterm() {
         .spawn()
         .expect("spawn session");
     let mut session = Reap(session, out_dir.join("pid"));
-    wait_for(Duration::from_secs(60), "the agent's hook", || {
-        out_dir.join("started").exists().then_some(())
-    });
+    session.agent_started("the agent's hook");
     // The session has read the row naming the FIFO once its output shows the event.
     wait_for(Duration::from_secs(30), "the row read", || {
         let text = fs::read_to_string(tmp.path().join("session.ndjson")).ok()?;
@@ -850,21 +894,8 @@ fn item_6_kill_9_of_session_tells_the_agent_and_readers_see_the_collector_dead()
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn session");
-    let mut session = Reap(session, out_dir.join("pid"));
-    wait_for(Duration::from_secs(60), "the agent's hook", || {
-        out_dir.join("started").exists().then_some(())
-    });
-    let agent_pid: i32 = fs::read_to_string(out_dir.join("pid"))
-        .expect("pid")
-        .trim()
-        .parse()
-        .expect("a pid");
-    send_signal(&session.0, libc::SIGKILL);
-    let _ = wait_child(&mut session.0, Duration::from_secs(30));
     // The agent is told (SIGTERM by default) rather than orphaned.
-    wait_for(Duration::from_secs(30), "the agent to end", || {
-        process_gone(agent_pid).then_some(())
-    });
+    Reap(session, out_dir.join("pid")).kill_9_and_see_its_agent_end("the agent's hook");
     // A reader of the store sees the collector dead, though its record says running.
     let store = root.join("hook-observation/kimi-cli");
     let record: serde_json::Value =
@@ -900,47 +931,25 @@ fn item_6_uninstall_removes_the_block_of_a_dead_session() {
     let config = kimi_home.join("config.toml");
     let user = "default_model = \"mock\"\n";
     fs::write(&config, user).expect("config");
-    let agent = tmp.path().join("fake-kimi-code");
-    fs::write(
+    let agent = stand_in_kimi_code(tmp.path());
+    let session = kimi_code_session(
+        &tmp.path().join("root"),
+        &tmp.path().join("session.ndjson"),
         &agent,
-        "#!/bin/sh\necho $$ > \"$OUT/pid\"\ntouch \"$OUT/started\"\nexec sleep 600\n",
+        &home,
+        &kimi_home,
     )
-    .expect("write agent");
-    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).expect("chmod");
-    let session = hooktrack()
-        .args([
-            "session",
-            "--agent",
-            "kimi-code",
-            "--format",
-            "ndjson",
-            "--root",
-        ])
-        .arg(tmp.path().join("root"))
-        .arg("--output")
-        .arg(tmp.path().join("session.ndjson"))
-        .arg("--")
-        .arg(&agent)
-        .env("HOME", &home)
-        .env("KIMI_CODE_HOME", &kimi_home)
-        .env("OUT", &out_dir)
-        .env_remove("HOOKTRACK_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn session");
+    .env("OUT", &out_dir)
+    .spawn()
+    .expect("spawn session");
     let mut session = Reap(session, out_dir.join("pid"));
-    wait_for(Duration::from_secs(60), "the agent to start", || {
-        out_dir.join("started").exists().then_some(())
-    });
+    session.agent_started("the agent to start");
     let during = fs::read_to_string(&config).expect("config");
     assert!(
         during.contains("(generation 1)") && during.contains(user),
         "{during}"
     );
-    send_signal(&session.0, libc::SIGKILL);
-    let _ = wait_child(&mut session.0, Duration::from_secs(30));
+    session.kill_9();
     let left = fs::read_to_string(&config).expect("config");
     assert_eq!(
         left, during,
@@ -975,22 +984,14 @@ fn item_6_uninstall_removes_the_block_of_a_dead_session() {
 /// turn alone, and the closing ledger is read back from the file (all the turns, in order).
 #[test]
 fn item_9_the_launch_ledger_streams_to_a_file_and_memory_keeps_only_open_turns() {
-    use hooktrack::{ChannelConfig, Launch, LaunchConfig, TurnResult};
+    use hooktrack::TurnResult;
     const TURNS: u64 = 300;
     let tmp = tempfile::tempdir().expect("tempdir");
-    let mut launch = Launch::start(LaunchConfig {
-        agent: hooktrack::Agent::KimiCli,
-        config: tmp.path().join("kimi/config.toml"),
-        root: tmp.path().join("root"),
-        emitter: std::path::PathBuf::from(env!("CARGO_BIN_EXE_hooktrack")),
-        home: None,
-        cwd: tmp.path().to_owned(),
-        args: Vec::new(),
-        program: None,
-        channel: ChannelConfig::default(),
-        read_screens: None,
-    })
-    .expect("launch");
+    let mut launch = launch_in(
+        tmp.path(),
+        hooktrack::Agent::KimiCli,
+        &tmp.path().join("kimi/config.toml"),
+    );
     let generation = launch.generation();
     let events = launch.store().events.clone();
     let mut seq = 0;
@@ -1271,50 +1272,18 @@ fn kill_9_a_kimi_code_session(tmp: &Path, root: &Path, config: &Path) -> std::pa
         fs::create_dir_all(dir).expect("mkdir");
     }
     let _ = fs::remove_file(out_dir.join("started"));
-    let agent = tmp.join("fake-kimi-code");
-    fs::write(
+    let agent = stand_in_kimi_code(tmp);
+    let session = kimi_code_session(
+        root,
+        &tmp.join("session.ndjson"),
         &agent,
-        "#!/bin/sh\necho $$ > \"$OUT/pid\"\ntouch \"$OUT/started\"\nexec sleep 600\n",
+        &home,
+        config.parent().expect("home"),
     )
-    .expect("write agent");
-    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).expect("chmod");
-    let session = hooktrack()
-        .args([
-            "session",
-            "--agent",
-            "kimi-code",
-            "--format",
-            "ndjson",
-            "--root",
-        ])
-        .arg(root)
-        .arg("--output")
-        .arg(tmp.join("session.ndjson"))
-        .arg("--")
-        .arg(&agent)
-        .env("HOME", &home)
-        .env("KIMI_CODE_HOME", config.parent().expect("home"))
-        .env("OUT", &out_dir)
-        .env_remove("HOOKTRACK_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn session");
-    let mut session = Reap(session, out_dir.join("pid"));
-    wait_for(Duration::from_secs(60), "the agent to start", || {
-        out_dir.join("started").exists().then_some(())
-    });
-    let agent_pid: i32 = fs::read_to_string(out_dir.join("pid"))
-        .expect("pid")
-        .trim()
-        .parse()
-        .expect("a pid");
-    send_signal(&session.0, libc::SIGKILL);
-    let _ = wait_child(&mut session.0, Duration::from_secs(30));
-    wait_for(Duration::from_secs(30), "the agent to end", || {
-        process_gone(agent_pid).then_some(())
-    });
+    .env("OUT", &out_dir)
+    .spawn()
+    .expect("spawn session");
+    Reap(session, out_dir.join("pid")).kill_9_and_see_its_agent_end("the agent to start");
     let store = root.join("hook-observation/kimi");
     let record = fs::read_to_string(store.join("collector.json")).expect("collector.json");
     assert!(record.contains("\"running\""), "{record}");

@@ -352,6 +352,24 @@ fn a_reused_root_shows_only_the_new_generations_events_live() {
     );
 }
 
+/// `hooktrack session --agent kimi-cli --root ROOT -- AGENT...` with `home` as `$HOME`,
+/// run to its end.
+fn kimi_cli_session_run<S: AsRef<std::ffi::OsStr>>(
+    root: &Path,
+    home: &Path,
+    agent: impl IntoIterator<Item = S>,
+) -> std::process::Output {
+    hooktrack()
+        .args(["session", "--agent", "kimi-cli", "--root"])
+        .arg(root)
+        .arg("--")
+        .args(agent)
+        .env("HOME", home)
+        .env_remove("KIMI_SHARE_DIR")
+        .output()
+        .expect("run")
+}
+
 #[test]
 fn a_failed_install_still_runs_the_agent_and_leaves_the_config_alone() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -362,14 +380,7 @@ fn a_failed_install_still_runs_the_agent_and_leaves_the_config_alone() {
     let broken = "[[hooks]]\nevent = \"TurnStarted\"\ncommand = \"true\"\n";
     fs::write(&config, broken).expect("write");
     let root = tmp.path().join("root");
-    let out = hooktrack()
-        .args(["session", "--agent", "kimi-cli", "--root"])
-        .arg(&root)
-        .args(["--", "sh", "-c", "exit 0"])
-        .env("HOME", &home)
-        .env_remove("KIMI_SHARE_DIR")
-        .output()
-        .expect("run");
+    let out = kimi_cli_session_run(&root, &home, ["sh", "-c", "exit 0"]);
     assert_eq!(out.status.code(), Some(0));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("observer NOT installed"), "{stderr}");
@@ -430,14 +441,11 @@ fn a_missing_agent_is_one_clear_error_and_nothing_left_behind() {
     fs::create_dir_all(home.join(".kimi")).expect("mkdir");
     let config = home.join(".kimi/config.toml");
     fs::write(&config, OPERATOR).expect("write");
-    let out = hooktrack()
-        .args(["session", "--agent", "kimi-cli", "--root"])
-        .arg(tmp.path().join("root"))
-        .args(["--", "/nonexistent/agent-binary"])
-        .env("HOME", &home)
-        .env_remove("KIMI_SHARE_DIR")
-        .output()
-        .expect("run");
+    let out = kimi_cli_session_run(
+        &tmp.path().join("root"),
+        &home,
+        ["/nonexistent/agent-binary"],
+    );
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     let last = stderr.lines().last().unwrap_or("");
@@ -480,16 +488,11 @@ fn kimi_cli_deprecation_gate_is_explained() {
     let kimi = bin.join("kimi");
     fs::write(&kimi, "#!/bin/sh\necho 'kimi-cli is deprecated'\n").expect("write");
     fs::set_permissions(&kimi, fs::Permissions::from_mode(0o755)).expect("chmod");
-    let out = hooktrack()
-        .args(["session", "--agent", "kimi-cli", "--root"])
-        .arg(tmp.path().join("root"))
-        .arg("--")
-        .arg(&kimi)
-        .arg("--print")
-        .env("HOME", &home)
-        .env_remove("KIMI_SHARE_DIR")
-        .output()
-        .expect("run");
+    let out = kimi_cli_session_run(
+        &tmp.path().join("root"),
+        &home,
+        [kimi.as_os_str(), "--print".as_ref()],
+    );
     assert_eq!(out.status.code(), Some(0));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("deprecation gate"), "{stderr}");
@@ -707,23 +710,11 @@ fn sigint_is_left_to_the_agent_and_the_session_survives_it() {
 /// ended (here a signal), and the launch finishes cleanly afterwards.
 #[test]
 fn a_launch_runs_its_agent_with_the_environment_and_reports_its_end() {
-    use hooktrack::{AgentStatus, ChannelConfig, Launch, LaunchConfig};
+    use hooktrack::AgentStatus;
     let tmp = tempfile::tempdir().expect("tempdir");
     let seen = tmp.path().join("seen");
     let config = tmp.path().join("kimi-code/config.toml");
-    let mut launch = Launch::start(LaunchConfig {
-        agent: hooktrack::Agent::KimiCode,
-        config: config.clone(),
-        root: tmp.path().join("root"),
-        emitter: PathBuf::from(env!("CARGO_BIN_EXE_hooktrack")),
-        home: None,
-        cwd: tmp.path().to_owned(),
-        args: Vec::new(),
-        program: None,
-        channel: ChannelConfig::default(),
-        read_screens: None,
-    })
-    .expect("launch");
+    let mut launch = launch_in(tmp.path(), hooktrack::Agent::KimiCode, &config);
     let command: Vec<std::ffi::OsString> = [
         "sh",
         "-c",
@@ -780,31 +771,18 @@ fn kimi_code_under_a_node_too_old_is_named_before_it_runs() {
     fs::create_dir_all(&home).expect("mkdir");
     fs::create_dir_all(&kimi_home).expect("mkdir");
     let output = tmp.path().join("session.ndjson");
-    let mut child = hooktrack()
-        .args([
-            "session",
-            "--agent",
-            "kimi-code",
-            "--format",
-            "ndjson",
-            "--root",
-        ])
-        .arg(tmp.path().join("root"))
-        .arg("--output")
-        .arg(&output)
-        .arg("--")
-        .arg(bin.join("kimi"))
-        .args(["-p", "hi"])
-        .current_dir(tmp.path())
-        .env("PATH", path_with(&bin))
-        .env("HOME", &home)
-        .env("KIMI_CODE_HOME", &kimi_home)
-        .env_remove("HOOKTRACK_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn session");
+    let mut child = kimi_code_session(
+        &tmp.path().join("root"),
+        &output,
+        &bin.join("kimi"),
+        &home,
+        &kimi_home,
+    )
+    .args(["-p", "hi"])
+    .current_dir(tmp.path())
+    .env("PATH", path_with(&bin))
+    .spawn()
+    .expect("spawn session");
     let status = wait_child(&mut child, Duration::from_secs(60));
     let lines: Vec<serde_json::Value> = fs::read_to_string(&output)
         .unwrap_or_default()

@@ -405,6 +405,57 @@ pub fn fake_kimi_session(
     cmd
 }
 
+/// `hooktrack session` running `agent` as Kimi Code, with `home` as `$HOME`, `kimi_home`
+/// as `$KIMI_CODE_HOME`, and no stdin, stdout or stderr; the caller adds the agent's
+/// arguments and the rest of its environment.
+pub fn kimi_code_session(
+    root: &Path,
+    output: &Path,
+    agent: &Path,
+    home: &Path,
+    kimi_home: &Path,
+) -> std::process::Command {
+    let mut cmd = hooktrack();
+    cmd.args([
+        "session",
+        "--agent",
+        "kimi-code",
+        "--format",
+        "ndjson",
+        "--root",
+    ])
+    .arg(root)
+    .arg("--output")
+    .arg(output)
+    .arg("--")
+    .arg(agent)
+    .env("HOME", home)
+    .env("KIMI_CODE_HOME", kimi_home)
+    .env_remove("HOOKTRACK_TOKEN")
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    cmd
+}
+
+/// `Launch::start` of `agent` with its config file at `config`, its root (`dir/root`) and
+/// working directory in `dir`, and this build's `hooktrack` as the emitter.
+pub fn launch_in(dir: &Path, agent: hooktrack::Agent, config: &Path) -> hooktrack::Launch {
+    hooktrack::Launch::start(hooktrack::LaunchConfig {
+        agent,
+        config: config.to_owned(),
+        root: dir.join("root"),
+        emitter: std::path::PathBuf::from(env!("CARGO_BIN_EXE_hooktrack")),
+        home: None,
+        cwd: dir.to_owned(),
+        args: Vec::new(),
+        program: None,
+        channel: hooktrack::ChannelConfig::default(),
+        read_screens: None,
+    })
+    .expect("launch")
+}
+
 /// A scratch HOME for a plugin agent's file written by `install` (OpenCode, Kilo, Pi),
 /// with the agent's own home variable unset so the default folder is used.
 pub struct PluginHome {

@@ -101,13 +101,34 @@ fn kimi_prompt(run: &mut Run) {
     run.feed("TurnStarted", KIMI_USER_TURN);
 }
 
+/// [`kimi_prompt`], then its `Agent` call `c1` whose subagent `coder` starts, the
+/// subagent's turn before its `SubagentStart`; the posture after the `SubagentStart`.
+fn kimi_subagent_started(run: &mut Run) -> Posture {
+    kimi_prompt(run);
+    run.feed("PreToolUse", r#""tool_name":"Agent","tool_call_id":"c1""#);
+    run.feed("TurnStarted", KIMI_SUBAGENT_TURN);
+    run.feed("SubagentStart", r#""agent_name":"coder""#)
+}
+
+/// The session's start and the user's prompt `p1` with these fields before its id.
+fn claude_prompt(run: &mut Run, prompt: &str) {
+    run.feed("SessionStart", r#""source":"startup""#);
+    run.feed("UserPromptSubmit", &format!(r#"{prompt},"prompt_id":"p1""#));
+}
+
+/// [`claude_prompt`] asking to delegate, then its `Agent` call `t1`.
+fn claude_agent_call(run: &mut Run) {
+    claude_prompt(run, r#""prompt":"delegate""#);
+    run.feed(
+        "PreToolUse",
+        r#""tool_name":"Agent","tool_use_id":"t1","tool_input":{"prompt":"x"}"#,
+    );
+}
+
 #[test]
 fn kimi_foreground_subagent_whose_turn_started_before_its_start_is_one_scope() {
     let mut run = Run::kimi();
-    kimi_prompt(&mut run);
-    run.feed("PreToolUse", r#""tool_name":"Agent","tool_call_id":"c1""#);
-    run.feed("TurnStarted", KIMI_SUBAGENT_TURN);
-    let p = run.feed("SubagentStart", r#""agent_name":"coder""#);
+    let p = kimi_subagent_started(&mut run);
     assert_eq!(p.turn.scope_depth, 1, "one scope, not two");
     run.feed("PreToolUse", r#""tool_name":"Bash","tool_call_id":"c2""#);
     run.feed("PostToolUse", r#""tool_name":"Bash","tool_call_id":"c2""#);
@@ -155,10 +176,7 @@ fn kimi_subagent_start_before_its_turn_gives_the_same_ledger() {
 #[test]
 fn kimi_background_subagent_outlives_the_parent_stop_with_its_calls_and_permission() {
     let mut run = Run::kimi();
-    kimi_prompt(&mut run);
-    run.feed("PreToolUse", r#""tool_name":"Agent","tool_call_id":"c1""#);
-    run.feed("TurnStarted", KIMI_SUBAGENT_TURN);
-    run.feed("SubagentStart", r#""agent_name":"coder""#);
+    kimi_subagent_started(&mut run);
     run.feed("TaskStarted", r#""task_id":"t1","kind":"agent""#);
     run.feed("PostToolUse", r#""tool_name":"Agent","tool_call_id":"c1""#);
     let p = run.feed("Stop", "");
@@ -237,10 +255,7 @@ fn kimi_background_subagent_call_before_the_parent_stop_moves_to_its_scope() {
     // Kimi Code 2.1.0, `Agent` with `run_in_background` (print mode): the subagent's first
     // PreToolUse comes just before the parent's Stop.
     let mut run = Run::kimi();
-    kimi_prompt(&mut run);
-    run.feed("PreToolUse", r#""tool_name":"Agent","tool_call_id":"c1""#);
-    run.feed("TurnStarted", KIMI_SUBAGENT_TURN);
-    run.feed("SubagentStart", r#""agent_name":"coder""#);
+    kimi_subagent_started(&mut run);
     run.feed("TaskStarted", r#""task_id":"agent-1","kind":"agent""#);
     run.feed("PostToolUse", r#""tool_name":"Agent","tool_call_id":"c1""#);
     run.feed("PreToolUse", r#""tool_name":"Bash","tool_call_id":"c2""#);
@@ -327,15 +342,7 @@ fn kimi_ask_user_question_is_blocked_until_its_answer() {
 const CLAUDE_SUB: &str = r#""agent_id":"a1","agent_type":"general-purpose""#;
 
 fn claude_background_subagent(run: &mut Run) {
-    run.feed("SessionStart", r#""source":"startup""#);
-    run.feed(
-        "UserPromptSubmit",
-        r#""prompt":"delegate","prompt_id":"p1""#,
-    );
-    run.feed(
-        "PreToolUse",
-        r#""tool_name":"Agent","tool_use_id":"t1","tool_input":{"prompt":"x"}"#,
-    );
+    claude_agent_call(run);
     run.feed("SubagentStart", CLAUDE_SUB);
     run.feed(
         "PostToolUse",
@@ -417,8 +424,7 @@ fn claude_background_subagent_dialog_without_permission_request_is_blocked() {
 #[test]
 fn claude_permission_prompt_after_the_answer_does_not_block() {
     let mut run = Run::claude();
-    run.feed("SessionStart", r#""source":"startup""#);
-    run.feed("UserPromptSubmit", r#""prompt":"go","prompt_id":"p1""#);
+    claude_prompt(&mut run, r#""prompt":"go""#);
     let call = r#""tool_name":"Bash","tool_use_id":"t1","tool_input":{"command":"ls"}"#;
     run.feed("PreToolUse", call);
     let p = run.feed(
@@ -448,8 +454,7 @@ fn claude_permission_prompt_after_the_answer_does_not_block() {
 #[test]
 fn claude_background_bash_is_work_until_its_task_notification() {
     let mut run = Run::claude();
-    run.feed("SessionStart", r#""source":"startup""#);
-    run.feed("UserPromptSubmit", r#""prompt":"bg","prompt_id":"p1""#);
+    claude_prompt(&mut run, r#""prompt":"bg""#);
     let p = run.feed(
         "Stop",
         r#""stop_hook_active":false,"background_tasks":[{"id":"b1","type":"shell","status":"running","command":"sleep 2"}]"#,
@@ -482,10 +487,7 @@ fn a_background_scope_ends_unseen_at_session_end() {
 #[test]
 fn kimi_interrupted_subagent_sends_no_subagent_stop_and_leaves_no_background_scope() {
     let mut run = Run::kimi();
-    kimi_prompt(&mut run);
-    run.feed("PreToolUse", r#""tool_name":"Agent","tool_call_id":"c1""#);
-    run.feed("TurnStarted", KIMI_SUBAGENT_TURN);
-    run.feed("SubagentStart", r#""agent_name":"coder""#);
+    kimi_subagent_started(&mut run);
     // Escape inside the subagent: one Interrupt per agent, no SubagentStop.
     run.feed("Interrupt", r#""turn_id":0,"reason":"cancelled""#);
     let p = run.feed("Interrupt", r#""turn_id":0,"reason":"cancelled""#);
@@ -511,15 +513,7 @@ fn kimi_interrupted_subagent_sends_no_subagent_stop_and_leaves_no_background_sco
 #[test]
 fn claude_auto_mode_dialog_on_the_agent_call_ends_when_the_subagent_starts() {
     let mut run = Run::claude();
-    run.feed("SessionStart", r#""source":"startup""#);
-    run.feed(
-        "UserPromptSubmit",
-        r#""prompt":"delegate","prompt_id":"p1""#,
-    );
-    run.feed(
-        "PreToolUse",
-        r#""tool_name":"Agent","tool_use_id":"t1","tool_input":{"prompt":"x"}"#,
-    );
+    claude_agent_call(&mut run);
     let p = run.feed(
         "Notification",
         r#""message":"Claude needs your input","notification_type":"agent_needs_input""#,
@@ -619,8 +613,7 @@ fn claude_task_notification_entry(id: &str) -> String {
 /// A user turn that ended, then the agent's own turn whose hook prompt does not say so
 /// (a cut or missing prompt): the hooks alone take it for a user's.
 fn claude_user_turn_then(run: &mut Run) {
-    run.feed("SessionStart", r#""source":"startup""#);
-    run.feed("UserPromptSubmit", r#""prompt":"bg","prompt_id":"p1""#);
+    claude_prompt(run, r#""prompt":"bg""#);
     run.feed("Stop", r#""stop_hook_active":false"#);
 }
 
