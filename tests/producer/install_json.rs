@@ -435,8 +435,9 @@ fn a_hand_laid_out_file_comes_back_byte_for_byte() {
     assert_eq!(fs::read_to_string(&config).expect("read"), original);
 }
 
-/// Settings holding an empty `hooks` object (as Letta Code and Claude Code write them):
-/// the install fills it, passes its read-back and `check`, and keeps the other key and
+/// Settings holding an empty `hooks` object (`{"hooks": {}}`, found in Letta Code's and
+/// Claude Code's settings; Letta Code 0.25.9 runs the hooks installed into one): the
+/// install fills it, passes its read-back and `check`, and keeps the other key and
 /// the layout; uninstall takes out the `hooks` object hooktrack filled and emptied (as it
 /// cannot tell it from one it made), the rest byte for byte.
 #[test]

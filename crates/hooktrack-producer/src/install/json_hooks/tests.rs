@@ -257,8 +257,7 @@ fn added_entries_follow_the_files_indent() {
     assert_eq!(installed(agent, ""), installed(agent, "{}\n"));
 }
 
-/// Empty containers an install fills (`{"hooks": {}}` as Letta Code and Claude Code write
-/// it, an empty event list, `{ }`): the written text passes the read-back, and what the
+/// Empty containers an install fills (`{"hooks": {}}`, an empty event list, `{ }`): the written text passes the read-back, and what the
 /// read-back compares against is the user's file less those containers, which the
 /// removal takes out with hooktrack's last entry.
 #[test]
