@@ -436,6 +436,36 @@ mod tests {
         }
     }
 
+    impl Shared {
+        /// What was written so far.
+        fn text(&self) -> String {
+            String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
+        }
+    }
+
+    /// A fleet view of a server nothing listens on: the tests feed its sightings by hand.
+    fn unreached() -> ViewConfig {
+        ViewConfig {
+            server: crate::fleet::NatsServer {
+                url: "nats://127.0.0.1:1".into(),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// A watch of [`unreached`] showing `output`: what it shows, and its notices.
+    fn fleet_watch(output: crate::watch::Output) -> (Watch, Shared, Shared) {
+        let (out, notices) = (Shared::default(), Shared::default());
+        let config = crate::watch::WatchConfig {
+            fleet: Some(unreached()),
+            output: Some(output),
+            ..Default::default()
+        };
+        let watch =
+            Watch::start(config, Box::new(out.clone()), Box::new(notices.clone())).expect("watch");
+        (watch, out, notices)
+    }
+
     fn state(host: &str, sid: &str, at: &str, closed: serde_json::Value) -> Seen {
         Seen::State {
             key: format!("{host}.claude-code.{sid}"),
@@ -454,19 +484,7 @@ mod tests {
     /// in by hand.
     #[test]
     fn a_reload_drops_what_left_the_bucket_and_tells_an_ended_turn_once() {
-        let out = Shared::default();
-        let config = crate::watch::WatchConfig {
-            fleet: Some(ViewConfig {
-                server: crate::fleet::NatsServer {
-                    url: "nats://127.0.0.1:1".into(),
-                    ..Default::default()
-                },
-            }),
-            output: Some(crate::watch::Output::Lines),
-            ..Default::default()
-        };
-        let mut watch =
-            Watch::start(config, Box::new(out.clone()), Box::new(std::io::sink())).expect("watch");
+        let (mut watch, out, _) = fleet_watch(crate::watch::Output::Lines);
         let turn = serde_json::json!([{"id": 1, "epoch": 1, "turn_id": "p1", "scope": "main",
             "origin": "user", "result": "success", "first_row": 1, "last_row": 3,
             "started_at": null, "ended_at": null, "tool_calls": 0, "ended_by": null}]);
@@ -483,8 +501,7 @@ mod tests {
             watch.on_seen(seen).expect("seen");
         }
         watch.housekeeping().expect("redraw");
-        let text =
-            String::from_utf8_lossy(&out.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
+        let text = out.text();
         assert_eq!(
             text.lines()
                 .filter(|l| l.contains("turn p1 ended: success"))
@@ -504,19 +521,7 @@ mod tests {
     /// again with `"stale": true`, once; its next heartbeat writes them again without.
     #[test]
     fn a_quiet_hosts_sessions_are_written_stale_once_and_current_again() {
-        let out = Shared::default();
-        let config = crate::watch::WatchConfig {
-            fleet: Some(ViewConfig {
-                server: crate::fleet::NatsServer {
-                    url: "nats://127.0.0.1:1".into(),
-                    ..Default::default()
-                },
-            }),
-            output: Some(crate::watch::Output::Ndjson),
-            ..Default::default()
-        };
-        let mut watch =
-            Watch::start(config, Box::new(out.clone()), Box::new(std::io::sink())).expect("watch");
+        let (mut watch, out, _) = fleet_watch(crate::watch::Output::Ndjson);
         let long_ago = Timestamp::parse_rfc3339("2026-01-01T10:00:00.000Z").expect("a time");
         let t1 = "2026-12-05T10:00:01.000Z";
         for seen in [
@@ -540,8 +545,7 @@ mod tests {
                 every: Duration::from_secs(1),
             })
             .expect("a heartbeat");
-        let text =
-            String::from_utf8_lossy(&out.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
+        let text = out.text();
         let records: Vec<serde_json::Value> = text
             .lines()
             .map(|l| serde_json::from_str(l).expect("a JSON line"))
@@ -560,13 +564,7 @@ mod tests {
     /// A quiet host's status lines say `stale` where the phase was.
     #[test]
     fn a_quiet_hosts_status_line_says_stale() {
-        let mut fleet = Fleet::start(ViewConfig {
-            server: crate::fleet::NatsServer {
-                url: "nats://127.0.0.1:1".into(),
-                ..Default::default()
-            },
-        })
-        .expect("fleet");
+        let mut fleet = Fleet::start(unreached()).expect("fleet");
         let Seen::State { key, record } =
             state("a", "s1", "2026-12-05T10:00:01.000Z", serde_json::json!([]))
         else {
@@ -599,24 +597,11 @@ mod tests {
     /// each doubling of the count, not at each.
     #[test]
     fn skipped_updates_are_counted_and_said_at_each_doubling() {
-        let notices = Shared::default();
-        let config = crate::watch::WatchConfig {
-            fleet: Some(ViewConfig {
-                server: crate::fleet::NatsServer {
-                    url: "nats://127.0.0.1:1".into(),
-                    ..Default::default()
-                },
-            }),
-            output: Some(crate::watch::Output::Ndjson),
-            ..Default::default()
-        };
-        let mut watch = Watch::start(config, Box::new(std::io::sink()), Box::new(notices.clone()))
-            .expect("watch");
+        let (mut watch, _, notices) = fleet_watch(crate::watch::Output::Ndjson);
         for count in [1, 1, 1, 2, 1] {
             watch.on_seen(Seen::Skipped { count }).expect("seen");
         }
-        let text = String::from_utf8_lossy(&notices.0.lock().unwrap_or_else(|e| e.into_inner()))
-            .into_owned();
+        let text = notices.text();
         let said: Vec<&str> = text
             .lines()
             .filter_map(|l| l.split_once(" update(s) so far replaced"))

@@ -32,8 +32,8 @@ impl Output {
     pub(super) fn view(self, notices: Box<dyn Write>) -> Box<dyn View> {
         match self {
             Output::Ndjson => Box::new(Ndjson { notices }),
-            Output::Live => Box::new(LiveView::default()),
-            Output::Lines => Box::new(Lines::default()),
+            Output::Live => Box::new(Text::<InPlace>::default()),
+            Output::Lines => Box::new(Text::<Changes>::default()),
         }
     }
 }
@@ -223,74 +223,25 @@ impl View for Ndjson {
     }
 }
 
-/// A terminal: the status block is redrawn in place; notices scroll above it.
+/// A text view: notices and ended turns wait for the next redraw, which writes them above
+/// the status lines as its [`Draw`] lays them out.
 #[derive(Default)]
-struct LiveView {
-    drawn: usize,
-    notices: Vec<String>,
-}
-
-impl View for LiveView {
-    fn update(
-        &mut self,
-        _out: &mut dyn Write,
-        name: &str,
-        update: &Update,
-        _dropped: &dyn Fn(Option<&str>) -> bool,
-    ) -> io::Result<()> {
-        self.notices.extend(events_of(name, update));
-        Ok(())
-    }
-
-    #[cfg(feature = "fleet")]
-    fn remote(
-        &mut self,
-        _out: &mut dyn Write,
-        _record: &serde_json::Value,
-        events: Vec<String>,
-    ) -> io::Result<()> {
-        self.notices.extend(events);
-        Ok(())
-    }
-
-    fn notice(&mut self, _out: &mut dyn Write, text: &str) -> io::Result<()> {
-        self.notices.push(text.to_owned());
-        Ok(())
-    }
-
-    fn redraw(&mut self, out: &mut dyn Write, lines: &[StatusLine]) -> io::Result<()> {
-        if self.drawn > 0 {
-            // Back to the first status line.
-            write!(out, "\x1b[{}F", self.drawn)?;
-        }
-        // This view writes its own escapes, so what it shows is made safe line by line.
-        for notice in self.notices.drain(..) {
-            writeln!(out, "\x1b[2K{}", visible(&notice))?;
-        }
-        for line in lines {
-            writeln!(out, "\x1b[2K{}", visible(&line.text))?;
-        }
-        self.drawn = lines.len();
-        out.flush()
-    }
-
-    fn redraws_on_update(&self) -> bool {
-        true
-    }
-
-    fn finish(&mut self, out: &mut dyn Write) -> io::Result<()> {
-        out.flush()
-    }
-}
-
-/// Not a terminal: a status line whenever it changes (ages aside), notices as lines.
-#[derive(Default)]
-struct Lines {
-    last: Vec<String>,
+struct Text<D> {
     pending: Vec<String>,
+    draw: D,
 }
 
-impl View for Lines {
+/// How a [`Text`] view writes the waiting notices and the status lines.
+trait Draw {
+    fn draw(
+        &mut self,
+        out: &mut dyn Write,
+        notices: std::vec::Drain<'_, String>,
+        lines: &[StatusLine],
+    ) -> io::Result<()>;
+}
+
+impl<D: Draw> View for Text<D> {
     fn update(
         &mut self,
         _out: &mut dyn Write,
@@ -319,7 +270,62 @@ impl View for Lines {
     }
 
     fn redraw(&mut self, out: &mut dyn Write, lines: &[StatusLine]) -> io::Result<()> {
-        for notice in self.pending.drain(..) {
+        self.draw.draw(out, self.pending.drain(..), lines)?;
+        out.flush()
+    }
+
+    fn redraws_on_update(&self) -> bool {
+        true
+    }
+
+    fn finish(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        out.flush()
+    }
+}
+
+/// A terminal: the status block is redrawn in place; notices scroll above it.
+#[derive(Default)]
+struct InPlace {
+    drawn: usize,
+}
+
+impl Draw for InPlace {
+    fn draw(
+        &mut self,
+        out: &mut dyn Write,
+        notices: std::vec::Drain<'_, String>,
+        lines: &[StatusLine],
+    ) -> io::Result<()> {
+        if self.drawn > 0 {
+            // Back to the first status line.
+            write!(out, "\x1b[{}F", self.drawn)?;
+        }
+        // This view writes its own escapes, so what it shows is made safe line by line.
+        for notice in notices {
+            writeln!(out, "\x1b[2K{}", visible(&notice))?;
+        }
+        for line in lines {
+            writeln!(out, "\x1b[2K{}", visible(&line.text))?;
+        }
+        self.drawn = lines.len();
+        Ok(())
+    }
+}
+
+/// Not a terminal: a status line whenever it changes (ages aside), notices as lines.
+#[derive(Default)]
+struct Changes {
+    last: Vec<String>,
+}
+
+impl Draw for Changes {
+    fn draw(
+        &mut self,
+        out: &mut dyn Write,
+        notices: std::vec::Drain<'_, String>,
+        lines: &[StatusLine],
+    ) -> io::Result<()> {
+        for notice in notices {
             writeln!(out, "{notice}")?;
         }
         self.last.resize(lines.len(), String::new());
@@ -330,15 +336,7 @@ impl View for Lines {
                 last.clone_from(&line.key);
             }
         }
-        out.flush()
-    }
-
-    fn redraws_on_update(&self) -> bool {
-        true
-    }
-
-    fn finish(&mut self, out: &mut dyn Write) -> io::Result<()> {
-        out.flush()
+        Ok(())
     }
 }
 
@@ -519,7 +517,7 @@ mod tests {
 
     #[test]
     fn the_live_view_writes_its_own_escapes_and_shows_a_rows_controls() {
-        let mut view = LiveView::default();
+        let mut view = Text::<InPlace>::default();
         let mut out = Vec::new();
         view.notice(&mut out, "store: turn p\x1b]52;c;eA==\x07 ended")
             .unwrap();

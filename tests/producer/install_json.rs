@@ -435,6 +435,65 @@ fn a_hand_laid_out_file_comes_back_byte_for_byte() {
     assert_eq!(fs::read_to_string(&config).expect("read"), original);
 }
 
+/// Settings holding an empty `hooks` object (`{"hooks": {}}`, found in Letta Code's and
+/// Claude Code's settings; Letta Code 0.25.9 runs the hooks installed into one): the
+/// install fills it, passes its read-back and `check`, and keeps the other key and
+/// the layout; uninstall takes out the `hooks` object hooktrack filled and emptied (as it
+/// cannot tell it from one it made), the rest byte for byte.
+#[test]
+fn settings_holding_an_empty_hooks_object_install_and_pass_the_read_back() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = tmp.path().join("store");
+    for name in json_agents() {
+        // Codex reads no top-level key but `description` and `hooks`.
+        let (key, other) = match agent(name).descriptor().install.top_level_keys {
+            Some(_) => ("description", r#""description": "mine""#),
+            None => ("other", r#""other": 1"#),
+        };
+        let cases = [
+            ("{\"hooks\": {}}".to_owned(), "{}".to_owned()),
+            (
+                format!("{{\"hooks\": {{}}, {other}}}"),
+                format!("{{{other}}}"),
+            ),
+            (
+                format!("{{{other}, \"hooks\": {{}}}}\n"),
+                format!("{{{other}}}\n"),
+            ),
+        ];
+        for (original, uninstalled) in cases {
+            let config = tmp.path().join(format!("{name}.json"));
+            fs::write(&config, &original).expect("write");
+            ok(&install(name, &config, &store, 1, "http://127.0.0.1:1/e"));
+            let text = fs::read_to_string(&config).expect("read");
+            let doc = json(&config);
+            assert_eq!(
+                ours(&doc).len(),
+                agent(name).descriptor().hook_events_for(None).len(),
+                "{name} {original}: {text}"
+            );
+            // The other key, as written, where it was; the file still one line.
+            let mut order = vec!["hooks"];
+            if original.contains(other) {
+                order.insert(
+                    usize::from(!original.starts_with(&format!("{{{other}"))),
+                    key,
+                );
+                assert!(text.contains(other), "{name}: {text}");
+            }
+            assert_eq!(keys(&doc), order, "{name}: {text}");
+            assert_eq!(text.trim_end().lines().count(), 1, "{name}: {text}");
+            ok(&run(&["check", name, "--file-only"], &config, &[]));
+            ok(&run(&["uninstall", name], &config, &[]));
+            assert_eq!(
+                fs::read_to_string(&config).expect("read"),
+                uninstalled,
+                "{name} {original}"
+            );
+        }
+    }
+}
+
 #[test]
 fn uninstall_leaves_a_file_without_hooktrack_entries_untouched() {
     let tmp = tempfile::tempdir().expect("tempdir");

@@ -248,6 +248,33 @@ mod tests {
         assert_eq!(live.count(Diag::TranscriptMarkerStale), 0);
     }
 
+    /// A row queued behind a waiting one is asked in its turn when that one goes on: a
+    /// second prompt that would end the turn the first one opened waits for the file to
+    /// reach its own time.
+    #[test]
+    fn a_row_behind_a_released_one_waits_in_its_turn() {
+        let mut live = Live::new();
+        live.row(&row("SessionStart", 1_000, ""), 1_000);
+        live.row(&prompt("p1", 2_000), 2_000);
+        live.transcript(vec![entry("p1", 1_990, "Make a file.")], 2_010);
+        live.row(&prompt("p2", 4_000), 4_010);
+        live.row(&prompt("p3", 4_500), 4_510);
+        assert_eq!(live.tracker.held_until(), Some(at(4_000 + HOLD_MS)));
+        live.transcript(vec![entry("p2", 4_050, "Wait a while.")], 4_520);
+        assert_eq!(live.tracker.held_until(), Some(at(4_500 + HOLD_MS)));
+        assert_eq!(
+            live.fed.last().map(String::as_str),
+            Some("hook UserPromptSubmit")
+        );
+        let prompts = |fed: &[String]| fed.iter().filter(|f| *f == "hook UserPromptSubmit").count();
+        assert_eq!(prompts(&live.fed), 2, "{:?}", live.fed);
+        live.transcript(vec![entry("p3", 4_550, "Then stop.")], 4_530);
+        assert_eq!(live.tracker.held_until(), None);
+        assert_eq!(prompts(&live.fed), 3, "{:?}", live.fed);
+        assert_eq!(live.count(Diag::RowHeldForTranscript), 2);
+        assert_eq!(live.count(Diag::RowHoldExpired), 0);
+    }
+
     /// The transcript never reaches the row's time: the row goes on `HOLD_MS` after it,
     /// the open turn is superseded, and the wait is counted as run out.
     #[test]

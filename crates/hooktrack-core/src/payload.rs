@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 
 use crate::event::TurnId;
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 pub struct Payload<'a> {
     #[serde(borrow, default, deserialize_with = "opt_text")]
     pub hook_event_name: Option<Cow<'a, str>>,
@@ -257,7 +257,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
 }
 
 /// `turn_id`: an integer (Kimi Code) or a string (Codex).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct TurnIdField(pub TurnId);
 
 impl<'de> Deserialize<'de> for TurnIdField {
@@ -287,7 +287,7 @@ impl<'de> Deserialize<'de> for TurnIdField {
 
 /// A prompt: a string, or a content-part array flattened to the text of its text parts
 /// (joined with a newline).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct PromptText<'a>(pub Cow<'a, str>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for PromptText<'a> {

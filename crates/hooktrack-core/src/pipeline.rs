@@ -12,6 +12,7 @@ use crate::deliveries::{Admission, DeliveryFilter, MAX_GENERATION_JUMP};
 use crate::diagnostics::{Diag, Diagnostics, Note};
 use crate::envelope::{EVENTS_LOST, PROCESS_ENDED, Via};
 use crate::event::Event;
+use crate::payload::Payload;
 use crate::posture::{ChannelState, Posture};
 use crate::provenance::{Cause, Facts, Provenance};
 use crate::provider::{Detection, Detector, ProviderChoice};
@@ -272,7 +273,8 @@ impl Pipeline {
         {
             self.session_file = Some((file, id.to_owned()));
         }
-        let event = provider.normalize_with(&row.event_name, &mut row.payload, self.tool_arguments);
+        let mut payload = Payload::clone(&row.payload);
+        let event = provider.normalize_with(&row.event_name, &mut payload, self.tool_arguments);
         let meta = row.meta;
         let event_name = std::mem::take(&mut row.event_name);
         let tmux_pane = row.tmux_pane.take();
@@ -308,9 +310,9 @@ impl Pipeline {
     }
 
     /// Whether `row` would end this session's open main turn by beginning something else
-    /// ([`Correlator::would_supersede`]). `row` is a copy the caller parsed for the
-    /// question: the adapter takes what it maps out of the payload.
-    pub fn would_supersede(&self, mut row: Row<'_>) -> bool {
+    /// ([`Correlator::would_supersede`]). The adapter maps a copy of its payload (it takes
+    /// what it maps out of it): `row` stays as parsed, to be fed or held.
+    pub fn would_supersede(&self, row: &Row<'_>) -> bool {
         let Some(correlator) = &self.correlator else {
             return false;
         };
@@ -320,7 +322,8 @@ impl Pipeline {
         let Some(provider) = self.detection().map(|d| d.provider) else {
             return false;
         };
-        let event = provider.normalize_with(&row.event_name, &mut row.payload, self.tool_arguments);
+        let mut payload = Payload::clone(&row.payload);
+        let event = provider.normalize_with(&row.event_name, &mut payload, self.tool_arguments);
         correlator.would_supersede(&event)
     }
 

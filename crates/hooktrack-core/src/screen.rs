@@ -235,10 +235,15 @@ mod tests {
     }
 }
 
-/// The rule through the tracker, with Claude Code 2.1.332's and Factory Droid 0.225.2's
-/// screens as their TUIs drew them (`agents/*/screens/`, captured in tmux).
+/// The rule through the tracker and the agents' looks, with the screens their TUIs drew in
+/// tmux (`agents/*/screens/`): Claude Code 2.1.332's, Factory Droid 0.225.2's, and
+/// Codex's and Gemini CLI's against the tests' mock (`*-exec-*` and `*-shell-*` the TUI
+/// alone, `*-session-*` under `hooktrack session` with its hooks running, as the
+/// end-to-end tests keep them).
 #[cfg(test)]
 mod tracker_tests {
+    use crate::agent::Agent;
+    use crate::agents::Screen;
     use crate::diagnostics::Diag;
     use crate::follow::Request;
     use crate::posture::{Phase, TurnResult};
@@ -246,246 +251,16 @@ mod tracker_tests {
     use crate::time::Timestamp;
     use crate::tracker::{FedLine, Tracker, TrackerConfig};
 
-    const DIALOG: &str = include_str!("agents/claude_code/screens/2.1.332-bash-dialog.txt");
-    const ANSWERED: &str = include_str!("agents/claude_code/screens/2.1.332-bash-answered.txt");
-
-    /// A Claude Code row at second `at` from pane `%3`.
-    fn row(event: &str, at: u32, extra: &str) -> String {
-        format!(
-            r#"{{"v":1,"provider":"claude","received_at":"2026-01-01T00:00:{at:02}.000Z","event":"{event}","tmux_pane":"%3","payload":{{"hook_event_name":"{event}","session_id":"s","transcript_path":"/t/s.jsonl","prompt_id":"p1"{extra}}}}}"#
-        )
-    }
-
-    const CALL: &str =
-        r#","tool_name":"Bash","tool_input":{"command":"timeout 20 tail -f /dev/null"}"#;
-
-    fn feed(tracker: &mut Tracker, lines: &[String]) {
-        let mut sink = |_: FedLine<'_, '_>| Ok::<(), ()>(());
-        for (i, line) in lines.iter().enumerate() {
-            let mut row = crate::row::parse_line(line.as_bytes()).expect("a row");
-            tracker
-                .feed_hook(i as u64 + 1, Ok(&mut row), false, &mut sink)
-                .expect("fed");
-        }
-    }
-
-    fn at(second: i64) -> Timestamp {
-        Timestamp::from_millis(1_767_225_600_000 + second * 1_000)
-    }
-
-    /// The screen reads asked for at `now`.
-    fn asked(tracker: &mut Tracker, now: Timestamp) -> Vec<Request> {
-        tracker.ask_screens(now);
-        tracker
-            .take_requests()
-            .into_iter()
-            .filter(|r| matches!(r, Request::ReadScreen { .. }))
-            .collect()
-    }
-
-    fn read(tracker: &mut Tracker, text: &str, now: Timestamp) {
-        let mut sink = |_: FedLine<'_, '_>| Ok::<(), ()>(());
-        tracker.screen_read(0, text, now, &mut sink).expect("read");
-    }
-
-    fn blocked_tracker(read_screens: bool) -> Tracker {
-        let mut tracker = Tracker::new(TrackerConfig {
-            read_screens,
-            ..TrackerConfig::default()
-        });
-        let call = format!(r#"{CALL},"tool_use_id":"toolu_1""#);
-        feed(
-            &mut tracker,
-            &[
-                row("SessionStart", 1, ""),
-                row("UserPromptSubmit", 2, r#","prompt":"Wait.""#),
-                row("PreToolUse", 3, &call),
-                row("PermissionRequest", 3, CALL),
-            ],
-        );
-        assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
-        tracker
-    }
-
-    #[test]
-    fn the_descriptor_knows_the_dialog_drawn_and_not_the_screen_after_yes() {
-        let screen = crate::agent::Agent::ClaudeCode
-            .descriptor()
-            .screen
-            .expect("Claude Code's screen is read");
-        assert!(screen.draws_dialog(DIALOG));
-        assert!(!screen.draws_dialog(ANSWERED));
-    }
-
-    #[test]
-    fn the_dialog_seen_drawn_then_gone_ends_the_window_and_the_turn_goes_on_to_success() {
-        let mut tracker = blocked_tracker(true);
-        let pane = Request::ReadScreen {
-            session: 0,
-            pane: "%3".into(),
-        };
-        assert_eq!(asked(&mut tracker, at(4)), [pane]);
-        // Gone before it was ever seen drawn: the hook ran before the TUI drew it.
-        read(&mut tracker, ANSWERED, at(4));
-        assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
-        read(&mut tracker, DIALOG, at(5));
-        assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
-        read(&mut tracker, ANSWERED, at(6));
-        let pipeline = tracker.pipeline();
-        assert_eq!(pipeline.posture().turn.phase, Phase::Active);
-        let cause = pipeline.provenance().phase.as_ref().expect("a cause");
-        assert_eq!(
-            (cause.source, cause.event.as_str(), cause.at),
-            (Source::Screen, "dialog_answered", Some(at(6)))
-        );
-        assert_eq!(
-            pipeline.diagnostics().count(Diag::DialogAnsweredOnScreen),
-            1
-        );
-        assert_eq!(tracker.screen_due(), None, "nothing waits: nothing is read");
-        // The call's end and the turn's: no answer missing its window, success.
-        let call = format!(r#"{CALL},"tool_use_id":"toolu_1""#);
-        feed(
-            &mut tracker,
-            &[row("PostToolUse", 26, &call), row("Stop", 27, "")],
-        );
-        let pipeline = tracker.pipeline();
-        assert_eq!(pipeline.posture().last_turn.result, TurnResult::Success);
-        assert_eq!(
-            pipeline
-                .diagnostics()
-                .count(Diag::PermissionResultWithoutRequest),
-            0
-        );
-    }
-
-    #[test]
-    fn a_replay_reads_no_screen_and_a_pane_that_cannot_be_read_is_counted() {
-        let mut replay = blocked_tracker(false);
-        assert_eq!(replay.screen_due(), None);
-        assert_eq!(asked(&mut replay, at(4)), []);
-        let mut live = blocked_tracker(true);
-        assert_eq!(asked(&mut live, at(4)).len(), 1);
-        live.screen_failed(0);
-        assert_eq!(asked(&mut live, at(5)), []);
-        assert_eq!(live.pipeline().diagnostics().count(Diag::ScreenUnread), 1);
-        assert_eq!(live.pipeline().posture().turn.phase, Phase::Blocked);
-    }
-
-    /// Factory Droid 0.225.2: `Notification(permission_prompt)` after the call's
-    /// `PreToolUse` opens the window, and no hook comes on "Yes, allow" until the call's
-    /// `PostToolUse`: the pane, the dialog seen drawn then gone, ends it.
-    mod factory_droid {
-        use super::{
-            Diag, Phase, Request, Source, Tracker, TrackerConfig, TurnResult, asked, at, feed, read,
-        };
-        use crate::agent::Agent;
-
-        const DIALOG: &str =
-            include_str!("agents/factory_droid/screens/0.225.2-execute-dialog.txt");
-        const ANSWERED: &str =
-            include_str!("agents/factory_droid/screens/0.225.2-execute-answered.txt");
-        const REJECTED: &str =
-            include_str!("agents/factory_droid/screens/0.225.2-execute-rejected.txt");
-        const IDLE: &str = include_str!("agents/factory_droid/screens/0.225.2-idle.txt");
-
-        /// A Factory Droid row at second `at` from pane `%4`.
-        fn row(event: &str, at: u32, extra: &str) -> String {
-            format!(
-                r#"{{"v":1,"provider":"droid","received_at":"2026-01-01T00:00:{at:02}.000Z","event":"{event}","tmux_pane":"%4","payload":{{"hook_event_name":"{event}","session_id":"d","transcript_path":"/h/.factory/sessions/-w/d.jsonl","permission_mode":"off"{extra}}}}}"#
-            )
-        }
-
-        const CALL: &str =
-            r#","tool_name":"Execute","tool_input":{"command":"sleep 20","riskLevel":"medium"}"#;
-
-        #[test]
-        fn the_descriptor_knows_droids_dialog_and_none_of_its_other_screens() {
-            let screen = Agent::FactoryDroid
-                .descriptor()
-                .screen
-                .expect("Factory Droid's screen is read");
-            assert!(screen.draws_dialog(DIALOG));
-            for other in [ANSWERED, REJECTED, IDLE] {
-                assert!(!screen.draws_dialog(other), "{other}");
-            }
-        }
-
-        #[test]
-        fn droids_dialog_seen_drawn_then_gone_ends_the_window_before_the_calls_end() {
-            let mut tracker = Tracker::new(TrackerConfig {
-                read_screens: true,
-                ..TrackerConfig::default()
-            });
-            feed(
-                &mut tracker,
-                &[
-                    row("SessionStart", 1, r#","source":"startup""#),
-                    row(
-                        "UserPromptSubmit",
-                        2,
-                        r#","prompt":"Wait a bit.","message_id":"m1""#,
-                    ),
-                    row("PreToolUse", 3, CALL),
-                    row(
-                        "Notification",
-                        3,
-                        r#","notification_type":"permission_prompt","message":"Factory CLI needs permission to execute 1 tool(s)""#,
-                    ),
-                ],
-            );
-            assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
-            let pane = Request::ReadScreen {
-                session: 0,
-                pane: "%4".into(),
-            };
-            assert_eq!(asked(&mut tracker, at(4)), [pane]);
-            // Gone before it was ever seen drawn says nothing; drawn, then gone, answers.
-            read(&mut tracker, IDLE, at(4));
-            assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
-            read(&mut tracker, DIALOG, at(4));
-            assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
-            read(&mut tracker, ANSWERED, at(5));
-            let pipeline = tracker.pipeline();
-            assert_eq!(pipeline.posture().turn.phase, Phase::Active);
-            let cause = pipeline.provenance().phase.as_ref().expect("a cause");
-            assert_eq!(
-                (cause.source, cause.event.as_str(), cause.at),
-                (Source::Screen, "dialog_answered", Some(at(5)))
-            );
-            assert_eq!(
-                pipeline.diagnostics().count(Diag::DialogAnsweredOnScreen),
-                1
-            );
-            feed(
-                &mut tracker,
-                &[
-                    row("PostToolUse", 24, CALL),
-                    row("Stop", 25, r#","message_id":"m2","stop_hook_active":false"#),
-                ],
-            );
-            assert_eq!(
-                tracker.pipeline().posture().last_turn.result,
-                TurnResult::Success
-            );
-        }
-    }
-}
-
-/// Codex's and Gemini CLI's screens as their TUIs drew them in tmux against the tests'
-/// mock (kept in `agents/codex/screens/` and `agents/gemini_cli/screens/`: `*-exec-*` and
-/// `*-shell-*` the TUI alone, `*-session-*` under `hooktrack session` with its hooks
-/// running, as the end-to-end tests keep them), read by their descriptors' looks; and
-/// Gemini CLI's window, opened by a `Notification`, ended by them.
-#[cfg(test)]
-mod agent_screens {
-    use crate::agent::Agent;
-    use crate::agents::Screen;
-    use crate::diagnostics::Diag;
-    use crate::posture::{Phase, TurnResult};
-    use crate::time::Timestamp;
-    use crate::tracker::{FedLine, Tracker, TrackerConfig};
-
+    const CLAUDE_DIALOG: &str = include_str!("agents/claude_code/screens/2.1.332-bash-dialog.txt");
+    const CLAUDE_ANSWERED: &str =
+        include_str!("agents/claude_code/screens/2.1.332-bash-answered.txt");
+    const DROID_DIALOG: &str =
+        include_str!("agents/factory_droid/screens/0.225.2-execute-dialog.txt");
+    const DROID_ANSWERED: &str =
+        include_str!("agents/factory_droid/screens/0.225.2-execute-answered.txt");
+    const DROID_REJECTED: &str =
+        include_str!("agents/factory_droid/screens/0.225.2-execute-rejected.txt");
+    const DROID_IDLE: &str = include_str!("agents/factory_droid/screens/0.225.2-idle.txt");
     const CODEX_DIALOG: &str = include_str!("agents/codex/screens/0.171.0-exec-dialog.txt");
     const CODEX_REJECT_DIALOG: &str =
         include_str!("agents/codex/screens/0.171.0-exec-reject-dialog.txt");
@@ -527,29 +302,47 @@ mod agent_screens {
             .unwrap_or_else(|| panic!("{agent:?}'s screen is read"))
     }
 
+    /// Each agent's look finds its dialog on every screen that draws it, and on none of the
+    /// screens after the answer ("Yes": the call running; its end at the prompt; a
+    /// rejection) or before it.
     #[test]
-    fn codex_0_171_0_draws_its_command_dialog_and_not_the_screens_after_the_answer() {
-        let codex = screen(Agent::Codex);
-        assert!(codex.draws_dialog(CODEX_DIALOG));
-        assert!(codex.draws_dialog(CODEX_REJECT_DIALOG));
-        assert!(codex.draws_dialog(CODEX_SESSION_DIALOG));
-        // "Yes": the call running; the call's end at the prompt; a rejection.
-        assert!(!codex.draws_dialog(CODEX_ANSWERED));
-        assert!(!codex.draws_dialog(CODEX_SESSION_ANSWERED));
-        assert!(!codex.draws_dialog(CODEX_IDLE));
-        assert!(!codex.draws_dialog(CODEX_REJECTED));
-    }
-
-    #[test]
-    fn gemini_cli_0_61_0_draws_its_shell_confirmation_and_not_the_screens_after_the_answer() {
-        let gemini = screen(Agent::GeminiCli);
-        assert!(gemini.draws_dialog(GEMINI_DIALOG));
-        assert!(gemini.draws_dialog(GEMINI_REJECT_DIALOG));
-        assert!(gemini.draws_dialog(GEMINI_SESSION_DIALOG));
-        assert!(!gemini.draws_dialog(GEMINI_ANSWERED));
-        assert!(!gemini.draws_dialog(GEMINI_SESSION_ANSWERED));
-        assert!(!gemini.draws_dialog(GEMINI_IDLE));
-        assert!(!gemini.draws_dialog(GEMINI_REJECTED));
+    fn each_agents_look_sees_its_dialog_and_not_the_screens_after_the_answer() {
+        let cases: [(Agent, &[&str], &[&str]); 4] = [
+            (Agent::ClaudeCode, &[CLAUDE_DIALOG], &[CLAUDE_ANSWERED]),
+            (
+                Agent::FactoryDroid,
+                &[DROID_DIALOG],
+                &[DROID_ANSWERED, DROID_REJECTED, DROID_IDLE],
+            ),
+            (
+                Agent::Codex,
+                &[CODEX_DIALOG, CODEX_REJECT_DIALOG, CODEX_SESSION_DIALOG],
+                &[
+                    CODEX_ANSWERED,
+                    CODEX_SESSION_ANSWERED,
+                    CODEX_IDLE,
+                    CODEX_REJECTED,
+                ],
+            ),
+            (
+                Agent::GeminiCli,
+                &[GEMINI_DIALOG, GEMINI_REJECT_DIALOG, GEMINI_SESSION_DIALOG],
+                &[
+                    GEMINI_ANSWERED,
+                    GEMINI_SESSION_ANSWERED,
+                    GEMINI_IDLE,
+                    GEMINI_REJECTED,
+                ],
+            ),
+        ];
+        for (agent, dialogs, others) in cases {
+            for dialog in dialogs {
+                assert!(screen(agent).draws_dialog(dialog), "{agent:?}:\n{dialog}");
+            }
+            for other in others {
+                assert!(!screen(agent).draws_dialog(other), "{agent:?}:\n{other}");
+            }
+        }
     }
 
     #[test]
@@ -602,15 +395,36 @@ mod agent_screens {
         }
     }
 
-    /// A Gemini CLI 0.61.0 row at second `at` from pane `%3`.
-    fn row(event: &str, at: u32, extra: &str) -> String {
+    /// A Claude Code row at second `at` from pane `%3`.
+    fn claude(event: &str, at: u32, extra: &str) -> String {
         format!(
-            r#"{{"v":1,"provider":"gemini","received_at":"2026-01-01T00:00:{at:02}.000Z","event":"{event}","tmux_pane":"%3","payload":{{"hook_event_name":"{event}","session_id":"s","transcript_path":"/t/session-s.jsonl","cwd":"/w","timestamp":"2026-01-01T00:00:{at:02}.000Z"{extra}}}}}"#
+            r#"{{"v":1,"provider":"claude","received_at":"2026-01-01T00:00:{at:02}.000Z","event":"{event}","tmux_pane":"%3","payload":{{"hook_event_name":"{event}","session_id":"s","transcript_path":"/t/s.jsonl","prompt_id":"p1"{extra}}}}}"#
         )
     }
 
-    const CALL: &str = r#","tool_name":"run_shell_command","tool_input":{"command":"sleep 20","description":"Wait twenty seconds"}"#;
+    const CLAUDE_CALL: &str =
+        r#","tool_name":"Bash","tool_input":{"command":"timeout 20 tail -f /dev/null"}"#;
 
+    /// A Factory Droid row at second `at` from pane `%4`.
+    fn droid(event: &str, at: u32, extra: &str) -> String {
+        format!(
+            r#"{{"v":1,"provider":"droid","received_at":"2026-01-01T00:00:{at:02}.000Z","event":"{event}","tmux_pane":"%4","payload":{{"hook_event_name":"{event}","session_id":"d","transcript_path":"/h/.factory/sessions/-w/d.jsonl","permission_mode":"off"{extra}}}}}"#
+        )
+    }
+
+    const DROID_CALL: &str =
+        r#","tool_name":"Execute","tool_input":{"command":"sleep 20","riskLevel":"medium"}"#;
+
+    /// A Gemini CLI 0.61.0 row at second `at` from pane `%5`.
+    fn gemini(event: &str, at: u32, extra: &str) -> String {
+        format!(
+            r#"{{"v":1,"provider":"gemini","received_at":"2026-01-01T00:00:{at:02}.000Z","event":"{event}","tmux_pane":"%5","payload":{{"hook_event_name":"{event}","session_id":"s","transcript_path":"/t/session-s.jsonl","cwd":"/w","timestamp":"2026-01-01T00:00:{at:02}.000Z"{extra}}}}}"#
+        )
+    }
+
+    const GEMINI_CALL: &str = r#","tool_name":"run_shell_command","tool_input":{"command":"sleep 20","description":"Wait twenty seconds"}"#;
+
+    /// Feeds `lines`, the first as line `first` of the store.
     fn feed(tracker: &mut Tracker, first: u64, lines: &[String]) {
         let mut sink = |_: FedLine<'_, '_>| Ok::<(), ()>(());
         for (i, line) in lines.iter().enumerate() {
@@ -625,72 +439,191 @@ mod agent_screens {
         Timestamp::from_millis(1_767_225_600_000 + second * 1_000)
     }
 
-    fn read(tracker: &mut Tracker, text: &str, second: i64) {
-        let mut sink = |_: FedLine<'_, '_>| Ok::<(), ()>(());
+    /// The screen reads asked for at `now`.
+    fn asked(tracker: &mut Tracker, now: Timestamp) -> Vec<Request> {
+        tracker.ask_screens(now);
         tracker
-            .screen_read(0, text, at(second), &mut sink)
-            .expect("read");
-    }
-
-    /// Gemini CLI's only sign of its dialog is `Notification(ToolPermission)`: the window
-    /// it opens ends once the confirmation seen drawn is gone, and the call's `AfterTool`
-    /// and the turn's `AfterAgent` then end as before.
-    #[test]
-    fn gemini_cli_confirmation_seen_drawn_then_gone_ends_its_notifications_window() {
-        let mut tracker = Tracker::new(TrackerConfig {
-            read_screens: true,
-            ..TrackerConfig::default()
-        });
-        feed(
-            &mut tracker,
-            1,
-            &[
-                row("SessionStart", 1, r#","source":"startup""#),
-                row("BeforeAgent", 2, r#","prompt":"Wait. [[wait20]]""#),
-                row("BeforeTool", 3, CALL),
-                row(
-                    "Notification",
-                    3,
-                    r#","notification_type":"ToolPermission","message":"Tool Confirm Shell Command requires execution","details":{"type":"exec","title":"Confirm Shell Command","command":"sleep 20","rootCommand":"sleep"}"#,
-                ),
-            ],
-        );
-        assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
-        tracker.ask_screens(at(4));
-        let reads = tracker
             .take_requests()
             .into_iter()
-            .filter(|r| matches!(r, crate::follow::Request::ReadScreen { .. }))
-            .count();
-        assert_eq!(reads, 1, "the pane is read");
-        read(&mut tracker, GEMINI_DIALOG, 4);
+            .filter(|r| matches!(r, Request::ReadScreen { .. }))
+            .collect()
+    }
+
+    fn read(tracker: &mut Tracker, text: &str, now: Timestamp) {
+        let mut sink = |_: FedLine<'_, '_>| Ok::<(), ()>(());
+        tracker.screen_read(0, text, now, &mut sink).expect("read");
+    }
+
+    fn blocked_tracker(read_screens: bool) -> Tracker {
+        let mut tracker = Tracker::new(TrackerConfig {
+            read_screens,
+            ..TrackerConfig::default()
+        });
+        feed(&mut tracker, 1, &claude_blocked());
         assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
-        read(&mut tracker, GEMINI_ANSWERED, 5);
-        let pipeline = tracker.pipeline();
-        assert_eq!(pipeline.posture().turn.phase, Phase::Active);
-        assert_eq!(
-            pipeline.diagnostics().count(Diag::DialogAnsweredOnScreen),
-            1
-        );
-        feed(
-            &mut tracker,
-            5,
-            &[
-                row(
-                    "AfterTool",
-                    25,
-                    &format!(r#"{CALL},"tool_response":{{"llmContent":"ok"}}"#),
-                ),
-                row(
-                    "AfterAgent",
-                    26,
-                    r#","prompt":"Wait. [[wait20]]","prompt_response":"Done.","stop_hook_active":false"#,
-                ),
-            ],
-        );
-        let pipeline = tracker.pipeline();
-        assert_eq!(pipeline.posture().turn.phase, Phase::Ready);
-        assert_eq!(pipeline.posture().last_turn.result, TurnResult::Success);
+        tracker
+    }
+
+    /// Claude Code's rows up to its `PermissionRequest`.
+    fn claude_blocked() -> Vec<String> {
+        let call = format!(r#"{CLAUDE_CALL},"tool_use_id":"toolu_1""#);
+        vec![
+            claude("SessionStart", 1, ""),
+            claude("UserPromptSubmit", 2, r#","prompt":"Wait.""#),
+            claude("PreToolUse", 3, &call),
+            claude("PermissionRequest", 3, CLAUDE_CALL),
+        ]
+    }
+
+    /// One agent's dialog through the tracker: the rows that open its window, its pane,
+    /// a screen without the dialog, the dialog, the screen after "Yes", and the rows of
+    /// the call's end and the turn's.
+    struct DrawnThenGone {
+        agent: Agent,
+        opened: Vec<String>,
+        pane: &'static str,
+        without: &'static str,
+        dialog: &'static str,
+        answered: &'static str,
+        ended: Vec<String>,
+    }
+
+    /// Claude Code 2.1.332 (`PermissionRequest`); Factory Droid 0.225.2, whose
+    /// `Notification(permission_prompt)` after the call's `PreToolUse` opens the window and
+    /// whose "Yes, allow" fires no hook until the call's `PostToolUse`; Gemini CLI 0.61.0,
+    /// whose only sign of its dialog is `Notification(ToolPermission)`. The dialog seen
+    /// drawn then gone ends each window (a screen without it before it was ever seen drawn
+    /// says nothing: the hook ran before the TUI drew it), and the call and the turn then
+    /// end as before, in success.
+    #[test]
+    fn a_dialog_seen_drawn_then_gone_ends_the_window_and_the_turn_goes_on_to_success() {
+        let claude_call = format!(r#"{CLAUDE_CALL},"tool_use_id":"toolu_1""#);
+        let cases = [
+            DrawnThenGone {
+                agent: Agent::ClaudeCode,
+                opened: claude_blocked(),
+                pane: "%3",
+                without: CLAUDE_ANSWERED,
+                dialog: CLAUDE_DIALOG,
+                answered: CLAUDE_ANSWERED,
+                ended: vec![
+                    claude("PostToolUse", 26, &claude_call),
+                    claude("Stop", 27, ""),
+                ],
+            },
+            DrawnThenGone {
+                agent: Agent::FactoryDroid,
+                opened: vec![
+                    droid("SessionStart", 1, r#","source":"startup""#),
+                    droid(
+                        "UserPromptSubmit",
+                        2,
+                        r#","prompt":"Wait a bit.","message_id":"m1""#,
+                    ),
+                    droid("PreToolUse", 3, DROID_CALL),
+                    droid(
+                        "Notification",
+                        3,
+                        r#","notification_type":"permission_prompt","message":"Factory CLI needs permission to execute 1 tool(s)""#,
+                    ),
+                ],
+                pane: "%4",
+                without: DROID_IDLE,
+                dialog: DROID_DIALOG,
+                answered: DROID_ANSWERED,
+                ended: vec![
+                    droid("PostToolUse", 24, DROID_CALL),
+                    droid("Stop", 25, r#","message_id":"m2","stop_hook_active":false"#),
+                ],
+            },
+            DrawnThenGone {
+                agent: Agent::GeminiCli,
+                opened: vec![
+                    gemini("SessionStart", 1, r#","source":"startup""#),
+                    gemini("BeforeAgent", 2, r#","prompt":"Wait. [[wait20]]""#),
+                    gemini("BeforeTool", 3, GEMINI_CALL),
+                    gemini(
+                        "Notification",
+                        3,
+                        r#","notification_type":"ToolPermission","message":"Tool Confirm Shell Command requires execution","details":{"type":"exec","title":"Confirm Shell Command","command":"sleep 20","rootCommand":"sleep"}"#,
+                    ),
+                ],
+                pane: "%5",
+                without: GEMINI_IDLE,
+                dialog: GEMINI_DIALOG,
+                answered: GEMINI_ANSWERED,
+                ended: vec![
+                    gemini(
+                        "AfterTool",
+                        25,
+                        &format!(r#"{GEMINI_CALL},"tool_response":{{"llmContent":"ok"}}"#),
+                    ),
+                    gemini(
+                        "AfterAgent",
+                        26,
+                        r#","prompt":"Wait. [[wait20]]","prompt_response":"Done.","stop_hook_active":false"#,
+                    ),
+                ],
+            },
+        ];
+        for case in cases {
+            let agent = case.agent;
+            let mut tracker = Tracker::new(TrackerConfig {
+                read_screens: true,
+                ..TrackerConfig::default()
+            });
+            feed(&mut tracker, 1, &case.opened);
+            let phase = |t: &Tracker| t.pipeline().posture().turn.phase;
+            assert_eq!(phase(&tracker), Phase::Blocked, "{agent:?}");
+            let pane = Request::ReadScreen {
+                session: 0,
+                pane: case.pane.into(),
+            };
+            assert_eq!(asked(&mut tracker, at(4)), [pane], "{agent:?}");
+            read(&mut tracker, case.without, at(4));
+            assert_eq!(phase(&tracker), Phase::Blocked, "{agent:?}");
+            read(&mut tracker, case.dialog, at(5));
+            assert_eq!(phase(&tracker), Phase::Blocked, "{agent:?}");
+            read(&mut tracker, case.answered, at(6));
+            let pipeline = tracker.pipeline();
+            assert_eq!(pipeline.posture().turn.phase, Phase::Active, "{agent:?}");
+            let cause = pipeline.provenance().phase.as_ref().expect("a cause");
+            assert_eq!(
+                (cause.source, cause.event.as_str(), cause.at),
+                (Source::Screen, "dialog_answered", Some(at(6))),
+                "{agent:?}"
+            );
+            let count = |t: &Tracker, diag| t.pipeline().diagnostics().count(diag);
+            assert_eq!(
+                count(&tracker, Diag::DialogAnsweredOnScreen),
+                1,
+                "{agent:?}"
+            );
+            assert_eq!(tracker.screen_due(), None, "{agent:?}: nothing waits");
+            feed(&mut tracker, case.opened.len() as u64 + 1, &case.ended);
+            let posture = tracker.pipeline().posture();
+            assert_eq!(posture.turn.phase, Phase::Ready, "{agent:?}");
+            assert_eq!(posture.last_turn.result, TurnResult::Success, "{agent:?}");
+            // No answer missing its window.
+            assert_eq!(
+                count(&tracker, Diag::PermissionResultWithoutRequest),
+                0,
+                "{agent:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_replay_reads_no_screen_and_a_pane_that_cannot_be_read_is_counted() {
+        let mut replay = blocked_tracker(false);
+        assert_eq!(replay.screen_due(), None);
+        assert_eq!(asked(&mut replay, at(4)), []);
+        let mut live = blocked_tracker(true);
+        assert_eq!(asked(&mut live, at(4)).len(), 1);
+        live.screen_failed(0);
+        assert_eq!(asked(&mut live, at(5)), []);
+        assert_eq!(live.pipeline().diagnostics().count(Diag::ScreenUnread), 1);
+        assert_eq!(live.pipeline().posture().turn.phase, Phase::Blocked);
     }
 
     /// A Qwen Code 0.24.4 row at second `at` from pane `%3`.

@@ -299,18 +299,21 @@ impl Sessions {
     /// The session key of a row whose agent's sessions are its processes
     /// ([`SessionKey::AgentProcess`]): `pid:<agent_pid>`. `None` for every other row (and
     /// for such an agent's row with no `agent_pid`, a bare payload): it goes by its payload.
-    /// Only a row that names no session of its own, or names Letta Code's `event_type`
-    /// (whose `conversation_id` reads as a session id: the one Auggie's payloads use), is
-    /// looked at, so the rows of the agents whose payloads name one cost nothing more.
+    /// The row's agent's descriptor decides: the one chosen, else the one the envelope's
+    /// `provider` names or detection finds. With no agent chosen, a row without a
+    /// `provider` that names a session of its own goes by it, without running every
+    /// agent's detection rules.
     fn process_key(&self, row: &Row<'_>) -> Option<String> {
         let pid = row.agent_pid?;
-        if row.payload.session_id.is_some() && row.payload.event_type.is_none() {
-            return None;
-        }
         let agent = match self.choice {
             ProviderChoice::Exactly(agent) => agent,
-            ProviderChoice::Auto => crate::provider::detect(row)?.0,
             ProviderChoice::Kimi => return None,
+            ProviderChoice::Auto
+                if row.provider_hint.is_none() && row.payload.session_id.is_some() =>
+            {
+                return None;
+            }
+            ProviderChoice::Auto => crate::provider::detect(row)?.0,
         };
         (agent.descriptor().session_key == SessionKey::AgentProcess).then(|| process_key(pid))
     }
@@ -534,6 +537,49 @@ mod tests {
         let line = letta("Stop", 99);
         let row = crate::row::parse_line(line.as_bytes()).expect("a row");
         assert_eq!(s.peek(&row), None);
+    }
+
+    /// Letta Code's payloads may carry a `conversation_id` (`"default"` for every
+    /// process), which reads as a session id; Auggie's name their session by it. Each
+    /// agent's descriptor decides, whether the agent is chosen or named by the envelope.
+    #[test]
+    fn a_conversation_id_splits_auggies_sessions_and_not_lettas_processes() {
+        use crate::agent::Agent;
+        let row = |provider: &str, pid: u32, payload: &str| {
+            format!(
+                r#"{{"provider":"{provider}","event":"Stop","agent_pid":{pid},"payload":{payload}}}"#
+            )
+        };
+        let letta = |pid| {
+            row(
+                "letta",
+                pid,
+                r#"{"event_type":"Stop","conversation_id":"default"}"#,
+            )
+        };
+        let auggie = |pid, id| {
+            row(
+                "auggie",
+                pid,
+                &format!(r#"{{"hook_event_name":"Stop","conversation_id":"{id}"}}"#),
+            )
+        };
+        for choice in [
+            ProviderChoice::Auto,
+            ProviderChoice::Exactly(Agent::LettaCode),
+        ] {
+            let mut s = Sessions::new(choice);
+            assert_eq!(feed(&mut s, &[letta(11), letta(22), letta(11)]), [0, 1, 0]);
+            let ids: Vec<_> = s.all().iter().map(|p| p.session_id.as_deref()).collect();
+            assert_eq!(ids, [Some("pid:11"), Some("pid:22")], "{choice:?}");
+        }
+        for choice in [ProviderChoice::Auto, ProviderChoice::Exactly(Agent::Auggie)] {
+            let mut s = Sessions::new(choice);
+            let lines = [auggie(11, "c1"), auggie(11, "c2"), auggie(22, "c1")];
+            assert_eq!(feed(&mut s, &lines), [0, 1, 0], "{choice:?}");
+            let ids: Vec<_> = s.all().iter().map(|p| p.session_id.as_deref()).collect();
+            assert_eq!(ids, [Some("c1"), Some("c2")], "{choice:?}");
+        }
     }
 
     #[test]

@@ -296,7 +296,7 @@ impl Tracker {
         };
         let (number, parsed) = parse_read_line(line);
         if let (Ok(row), Some(bytes)) = (&parsed, bytes)
-            && let Some(waits) = self.must_wait(row, bytes, now)
+            && let Some(waits) = self.must_wait(row, now)
         {
             self.held.lines.push_back(HeldLine::Row {
                 number,
@@ -306,10 +306,7 @@ impl Tracker {
             self.count_in(waits.0, Diag::RowHeldForTranscript);
             return Ok(());
         }
-        match parsed {
-            Ok(mut row) => self.feed_hook(number, Ok(&mut row), replayed, sink),
-            Err(e) => self.feed_hook(number, Err(e), replayed, sink),
-        }
+        self.feed_parsed(number, parsed, replayed, sink)
     }
 
     /// Feeds the lines kept back by [`Tracker::feed_live`] whose wait is over at `now`
@@ -330,40 +327,62 @@ impl Tracker {
                 HeldLine::Row {
                     number,
                     bytes,
-                    waits,
+                    waits: Some((session, at)),
                 } => {
-                    let waits = match waits {
-                        Some(w) => Some(w),
-                        // A row behind the one that waited may have to wait in its turn.
-                        None => match parse_line(&bytes) {
-                            Ok(row) if !all => self.must_wait(&row, &bytes, now).inspect(|w| {
-                                self.count_in(w.0, Diag::RowHeldForTranscript);
-                            }),
-                            _ => None,
-                        },
+                    let behind = self.follows.behind(session, at);
+                    if behind && !all && now.as_millis() < at.as_millis() + HOLD_MS {
+                        self.held.lines.push_front(HeldLine::Row {
+                            number,
+                            bytes,
+                            waits: Some((session, at)),
+                        });
+                        return Ok(());
+                    }
+                    if behind {
+                        self.count_in(session, Diag::RowHoldExpired);
+                    }
+                    self.feed_parsed(number, parse_line(&bytes), false, sink)?;
+                }
+                HeldLine::Row {
+                    number,
+                    bytes,
+                    waits: None,
+                } => {
+                    let parsed = parse_line(&bytes);
+                    // A row behind the one that waited may have to wait in its turn.
+                    let waits = match &parsed {
+                        Ok(row) if !all => self.must_wait(row, now),
+                        _ => None,
                     };
-                    if let Some((session, at)) = waits {
-                        let behind = self.follows.behind(session, at);
-                        if behind && !all && now.as_millis() < at.as_millis() + HOLD_MS {
-                            self.held.lines.push_front(HeldLine::Row {
-                                number,
-                                bytes,
-                                waits: Some((session, at)),
-                            });
-                            return Ok(());
-                        }
-                        if behind {
-                            self.count_in(session, Diag::RowHoldExpired);
-                        }
+                    if let Some(waits) = waits {
+                        drop(parsed);
+                        self.count_in(waits.0, Diag::RowHeldForTranscript);
+                        self.held.lines.push_front(HeldLine::Row {
+                            number,
+                            bytes,
+                            waits: Some(waits),
+                        });
+                        return Ok(());
                     }
-                    match parse_line(&bytes) {
-                        Ok(mut row) => self.feed_hook(number, Ok(&mut row), false, sink)?,
-                        Err(e) => self.feed_hook(number, Err(e), false, sink)?,
-                    }
+                    self.feed_parsed(number, parsed, false, sink)?;
                 }
             }
         }
         Ok(())
+    }
+
+    /// Feeds one parsed line of the store.
+    fn feed_parsed<E>(
+        &mut self,
+        number: u64,
+        parsed: Result<Row<'_>, LineError>,
+        replayed: bool,
+        sink: &mut impl for<'x> FnMut(FedLine<'_, 'x>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        match parsed {
+            Ok(mut row) => self.feed_hook(number, Ok(&mut row), replayed, sink),
+            Err(e) => self.feed_hook(number, Err(e), replayed, sink),
+        }
     }
 
     /// When the row that waits goes on even if its session's file stays behind (see
@@ -372,9 +391,8 @@ impl Tracker {
         self.held.until()
     }
 
-    /// The session and time a row must wait with (see [`crate::hold`]); `bytes` is its line,
-    /// parsed again to ask the session's pipeline without changing it.
-    fn must_wait(&self, row: &Row<'_>, bytes: &[u8], now: Timestamp) -> Option<(usize, Timestamp)> {
+    /// The session and time a row must wait with (see [`crate::hold`]).
+    fn must_wait(&self, row: &Row<'_>, now: Timestamp) -> Option<(usize, Timestamp)> {
         let at = row.meta.at?;
         if now.as_millis() >= at.as_millis().saturating_add(HOLD_MS) {
             return None;
@@ -383,11 +401,10 @@ impl Tracker {
         if session >= self.sessions.len() || !self.follows.behind(session, at) {
             return None;
         }
-        let copy = parse_line(bytes).ok()?;
         self.sessions
             .get(session)
             .pipeline
-            .would_supersede(copy)
+            .would_supersede(row)
             .then_some((session, at))
     }
 

@@ -13,9 +13,39 @@ use crate::payload::Payload;
 /// a `UserPromptSubmit` nobody typed).
 const TASK_NOTIFICATION: &str = "<task-notification>";
 
+/// Which field of a Claude-shaped payload names its tool call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallField {
+    /// `tool_use_id` (Claude Code).
+    ToolUseId,
+    /// `tool_call_id` (Letta Code).
+    ToolCallId,
+    /// None: calls are paired by name and input (Auggie, Gemini CLI).
+    Absent,
+}
+
+/// The tool call a Claude-shaped payload names, taken out of it: `tool_name`, the hash of
+/// `tool_input`, the call id where `call_id` says; `agent` is the subagent it ran in.
+pub fn tool<'a>(
+    p: &mut Payload<'a>,
+    call_id: CallField,
+    agent: Option<Cow<'a, str>>,
+) -> ToolRef<'a> {
+    ToolRef {
+        call_id: match call_id {
+            CallField::ToolUseId => p.tool_use_id.take(),
+            CallField::ToolCallId => p.tool_call_id.take(),
+            CallField::Absent => None,
+        },
+        name: p.tool_name.take(),
+        input_hash: p.tool_input_hash(),
+        argument: None,
+        agent,
+    }
+}
+
 /// One payload, delivered under the event `name`, as a canonical event.
 pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
-    let input_hash = p.tool_input_hash();
     let error = match name.as_ref() {
         "PostToolUseFailure" | "StopFailure" => {
             p.error_summary().map(|e| Cow::Owned(e.into_owned()))
@@ -23,13 +53,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
         _ => None,
     };
     let agent = p.agent_id.take();
-    let tool = |p: &mut Payload<'a>, agent: Option<Cow<'a, str>>| ToolRef {
-        call_id: p.tool_use_id.take(),
-        name: p.tool_name.take(),
-        input_hash,
-        argument: None,
-        agent,
-    };
+    let call = |p: &mut Payload<'a>, agent| tool(p, CallField::ToolUseId, agent);
     match name.as_ref() {
         "SessionStart" => Event::SessionStarted {
             source: p.source.take(),
@@ -57,24 +81,24 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
             }
         }
         "PreToolUse" => Event::ToolStarted {
-            tool: tool(p, agent),
+            tool: call(p, agent),
         },
         "PostToolUse" => Event::ToolFinished {
-            tool: tool(p, agent),
+            tool: call(p, agent),
         },
         "PostToolUseFailure" => Event::ToolFailed {
             interrupt: p.is_interrupt.unwrap_or(false),
-            tool: tool(p, agent),
+            tool: call(p, agent),
             error,
         },
         "PermissionRequest" => Event::PermissionRequested {
-            tool: tool(p, agent),
+            tool: call(p, agent),
             approval_id: None,
             turn_id: None,
         },
         // Documented but never observed (not even for denials): taken at its word.
         "PermissionDenied" => Event::PermissionResolved {
-            tool: tool(p, agent),
+            tool: call(p, agent),
             approval_id: None,
             decision: Decision::Rejected,
         },

@@ -5,19 +5,13 @@
 
 use std::borrow::Cow;
 
+use crate::agents::claude_code::adapter::{self as claude, CallField};
 use crate::event::{Event, ToolRef};
 use crate::payload::Payload;
 
 /// One payload, delivered under the event `name`, as a canonical event.
 pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
-    let input_hash = p.tool_input_hash();
-    let tool = |p: &mut Payload<'a>| ToolRef {
-        call_id: None,
-        name: p.tool_name.take(),
-        input_hash,
-        argument: None,
-        agent: None,
-    };
+    let tool = |p: &mut Payload<'a>| claude::tool(p, CallField::Absent, None);
     match name.as_ref() {
         "SessionStart" => Event::SessionStarted {
             source: p.source.take(),

@@ -15,7 +15,8 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use crate::event::{Event, ToolRef};
+use crate::agents::claude_code::adapter::{self as claude, CallField};
+use crate::event::Event;
 use crate::payload::Payload;
 
 /// What Letta writes as a call's output when the user interrupted it (its
@@ -34,14 +35,7 @@ pub fn normalize<'a>(name: &Cow<'a, str>, p: &mut Payload<'a>) -> Event<'a> {
     // `agent_id` on Letta's events is the main agent's own id, not a subagent's: a call
     // named by it would open a subagent scope that never ends.
     p.agent_id = None;
-    let input_hash = p.tool_input_hash();
-    let tool = |p: &mut Payload<'a>| ToolRef {
-        call_id: p.tool_call_id.take(),
-        name: p.tool_name.take(),
-        input_hash,
-        argument: None,
-        agent: None,
-    };
+    let tool = |p: &mut Payload<'a>| claude::tool(p, CallField::ToolCallId, None);
     match name.as_ref() {
         "SessionStart" => Event::SessionStarted { source: None },
         "SessionEnd" => Event::SessionEnded { reason: None },

@@ -12,7 +12,8 @@
 //! (`{"matcher": "", "hooks": [entry]}`) is appended, laid out as the file around it
 //! (`layout.rs`), and every other byte stays as the user wrote it. The read-back checks the
 //! file as the agent reads it (`validate.rs`) and that, without hooktrack's entries, it is
-//! byte for byte the text the install started from.
+//! byte for byte the text the install started from (less an empty `hooks` object or
+//! event list the install filled: the removal takes that out with the last entry).
 
 mod edit;
 mod layout;
@@ -54,6 +55,12 @@ pub(crate) fn edit(
         outside
     };
     let text = splice::add(&outside, agent, observer).map_err(refused(config))?;
+    // What the read-back derives from the written file: the text without hooktrack's
+    // entries and whatever they were the last of. That is `outside` itself, but for an
+    // empty `hooks` object or event list the install filled (`{"hooks": {}}`): the
+    // removal takes it out with hooktrack's last entry in it, as it cannot tell it from
+    // one the install made, and `{ }` comes back as `{}`.
+    let (outside, _) = splice::strip(&text, |_| true).map_err(refused(config))?;
     let replaced = if old.is_empty() {
         Replaced::Nothing
     } else {
@@ -67,7 +74,7 @@ pub(crate) fn edit(
 }
 
 /// The read-back: the file as the agent reads it, then, without hooktrack's entries, the
-/// very text the install started from.
+/// very text the install wrote without them ([`edit`]'s `outside`).
 pub(crate) fn read_back(
     agent: Agent,
     back: &str,

@@ -257,6 +257,48 @@ fn added_entries_follow_the_files_indent() {
     assert_eq!(installed(agent, ""), installed(agent, "{}\n"));
 }
 
+/// Empty containers an install fills (`{"hooks": {}}`, an empty event list, `{ }`): the written text passes the read-back, and what the
+/// read-back compares against is the user's file less those containers, which the
+/// removal takes out with hooktrack's last entry.
+#[test]
+fn settings_holding_an_empty_hooks_object_pass_the_read_back() {
+    // (file, what it is once the install is removed again)
+    const EMPTIES: &[(&str, &str)] = &[
+        ("{\"hooks\": {}}", "{}"),
+        (
+            "{\"hooks\": {}, \"description\": 1}",
+            "{\"description\": 1}",
+        ),
+        (
+            "{\n  \"description\": 1,\n  \"hooks\": {}\n}\n",
+            "{\n  \"description\": 1\n}\n",
+        ),
+        ("{\n  \"hooks\": {\n  }\n}\n", "{}\n"),
+        ("{ }", "{}"),
+        ("{\"hooks\": {\"@EVENT@\": []}}", "{}"),
+        (
+            "{\"hooks\": {\"@EVENT@\": [], \"Mine\": []}}",
+            "{\"hooks\": {\"Mine\": []}}",
+        ),
+    ];
+    for agent in json_agents() {
+        for (text, removed) in EMPTIES {
+            let text = &text.replace("@EVENT@", agent.hook_events()[0]);
+            let edit = edit(agent, Path::new("settings.json"), text, &observer())
+                .unwrap_or_else(|e| panic!("{agent} {text:?}: {e}"));
+            assert_eq!(&edit.outside, removed, "{agent} {text:?}");
+            read_back(agent, &edit.text, &observer(), &edit.outside)
+                .unwrap_or_else(|e| panic!("{agent} {text:?}: {e}\n{}", edit.text));
+            let Removal::Removed { text: back, .. } =
+                remove(Path::new("settings.json"), &edit.text, None).unwrap()
+            else {
+                panic!("{agent} {text:?}: nothing removed");
+            };
+            assert_eq!(&back, removed, "{agent} {text:?}");
+        }
+    }
+}
+
 #[test]
 fn strip_removes_only_what_it_emptied() {
     let user = r#"{"z": 1, "hooks": {"Stop": [], "PreToolUse": [{"matcher": "Bash", "hooks": []}]}, "a": 2}"#;
