@@ -60,7 +60,14 @@ pub(crate) fn edit(
     // empty `hooks` object or event list the install filled (`{"hooks": {}}`): the
     // removal takes it out with hooktrack's last entry in it, as it cannot tell it from
     // one the install made, and `{ }` comes back as `{}`.
-    let (outside, _) = splice::strip(&text, |_| true).map_err(refused(config))?;
+    let (kept, _) = splice::strip(&text, |_| true).map_err(refused(config))?;
+    // The edit itself is checked here, before anything is written: what it keeps of the
+    // user's text is that text, byte for byte, or (only where the user had empty
+    // containers the install filled) the same settings less those containers.
+    if kept != outside && !(has_empty_hooks(&outside) && same_but_empty_hooks(&kept, &outside)) {
+        return Err(refused(config)(Refusal::Unplaced));
+    }
+    let outside = kept;
     let replaced = if old.is_empty() {
         Replaced::Nothing
     } else {
@@ -71,6 +78,36 @@ pub(crate) fn edit(
         replaced,
         outside,
     })
+}
+
+/// The settings without empty event lists in `hooks`, and without `hooks` if that leaves
+/// it empty: what an install followed by a removal gives back of a user's empty ones.
+fn without_empty_hooks(text: &str) -> Option<serde_json::Value> {
+    let mut value: serde_json::Value = serde_json::from_str(text).ok()?;
+    let root = value.as_object_mut()?;
+    if let Some(hooks) = root.get_mut("hooks").and_then(|h| h.as_object_mut()) {
+        hooks.retain(|_, list| list.as_array().is_none_or(|l| !l.is_empty()));
+        if hooks.is_empty() {
+            root.remove("hooks");
+        }
+    }
+    Some(value)
+}
+
+/// Whether `text` holds an empty container the install fills: an empty `hooks` object or
+/// event list, or an empty object (`{ }` comes back from a removal as `{}`).
+fn has_empty_hooks(text: &str) -> bool {
+    let plain: Option<serde_json::Value> = serde_json::from_str(text).ok();
+    plain
+        .as_ref()
+        .and_then(|v| v.as_object())
+        .is_some_and(|o| o.is_empty())
+        || (plain.is_some() && plain != without_empty_hooks(text))
+}
+
+fn same_but_empty_hooks(a: &str, b: &str) -> bool {
+    let a = without_empty_hooks(a);
+    a.is_some() && a == without_empty_hooks(b)
 }
 
 /// The read-back: the file as the agent reads it, then, without hooktrack's entries, the

@@ -299,6 +299,28 @@ fn settings_holding_an_empty_hooks_object_pass_the_read_back() {
     }
 }
 
+/// The edit's own check, before anything is written: what it keeps of the user's text
+/// may lose an empty container it filled, never a setting.
+#[test]
+fn an_edit_that_loses_more_than_an_empty_hooks_container_is_refused() {
+    // (the user's text, what an edit kept of it, accepted)
+    const CASES: &[(&str, &str, bool)] = &[
+        ("{\"hooks\": {}, \"a\": 1}", "{\"a\": 1}", true),
+        ("{\"hooks\": {\"Stop\": []}}", "{}", true),
+        ("{ }", "{}", true),
+        // A setting lost or changed beside the empty container.
+        ("{\"hooks\": {}, \"a\": 1}", "{\"a\": 2}", false),
+        ("{\"hooks\": {}, \"a\": 1}", "{}", false),
+        ("{\"hooks\": {\"Mine\": [{\"hooks\": []}]}}", "{}", false),
+        // No empty container: nothing but the very bytes will do.
+        ("{\"a\": 1}", "{\"a\":1}", false),
+    ];
+    for (user, kept, accepted) in CASES {
+        let ok = has_empty_hooks(user) && same_but_empty_hooks(kept, user);
+        assert_eq!(ok, *accepted, "{user:?} kept as {kept:?}");
+    }
+}
+
 #[test]
 fn strip_removes_only_what_it_emptied() {
     let user = r#"{"z": 1, "hooks": {"Stop": [], "PreToolUse": [{"matcher": "Bash", "hooks": []}]}, "a": 2}"#;
