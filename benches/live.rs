@@ -126,6 +126,10 @@ fn main() -> Result<()> {
         println!("\n== memory against the run's length: a launch's turn ledger");
         ledger_memory(&base.join("ledger"))?;
     }
+    if wanted("watch") {
+        println!("\n== a row through `hooktrack watch --ndjson`: append -> printed line");
+        watch_section(&base.join("watch"))?;
+    }
     if let Some((one, many)) = figures {
         println!("\n== targets (500 sessions): p50 < 5 ms, p99 < 50 ms");
         println!(
@@ -1050,5 +1054,173 @@ fn ledger_child(args: &[String]) -> Result<()> {
         (during, vm_hwm_kib()?)
     };
     println!("{start} {during} {closing}");
+    Ok(())
+}
+
+// ===== 8. a row through `hooktrack watch` ==================================================
+
+/// Dialogs answered per run of [`watch_lag`].
+const WATCH_DIALOGS: u64 = 40;
+
+/// One OpenCode plugin row (the TUI's shape: corpus `opencode-1.18.33-tui-permissions`),
+/// in pane `%0`.
+fn opencode_row(seq: u64, event: &str, properties: &str) -> String {
+    format!(
+        r#"{{"v":1,"provider":"opencode","generation":1,"via":"http","sequence":{seq},"emitter_seq":{seq},"received_at":"{}","event":"{event}","payload":{{"hook_event_name":"{event}","session_id":"ses_bench","properties":{{"sessionID":"ses_bench"{properties}}}}},"tmux_pane":"%0"}}"#,
+        hooktrack::wall_clock()
+    ) + "\n"
+}
+
+/// A dialog's rows: the turn starts, its call runs and asks, the answer, the call ends,
+/// idle. The answer's row is the `replied` one.
+fn opencode_dialog(n: u64) -> Vec<(&'static str, String)> {
+    let part = |status: &str| {
+        format!(
+            r#","part":{{"type":"tool","tool":"bash","callID":"call_{n}","sessionID":"ses_bench","state":{{"status":"{status}"}}}}"#
+        )
+    };
+    vec![
+        ("session.status", r#","status":{"type":"busy"}"#.to_owned()),
+        ("message.part.updated", part("running")),
+        (
+            "permission.asked",
+            format!(
+                r#","id":"per_{n}","permission":"bash","patterns":["touch f"],"tool":{{"callID":"call_{n}"}}"#
+            ),
+        ),
+        (
+            "permission.replied",
+            format!(r#","requestID":"per_{n}","reply":"once""#),
+        ),
+        ("message.part.updated", part("completed")),
+        ("session.status", r#","status":{"type":"idle"}"#.to_owned()),
+    ]
+}
+
+/// What the watch printed: when this process read the line, its `events` and `phase`.
+type Printed = (Instant, u64, String);
+
+/// A row's append (the store writer's, as the collector appends a plugin's delivery) to
+/// the line `hooktrack watch --ndjson` prints for it, read from its stdout pipe: every
+/// row of [`WATCH_DIALOGS`] dialogs, and the answer's row (`permission.replied`: the
+/// window ends) on its own. With `tmux`, the watch also publishes to and reads pane `%0`
+/// of that private server while the dialog waits (`--tmux`, as the e2e dialog tests run).
+fn watch_lag(dir: &Path, tmux: Option<&str>) -> Result<(Vec<Duration>, Vec<Duration>)> {
+    use hooktrack_producer::store;
+    use std::io::BufRead;
+    let paths = StorePaths::for_provider(&dir.join("store"), "opencode");
+    store::create_dir(&paths)?;
+    let counter = store::open_counter(&paths)?;
+    let mut events = store::open_events(&paths)?;
+    let mut write = |seq: u64, event: &str, properties: &str| -> Result<Instant> {
+        let row = opencode_row(seq, event, properties);
+        let at = Instant::now();
+        store::append_following(&paths, &mut events, &counter, row.as_bytes())?;
+        Ok(at)
+    };
+    let mut seq = 1;
+    write(
+        seq,
+        "session.created",
+        r#","info":{"id":"ses_bench","version":"1.18.33"}"#,
+    )?;
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_hooktrack"));
+    command.args(["watch", "--ndjson"]);
+    if let Some(socket) = tmux {
+        command.args(["--tmux", "--tmux-socket", socket]);
+    }
+    let mut child = command
+        .arg(&paths.dir)
+        .env_remove("TMUX")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or("the watch's stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel::<Printed>();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let at = Instant::now();
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+                continue;
+            };
+            let n = v["events"].as_u64().unwrap_or(0);
+            let phase = v["phase"].as_str().unwrap_or("").to_owned();
+            if tx.send((at, n, phase)).is_err() {
+                break;
+            }
+        }
+    });
+    let until = |events: u64| -> Result<Printed> {
+        loop {
+            let printed = rx.recv_timeout(PATIENCE)?;
+            if printed.1 >= events {
+                return Ok(printed);
+            }
+        }
+    };
+    until(1)?;
+    let (mut rows, mut answers) = (Vec::new(), Vec::new());
+    for n in 0..WATCH_DIALOGS {
+        for (event, properties) in opencode_dialog(n) {
+            seq += 1;
+            let at = write(seq, event, &properties)?;
+            let (printed, _, phase) = until(seq)?;
+            rows.push(printed - at);
+            if event == "permission.replied" {
+                if phase != "active" {
+                    return Err(format!("the answer's line says {phase}, not active").into());
+                }
+                answers.push(printed - at);
+            }
+            if event == "permission.asked" {
+                // The window stays open a while, as a person reads the dialog (with
+                // `--tmux` the watch reads the pane meanwhile).
+                std::thread::sleep(Duration::from_millis(400));
+            }
+        }
+    }
+    child.kill()?;
+    child.wait()?;
+    let _ = reader.join();
+    Ok((rows, answers))
+}
+
+/// p50 / p99 / max of `taken`, in ms.
+fn spread(mut taken: Vec<Duration>) -> String {
+    taken.sort();
+    let pick = |q: f64| taken[((taken.len() as f64 * q) as usize).min(taken.len() - 1)];
+    format!(
+        "{} samples, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        taken.len(),
+        ms(pick(0.50)),
+        ms(pick(0.99)),
+        ms(taken[taken.len() - 1])
+    )
+}
+
+fn watch_section(dir: &Path) -> Result<()> {
+    let (rows, answers) = watch_lag(&dir.join("plain"), None)?;
+    println!("  watch --ndjson, row -> line: {}", spread(rows));
+    println!("  watch --ndjson, answer row -> active line: {}", spread(answers));
+    let socket = format!("hooktrack-bench-{}", std::process::id());
+    let server = std::process::Command::new("tmux")
+        .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d", "-x", "80", "-y", "24"])
+        .status();
+    if !server.is_ok_and(|s| s.success()) {
+        println!("  (no tmux: the --tmux case is left out)");
+        return Ok(());
+    }
+    let result = watch_lag(&dir.join("tmux"), Some(&socket));
+    let _ = std::process::Command::new("tmux")
+        .args(["-L", &socket, "kill-server"])
+        .status();
+    let (rows, answers) = result?;
+    println!("  watch --ndjson --tmux, row -> line: {}", spread(rows));
+    println!(
+        "  watch --ndjson --tmux, answer row -> active line: {}",
+        spread(answers)
+    );
     Ok(())
 }
