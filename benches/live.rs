@@ -1203,10 +1203,24 @@ fn spread(mut taken: Vec<Duration>) -> String {
 fn watch_section(dir: &Path) -> Result<()> {
     let (rows, answers) = watch_lag(&dir.join("plain"), None)?;
     println!("  watch --ndjson, row -> line: {}", spread(rows));
-    println!("  watch --ndjson, answer row -> active line: {}", spread(answers));
+    println!(
+        "  watch --ndjson, answer row -> active line: {}",
+        spread(answers)
+    );
     let socket = format!("hooktrack-bench-{}", std::process::id());
     let server = std::process::Command::new("tmux")
-        .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d", "-x", "80", "-y", "24"])
+        .args([
+            "-L",
+            &socket,
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-x",
+            "80",
+            "-y",
+            "24",
+        ])
         .status();
     if !server.is_ok_and(|s| s.success()) {
         println!("  (no tmux: the --tmux case is left out)");
