@@ -1097,17 +1097,22 @@ fn opencode_dialog(n: u64) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// What the watch printed: when this process read the line, its `events` and `phase`.
-type Printed = (Instant, u64, String);
+/// What a reader saw for a row: when, the events read so far, the phase shown.
+type Seen = (Instant, u64, String);
 
-/// A row's append (the store writer's, as the collector appends a plugin's delivery) to
-/// the line `hooktrack watch --ndjson` prints for it, read from its stdout pipe: every
-/// row of [`WATCH_DIALOGS`] dialogs, and the answer's row (`permission.replied`: the
-/// window ends) on its own. With `tmux`, the watch also publishes to and reads pane `%0`
-/// of that private server while the dialog waits (`--tmux`, as the e2e dialog tests run).
-fn watch_lag(dir: &Path, tmux: Option<&str>) -> Result<(Vec<Duration>, Vec<Duration>)> {
+/// Waits until the reader has seen the row of this `sequence`.
+type Reader = Box<dyn FnMut(u64) -> Result<Seen>>;
+
+/// Writes [`WATCH_DIALOGS`] dialogs' rows into a new OpenCode store with the store writer
+/// (as the collector appends a plugin's delivery), one at a time, each once `seen` says
+/// the reader has it; returns every row's time from append to seen, and the answer's
+/// (`permission.replied`, which ends the window) alone. `start` gets the store once its
+/// first row is written and returns the reader.
+fn dialog_rows(
+    dir: &Path,
+    start: &mut dyn FnMut(&StorePaths) -> Result<Reader>,
+) -> Result<(Vec<Duration>, Vec<Duration>)> {
     use hooktrack_producer::store;
-    use std::io::BufRead;
     let paths = StorePaths::for_provider(&dir.join("store"), "opencode");
     store::create_dir(&paths)?;
     let counter = store::open_counter(&paths)?;
@@ -1124,117 +1129,173 @@ fn watch_lag(dir: &Path, tmux: Option<&str>) -> Result<(Vec<Duration>, Vec<Durat
         "session.created",
         r#","info":{"id":"ses_bench","version":"1.18.33"}"#,
     )?;
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_hooktrack"));
-    command.args(["watch", "--ndjson"]);
-    if let Some(socket) = tmux {
-        command.args(["--tmux", "--tmux-socket", socket]);
-    }
-    let mut child = command
-        .arg(&paths.dir)
-        .env_remove("TMUX")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()?;
-    let stdout = child.stdout.take().ok_or("the watch's stdout")?;
-    let (tx, rx) = std::sync::mpsc::channel::<Printed>();
-    let reader = std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let at = Instant::now();
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
-                continue;
-            };
-            let n = v["events"].as_u64().unwrap_or(0);
-            let phase = v["phase"].as_str().unwrap_or("").to_owned();
-            if tx.send((at, n, phase)).is_err() {
-                break;
-            }
-        }
-    });
-    let until = |events: u64| -> Result<Printed> {
-        loop {
-            let printed = rx.recv_timeout(PATIENCE)?;
-            if printed.1 >= events {
-                return Ok(printed);
-            }
-        }
-    };
-    until(1)?;
+    let mut until = start(&paths)?;
+    until(seq)?;
     let (mut rows, mut answers) = (Vec::new(), Vec::new());
     for n in 0..WATCH_DIALOGS {
         for (event, properties) in opencode_dialog(n) {
             seq += 1;
             let at = write(seq, event, &properties)?;
-            let (printed, _, phase) = until(seq)?;
-            rows.push(printed - at);
+            let (seen, _, phase) = until(seq)?;
+            rows.push(seen - at);
             if event == "permission.replied" {
                 if phase != "active" {
-                    return Err(format!("the answer's line says {phase}, not active").into());
+                    return Err(format!("the answer's row shows {phase}, not active").into());
                 }
-                answers.push(printed - at);
+                answers.push(seen - at);
             }
             if event == "permission.asked" {
                 // The window stays open a while, as a person reads the dialog (with
-                // `--tmux` the watch reads the pane meanwhile).
+                // `--tmux` the watch publishes the pane's options meanwhile).
                 std::thread::sleep(Duration::from_millis(400));
             }
         }
     }
-    child.kill()?;
-    child.wait()?;
-    let _ = reader.join();
     Ok((rows, answers))
 }
 
-/// p50 / p99 / max of `taken`, in ms.
-fn spread(mut taken: Vec<Duration>) -> String {
+/// The baseline: the same rows through a [`Hub`] in this process, seen when its update
+/// arrives (no process, no view, no pipe between).
+fn hub_lag(dir: &Path) -> Result<(Vec<Duration>, Vec<Duration>)> {
+    let (mut hub, rx) = Hub::start(HubConfig::default())?;
+    let mut rx = Some(rx);
+    let result = dialog_rows(dir, &mut |paths| {
+        hub.add(Session::open(paths.clone(), SessionConfig::default()));
+        let rx = rx.take().ok_or("one store")?;
+        Ok(Box::new(move |seq| {
+            loop {
+                let (_, update) = rx.recv_timeout(PATIENCE)?;
+                if update.events >= seq {
+                    let phase = format!("{:?}", update.posture().turn.phase).to_lowercase();
+                    return Ok((Instant::now(), update.events, phase));
+                }
+            }
+        }))
+    });
+    drop(hub);
+    result
+}
+
+/// The same rows through `bin watch --ndjson` (with `tmux`, `--tmux` on that private
+/// server too, as the e2e dialog tests run it), seen when this process reads the line
+/// from its stdout pipe.
+fn watch_lag(dir: &Path, bin: &Path, tmux: Option<&str>) -> Result<(Vec<Duration>, Vec<Duration>)> {
+    use std::io::BufRead;
+    use std::process::{Child, Command, Stdio};
+    let mut child: Option<Child> = None;
+    let result = dialog_rows(dir, &mut |paths| {
+        let mut command = Command::new(bin);
+        command.args(["watch", "--ndjson"]);
+        if let Some(socket) = tmux {
+            command.args(["--tmux", "--tmux-socket", socket]);
+        }
+        let watch = child.insert(
+            command
+                .arg(&paths.dir)
+                .env_remove("TMUX")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()?,
+        );
+        let stdout = watch.stdout.take().ok_or("the watch's stdout")?;
+        let (tx, rx) = std::sync::mpsc::channel::<Seen>();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let at = Instant::now();
+                let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+                    continue;
+                };
+                let n = v["events"].as_u64().unwrap_or(0);
+                let phase = v["phase"].as_str().unwrap_or("").to_owned();
+                if tx.send((at, n, phase)).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Box::new(move |seq| {
+            loop {
+                let seen = rx.recv_timeout(PATIENCE)?;
+                if seen.1 >= seq {
+                    return Ok(seen);
+                }
+            }
+        }))
+    });
+    if let Some(mut watch) = child {
+        watch.kill()?;
+        watch.wait()?;
+    }
+    result
+}
+
+/// p50 / p99 / max of `taken`, in ms, and the three.
+fn spread(mut taken: Vec<Duration>) -> (String, [f64; 3]) {
     taken.sort();
-    let pick = |q: f64| taken[((taken.len() as f64 * q) as usize).min(taken.len() - 1)];
-    format!(
-        "{} samples, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
-        taken.len(),
-        ms(pick(0.50)),
-        ms(pick(0.99)),
-        ms(taken[taken.len() - 1])
+    let pick = |q: f64| ms(taken[((taken.len() as f64 * q) as usize).min(taken.len() - 1)]);
+    let figures = [pick(0.50), pick(0.99), ms(taken[taken.len() - 1])];
+    (
+        format!(
+            "{:4} rows: p50 {:7.1} ms, p99 {:7.1} ms, max {:7.1} ms",
+            taken.len(),
+            figures[0],
+            figures[1],
+            figures[2]
+        ),
+        figures,
     )
 }
 
+/// The hub alone (the baseline), `hooktrack watch --ndjson` and `--ndjson --tmux`, in one
+/// run; `HOOKTRACK_BENCH_WATCH_BIN` adds another build's `hooktrack` (a before/after).
 fn watch_section(dir: &Path) -> Result<()> {
-    let (rows, answers) = watch_lag(&dir.join("plain"), None)?;
-    println!("  watch --ndjson, row -> line: {}", spread(rows));
-    println!(
-        "  watch --ndjson, answer row -> active line: {}",
-        spread(answers)
-    );
+    let load = || fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("  load average before: {}", load().trim());
     let socket = format!("hooktrack-bench-{}", std::process::id());
-    let server = std::process::Command::new("tmux")
-        .args([
-            "-L",
-            &socket,
-            "-f",
-            "/dev/null",
-            "new-session",
-            "-d",
-            "-x",
-            "80",
-            "-y",
-            "24",
-        ])
-        .status();
-    if !server.is_ok_and(|s| s.success()) {
-        println!("  (no tmux: the --tmux case is left out)");
-        return Ok(());
+    let tmux = std::process::Command::new("tmux")
+        .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
+        .args(["-x", "80", "-y", "24"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let mut bins = vec![("", PathBuf::from(env!("CARGO_BIN_EXE_hooktrack")))];
+    if let Some(other) = std::env::var_os("HOOKTRACK_BENCH_WATCH_BIN") {
+        bins.push((" (HOOKTRACK_BENCH_WATCH_BIN)", PathBuf::from(other)));
     }
-    let result = watch_lag(&dir.join("tmux"), Some(&socket));
-    let _ = std::process::Command::new("tmux")
-        .args(["-L", &socket, "kill-server"])
-        .status();
-    let (rows, answers) = result?;
-    println!("  watch --ndjson --tmux, row -> line: {}", spread(rows));
-    println!(
-        "  watch --ndjson --tmux, answer row -> active line: {}",
-        spread(answers)
-    );
+    let (rows, answers) = hub_lag(&dir.join("hub"))?;
+    let (base_rows, base) = spread(rows);
+    let (base_answers, _) = spread(answers);
+    println!("  hub (baseline), row -> update            {base_rows}");
+    println!("  hub (baseline), answer row -> update     {base_answers}");
+    let mut case = 0;
+    for (which, bin) in &bins {
+        let mut ways = vec![("--ndjson", None)];
+        if tmux {
+            ways.push(("--ndjson --tmux", Some(socket.as_str())));
+        }
+        for (flags, socket) in ways {
+            case += 1;
+            let (rows, answers) = watch_lag(&dir.join(format!("w{case}")), bin, socket)?;
+            let (text, f) = spread(rows);
+            println!("  watch {flags}{which}, row -> line  {text}");
+            println!(
+                "    against the hub: p50 x{:.1}, p99 x{:.1}",
+                f[0] / base[0].max(0.001),
+                f[1] / base[1].max(0.001)
+            );
+            println!(
+                "  watch {flags}{which}, answer row -> active line  {}",
+                spread(answers).0
+            );
+        }
+    }
+    if tmux {
+        let _ = std::process::Command::new("tmux")
+            .args(["-L", &socket, "kill-server"])
+            .status();
+    } else {
+        println!("  (no tmux: the --tmux case is left out)");
+    }
+    println!("  load average after: {}", load().trim());
     Ok(())
 }
