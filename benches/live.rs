@@ -35,6 +35,14 @@
 //!    its ledger streamed to `ledger.ndjson`) and a `Session` keeping none (`watch`), in
 //!    the same run.
 //!
+//! 8. **a row through `hooktrack watch`** (`-- watch`): OpenCode dialog rows written with
+//!    the store writer, one at a time, to the line `hooktrack watch --ndjson` (and with
+//!    `--tmux` on a private tmux server) prints for each, read from its stdout pipe;
+//!    p50 / p99 / max of every row and of the answer's row (`permission.replied`), against
+//!    the same rows through a hub in this process (the baseline). The load average is
+//!    printed before and after: on a loaded machine the tail is the scheduler's (see
+//!    docs/benchmarks.md, issue 33).
+//!
 //! Figures are printed, with the targets (p50 < 5 ms, p99 < 50 ms at 500 sessions); nothing
 //! is asserted.
 
