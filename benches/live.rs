@@ -35,6 +35,14 @@
 //!    its ledger streamed to `ledger.ndjson`) and a `Session` keeping none (`watch`), in
 //!    the same run.
 //!
+//! 8. **a row through `hooktrack watch`** (`-- watch`): OpenCode dialog rows written with
+//!    the store writer, one at a time, to the line `hooktrack watch --ndjson` (and with
+//!    `--tmux` on a private tmux server) prints for each, read from its stdout pipe;
+//!    p50 / p99 / max of every row and of the answer's row (`permission.replied`), against
+//!    the same rows through a hub in this process (the baseline). The load average is
+//!    printed before and after: on a loaded machine the tail is the scheduler's (see
+//!    docs/benchmarks.md, issue 33).
+//!
 //! Figures are printed, with the targets (p50 < 5 ms, p99 < 50 ms at 500 sessions); nothing
 //! is asserted.
 
@@ -128,6 +136,10 @@ fn main() -> Result<()> {
     if wanted("ledger") {
         println!("\n== memory against the run's length: a launch's turn ledger");
         ledger_memory(&base.join("ledger"))?;
+    }
+    if wanted("watch") {
+        println!("\n== a row through `hooktrack watch --ndjson`: append -> printed line");
+        watch_section(&base.join("watch"))?;
     }
     if let Some((one, many)) = figures {
         println!("\n== targets (500 sessions): p50 < 5 ms, p99 < 50 ms");
@@ -1038,5 +1050,248 @@ fn ledger_child(args: &[String]) -> Result<()> {
         (during, vm_hwm_kib()?)
     };
     println!("{start} {during} {closing}");
+    Ok(())
+}
+
+// ===== 8. a row through `hooktrack watch` ==================================================
+
+/// Dialogs answered per run of [`watch_lag`].
+const WATCH_DIALOGS: u64 = 40;
+
+/// One OpenCode plugin row (the TUI's shape: corpus `opencode-1.18.33-tui-permissions`),
+/// in pane `%0`.
+fn opencode_row(seq: u64, event: &str, properties: &str) -> String {
+    format!(
+        r#"{{"v":1,"provider":"opencode","generation":1,"via":"http","sequence":{seq},"emitter_seq":{seq},"received_at":"{}","event":"{event}","payload":{{"hook_event_name":"{event}","session_id":"ses_bench","properties":{{"sessionID":"ses_bench"{properties}}}}},"tmux_pane":"%0"}}"#,
+        hooktrack::wall_clock()
+    ) + "\n"
+}
+
+/// A dialog's rows: the turn starts, its call runs and asks, the answer, the call ends,
+/// idle. The answer's row is the `replied` one.
+fn opencode_dialog(n: u64) -> Vec<(&'static str, String)> {
+    let part = |status: &str| {
+        format!(
+            r#","part":{{"type":"tool","tool":"bash","callID":"call_{n}","sessionID":"ses_bench","state":{{"status":"{status}"}}}}"#
+        )
+    };
+    vec![
+        ("session.status", r#","status":{"type":"busy"}"#.to_owned()),
+        ("message.part.updated", part("running")),
+        (
+            "permission.asked",
+            format!(
+                r#","id":"per_{n}","permission":"bash","patterns":["touch f"],"tool":{{"callID":"call_{n}"}}"#
+            ),
+        ),
+        (
+            "permission.replied",
+            format!(r#","requestID":"per_{n}","reply":"once""#),
+        ),
+        ("message.part.updated", part("completed")),
+        ("session.status", r#","status":{"type":"idle"}"#.to_owned()),
+    ]
+}
+
+/// What a reader saw for a row: when, the events read so far, the phase shown.
+type Seen = (Instant, u64, String);
+
+/// Waits until the reader has seen the row of this `sequence`.
+type Reader = Box<dyn FnMut(u64) -> Result<Seen>>;
+
+/// Writes [`WATCH_DIALOGS`] dialogs' rows into a new OpenCode store with the store writer
+/// (as the collector appends a plugin's delivery), one at a time, each once `seen` says
+/// the reader has it; returns every row's time from append to seen, and the answer's
+/// (`permission.replied`, which ends the window) alone. `start` gets the store once its
+/// first row is written and returns the reader.
+fn dialog_rows(
+    dir: &Path,
+    start: &mut dyn FnMut(&StorePaths) -> Result<Reader>,
+) -> Result<(Vec<Duration>, Vec<Duration>)> {
+    use hooktrack_producer::store;
+    let paths = StorePaths::for_provider(&dir.join("store"), "opencode");
+    store::create_dir(&paths)?;
+    let counter = store::open_counter(&paths)?;
+    let mut events = store::open_events(&paths)?;
+    let mut write = |seq: u64, event: &str, properties: &str| -> Result<Instant> {
+        let row = opencode_row(seq, event, properties);
+        let at = Instant::now();
+        store::append_following(&paths, &mut events, &counter, row.as_bytes())?;
+        Ok(at)
+    };
+    let mut seq = 1;
+    write(
+        seq,
+        "session.created",
+        r#","info":{"id":"ses_bench","version":"1.18.33"}"#,
+    )?;
+    let mut until = start(&paths)?;
+    until(seq)?;
+    let (mut rows, mut answers) = (Vec::new(), Vec::new());
+    for n in 0..WATCH_DIALOGS {
+        for (event, properties) in opencode_dialog(n) {
+            seq += 1;
+            let at = write(seq, event, &properties)?;
+            let (seen, _, phase) = until(seq)?;
+            rows.push(seen - at);
+            if event == "permission.replied" {
+                if phase != "active" {
+                    return Err(format!("the answer's row shows {phase}, not active").into());
+                }
+                answers.push(seen - at);
+            }
+            if event == "permission.asked" {
+                // The window stays open a while, as a person reads the dialog (with
+                // `--tmux` the watch publishes the pane's options meanwhile).
+                std::thread::sleep(Duration::from_millis(400));
+            }
+        }
+    }
+    Ok((rows, answers))
+}
+
+/// The baseline: the same rows through a [`Hub`] in this process, seen when its update
+/// arrives (no process, no view, no pipe between).
+fn hub_lag(dir: &Path) -> Result<(Vec<Duration>, Vec<Duration>)> {
+    let (mut hub, rx) = Hub::start(HubConfig::default())?;
+    let mut rx = Some(rx);
+    let result = dialog_rows(dir, &mut |paths| {
+        hub.add(Session::open(paths.clone(), SessionConfig::default()));
+        let rx = rx.take().ok_or("one store")?;
+        Ok(Box::new(move |seq| {
+            loop {
+                let (_, update) = rx.recv_timeout(PATIENCE)?;
+                if update.events >= seq {
+                    let phase = format!("{:?}", update.posture().turn.phase).to_lowercase();
+                    return Ok((Instant::now(), update.events, phase));
+                }
+            }
+        }))
+    });
+    drop(hub);
+    result
+}
+
+/// The same rows through `bin watch --ndjson` (with `tmux`, `--tmux` on that private
+/// server too, as the e2e dialog tests run it), seen when this process reads the line
+/// from its stdout pipe.
+fn watch_lag(dir: &Path, bin: &Path, tmux: Option<&str>) -> Result<(Vec<Duration>, Vec<Duration>)> {
+    use std::io::BufRead;
+    use std::process::{Child, Command, Stdio};
+    let mut child: Option<Child> = None;
+    let result = dialog_rows(dir, &mut |paths| {
+        let mut command = Command::new(bin);
+        command.args(["watch", "--ndjson"]);
+        if let Some(socket) = tmux {
+            command.args(["--tmux", "--tmux-socket", socket]);
+        }
+        let watch = child.insert(
+            command
+                .arg(&paths.dir)
+                .env_remove("TMUX")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()?,
+        );
+        let stdout = watch.stdout.take().ok_or("the watch's stdout")?;
+        let (tx, rx) = std::sync::mpsc::channel::<Seen>();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let at = Instant::now();
+                let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+                    continue;
+                };
+                let n = v["events"].as_u64().unwrap_or(0);
+                let phase = v["phase"].as_str().unwrap_or("").to_owned();
+                if tx.send((at, n, phase)).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Box::new(move |seq| {
+            loop {
+                let seen = rx.recv_timeout(PATIENCE)?;
+                if seen.1 >= seq {
+                    return Ok(seen);
+                }
+            }
+        }))
+    });
+    if let Some(mut watch) = child {
+        watch.kill()?;
+        watch.wait()?;
+    }
+    result
+}
+
+/// p50 / p99 / max of `taken`, in ms, and the three.
+fn spread(mut taken: Vec<Duration>) -> (String, [f64; 3]) {
+    taken.sort();
+    let pick = |q: f64| ms(taken[((taken.len() as f64 * q) as usize).min(taken.len() - 1)]);
+    let figures = [pick(0.50), pick(0.99), ms(taken[taken.len() - 1])];
+    (
+        format!(
+            "{:4} rows: p50 {:7.1} ms, p99 {:7.1} ms, max {:7.1} ms",
+            taken.len(),
+            figures[0],
+            figures[1],
+            figures[2]
+        ),
+        figures,
+    )
+}
+
+/// The hub alone (the baseline), `hooktrack watch --ndjson` and `--ndjson --tmux`, in one
+/// run; `HOOKTRACK_BENCH_WATCH_BIN` adds another build's `hooktrack` (a before/after).
+fn watch_section(dir: &Path) -> Result<()> {
+    let load = || fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("  load average before: {}", load().trim());
+    let socket = format!("hooktrack-bench-{}", std::process::id());
+    let tmux = std::process::Command::new("tmux")
+        .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
+        .args(["-x", "80", "-y", "24"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let mut bins = vec![("", PathBuf::from(env!("CARGO_BIN_EXE_hooktrack")))];
+    if let Some(other) = std::env::var_os("HOOKTRACK_BENCH_WATCH_BIN") {
+        bins.push((" (HOOKTRACK_BENCH_WATCH_BIN)", PathBuf::from(other)));
+    }
+    let (rows, answers) = hub_lag(&dir.join("hub"))?;
+    let (base_rows, base) = spread(rows);
+    let (base_answers, _) = spread(answers);
+    println!("  hub (baseline), row -> update            {base_rows}");
+    println!("  hub (baseline), answer row -> update     {base_answers}");
+    let mut case = 0;
+    for (which, bin) in &bins {
+        let mut ways = vec![("--ndjson", None)];
+        if tmux {
+            ways.push(("--ndjson --tmux", Some(socket.as_str())));
+        }
+        for (flags, socket) in ways {
+            case += 1;
+            let (rows, answers) = watch_lag(&dir.join(format!("w{case}")), bin, socket)?;
+            let (text, f) = spread(rows);
+            println!("  watch {flags}{which}, row -> line  {text}");
+            println!(
+                "    against the hub: p50 x{:.1}, p99 x{:.1}",
+                f[0] / base[0].max(0.001),
+                f[1] / base[1].max(0.001)
+            );
+            println!(
+                "  watch {flags}{which}, answer row -> active line  {}",
+                spread(answers).0
+            );
+        }
+    }
+    if tmux {
+        let _ = std::process::Command::new("tmux")
+            .args(["-L", &socket, "kill-server"])
+            .status();
+    } else {
+        println!("  (no tmux: the --tmux case is left out)");
+    }
+    println!("  load average after: {}", load().trim());
     Ok(())
 }

@@ -6,9 +6,10 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use hooktrack_live::process::{Mechanism, ProcessWatch};
 use thiserror::Error;
 
-/// How often a running helper is looked at.
+/// How often a running helper is looked at where its pidfd cannot be waited on.
 const POLL: Duration = Duration::from_millis(10);
 
 #[derive(Debug, Error)]
@@ -70,8 +71,14 @@ pub fn run_bounded_output(
 /// The most of a helper's stdout [`run_bounded_output`] keeps.
 pub const MAX_OUTPUT: u64 = 1 << 20;
 
+/// Waits for the helper until `deadline`: on Linux asleep in one `poll(2)` on its pidfd
+/// (a helper that takes seconds on a loaded machine, a tmux server slow to answer, no
+/// longer wakes this process every [`POLL`] meanwhile), elsewhere looking every [`POLL`].
 fn wait_bounded(mut child: Child, timeout: Duration) -> Result<ExitStatus, RunError> {
     let deadline = Instant::now() + timeout;
+    // Not reaped yet, so its pid cannot name another process.
+    let mut exit = ProcessWatch::new(child.id());
+    let pidfd = exit.mechanism() == Mechanism::Pidfd;
     loop {
         match child.try_wait() {
             Ok(Some(status)) => return Ok(status),
@@ -88,7 +95,12 @@ fn wait_bounded(mut child: Child, timeout: Duration) -> Result<ExitStatus, RunEr
             let _ = child.wait();
             return Err(RunError::TimedOut { after: timeout });
         }
-        std::thread::sleep(POLL.min(deadline - now));
+        if pidfd {
+            // Interrupted, it says not ended: looked at again above.
+            exit.wait(deadline - now);
+        } else {
+            std::thread::sleep(POLL.min(deadline - now));
+        }
     }
 }
 
@@ -114,6 +126,35 @@ mod tests {
         assert!(
             matches!(result, Err(RunError::TimedOut { .. })),
             "{result:?}"
+        );
+    }
+
+    /// This thread's voluntary context switches so far (Linux).
+    #[cfg(target_os = "linux")]
+    fn switches() -> u64 {
+        std::fs::read_to_string("/proc/thread-self/status")
+            .expect("status")
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|n| n.trim().parse().ok())
+            .expect("voluntary_ctxt_switches")
+    }
+
+    /// Issue 33: while a tmux command hung for its 2 s timeout on a loaded machine, the
+    /// worker woke every 10 ms to look at it, in the process whose hub and printing thread
+    /// waited for the CPU. It sleeps until the helper ends: a 0.3 s helper is waited for
+    /// in a handful of switches, where looking every 10 ms took 30 or more.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_helper_is_waited_for_asleep_not_looked_at_every_10_ms() {
+        let before = switches();
+        let status =
+            run_bounded(Command::new("sleep").arg("0.3"), Duration::from_secs(30)).expect("runs");
+        let taken = switches() - before;
+        assert!(status.success());
+        assert!(
+            taken < 10,
+            "{taken} voluntary switches waiting for sleep 0.3"
         );
     }
 

@@ -518,6 +518,18 @@ impl Watch {
         };
         let name = store.name.trim_end().to_owned();
         let given = store.pane.clone();
+        let fresh = store.fresh;
+        // The line first: what is queued below for the other outputs wakes their
+        // workers, and the `tmux` or `notify-send` each then starts, and writing the
+        // store, would otherwise run before it on a loaded machine (issue 33: the line
+        // came hundreds of milliseconds after the update reached this thread).
+        if let Some(view) = &mut self.view {
+            let dropped = &self.dropped;
+            view.update(&mut self.out, &name, &update, &|sid| {
+                dropped.contains(&(id, sid.map(str::to_owned)))
+            })
+            .map_err(|source| WatchError::Write { source })?;
+        }
         let dropped = &self.dropped;
         if let Some(t) = &mut self.tmux {
             for facts in pane_facts(&name, &update, given.as_deref(), |sid| {
@@ -531,7 +543,7 @@ impl Watch {
         // held, unless the store itself appeared after the start; one that appears later
         // is news from its first update.
         let first_look = self.looked.insert(id);
-        let news = store.fresh || !first_look;
+        let news = fresh || !first_look;
         if self.on_change.is_some() || self.notify.is_some() {
             for (sid, one) in update.per_session() {
                 let key = format!(
@@ -576,13 +588,6 @@ impl Watch {
                 let agent = one.agent().map_or("unknown", |a| a.name());
                 publisher.publish(agent, sid.unwrap_or(&name), &line);
             }
-        }
-        if let Some(view) = &mut self.view {
-            let dropped = &self.dropped;
-            view.update(&mut self.out, &name, &update, &|sid| {
-                dropped.contains(&(id, sid.map(str::to_owned)))
-            })
-            .map_err(|source| WatchError::Write { source })?;
         }
         self.latest.insert(id, update);
         Ok(())
@@ -812,5 +817,82 @@ mod tests {
         );
         let named_for_none = StorePaths::in_dir(PathBuf::from("/s/some/events"));
         assert_eq!(agent_home_of(&homes, &named_for_none), None);
+    }
+
+    /// What the writer saw queued for the pane when each line was written.
+    struct Probe {
+        queued: std::rc::Rc<tmux::Queued>,
+        seen: std::rc::Rc<std::cell::RefCell<Vec<usize>>>,
+    }
+
+    impl Write for Probe {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if buf.ends_with(b"\n") {
+                self.seen.borrow_mut().push(self.queued.for_pane("%0"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Issue 33: on a loaded machine the line came hundreds of milliseconds after its
+    /// update reached the watch, behind the tmux options queued first (their worker woke
+    /// and started `tmux`). The line is written before anything is queued for the pane.
+    #[test]
+    fn an_update_is_printed_before_its_pane_options_are_queued() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = dir.path().join("opencode");
+        std::fs::create_dir(&store).expect("store");
+        let recorded = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/corpus/opencode/opencode-1.18.33-tui-permissions.ndjson"
+        );
+        let rows: String = std::fs::read_to_string(recorded)
+            .expect("the recording")
+            .lines()
+            .take(5)
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert!(
+            rows.contains(r#""tmux_pane":"%0""#),
+            "the rows name the pane"
+        );
+        std::fs::write(store.join("events.ndjson"), rows).expect("rows");
+        let target = TmuxTarget {
+            socket: Some("hooktrack-unit-never-started".into()),
+            timeout: Duration::from_secs(1),
+        };
+        let (tmux, queued) = Tmux::without_worker(target, wall_clock());
+        let queued = std::rc::Rc::new(queued);
+        let seen = std::rc::Rc::default();
+        let out = Probe {
+            queued: std::rc::Rc::clone(&queued),
+            seen: std::rc::Rc::clone(&seen),
+        };
+        let config = WatchConfig {
+            paths: vec![store],
+            output: Some(Output::Ndjson),
+            ..WatchConfig::default()
+        };
+        let mut watch =
+            Watch::start(config, Box::new(out), Box::new(std::io::sink())).expect("watch");
+        watch.tmux = Some(tmux);
+        for _ in 0..30 {
+            if !seen.borrow().is_empty() {
+                break;
+            }
+            assert!(
+                watch.step(Duration::from_secs(1)).expect("step"),
+                "hub gone"
+            );
+        }
+        assert_eq!(
+            *seen.borrow(),
+            [0],
+            "the line, with nothing queued for %0 yet"
+        );
+        assert!(queued.for_pane("%0") > 0, "then the pane's options");
     }
 }

@@ -216,6 +216,21 @@ enum Job {
     Look,
 }
 
+/// The jobs a [`Tmux::without_worker`] queued, for a test to look at.
+#[cfg(test)]
+pub(super) struct Queued(Receiver<Job>);
+
+#[cfg(test)]
+impl Queued {
+    /// The options queued for `pane` so far (the server's and other panes' are skipped).
+    pub(super) fn for_pane(&self, pane: &str) -> usize {
+        self.0
+            .try_iter()
+            .filter(|job| matches!(job, Job::Pane { pane: p, .. } if p == pane))
+            .count()
+    }
+}
+
 /// What an update leaves to the next tick.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Defer {
@@ -303,11 +318,23 @@ impl Tmux {
                 .name("hooktrack-tmux".into())
                 .spawn(move || work(&target, &rx, &stop, &warnings, &looks_tx))?
         };
+        Ok(Self::with_queue(target, now, tx, stop, Some(worker), looks))
+    }
+
+    /// The publisher around its queue (the worker, if any, reads the other end).
+    fn with_queue(
+        target: TmuxTarget,
+        now: Timestamp,
+        tx: SyncSender<Job>,
+        stop: Arc<AtomicBool>,
+        worker: Option<JoinHandle<()>>,
+        looks: Receiver<BTreeSet<String>>,
+    ) -> Self {
         let mut tmux = Self {
             target,
             tx: Some(tx),
             stop,
-            worker: Some(worker),
+            worker,
             published: BTreeMap::new(),
             latest: BTreeMap::new(),
             blocked_since: BTreeMap::new(),
@@ -323,7 +350,17 @@ impl Tmux {
             std::process::id().to_string(),
         )]));
         tmux.publish_counts();
-        Ok(tmux)
+        tmux
+    }
+
+    /// A publisher whose jobs no worker runs: the test reads the queue instead.
+    #[cfg(test)]
+    pub(super) fn without_worker(target: TmuxTarget, now: Timestamp) -> (Self, Queued) {
+        let (tx, rx) = mpsc::sync_channel::<Job>(QUEUE);
+        let (_, looks) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let tmux = Self::with_queue(target, now, tx, stop, None, looks);
+        (tmux, Queued(rx))
     }
 
     /// A session changed: publish what differs on its pane.
