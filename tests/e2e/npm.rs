@@ -1313,13 +1313,16 @@ fn approve(
     // Enter again while the dialog stays drawn for a second and the watch still shows it;
     // the answer is the one that took (on a loaded machine the watch may see the dialog
     // gone before this pane's next capture does: then that Enter took).
-    let mut answered_at = 0;
+    // Every press's time (ms): the first bounds the line looked for (a press that took
+    // may have its line come after a later press), the one that took is the last before
+    // this pane's capture saw the dialog gone.
+    let mut presses: Vec<i64> = Vec::new();
     // When this pane's capture first showed the dialog gone (ms).
     let gone = std::cell::Cell::new(None);
     for _ in 0..5 {
         // The lines so far read before the key (the session's are timed by their first read).
         watch.lines();
-        answered_at = wall_ms();
+        presses.push(wall_ms());
         tui.keys(&["Enter"]);
         let pressed = std::time::Instant::now();
         let taken = || {
@@ -1328,8 +1331,8 @@ fn approve(
                 return true;
             }
             watch.lines().iter().any(|l| {
-                at_ms(&l["at"]).is_some_and(|at| at >= answered_at)
-                    && watch.out_of_blocked(l, answered_at)
+                at_ms(&l["at"]).is_some_and(|at| at >= presses[0])
+                    && watch.out_of_blocked(l, presses[0])
             })
         };
         while !taken() && pressed.elapsed() < Duration::from_secs(1) {
@@ -1339,13 +1342,19 @@ fn approve(
             break;
         }
     }
-    let running = watch.wait_line("the watch showing the agent running", answered_at, |l| {
-        watch.out_of_blocked(l, answered_at)
+    let running = watch.wait_line("the watch showing the agent running", presses[0], |l| {
+        watch.out_of_blocked(l, presses[0])
     });
     let gone = gone.get().unwrap_or_else(|| {
         tui.wait_screen("the dialog gone", |s| !asks.draws(s));
         wall_ms()
     });
+    let answered_at = presses
+        .iter()
+        .rev()
+        .copied()
+        .find(|p| *p <= gone)
+        .unwrap_or(presses[0]);
     if let Some(dir) = keep {
         let name = |what: &str| dir.join(format!("{}-{what}.txt", asks.screens));
         fs::write(name("dialog"), &dialog).expect("keep the dialog");
