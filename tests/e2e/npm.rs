@@ -1277,21 +1277,37 @@ fn approve(
     // the answer is the one that took (on a loaded machine the watch may see the dialog
     // gone before this pane's next capture does: then that Enter took).
     let mut answered_at = 0;
+    let mut sent_at = 0;
+    // When this test's own capture of the pane first showed the dialog gone, and when the
+    // last one that still showed it began: the screen changed between the two.
+    let mut gone: Option<(i64, String)> = None;
+    let mut drawn_at = None;
     for _ in 0..5 {
         // The lines so far read before the key (the session's are timed by their first read).
         watch.lines();
         answered_at = wall_ms();
         tui.keys(&["Enter"]);
+        sent_at = wall_ms();
         let pressed = std::time::Instant::now();
-        let taken = || {
-            !asks.draws(&tui.screen())
-                || watch.lines().iter().any(|l| {
-                    at_ms(&l["at"]).is_some_and(|at| at >= answered_at)
-                        && watch.out_of_blocked(l, answered_at)
-                })
+        let mut taken = || {
+            if gone.is_some() {
+                return true;
+            }
+            let capture = wall_ms();
+            let screen = tui.screen();
+            if asks.draws(&screen) {
+                drawn_at = Some(capture);
+            } else {
+                gone = Some((wall_ms(), screen));
+                return true;
+            }
+            watch.lines().iter().any(|l| {
+                at_ms(&l["at"]).is_some_and(|at| at >= answered_at)
+                    && watch.out_of_blocked(l, answered_at)
+            })
         };
         while !taken() && pressed.elapsed() < Duration::from_secs(1) {
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(10));
         }
         if taken() {
             break;
@@ -1300,13 +1316,45 @@ fn approve(
     let running = watch.wait_line("the watch showing the agent running", answered_at, |l| {
         watch.out_of_blocked(l, answered_at)
     });
+    let (gone_at, after) = match gone {
+        Some(seen) => seen,
+        None => {
+            let after = tui.wait_screen("the call running", |s| !asks.draws(s));
+            (wall_ms(), after)
+        }
+    };
     if let Some(dir) = keep {
         let name = |what: &str| dir.join(format!("{}-{what}.txt", asks.screens));
         fs::write(name("dialog"), &dialog).expect("keep the dialog");
-        let after = tui.wait_screen("the call running", |s| !asks.draws(s));
         fs::write(name("answered"), after).expect("keep the screen");
     }
     let running_at = at_ms(&running["at"]).expect("the line's time");
+    // Each stage after the Enter, for where a slow answer's time goes (and whether the pane
+    // or a row said it first): the key sent, the pane (this test's captures: the dialog
+    // went between the last with it and the first without it), the hook rows received
+    // from the answer to the watch's line, the watch's line.
+    let rows: Vec<String> = tui
+        .rows()
+        .iter()
+        .filter_map(|r| {
+            let at = at_ms(&r["received_at"])?;
+            (answered_at..=running_at)
+                .contains(&at)
+                .then(|| format!("{} +{}", r["event"], at - answered_at))
+        })
+        .collect();
+    eprintln!(
+        "after the Enter at {answered_at} (ms): keys sent +{}, pane with the dialog until {} \
+         and without it from +{}, rows [{}], watch running +{}",
+        sent_at - answered_at,
+        drawn_at.map_or("no capture after the key".to_owned(), |at| format!(
+            "+{}",
+            at - answered_at
+        )),
+        gone_at - answered_at,
+        rows.join(", "),
+        running_at - answered_at,
+    );
     if watch.child.is_none() {
         eprintln!(
             "the session's line out of blocked: {} from {} (step at {})",
