@@ -1151,15 +1151,13 @@ impl Drop for Watcher {
     }
 }
 
-/// The first hook rows fired after `since` (ms): each event, when the agent fired it
-/// (its payload's `timestamp`, where the agent writes one) and when the store received
+/// The hook rows received from `since` to `until` (ms): each event, when the agent fired
+/// it (its payload's `timestamp`, where the agent writes one) and when the store received
 /// it, in ms after `since`.
-fn rows_after(rows: &[Value], since: i64) -> String {
+fn rows_between(rows: &[Value], since: i64, until: i64) -> String {
     let after = |v: &Value| at_ms(v).map(|at| (at - since).to_string());
-    let seen: Vec<String> = rows
-        .iter()
-        .filter(|r| at_ms(&r["received_at"]).is_some_and(|at| at >= since))
-        .take(3)
+    rows.iter()
+        .filter(|r| at_ms(&r["received_at"]).is_some_and(|at| (since..=until).contains(&at)))
         .map(|r| {
             format!(
                 "{} fired +{} received +{}",
@@ -1168,12 +1166,8 @@ fn rows_after(rows: &[Value], since: i64) -> String {
                 after(&r["received_at"]).unwrap_or_else(|| "?".into()),
             )
         })
-        .collect();
-    if seen.is_empty() {
-        "no hook row yet".into()
-    } else {
-        seen.join(", ")
-    }
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A line's or row's time (RFC 3339) in milliseconds.
@@ -1313,65 +1307,92 @@ fn approve(
     // Enter again while the dialog stays drawn for a second and the watch still shows it;
     // the answer is the one that took (on a loaded machine the watch may see the dialog
     // gone before this pane's next capture does: then that Enter took).
-    // Every press's time (ms): the first bounds the line looked for (a press that took
-    // may have its line come after a later press), the one that took is the last before
-    // this pane's capture saw the dialog gone.
-    let mut presses: Vec<i64> = Vec::new();
-    // When this pane's capture first showed the dialog gone (ms).
-    let gone = std::cell::Cell::new(None);
+    // Every press's time and when its keys were sent (ms): the first bounds the line
+    // looked for (a press that took may have its line come after a later press), the one
+    // that took is the last before this pane's capture saw the dialog gone.
+    let mut presses: Vec<(i64, i64)> = Vec::new();
+    // When this test's own capture of the pane first showed the dialog gone, and when the
+    // last one that still showed it began: the screen changed between the two.
+    let mut gone: Option<(i64, String)> = None;
+    let mut drawn_at = None;
     for _ in 0..5 {
         // The lines so far read before the key (the session's are timed by their first read).
         watch.lines();
-        presses.push(wall_ms());
+        let press = wall_ms();
         tui.keys(&["Enter"]);
+        presses.push((press, wall_ms()));
+        let first = presses[0].0;
         let pressed = std::time::Instant::now();
-        let taken = || {
-            if !asks.draws(&tui.screen()) {
-                gone.set(gone.get().or(Some(wall_ms())));
+        let mut taken = || {
+            if gone.is_some() {
+                return true;
+            }
+            let capture = wall_ms();
+            let screen = tui.screen();
+            if asks.draws(&screen) {
+                drawn_at = Some(capture);
+            } else {
+                gone = Some((wall_ms(), screen));
                 return true;
             }
             watch.lines().iter().any(|l| {
-                at_ms(&l["at"]).is_some_and(|at| at >= presses[0])
-                    && watch.out_of_blocked(l, presses[0])
+                at_ms(&l["at"]).is_some_and(|at| at >= first) && watch.out_of_blocked(l, first)
             })
         };
         while !taken() && pressed.elapsed() < Duration::from_secs(1) {
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(10));
         }
         if taken() {
             break;
         }
     }
-    let running = watch.wait_line("the watch showing the agent running", presses[0], |l| {
-        watch.out_of_blocked(l, presses[0])
+    let first = presses[0].0;
+    let running = watch.wait_line("the watch showing the agent running", first, |l| {
+        watch.out_of_blocked(l, first)
     });
-    let gone = gone.get().unwrap_or_else(|| {
-        tui.wait_screen("the dialog gone", |s| !asks.draws(s));
-        wall_ms()
-    });
-    let answered_at = presses
+    let (gone_at, after) = match gone {
+        Some(seen) => seen,
+        None => {
+            let after = tui.wait_screen("the call running", |s| !asks.draws(s));
+            (wall_ms(), after)
+        }
+    };
+    let (answered_at, sent_at) = presses
         .iter()
         .rev()
         .copied()
-        .find(|p| *p <= gone)
+        .find(|(press, _)| *press <= gone_at)
         .unwrap_or(presses[0]);
     if let Some(dir) = keep {
         let name = |what: &str| dir.join(format!("{}-{what}.txt", asks.screens));
         fs::write(name("dialog"), &dialog).expect("keep the dialog");
-        let after = tui.wait_screen("the call running", |s| !asks.draws(s));
         fs::write(name("answered"), after).expect("keep the screen");
     }
     let running_at = at_ms(&running["at"]).expect("the line's time");
-    // A watch's line's `at` is when its step began (a pane read: before the capture); this
-    // test's first read of it is a bound from above (its polls are tens of ms apart).
+    // Each stage after the Enter, for where a slow answer's time goes (and whether the pane
+    // or a row said it first): the key sent, the pane (this test's captures: the dialog
+    // went between the last with it and the first without it), the hook rows from the
+    // answer to the watch's line, the watch's line (its `at` is when its step began, a
+    // pane read's before the capture; this test's first read of it a bound from above).
     eprintln!(
-        "stages after the key (ms): this pane's capture without the dialog +{}; {}; the \
-         watch's line +{} (read here +{})",
-        gone - answered_at,
-        rows_after(&tui.rows(), answered_at),
+        "after the Enter at {answered_at} (ms): keys sent +{}, pane with the dialog until {} \
+         and without it from +{}, rows [{}], watch running +{} (read here +{})",
+        sent_at - answered_at,
+        drawn_at.map_or("no capture after the key".to_owned(), |at| format!(
+            "+{}",
+            at - answered_at
+        )),
+        gone_at - answered_at,
+        rows_between(&tui.rows(), answered_at, running_at),
         running_at - answered_at,
         running["seen_at"].as_i64().unwrap_or(running_at) - answered_at,
     );
+    if watch.child.is_none() {
+        eprintln!(
+            "the session's line out of blocked: {} from {} (step at {})",
+            running["event"], running["source"], running["step_at"]
+        );
+    }
     let finished = wait_for(PATIENCE, "the call's end hook", || {
         let rows = tui.rows();
         (ends(&rows) > ended_before).then(|| {

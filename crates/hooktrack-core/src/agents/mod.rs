@@ -632,8 +632,9 @@ pub struct Plugin {
 }
 
 /// The queue every plugin hands its events to (`plugin_queue.js`, in place of a plugin
-/// source's `@QUEUE@`): one hook process at a time in the agent's order, never awaited;
-/// at most 128 events and 2 MiB of payload, the oldest dropped past either and counted in
+/// source's `@QUEUE@`): one hook process at a time in the agent's order, never awaited,
+/// its payload a file in `/dev/shm` unlinked at once (a pipe's end would wait for the
+/// agent's event loop; a pipe where there is no `/dev/shm`); at most 128 events and 2 MiB of payload, the oldest dropped past either and counted in
 /// a row of [`EVENTS_LOST`](crate::envelope::EVENTS_LOST) sent before the next; at the
 /// agent's exit what is queued handed over within 400 ms in all, the rest counted in a
 /// last loss row the agent does not wait for.
