@@ -25,8 +25,11 @@
 use crate::follow::Request;
 use crate::time::Timestamp;
 
-/// The least time between two reads of one pane: a few reads a second at most.
-pub const SCREEN_READ_MS: i64 = 200;
+/// The least time between two reads of one pane: a few reads a second at most (under 7).
+/// A dialog's going is seen up to this long after the agent redrew its screen, and the
+/// agents' redraws after a key took up to 150 ms (Gemini CLI's first dialog): 200 ms left
+/// such a key's worst case over the 300 ms the answer's line has (docs/benchmarks.md).
+pub const SCREEN_READ_MS: i64 = 150;
 
 /// What the tracker watches of one session's screen.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -307,7 +310,7 @@ mod tracker_tests {
     /// rejection) or before it.
     #[test]
     fn each_agents_look_sees_its_dialog_and_not_the_screens_after_the_answer() {
-        let cases: [(Agent, &[&str], &[&str]); 4] = [
+        let cases: [(Agent, &[&str], &[&str]); 5] = [
             (Agent::ClaudeCode, &[CLAUDE_DIALOG], &[CLAUDE_ANSWERED]),
             (
                 Agent::FactoryDroid,
@@ -334,6 +337,16 @@ mod tracker_tests {
                     GEMINI_REJECTED,
                 ],
             ),
+            (
+                Agent::QwenCode,
+                &[QWEN_DIALOG, QWEN_REJECT_DIALOG, QWEN_SESSION_DIALOG],
+                &[
+                    QWEN_ANSWERED,
+                    QWEN_SESSION_ANSWERED,
+                    QWEN_IDLE,
+                    QWEN_REJECTED,
+                ],
+            ),
         ];
         for (agent, dialogs, others) in cases {
             for dialog in dialogs {
@@ -343,19 +356,6 @@ mod tracker_tests {
                 assert!(!screen(agent).draws_dialog(other), "{agent:?}:\n{other}");
             }
         }
-    }
-
-    #[test]
-    fn qwen_code_0_24_4_draws_its_shell_confirmation_and_not_the_screens_after_the_answer() {
-        let qwen = screen(Agent::QwenCode);
-        assert!(qwen.draws_dialog(QWEN_DIALOG));
-        assert!(qwen.draws_dialog(QWEN_REJECT_DIALOG));
-        assert!(qwen.draws_dialog(QWEN_SESSION_DIALOG));
-        // "Yes, allow once": the call running; the call's end at the prompt; Escape.
-        assert!(!qwen.draws_dialog(QWEN_ANSWERED));
-        assert!(!qwen.draws_dialog(QWEN_SESSION_ANSWERED));
-        assert!(!qwen.draws_dialog(QWEN_IDLE));
-        assert!(!qwen.draws_dialog(QWEN_REJECTED));
     }
 
     /// A screen whose prompt echo (behind the TUI's own prompt mark) or reply (behind its
@@ -711,9 +711,9 @@ mod tracker_tests {
             .filter(|r| matches!(r, crate::follow::Request::ReadScreen { .. }))
             .count();
         assert_eq!(reads, 1, "the pane is read");
-        read(&mut tracker, QWEN_DIALOG, 4);
+        read(&mut tracker, QWEN_DIALOG, at(4));
         assert_eq!(tracker.pipeline().posture().turn.phase, Phase::Blocked);
-        read(&mut tracker, QWEN_ANSWERED, 5);
+        read(&mut tracker, QWEN_ANSWERED, at(5));
         let pipeline = tracker.pipeline();
         assert_eq!(pipeline.posture().turn.phase, Phase::Active);
         assert_eq!(
@@ -729,13 +729,13 @@ mod tracker_tests {
     fn qwen_code_pretooluse_before_the_pane_ends_the_window_and_the_pane_is_left_alone() {
         let mut tracker = qwen_blocked();
         tracker.ask_screens(at(4));
-        read(&mut tracker, QWEN_DIALOG, 4);
+        read(&mut tracker, QWEN_DIALOG, at(4));
         let call = format!(r#"{QWEN_CALL},"tool_use_id":"toolu_1","tool_call_id":"call_q_t""#);
         feed(&mut tracker, 5, &[qwen_row("PreToolUse", 5, &call)]);
         let pipeline = tracker.pipeline();
         assert_eq!(pipeline.posture().turn.phase, Phase::Active);
         assert_eq!(tracker.screen_due(), None, "nothing waits: nothing is read");
-        read(&mut tracker, QWEN_ANSWERED, 5);
+        read(&mut tracker, QWEN_ANSWERED, at(5));
         assert_eq!(
             tracker
                 .pipeline()
