@@ -100,8 +100,17 @@ pub fn detect_member(
 /// The first `x.y.z` that `<program> --version` prints, within 15 s: Kimi Code 2.1.0, a
 /// Node bundle, takes 2 to 3 s to print it on an idle machine and more under load, and a
 /// `kimi` given up on is a Kimi nobody can name.
+///
+/// It runs in an empty folder of its own, removed after: a CLI may write where it runs
+/// even for `--version` (Letta Code 0.25.9 makes `.letta/.lettaignore` there), and the
+/// folder `hooktrack setup` was started in is the user's.
 pub fn version_of(program: impl AsRef<std::ffi::OsStr>) -> io::Result<Option<String>> {
-    let mut child = Command::new(program)
+    let place = ProbeDir::new();
+    let mut command = Command::new(program);
+    if let Some(dir) = &place {
+        command.current_dir(&dir.0);
+    }
+    let mut child = command
         .arg("--version")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -124,6 +133,27 @@ pub fn version_of(program: impl AsRef<std::ffi::OsStr>) -> io::Result<Option<Str
         let _ = stdout.read_to_string(&mut out);
     }
     Ok(first_version(&out))
+}
+
+/// An empty private folder for a probe, removed with what the probe left in it. `None`
+/// when none can be made: the probe then runs where hooktrack runs, as before.
+struct ProbeDir(PathBuf);
+
+impl ProbeDir {
+    fn new() -> Option<Self> {
+        use std::os::unix::fs::DirBuilderExt;
+        static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("hooktrack-probe-{}-{n}", std::process::id()));
+        std::fs::DirBuilder::new().mode(0o700).create(&path).ok()?;
+        Some(Self(path))
+    }
+}
+
+impl Drop for ProbeDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn first_version(text: &str) -> Option<String> {
@@ -155,5 +185,31 @@ mod tests {
             Some("1.0.102".to_owned())
         );
         assert_eq!(first_version("no version"), None);
+    }
+
+    /// `letta --version` (Letta Code 0.25.9) writes `.letta/.lettaignore` where it runs:
+    /// a version probe runs in a folder of its own, gone after, never where hooktrack runs.
+    #[test]
+    fn a_version_probe_that_writes_where_it_runs_leaves_nothing_behind() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let told = tmp.path().join("where");
+        let program = tmp.path().join("agent");
+        std::fs::write(
+            &program,
+            format!(
+                "#!/bin/sh\nmkdir .agent && touch .agent/ignore && pwd > '{}'\necho 'agent 1.2.3'\n",
+                told.display()
+            ),
+        )
+        .expect("write the stand-in");
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755))
+            .expect("make it runnable");
+        assert_eq!(version_of(&program).expect("ran"), Some("1.2.3".to_owned()));
+        let ran_in = PathBuf::from(std::fs::read_to_string(&told).expect("it ran").trim());
+        let here = std::env::current_dir().expect("cwd");
+        assert_ne!(ran_in, here);
+        assert!(!here.join(".agent").exists());
+        assert!(!ran_in.exists(), "{} is left", ran_in.display());
     }
 }
