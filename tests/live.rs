@@ -12,7 +12,7 @@ use hooktrack::{Hub, HubConfig, SessionId};
 use hooktrack::{Session, SessionConfig, SessionNotice, Update};
 use hooktrack_live::tail::Notice;
 
-use crate::support::{Wake, kimi, turn_running};
+use crate::support::{Wake, corpus_dir, corpus_row, kimi, turn_running};
 
 fn t(s: i64) -> Timestamp {
     Timestamp::from_millis(1_790_000_000_000 + s * 1000)
@@ -314,6 +314,45 @@ fn a_cheap_recheck_still_sees_appends_replacements_and_time() {
         replaced.notices
     );
     assert_eq!(replaced.posture().turn.phase, Phase::Active);
+}
+
+/// A session file a row asks for before the agent has made it (Copilot CLI's session log
+/// at its first prompt) is found at the next re-check, not at the next full poll.
+#[test]
+fn a_session_file_made_after_its_row_is_followed_at_the_next_recheck() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("copilot-home");
+    fs::create_dir_all(&home).expect("home");
+    let campaign = "copilot-cli/copilot-cli-1.0.102-interactive-first-escape-transcript";
+    let paths = StorePaths::for_provider(&dir.path().join("store"), "copilot");
+    append(
+        &paths.events,
+        &[corpus_row(&format!("{campaign}.ndjson"), 1)],
+    );
+    let mut session = Session::open(
+        paths.clone(),
+        SessionConfig {
+            agent_home: Some(home.clone()),
+            ..SessionConfig::default()
+        },
+    );
+    assert!(session.poll(t(0)).is_some());
+    assert!(session.transcript_paths().is_empty(), "no log made yet");
+    assert!(session.recheck(t(1)).is_none(), "nothing new");
+    // The agent makes its log: the very next re-check follows it.
+    let id = "57c00bbf-7f6d-4e29-90e7-a6dc5888363d";
+    let log = home.join("session-state").join(id);
+    fs::create_dir_all(&log).expect("log dir");
+    fs::copy(
+        corpus_dir().join(format!("{campaign}.transcripts/{id}/events.jsonl")),
+        log.join("events.jsonl"),
+    )
+    .expect("the log");
+    let _ = session.recheck(t(2));
+    assert_eq!(
+        session.transcript_paths(),
+        [log.join("events.jsonl").as_path()]
+    );
 }
 
 // ===== the hub ========================================================================

@@ -421,7 +421,12 @@ impl Session {
             && self.tailer.caught_up()
             && self.files.iter().flatten().all(|slot| match slot {
                 FileSlot::Open { tailer, .. } => tailer.caught_up(),
-                FileSlot::Unresolved { .. } | FileSlot::Parked { .. } => true,
+                // A session file asked for and not there yet is looked for at every
+                // re-check (a lookup under the agent's home), not only at a full poll
+                // seconds later: Copilot CLI's first permission answer, which only its
+                // session log says, waited for it (4.8 s).
+                FileSlot::Unresolved { file, id } => self.find(file, id).is_none(),
+                FileSlot::Parked { .. } => true,
             })
             && self.tracker.held_until().is_none()
             && self.tracker.screen_due().is_none_or(|at| at > now)
