@@ -524,6 +524,44 @@ fn claude(s: i64, event: &str, transcript: &Path, fields: &str) -> String {
     )
 }
 
+/// Copilot CLI's session log made after the rows that name it (its folder, then the
+/// file): a hub wakes the session at its making, with no re-check and no new row.
+#[test]
+fn a_session_log_made_after_its_rows_wakes_the_hub_without_a_recheck() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let home = base.path().join("copilot-home");
+    fs::create_dir_all(home.join("session-state")).expect("home");
+    let campaign = "copilot-cli/copilot-cli-1.0.102-interactive-first-escape-transcript";
+    let paths = StorePaths::for_provider(&base.path().join("store"), "copilot");
+    let rows: Vec<String> = (1..=2)
+        .map(|n| corpus_row(&format!("{campaign}.ndjson"), n))
+        .collect();
+    append(&paths.events, &rows);
+    let (mut hub, rx) = notify_only_hub();
+    let id = hub.add(Session::open(
+        paths,
+        SessionConfig {
+            agent_home: Some(home.clone()),
+            ..SessionConfig::default()
+        },
+    ));
+    let first = next_of(&rx, id);
+    assert_eq!(first.posture().last_turn.result, TurnResult::None);
+    let barrier = hub.add(open(&base.path().join("barrier")));
+    next_of(&rx, barrier);
+    let sid = "57c00bbf-7f6d-4e29-90e7-a6dc5888363d";
+    let log = home.join("session-state").join(sid);
+    fs::create_dir(&log).expect("the log's folder");
+    let text =
+        fs::read_to_string(corpus_dir().join(format!("{campaign}.transcripts/{sid}/events.jsonl")))
+            .expect("the recorded log");
+    fs::write(log.join("events.jsonl"), text).expect("the log");
+    let ended = until(&rx, id, |u| {
+        u.posture().last_turn.result == TurnResult::Interrupted
+    });
+    assert_eq!(ended.posture().turn.phase, Phase::Ready);
+}
+
 #[test]
 fn a_transcript_whose_folder_is_not_made_yet_is_watched_for_it_without_an_error() {
     let base = tempfile::tempdir().expect("tempdir");

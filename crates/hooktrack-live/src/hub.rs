@@ -421,10 +421,11 @@ impl Worker {
             let _ = self.updates.send((id, update));
         }
         let more = tracked.session.more();
-        // The poll may have named (new) transcripts: watch their directories from now on.
+        // The poll may have named (new) transcripts, or asked for a session file not made
+        // yet: watch their directories (or the nearest made) from now on.
         let mut followed: Vec<PathBuf> = tracked
             .session
-            .transcript_paths()
+            .watched_paths()
             .into_iter()
             .filter_map(|p| std::path::absolute(p).ok())
             .collect();

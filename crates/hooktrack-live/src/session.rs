@@ -290,6 +290,27 @@ impl Session {
         }
     }
 
+    /// What a hub watches for this session: every file followed now
+    /// ([`Session::transcript_paths`]), and a session file asked for and not made yet
+    /// whose place is known ahead (a flat layout: `<home>/<dir>/<id>/<file>`), so that its
+    /// making wakes the session at once (Copilot CLI's session log, made after the rows
+    /// that name it: only it says a permission was answered).
+    pub fn watched_paths(&self) -> Vec<PathBuf> {
+        self.files
+            .iter()
+            .filter_map(|slot| match slot {
+                Some(FileSlot::Open { path, .. }) => Some(PathBuf::from(path)),
+                Some(FileSlot::Unresolved { file, id })
+                    if file.layout == hooktrack_core::agents::SessionLayout::Flat =>
+                {
+                    let home = self.agent_home.as_ref()?;
+                    Some(home.join(file.dir).join(id).join(file.file))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Every file followed now, one per agent session at most (see
     /// [`MAX_FOLLOWED`](hooktrack_core::follow::MAX_FOLLOWED)): a hub watches their
     /// directories.
