@@ -192,20 +192,7 @@ impl World {
         }
         path += ":/usr/bin:/bin";
         // Claude Code past its first-run dialogs, in manual mode (where Bash asks).
-        fs::write(
-            h.home.join(".claude.json"),
-            serde_json::json!({
-                "hasCompletedOnboarding": true,
-                "theme": "dark",
-                "customApiKeyResponses": {"approved": ["dummy"], "rejected": []},
-                "projects": {work.to_string_lossy(): {
-                    "hasTrustDialogAccepted": true,
-                    "hasCompletedProjectOnboarding": true
-                }}
-            })
-            .to_string(),
-        )
-        .expect(".claude.json");
+        scratch_home::claude_past_first_run(&h.home, &work, "dummy");
         fs::create_dir_all(h.home.join(".claude")).expect("mkdir .claude");
         fs::write(
             h.home.join(".claude/settings.json"),

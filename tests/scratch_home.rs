@@ -180,3 +180,24 @@ pub fn wait_pane(
     }
     (seen, false)
 }
+
+/// Writes `home/.claude.json` as a person who used Claude Code has it: past its first-run
+/// dialogs (theme, the API key ending in `key` approved, the folder `work` trusted), so
+/// its prompt comes up at once. Used by the end-to-end tests and the keystroke bench.
+#[allow(dead_code)]
+pub fn claude_past_first_run(home: &Path, work: &Path, key: &str) {
+    fs::write(
+        home.join(".claude.json"),
+        serde_json::json!({
+            "hasCompletedOnboarding": true,
+            "theme": "dark",
+            "customApiKeyResponses": {"approved": [key], "rejected": []},
+            "projects": {work.to_string_lossy(): {
+                "hasTrustDialogAccepted": true,
+                "hasCompletedProjectOnboarding": true
+            }}
+        })
+        .to_string(),
+    )
+    .expect(".claude.json");
+}

@@ -751,16 +751,11 @@ impl Tui {
         fs::create_dir_all(world.home.join(".claude")).expect("mkdir");
         fs::write(world.home.join(".claude/settings.json"), settings).expect("settings");
         // No onboarding, the folder trusted, the key approved: the prompt comes up at once.
-        let state = serde_json::json!({
-            "hasCompletedOnboarding": true,
-            "theme": "dark",
-            "customApiKeyResponses": {"approved": ["dummy-key-0123456789"], "rejected": []},
-            "projects": {world.work.to_string_lossy(): {
-                "hasTrustDialogAccepted": true,
-                "hasCompletedProjectOnboarding": true
-            }},
-        });
-        fs::write(world.home.join(".claude.json"), state.to_string()).expect(".claude.json");
+        crate::scratch_home::claude_past_first_run(
+            &world.home,
+            &world.work,
+            "dummy-key-0123456789",
+        );
         let mut env = claude_env(&mock);
         env.push(("ANTHROPIC_API_KEY", "dummy-key-0123456789".into()));
         Some(Self::launch(world, mock, "claude", &env, &[claude.into()]))

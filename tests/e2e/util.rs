@@ -388,23 +388,10 @@ pub fn session_statuses(events: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Writes `home/.claude.json` as a person who used Claude Code has it: past its first-run
-/// dialogs (theme, API key, the trust of the folder `work`).
+/// Writes `home/.claude.json` past Claude Code's first-run dialogs, the key `dummy`
+/// approved (`scratch_home::claude_past_first_run`).
 pub fn claude_past_first_run(home: &Path, work: &Path) {
-    fs::write(
-        home.join(".claude.json"),
-        serde_json::json!({
-            "hasCompletedOnboarding": true,
-            "theme": "dark",
-            "customApiKeyResponses": {"approved": ["dummy"], "rejected": []},
-            "projects": {work.to_string_lossy(): {
-                "hasTrustDialogAccepted": true,
-                "hasCompletedProjectOnboarding": true
-            }}
-        })
-        .to_string(),
-    )
-    .expect(".claude.json");
+    crate::scratch_home::claude_past_first_run(home, work, "dummy");
 }
 
 /// `hooktrack setup` in the scratch home `h`, run in `work` with `path` as its whole
