@@ -218,14 +218,13 @@ const QWEN_ASKS: Asks = Asks {
     ended: |r, _| r["event"] == "PostToolUse",
     screens: "0.24.4-session",
     drawn: None,
-    in_session_file: false,
     rejected_turn: "main interrupted 0",
 };
 
 /// Qwen Code 0.24.4 in its default approval mode: "Yes, allow once" shows the agent running
 /// from the pane or the call's `PreToolUse` (fired once the call is allowed; its
-/// `PostToolUse` comes 20 s later), whichever is first; Escape on the next dialog ("4. No, suggest changes (esc)") ends its turn
-/// interrupted.
+/// `PostToolUse` comes 20 s later), whichever is first; Escape on the next dialog ("4. No,
+/// suggest changes (esc)") ends its turn interrupted.
 fn qwen_code_tui_approved_dialog_shows_running_before_the_call_ends() {
     let cli = match installed() {
         Ok(c) => c,
@@ -363,9 +362,6 @@ fn copilot_tui(world: &World, bin: &Path, mock: &Mock, name: &str) -> Tmux {
     )
 }
 
-/// In a TUI that shows its input line: a plain turn to its `Stop` (Copilot's names the
-/// session log, Droid's session file is then known), then the mock's slow shell call, until
-/// it runs (`running` on the screen).
 /// GitHub Copilot CLI 1.0.102's `Notification(permission_prompt)` (`PermissionRequest` fires
 /// for every call, asked or not) and a call's `PostToolUse` (its hooks name no call id);
 /// its dialog ("Do you want to run this command?") is not read from the pane: the session
@@ -381,7 +377,6 @@ const COPILOT_ASKS: Asks = Asks {
     ended: |r, _| r["event"] == "PostToolUse",
     screens: "1.0.102-session",
     drawn: Some("Do you want to run this command?"),
-    in_session_file: false,
     rejected_turn: "main interrupted 1",
 };
 

@@ -1019,12 +1019,10 @@ fn reject_then_escape(which: Claude) {
 /// The `tmux` it runs is a wrapper in front of the real one that logs each `capture-pane`
 /// whose text holds the agent's dialog's look: when the watch has seen the dialog drawn.
 struct Watcher {
-    /// `None`: the lines are `hooktrack session`'s own ([`Watcher::session`]).
-    child: Option<std::process::Child>,
+    child: std::process::Child,
     output: PathBuf,
     reads: PathBuf,
-    /// When each line was first read (ms), by line number: a watch's as `seen_at`, the
-    /// session's as `at`.
+    /// When each line was first read (ms), by line number (a line's `seen_at`).
     seen: std::cell::RefCell<Vec<i64>>,
 }
 
@@ -1060,22 +1058,9 @@ impl Watcher {
             .spawn()
             .expect("hooktrack watch");
         Self {
-            child: Some(child),
+            child,
             output,
             reads,
-            seen: Default::default(),
-        }
-    }
-
-    /// The TUI's `hooktrack session`'s own lines, read as a watch's (each line's turn phase
-    /// as its `phase`): for an answer only the session finds ([`Asks::in_session_file`]).
-    /// A line's `at` there is its step's time (a session file's line: when the agent wrote
-    /// it), so its `at` here is when this test first read it (its own as `step_at`).
-    fn session(tui: &Tui) -> Self {
-        Self {
-            child: None,
-            output: tui.output.clone(),
-            reads: tui.world.root.with_extension("session.reads"),
             seen: Default::default(),
         }
     }
@@ -1095,35 +1080,21 @@ impl Watcher {
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
             .enumerate()
-            .filter_map(|(n, mut l): (usize, Value)| {
+            .map(|(n, mut l): (usize, Value)| {
                 let mut seen = self.seen.borrow_mut();
                 if seen.len() <= n {
                     seen.resize(n + 1, wall_ms());
                 }
-                if self.child.is_some() {
-                    l["seen_at"] = seen[n].into();
-                    return Some(l);
-                }
-                // The session's start and end lines say no turn's phase.
-                l["phase"] = l["posture"]["turn"].get("phase")?.clone();
-                l["step_at"] = l["at"].take();
-                l["at"] = hooktrack::Timestamp::from_millis(seen[n])
-                    .to_string()
-                    .into();
-                Some(l)
+                l["seen_at"] = seen[n].into();
+                l
             })
             .collect()
     }
 
-    /// Whether `line` shows the agent out of `blocked` after the answer at `answered` (ms):
-    /// for the session's lines, `active` on a step not before the answer (seen: GitHub
-    /// Copilot CLI's first `SessionStart` and `UserPromptSubmit` lines written after the
-    /// dialog's `blocked` one, `ready` and `active`).
-    fn out_of_blocked(&self, line: &Value, answered: i64) -> bool {
+    /// Whether `line` shows the agent out of `blocked` (the lines looked at are those at
+    /// or after the answer: [`Watcher::wait_line`]'s `since`).
+    fn out_of_blocked(line: &Value) -> bool {
         line["phase"] != "blocked"
-            && (self.child.is_some()
-                || (line["phase"] == "active"
-                    && at_ms(&line["step_at"]).is_some_and(|at| at >= answered)))
     }
 
     /// The first line at or after `since` (ms) for which `ok` holds (bounded).
@@ -1139,10 +1110,8 @@ impl Watcher {
 impl Drop for Watcher {
     fn drop(&mut self) {
         // This test's watch only.
-        if let Some(child) = &mut self.child {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -1211,10 +1180,6 @@ pub(crate) struct Asks {
     /// dialog's window), a text the screen shows while the dialog is drawn; `None`: the
     /// descriptor's look.
     pub(crate) drawn: Option<&'static str>,
-    /// Whether the answer is in the agent's session file, which `hooktrack session` finds
-    /// under the agent's HOME and `watch` (no agent HOME) does not: the session's own
-    /// lines are timed then, not the watch's.
-    pub(crate) in_session_file: bool,
     /// The ledger's entry for the turn whose call was rejected (Qwen Code's call starts only
     /// once allowed: a rejected one is no call).
     pub(crate) rejected_turn: &'static str,
@@ -1254,7 +1219,6 @@ const CLAUDE_ASKS: Asks = Asks {
     ended: |r, id| r["event"] == "PostToolUse" && r["payload"]["tool_use_id"] == id,
     screens: "2.1.332-bash",
     drawn: None,
-    in_session_file: false,
     rejected_turn: "main interrupted 1",
 };
 
@@ -1331,7 +1295,7 @@ fn approve(
                 return true;
             }
             watch.lines().iter().any(|l| {
-                at_ms(&l["at"]).is_some_and(|at| at >= first) && watch.out_of_blocked(l, first)
+                at_ms(&l["at"]).is_some_and(|at| at >= first) && Watcher::out_of_blocked(l)
             })
         };
         while !taken() && pressed.elapsed() < Duration::from_secs(1) {
@@ -1343,7 +1307,7 @@ fn approve(
     }
     let first = presses[0].0;
     let running = watch.wait_line("the watch showing the agent running", first, |l| {
-        watch.out_of_blocked(l, first)
+        Watcher::out_of_blocked(l)
     });
     let (gone_at, after) = match gone {
         Some(seen) => seen,
@@ -1382,12 +1346,6 @@ fn approve(
         running_at - answered_at,
         running["seen_at"].as_i64().unwrap_or(running_at) - answered_at,
     );
-    if watch.child.is_none() {
-        eprintln!(
-            "the session's line out of blocked: {} from {} (step at {})",
-            running["event"], running["source"], running["step_at"]
-        );
-    }
     let finished = wait_for(PATIENCE, "the call's end hook", || {
         let rows = tui.rows();
         (ends(&rows) > ended_before).then(|| {
@@ -1454,7 +1412,6 @@ const CODEX_ASKS: Asks = Asks {
     ended: |r, id| r["event"] == "PostToolUse" && r["payload"]["tool_use_id"] == id,
     screens: "0.171.0-session",
     drawn: None,
-    in_session_file: false,
     rejected_turn: "main interrupted 1",
 };
 
@@ -1469,7 +1426,6 @@ const GEMINI_ASKS: Asks = Asks {
     ended: |r, _| r["event"] == "AfterTool",
     screens: "0.61.0-session",
     drawn: None,
-    in_session_file: false,
     rejected_turn: "main interrupted 1",
 };
 
@@ -1557,11 +1513,7 @@ pub(crate) fn approved_timed(
     wait_for(PATIENCE, "the session's store", || {
         store.is_dir().then_some(())
     });
-    let watch = if asks.in_session_file {
-        Watcher::session(tui)
-    } else {
-        Watcher::start(tui, asks.look())
-    };
+    let watch = Watcher::start(tui, asks.look());
     let keep = std::env::var_os("HOOKTRACK_E2E_SCREENS").map(PathBuf::from);
     let success = |since: i64| {
         watch.wait_line("the turn's success", since, |l| {

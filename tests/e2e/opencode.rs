@@ -335,7 +335,6 @@ pub(super) fn plugin_asks(agent: hooktrack::Agent, screens: &'static str) -> Ask
         },
         screens,
         drawn: Some("Permission required"),
-        in_session_file: false,
         // Not rejected here (Escape on Kilo's dialog opens a second one).
         rejected_turn: "main interrupted 1",
     }

@@ -833,3 +833,15 @@ pub struct LaunchGate {
 
 #[cfg(test)]
 mod tests;
+
+/// An adapter's event for hook `name` with payload `json`, as its `Debug` text: what the
+/// adapters' own tests read.
+#[cfg(test)]
+pub(crate) fn normalized(
+    normalize: for<'a> fn(&Cow<'a, str>, &mut Payload<'a>) -> Event<'a>,
+    name: &str,
+    json: &str,
+) -> String {
+    let mut payload: Payload<'_> = serde_json::from_str(json).expect("a payload");
+    format!("{:?}", normalize(&Cow::Borrowed(name), &mut payload))
+}

@@ -89,8 +89,7 @@ mod tests {
     use super::*;
 
     fn event(name: &str, json: &str) -> String {
-        let mut payload: Payload<'_> = serde_json::from_str(json).expect("a payload");
-        format!("{:?}", normalize(&Cow::Borrowed(name), &mut payload))
+        crate::agents::normalized(normalize, name, json)
     }
 
     /// As recorded from Auggie 0.36.0: the stop causes of a plain turn and of an Escape.

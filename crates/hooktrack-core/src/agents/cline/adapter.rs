@@ -126,8 +126,7 @@ mod tests {
     use super::*;
 
     fn event(name: &str, json: &str) -> String {
-        let mut payload: Payload<'_> = serde_json::from_str(json).expect("a payload");
-        format!("{:?}", normalize(&Cow::Borrowed(name), &mut payload))
+        crate::agents::normalized(normalize, name, json)
     }
 
     /// The hook file's name and Cline's own `hookName` read the same.

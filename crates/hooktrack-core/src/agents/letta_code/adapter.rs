@@ -93,8 +93,7 @@ mod tests {
     use super::*;
 
     fn event(name: &str, json: &str) -> String {
-        let mut payload: Payload<'_> = serde_json::from_str(json).expect("a payload");
-        format!("{:?}", normalize(&Cow::Borrowed(name), &mut payload))
+        crate::agents::normalized(normalize, name, json)
     }
 
     /// As recorded from Letta Code 0.25.9: Escape's `PostToolUse` interrupts, a failed
