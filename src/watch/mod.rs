@@ -519,10 +519,15 @@ impl Watch {
         let name = store.name.trim_end().to_owned();
         let given = store.pane.clone();
         let fresh = store.fresh;
-        // The line first: what is queued below for the other outputs wakes their
-        // workers, and the `tmux` or `notify-send` each then starts, and writing the
-        // store, would otherwise run before it on a loaded machine (issue 33: the line
-        // came hundreds of milliseconds after the update reached this thread).
+        // An agent's end is in the store before any output says it (a reader of the line
+        // finds its row); it comes once per agent, never on a turn's hot path.
+        if self.record_ends {
+            self.record_ends_of(id, &update);
+        }
+        // Then the line: what is queued below for the other outputs wakes their workers,
+        // and the `tmux` or `notify-send` each then starts, would otherwise run before it
+        // on a loaded machine (issue 33: the line came hundreds of milliseconds after the
+        // update reached this thread).
         if let Some(view) = &mut self.view {
             let dropped = &self.dropped;
             view.update(&mut self.out, &name, &update, &|sid| {
@@ -564,9 +569,6 @@ impl Watch {
                     n.update(&key, news, &facts, one.at, one.closed());
                 }
             }
-        }
-        if self.record_ends {
-            self.record_ends_of(id, &update);
         }
         #[cfg(feature = "fleet")]
         if let Some(publisher) = &self.publisher {
